@@ -1,1 +1,120 @@
-fn main() {}
+//! `crd-apiserver`: the composition root. It parses flags, chooses the storage engine, wires
+//! the server, and waits for SIGINT or SIGTERM.
+//!
+//! Architecture Invariant: this is the only crate that names a concrete storage engine.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use crd_server::tls::TlsSource;
+use crd_server::{ServerConfig, Started};
+use tokio::sync::watch;
+
+/// A Kubernetes-compatible API server for CustomResourceDefinitions.
+#[derive(Parser, Debug)]
+#[command(name = "crd-apiserver", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Runs the API server.
+    Serve(ServeArgs),
+}
+
+/// Flags of `serve`, named like kube-apiserver's where the concept is the same.
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// Directory for the database, generated certificates, tokens and the kubeconfig.
+    #[arg(long, default_value = "./crd-apiserver-data")]
+    data_dir: PathBuf,
+    /// The IP address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind_address: IpAddr,
+    /// The HTTPS port; 0 picks a free port.
+    #[arg(long, default_value_t = 6443)]
+    secure_port: u16,
+    /// A PEM serving certificate (with `--tls-private-key-file`); by default a CA and a serving
+    /// certificate are generated into the data dir.
+    #[arg(long, requires = "tls_private_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// The PEM private key of `--tls-cert-file`.
+    #[arg(long, requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
+    /// Bearer tokens in kube-apiserver's CSV format (`token,user,uid,"group1,group2"`); by
+    /// default an admin token is generated into the data dir.
+    #[arg(long)]
+    token_auth_file: Option<PathBuf>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("CRD_APISERVER_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    match cli.command {
+        Command::Serve(args) => serve(args),
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        std::fs::create_dir_all(&args.data_dir)
+            .with_context(|| format!("creating {}", args.data_dir.display()))?;
+        let data_dir = std::fs::canonicalize(&args.data_dir)?;
+        let store = crd_storage::sqlite::SqliteStore::open(&data_dir.join("state.db"))
+            .context("opening the embedded database")?;
+        let tls = match (args.tls_cert_file, args.tls_private_key_file) {
+            (Some(cert), Some(key)) => TlsSource::Files { cert, key },
+            _ => TlsSource::Generated {
+                dir: data_dir.clone(),
+            },
+        };
+        let config = ServerConfig {
+            bind: SocketAddr::new(args.bind_address, args.secure_port),
+            data_dir: data_dir.clone(),
+            tls,
+            token_file: args.token_auth_file,
+        };
+        let (tx, rx) = watch::channel(false);
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            let _ = tx.send(true);
+        });
+        crd_server::run(
+            config,
+            store as Arc<dyn crd_storage::Store>,
+            rx,
+            |s: &Started| {
+                println!("crd-apiserver listening on https://{}", s.addr);
+                println!("export KUBECONFIG={}", s.kubeconfig.display());
+            },
+        )
+        .await
+    })
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,1 +1,109 @@
-//! placeholder
+//! The crd-apiserver API server as a library: a Kubernetes-compatible server for
+//! CustomResourceDefinitions and their objects, over any [`crd_storage::Store`].
+//!
+//! # Layout
+//! - [`http`]: TLS accept loop, routing, negotiation, errors → Status.
+//! - [`handlers`]: one module per verb, generic over a [`registry::Strategy`].
+//! - [`registry`]: per-kind strategies (CRDs, namespaces, custom objects), the serving state of
+//!   CRDs, and the custom-object pipeline.
+//! - [`controllers`]: naming/establishing/finalizing CRDs, namespace cleanup, compaction.
+//! - [`discovery`], [`openapi`], [`table`]: derived documents.
+//! - [`tls`], [`auth`], [`kubeconfig`]: identity and access.
+//!
+//! Architecture Invariant: only the CLI chooses a concrete storage engine; this crate sees
+//! `Arc<dyn Store>`.
+
+pub mod auth;
+pub mod controllers;
+pub mod discovery;
+pub mod handlers;
+pub mod http;
+pub mod kubeconfig;
+pub mod openapi;
+pub mod protobuf;
+pub mod registry;
+pub mod state;
+pub mod table;
+pub mod tls;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use crd_storage::Store;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::auth::TokenAuthenticator;
+use crate::controllers::crds::CrdController;
+use crate::controllers::namespaces::NamespaceController;
+use crate::state::AppState;
+use crate::tls::TlsSource;
+
+/// How the server is set up.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Where to listen (`--bind-address`, `--secure-port`; port 0 picks a free one).
+    pub bind: SocketAddr,
+    /// The data dir: generated certificates, tokens and the kubeconfig live here.
+    pub data_dir: PathBuf,
+    /// The serving certificate.
+    pub tls: TlsSource,
+    /// `--token-auth-file`; `None` generates an admin token into the data dir.
+    pub token_file: Option<PathBuf>,
+}
+
+/// What a started server tells its caller.
+#[derive(Clone, Debug)]
+pub struct Started {
+    /// The address actually listened on.
+    pub addr: SocketAddr,
+    /// The kubeconfig written for the admin user.
+    pub kubeconfig: PathBuf,
+}
+
+/// Runs the server until `shutdown` becomes true. `on_ready` is called once the kubeconfig is
+/// written and `/readyz` answers ok.
+pub async fn run(
+    config: ServerConfig,
+    store: Arc<dyn Store>,
+    shutdown: watch::Receiver<bool>,
+    on_ready: impl FnOnce(&Started),
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
+    let tls = tls::load_or_generate(&config.tls)?;
+    let (auth, admin_token) = if let Some(path) = &config.token_file {
+        (TokenAuthenticator::from_file(path)?, None)
+    } else {
+        let (auth, token) = kubeconfig::admin_token(&config.data_dir)?;
+        (auth, Some(token))
+    };
+    let listener = TcpListener::bind(config.bind)
+        .await
+        .with_context(|| format!("binding {}", config.bind))?;
+    let addr = listener.local_addr()?;
+    let state = Arc::new(AppState::new(store.clone(), auth));
+
+    controllers::namespaces_bootstrap(&state).await?;
+    let crd_controller = CrdController::new(state.clone());
+    let crd_rev = crd_controller.sync().await.context("loading CRDs")?;
+    let ns_controller = NamespaceController::new(state.clone());
+    let ns_rev = ns_controller.sync().await.context("loading namespaces")?;
+    tokio::spawn(crd_controller.run(crd_rev, shutdown.clone()));
+    tokio::spawn(ns_controller.run(ns_rev, shutdown.clone()));
+    tokio::spawn(controllers::compaction::run(
+        store,
+        controllers::compaction::INTERVAL,
+        shutdown.clone(),
+    ));
+
+    let kubeconfig = config.data_dir.join("kubeconfig");
+    kubeconfig::write(&kubeconfig, addr, &tls.ca_pem, admin_token.as_deref())?;
+    state.set_ready();
+    on_ready(&Started { addr, kubeconfig });
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config);
+    http::serve(listener, acceptor, state, shutdown).await;
+    Ok(())
+}

@@ -1,1 +1,219 @@
-//! placeholder
+//! The storage interface of crd-apiserver and its engines.
+//!
+//! The interface has the semantics kube-apiserver expects from etcd: string keys, one global
+//! revision that increases with every write and becomes `metadata.resourceVersion`,
+//! compare-and-swap on a key's modification revision, range reads by prefix with a limit and at
+//! a past revision, and watch from a revision with history and compaction.
+//!
+//! # Layout
+//! - [`Store`]: the one trait every engine implements.
+//! - [`sqlite::SqliteStore`]: the embedded engine (a kine-style log table in `SQLite`, group commit).
+//! - [`conformance`]: the suite every engine must pass (feature `conformance`, and in tests).
+//!
+//! Architecture Invariant: this crate knows nothing of Kubernetes objects; values are bytes.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::Stream;
+
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
+pub mod sqlite;
+
+/// A global, monotonically increasing write counter; `metadata.resourceVersion` is its decimal form.
+pub type Revision = i64;
+
+/// One stored key with its value and the revisions that created and last modified it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyValue {
+    /// The full key, for example `/registry/stable.example.com/crontabs/default/a`.
+    pub key: String,
+    /// The stored bytes, exactly as written.
+    pub value: Bytes,
+    /// The revision of the write that created this key (since its last deletion).
+    pub create_revision: Revision,
+    /// The revision of the latest write to this key.
+    pub mod_revision: Revision,
+}
+
+/// A change seen by a watch, in revision order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A key was created or updated; `kv.mod_revision` is the event's revision.
+    Put {
+        /// The new state.
+        kv: KeyValue,
+        /// The state before the write, `None` when the key was created.
+        prev: Option<KeyValue>,
+    },
+    /// A key was deleted at `revision`; `prev` is its last state before the deletion.
+    Delete {
+        /// The last state of the key.
+        prev: KeyValue,
+        /// The revision of the deletion.
+        revision: Revision,
+    },
+    /// Every event up to and including `revision` that matches the watch has been delivered.
+    /// Engines send it only when the watch asked for progress notifications.
+    Progress {
+        /// The revision the watch has caught up with.
+        revision: Revision,
+    },
+}
+
+impl Event {
+    /// The revision this event happened at.
+    pub fn revision(&self) -> Revision {
+        match self {
+            Event::Put { kv, .. } => kv.mod_revision,
+            Event::Delete { revision, .. } | Event::Progress { revision } => *revision,
+        }
+    }
+}
+
+/// A range read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListRequest {
+    /// Only keys starting with this prefix are returned.
+    pub prefix: String,
+    /// Only keys strictly greater than this one are returned (for paging).
+    pub start_after: Option<String>,
+    /// At most this many items; `None` or `Some(0)` means no limit.
+    pub limit: Option<usize>,
+    /// Read the state as of this revision; `None` reads the latest state.
+    pub revision: Option<Revision>,
+}
+
+/// The answer to a [`ListRequest`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListResponse {
+    /// Matching items in ascending key order.
+    pub items: Vec<KeyValue>,
+    /// The revision the list reflects (the request's, or the latest when none was asked).
+    pub revision: Revision,
+    /// How many matching items were left out because of the limit.
+    pub remaining: u64,
+}
+
+/// Options of a watch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WatchRequest {
+    /// Only keys starting with this prefix are watched.
+    pub prefix: String,
+    /// Events with a revision strictly greater than this one are delivered, history first.
+    pub after: Revision,
+    /// When set, the engine sends [`Event::Progress`] about this often while the watch is idle.
+    pub progress_interval: Option<Duration>,
+}
+
+/// A stream of watch events in revision order. It ends only when the store shuts down or the
+/// watch falls too far behind (then it yields [`StorageError::Compacted`] or
+/// [`StorageError::WatchLagged`] last).
+pub type WatchStream = Pin<Box<dyn Stream<Item = Result<Event, StorageError>> + Send>>;
+
+/// Why a storage operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// `create` found the key present.
+    #[error("key {key} already exists")]
+    AlreadyExists {
+        /// The key.
+        key: String,
+        /// The existing state.
+        existing: KeyValue,
+    },
+    /// `update` or `delete` found the key absent.
+    #[error("key {key} not found")]
+    NotFound {
+        /// The key.
+        key: String,
+    },
+    /// A compare-and-swap found another modification revision.
+    #[error("key {key}: expected revision {expected}, found {}", current.mod_revision)]
+    Conflict {
+        /// The key.
+        key: String,
+        /// The revision the caller expected.
+        expected: Revision,
+        /// The state found instead.
+        current: KeyValue,
+    },
+    /// The requested revision is older than the compaction horizon.
+    #[error("revision {requested} has been compacted (compacted up to {compacted})")]
+    Compacted {
+        /// The revision asked for.
+        requested: Revision,
+        /// The compaction revision: the oldest revision still readable.
+        compacted: Revision,
+    },
+    /// The requested revision is newer than any write.
+    #[error("revision {requested} is in the future (current {current})")]
+    FutureRevision {
+        /// The revision asked for.
+        requested: Revision,
+        /// The current revision.
+        current: Revision,
+    },
+    /// A watcher fell so far behind the live event feed that events were lost; it must restart.
+    #[error("watch fell behind the event feed")]
+    WatchLagged,
+    /// A value is larger than the engine accepts.
+    #[error("value of {size} bytes exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// The value size.
+        size: usize,
+        /// The engine's limit.
+        limit: usize,
+    },
+    /// The engine is closed or unreachable.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// Any other engine failure.
+    #[error("storage engine error: {0}")]
+    Engine(String),
+}
+
+/// The storage interface: etcd semantics over string keys and byte values.
+///
+/// Every write is durable before its future resolves. Implementations are shared behind an
+/// `Arc<dyn Store>` by all request handlers and controllers.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Reads the latest state of one key.
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError>;
+
+    /// Reads keys by prefix, in key order, at the latest or a past revision.
+    async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError>;
+
+    /// Counts the keys under a prefix at the latest revision.
+    async fn count(&self, prefix: &str) -> Result<u64, StorageError>;
+
+    /// Creates a key that must not exist; returns the new revision.
+    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError>;
+
+    /// Replaces a key's value if its modification revision is `expected`; returns the new revision.
+    async fn update(&self, key: &str, value: Bytes, expected: Revision)
+    -> Result<Revision, StorageError>;
+
+    /// Deletes a key, if `expected` is given only at that modification revision. Returns the
+    /// last state and the revision of the deletion.
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<(KeyValue, Revision), StorageError>;
+
+    /// Watches a prefix from a revision: history first, then live events.
+    async fn watch(&self, request: WatchRequest) -> Result<WatchStream, StorageError>;
+
+    /// The revision of the latest write.
+    async fn current_revision(&self) -> Result<Revision, StorageError>;
+
+    /// Forgets history before `revision`, as etcd's compaction does: a list at a revision below
+    /// it, or a watch that needs an event below it (`after + 1 < revision`), fails with
+    /// [`StorageError::Compacted`]. The latest state of every key is kept.
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError>;
+}

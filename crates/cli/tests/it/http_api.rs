@@ -1,0 +1,555 @@
+//! HTTP behaviour against the real server, over HTTP/1.1 and HTTP/2.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::support::{HttpVersion, TestServer};
+
+struct Api<'a> {
+    s: &'a TestServer,
+    client: reqwest::Client,
+}
+
+struct Resp {
+    status: StatusCode,
+    version: reqwest::Version,
+    headers: reqwest::header::HeaderMap,
+    text: String,
+}
+
+impl Resp {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
+    }
+}
+
+impl<'a> Api<'a> {
+    fn new(s: &'a TestServer, v: HttpVersion) -> Self {
+        Api {
+            s,
+            client: s.client(v),
+        }
+    }
+
+    async fn call(&self, method: Method, path: &str, ct: &str, body: Option<Value>) -> Resp {
+        let mut req = self
+            .client
+            .request(method, format!("{}{path}", self.s.url))
+            .bearer_auth(&self.s.token)
+            .header("Content-Type", ct);
+        if let Some(b) = body {
+            req = req.body(b.to_string());
+        }
+        let r = req.send().await.expect("request");
+        Resp {
+            status: r.status(),
+            version: r.version(),
+            headers: r.headers().clone(),
+            text: r.text().await.expect("body"),
+        }
+    }
+
+    async fn get(&self, path: &str) -> Resp {
+        self.call(Method::GET, path, "application/json", None).await
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Resp {
+        self.call(Method::POST, path, "application/json", Some(body))
+            .await
+    }
+}
+
+fn crd_json(group: &str, plural: &str, kind: &str, scope: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {"group": group, "scope": scope,
+                 "names": {"plural": plural, "singular": plural.trim_end_matches('s'), "kind": kind},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    })
+}
+
+async fn create_established_crd(api: &Api<'_>, crd: Value) {
+    let name = crd["metadata"]["name"].as_str().unwrap().to_string();
+    let r = api
+        .post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            crd,
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    for _ in 0..100 {
+        let r = api
+            .get(&format!(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+            ))
+            .await;
+        let conds = r.json()["status"]["conditions"].clone();
+        if conds.as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        }) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("CRD {name} never became Established");
+}
+
+async fn crud_scenario(s: &TestServer, v: HttpVersion) {
+    let api = Api::new(s, v);
+    let want_version = match v {
+        HttpVersion::Http1 => reqwest::Version::HTTP_11,
+        HttpVersion::Http2 => reqwest::Version::HTTP_2,
+    };
+    let group = match v {
+        HttpVersion::Http1 => "h1.example.com",
+        HttpVersion::Http2 => "h2.example.com",
+    };
+    create_established_crd(&api, crd_json(group, "widgets", "Widget", "Namespaced")).await;
+    let base = format!("/apis/{group}/v1/namespaces/default/widgets");
+
+    // Create: the server fills system fields.
+    let obj = json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+                     "metadata": {"name": "w1", "labels": {"app": "a"}}, "spec": {"size": 1}});
+    let r = api.post(&base, obj.clone()).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.version, want_version);
+    let created = r.json();
+    assert_eq!(created["metadata"]["generation"], 1);
+    assert_eq!(created["metadata"]["namespace"], "default");
+    assert!(
+        created["metadata"]["uid"]
+            .as_str()
+            .is_some_and(|u| u.len() == 36)
+    );
+    assert!(
+        created["metadata"]["creationTimestamp"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
+    let rv1: i64 = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    // AlreadyExists.
+    let r = api.post(&base, obj.clone()).await;
+    assert_eq!(r.status, 409);
+    assert_eq!(r.json()["reason"], "AlreadyExists");
+    assert_eq!(
+        r.json()["message"],
+        format!("widgets.{group} \"w1\" already exists")
+    );
+
+    // NotFound is a Status with details.
+    let r = api.get(&format!("{base}/nope")).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": format!("widgets.{group} \"nope\" not found"), "reason": "NotFound",
+               "details": {"name": "nope", "group": group, "kind": "widgets"}, "code": 404})
+    );
+
+    // Update needs a resourceVersion, and the current one.
+    let mut upd = created.clone();
+    upd["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{base}/w1"),
+            "application/json",
+            Some(upd.clone()),
+        )
+        .await;
+    assert_eq!(r.status, 422);
+    assert_eq!(
+        r.json()["message"],
+        format!(
+            "widgets.{group} \"w1\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update"
+        )
+    );
+    upd["metadata"]["resourceVersion"] = json!("1");
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{base}/w1"),
+            "application/json",
+            Some(upd.clone()),
+        )
+        .await;
+    assert_eq!(r.status, 409);
+    assert_eq!(
+        r.json()["message"],
+        format!(
+            "Operation cannot be fulfilled on widgets.{group} \"w1\": the object has been modified; please apply your changes to the latest version and try again"
+        )
+    );
+    // A label change keeps the generation; a spec change bumps it.
+    upd["metadata"]["resourceVersion"] = json!(rv1.to_string());
+    upd["metadata"]["labels"]["app"] = json!("b");
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{base}/w1"),
+            "application/json",
+            Some(upd.clone()),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let updated = r.json();
+    assert_eq!(updated["metadata"]["generation"], 1);
+    let rv2: i64 = updated["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(rv2 > rv1);
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{base}/w1"),
+            "application/merge-patch+json",
+            Some(json!({"spec": {"size": 2}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["metadata"]["generation"], 2);
+    assert_eq!(r.json()["spec"]["size"], 2);
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{base}/w1"),
+            "application/json-patch+json",
+            Some(json!([{"op": "test", "path": "/spec/size", "value": 5}])),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{base}/w1"),
+            "application/strategic-merge-patch+json",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(r.status, 415);
+    assert_eq!(
+        r.json()["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    );
+
+    // generateName.
+    let r = api
+        .post(&base, json!({"apiVersion": format!("{group}/v1"), "kind": "Widget", "metadata": {"generateName": "gen-"}}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let generated = r.json()["metadata"]["name"].as_str().unwrap().to_string();
+    assert!(
+        generated.starts_with("gen-") && generated.len() == 9,
+        "{generated}"
+    );
+
+    // Lists, label selectors and paging.
+    let r = api.get(&format!("{base}?labelSelector=app%3Db")).await;
+    let list = r.json();
+    assert_eq!(list["kind"], "WidgetList");
+    assert_eq!(list["items"].as_array().unwrap().len(), 1);
+    let r = api.get(&format!("{base}?limit=1")).await;
+    let page = r.json();
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    assert_eq!(page["metadata"]["remainingItemCount"], 1);
+    let token = page["metadata"]["continue"].as_str().unwrap().to_string();
+    let r = api.get(&format!("{base}?limit=1&continue={token}")).await;
+    let page2 = r.json();
+    assert_eq!(page2["items"].as_array().unwrap().len(), 1);
+    assert_ne!(
+        page2["items"][0]["metadata"]["name"],
+        page["items"][0]["metadata"]["name"]
+    );
+    assert!(page2["metadata"].get("continue").is_none());
+
+    // Server-side Table.
+    let r = api
+        .client
+        .get(format!("{}{base}", s.url))
+        .bearer_auth(&s.token)
+        .header(
+            "Accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )
+        .send()
+        .await
+        .unwrap();
+    let table: Value = r.json().await.unwrap();
+    assert_eq!(table["kind"], "Table");
+    let cols: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(cols, ["Name", "Age"]);
+    assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+
+    // Delete: a Success Status without a code.
+    let r = api
+        .call(
+            Method::DELETE,
+            &format!("{base}/w1"),
+            "application/json",
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let st = r.json();
+    assert_eq!(st["status"], "Success");
+    assert!(st.get("code").is_none());
+    assert_eq!(st["details"]["name"], "w1");
+    // deletecollection answers with the list of what it deleted.
+    let r = api
+        .call(Method::DELETE, &base, "application/json", None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["items"].as_array().unwrap().len(), 1);
+    assert_eq!(api.get(&base).await.json()["items"], json!([]));
+}
+
+#[tokio::test]
+async fn crud_over_http1_and_http2() {
+    let s = TestServer::start();
+    crud_scenario(&s, HttpVersion::Http1).await;
+    crud_scenario(&s, HttpVersion::Http2).await;
+}
+
+#[tokio::test]
+async fn auth_health_version_and_unknown_paths() {
+    let s = TestServer::start();
+    let client = s.client(HttpVersion::Http1);
+    let r = client.get(format!("{}/apis", s.url)).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["reason"], "Unauthorized");
+    let r = client
+        .get(format!("{}/apis", s.url))
+        .bearer_auth("wrong")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    for path in ["/healthz", "/livez", "/readyz"] {
+        let r = client.get(format!("{}{path}", s.url)).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(r.text().await.unwrap(), "ok");
+    }
+    for path in ["/version", "/version/"] {
+        let v: Value = client
+            .get(format!("{}{path}", s.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(v["major"], "1");
+        assert_eq!(v["minor"], "32");
+    }
+    let api = Api::new(&s, HttpVersion::Http2);
+    let r = api.get("/apis/nothing.example.com/v1/things").await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.text, "404 page not found\n");
+    let r = api.get("/api/v1/namespaces/default").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["content-type"], "application/json");
+    assert_eq!(r.json()["status"]["phase"], "Active");
+}
+
+#[tokio::test]
+async fn discovery_follows_crds() {
+    let s = TestServer::start();
+    let api = Api::new(&s, HttpVersion::Http2);
+    let agg =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let get_agg = || async {
+        let r = api
+            .client
+            .get(format!("{}/apis", s.url))
+            .bearer_auth(&s.token)
+            .header("Accept", agg)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.headers()["content-type"],
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        );
+        r.json::<Value>().await.unwrap()
+    };
+    let before = get_agg().await;
+    assert!(!before.to_string().contains("disco.example.com"));
+    create_established_crd(
+        &api,
+        crd_json("disco.example.com", "gizmos", "Gizmo", "Cluster"),
+    )
+    .await;
+    let after = get_agg().await;
+    let group = after["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == "disco.example.com")
+        .unwrap();
+    let res = &group["versions"][0]["resources"][0];
+    assert_eq!(res["resource"], "gizmos");
+    assert_eq!(res["scope"], "Cluster");
+    assert_eq!(
+        res["verbs"],
+        json!([
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "create",
+            "update",
+            "watch"
+        ])
+    );
+    let legacy = api.get("/apis/disco.example.com/v1").await.json();
+    assert_eq!(legacy["resources"][0]["name"], "gizmos");
+    assert_eq!(legacy["resources"][0]["namespaced"], false);
+    let g = api.get("/apis/disco.example.com").await.json();
+    assert_eq!(g["preferredVersion"]["version"], "v1");
+    let idx = api.get("/openapi/v3").await.json();
+    assert!(
+        idx["paths"]["apis/disco.example.com/v1"]["serverRelativeURL"]
+            .as_str()
+            .unwrap()
+            .contains("hash=")
+    );
+    // Deleting the CRD removes it from discovery.
+    let r = api
+        .call(
+            Method::DELETE,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.disco.example.com",
+            "application/json",
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    for _ in 0..100 {
+        if api.get("/apis/disco.example.com/v1").await.status == 404 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("group still served after CRD deletion");
+}
+
+#[tokio::test]
+async fn crd_validation_errors() {
+    let s = TestServer::start();
+    let api = Api::new(&s, HttpVersion::Http1);
+    let mut crd = crd_json("v.example.com", "things", "Thing", "Namespaced");
+    crd["metadata"]["name"] = json!("wrong.v.example.com");
+    let r = api
+        .post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            crd,
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let st = r.json();
+    assert_eq!(st["reason"], "Invalid");
+    assert!(st["message"].as_str().unwrap().starts_with(
+        "CustomResourceDefinition.apiextensions.k8s.io \"wrong.v.example.com\" is invalid: metadata.name: Invalid value: \"wrong.v.example.com\": must be spec.names.plural+\".\"+spec.group"
+    ), "{st}");
+}
+
+#[tokio::test]
+async fn watch_streams_events_and_times_out() {
+    let s = TestServer::start();
+    let api = Api::new(&s, HttpVersion::Http1);
+    create_established_crd(
+        &api,
+        crd_json("w.example.com", "events", "Event", "Namespaced"),
+    )
+    .await;
+    let base = "/apis/w.example.com/v1/namespaces/default/events";
+    let list = api.get(base).await.json();
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut resp = api
+        .client
+        .get(format!(
+            "{}{base}?watch=true&resourceVersion={rv}&timeoutSeconds=2",
+            s.url
+        ))
+        .bearer_auth(&s.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let r = api
+        .post(
+            base,
+            json!({"apiVersion": "w.example.com/v1", "kind": "Event", "metadata": {"name": "e1"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    let mut buf = Vec::new();
+    while let Some(chunk) = resp.chunk().await.unwrap() {
+        buf.extend_from_slice(&chunk);
+    }
+    // The stream ended by itself after timeoutSeconds.
+    let text = String::from_utf8(buf).unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1, "{text}");
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[0]["object"]["metadata"]["name"], "e1");
+}
+
+#[tokio::test]
+async fn restart_keeps_everything() {
+    let s = TestServer::start();
+    let api = Api::new(&s, HttpVersion::Http1);
+    create_established_crd(
+        &api,
+        crd_json("r.example.com", "records", "Record", "Namespaced"),
+    )
+    .await;
+    let base = "/apis/r.example.com/v1/namespaces/default/records";
+    let r = api.post(base, json!({"apiVersion": "r.example.com/v1", "kind": "Record", "metadata": {"name": "keep"}, "spec": {"x": 1}})).await;
+    let rv: i64 = r.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    drop(api);
+    let dir = s.stop();
+    let s = TestServer::start_in(dir);
+    let api = Api::new(&s, HttpVersion::Http2);
+    let got = api.get(&format!("{base}/keep")).await;
+    assert_eq!(got.status, 200, "{}", got.text);
+    assert_eq!(got.json()["spec"]["x"], 1);
+    let r = api.post(base, json!({"apiVersion": "r.example.com/v1", "kind": "Record", "metadata": {"name": "next"}})).await;
+    let rv2: i64 = r.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(rv2 > rv, "revisions keep increasing across restarts");
+}

@@ -1,0 +1,177 @@
+//! `TestServer`: the real `crd-apiserver` binary on 127.0.0.1 with a free port and a temporary
+//! data dir, plus helpers to drive it with kubectl and with an HTTP client.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The repository root (for `examples/`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A running server.
+pub struct TestServer {
+    child: Option<Child>,
+    /// The data dir (kept alive while the server runs).
+    pub dir: tempfile::TempDir,
+    /// `https://127.0.0.1:<port>`.
+    pub url: String,
+    /// The admin bearer token.
+    pub token: String,
+    /// The generated CA, PEM.
+    pub ca_pem: Vec<u8>,
+}
+
+impl TestServer {
+    /// Starts a server with an empty data dir.
+    pub fn start() -> Self {
+        Self::start_in(tempfile::tempdir().expect("tempdir"))
+    }
+
+    /// Starts a server on an existing data dir (for restart tests).
+    pub fn start_in(dir: tempfile::TempDir) -> Self {
+        let data = dir.path().join("data");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_crd-apiserver"))
+            .args(["serve", "--secure-port", "0", "--data-dir"])
+            .arg(&data)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawning crd-apiserver");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut url = None;
+        loop {
+            let line = rx
+                .recv_timeout(Duration::from_mins(1))
+                .expect("server did not become ready");
+            if let Some(u) = line.strip_prefix("crd-apiserver listening on ") {
+                url = Some(u.to_string());
+            }
+            if line.starts_with("export KUBECONFIG=") {
+                break;
+            }
+        }
+        let token = std::fs::read_to_string(data.join("tokens.csv"))
+            .expect("tokens.csv")
+            .split(',')
+            .next()
+            .expect("token")
+            .to_string();
+        let ca_pem = std::fs::read(data.join("ca.crt")).expect("ca.crt");
+        TestServer {
+            child: Some(child),
+            dir,
+            url: url.expect("listening line"),
+            token,
+            ca_pem,
+        }
+    }
+
+    /// The data dir the server uses.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The kubeconfig the server wrote.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.data_dir().join("kubeconfig")
+    }
+
+    /// Runs kubectl against the server, as a user would type it, in the data dir's parent.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", self.kubeconfig())
+            .env("HOME", self.dir.path())
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("running kubectl")
+    }
+
+    /// Runs kubectl and asserts success; returns stdout.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed:\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Writes a file in the working directory kubectl runs in.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, text).expect("write");
+        p
+    }
+
+    /// An HTTPS client trusting the server's CA; HTTP/1.1 only, or HTTP/2 (ALPN).
+    pub fn client(&self, version: HttpVersion) -> reqwest::Client {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let ca = reqwest::Certificate::from_pem(&self.ca_pem).expect("ca");
+        let b = reqwest::Client::builder()
+            .tls_certs_only([ca])
+            .timeout(Duration::from_secs(30));
+        let b = match version {
+            HttpVersion::Http1 => b.http1_only(),
+            HttpVersion::Http2 => b,
+        };
+        b.build().expect("client")
+    }
+
+    /// Stops the server with SIGTERM and waits for it; returns the data dir.
+    pub fn stop(mut self) -> tempfile::TempDir {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let status = child.wait().expect("wait");
+            assert!(status.success(), "server exited with {status}");
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::mem::replace(&mut self.dir, dir)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Which HTTP version a client speaks.
+#[derive(Clone, Copy, Debug)]
+pub enum HttpVersion {
+    /// HTTP/1.1 only.
+    Http1,
+    /// HTTP/2 negotiated by ALPN.
+    Http2,
+}
+
+/// The seed's CronTab CRD.
+pub fn crontab_crd() -> String {
+    std::fs::read_to_string(repo_root().join("examples/crds/crontab.yaml")).expect("crontab.yaml")
+}
+
+/// The seed's CronTab object.
+pub fn my_crontab() -> String {
+    std::fs::read_to_string(repo_root().join("examples/crds/my-crontab.yaml"))
+        .expect("my-crontab.yaml")
+}

@@ -1,0 +1,326 @@
+//! Discovery documents: legacy (`APIVersions`, `APIGroupList`, `APIGroup`, `APIResourceList`)
+//! and aggregated (`apidiscovery.k8s.io/v2`), built from the built-in resources and every
+//! Established CRD's served versions.
+//!
+//! Main items: [`core_versions`], [`core_resources`], [`groups`], [`group`], [`group_version`],
+//! [`aggregated`].
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use crd_core::version::compare_kube_aware_versions;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::registry::Scope;
+use crate::registry::serving::{Registry, ServingCrd};
+
+const CR_VERBS: [&str; 8] = [
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+];
+const TERMINATING_VERBS: [&str; 5] = ["delete", "deletecollection", "get", "list", "watch"];
+const SUB_VERBS: [&str; 3] = ["get", "patch", "update"];
+
+/// One resource as discovery describes it, independent of the document format.
+struct Resource {
+    name: String,
+    singular: String,
+    namespaced: bool,
+    group: String,
+    version: String,
+    kind: String,
+    verbs: Vec<&'static str>,
+    short_names: Vec<String>,
+    categories: Vec<String>,
+    storage_version_hash: String,
+    status: bool,
+    scale: bool,
+    extra_subresources: Vec<(&'static str, Vec<&'static str>)>,
+}
+
+impl Resource {
+    fn legacy(&self) -> Vec<Value> {
+        let mut main = json!({
+            "name": self.name, "singularName": self.singular, "namespaced": self.namespaced,
+            "kind": self.kind, "verbs": self.verbs,
+        });
+        if !self.short_names.is_empty() {
+            main["shortNames"] = json!(self.short_names);
+        }
+        if !self.categories.is_empty() {
+            main["categories"] = json!(self.categories);
+        }
+        if !self.storage_version_hash.is_empty() {
+            main["storageVersionHash"] = json!(self.storage_version_hash);
+        }
+        let mut out = vec![main];
+        if self.status {
+            out.push(
+                json!({"name": format!("{}/status", self.name), "singularName": "",
+                "namespaced": self.namespaced, "kind": self.kind, "verbs": SUB_VERBS}),
+            );
+        }
+        if self.scale {
+            out.push(
+                json!({"name": format!("{}/scale", self.name), "singularName": "",
+                "namespaced": self.namespaced, "group": "autoscaling", "version": "v1",
+                "kind": "Scale", "verbs": SUB_VERBS}),
+            );
+        }
+        for (sub, verbs) in &self.extra_subresources {
+            out.push(
+                json!({"name": format!("{}/{sub}", self.name), "singularName": "",
+                "namespaced": self.namespaced, "kind": self.kind, "verbs": verbs}),
+            );
+        }
+        out
+    }
+
+    fn aggregated(&self) -> Value {
+        let kind = json!({"group": self.group, "version": self.version, "kind": self.kind});
+        let mut subs = Vec::new();
+        if self.status {
+            subs.push(json!({"subresource": "status", "responseKind": kind, "verbs": SUB_VERBS}));
+        }
+        if self.scale {
+            subs.push(json!({"subresource": "scale",
+                "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                "verbs": SUB_VERBS}));
+        }
+        for (sub, verbs) in &self.extra_subresources {
+            subs.push(json!({"subresource": sub, "responseKind": kind, "verbs": verbs}));
+        }
+        let mut r = json!({
+            "resource": self.name, "responseKind": kind,
+            "scope": if self.namespaced { "Namespaced" } else { "Cluster" },
+            "singularResource": self.singular, "verbs": self.verbs,
+        });
+        if !self.short_names.is_empty() {
+            r["shortNames"] = json!(self.short_names);
+        }
+        if !self.categories.is_empty() {
+            r["categories"] = json!(self.categories);
+        }
+        if !subs.is_empty() {
+            r["subresources"] = Value::from(subs);
+        }
+        r
+    }
+}
+
+/// `base64(sha256("<group>/<version>/<kind>")[:8])`, as kube-apiserver computes it.
+pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    let digest = Sha256::digest(format!("{group}/{version}/{kind}").as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+}
+
+fn namespaces_resource() -> Resource {
+    Resource {
+        name: "namespaces".into(),
+        singular: "namespace".into(),
+        namespaced: false,
+        group: String::new(),
+        version: "v1".into(),
+        kind: "Namespace".into(),
+        verbs: vec![
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ],
+        short_names: vec!["ns".into()],
+        categories: Vec::new(),
+        storage_version_hash: storage_version_hash("", "v1", "Namespace"),
+        status: true,
+        scale: false,
+        extra_subresources: vec![("finalize", vec!["update"])],
+    }
+}
+
+fn crd_resource() -> Resource {
+    Resource {
+        name: "customresourcedefinitions".into(),
+        singular: "customresourcedefinition".into(),
+        namespaced: false,
+        group: "apiextensions.k8s.io".into(),
+        version: "v1".into(),
+        kind: "CustomResourceDefinition".into(),
+        verbs: CR_VERBS.to_vec(),
+        short_names: vec!["crd".into(), "crds".into()],
+        categories: vec!["api-extensions".into()],
+        storage_version_hash: storage_version_hash(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+        ),
+        status: true,
+        scale: false,
+        extra_subresources: Vec::new(),
+    }
+}
+
+fn cr_resource(crd: &ServingCrd, version: &str) -> Resource {
+    let storage_served = crd.versions.iter().any(|v| v.storage && v.served);
+    let v = crd.served_version(version);
+    Resource {
+        name: crd.plural.clone(),
+        singular: crd.singular.clone(),
+        namespaced: crd.scope == Scope::Namespaced,
+        group: crd.group.clone(),
+        version: version.to_string(),
+        kind: crd.kind.clone(),
+        verbs: if crd.terminating {
+            TERMINATING_VERBS.to_vec()
+        } else {
+            CR_VERBS.to_vec()
+        },
+        short_names: crd.short_names.clone(),
+        categories: crd.categories.clone(),
+        storage_version_hash: if storage_served {
+            storage_version_hash(&crd.group, &crd.storage_version, &crd.spec_kind)
+        } else {
+            String::new()
+        },
+        status: v.is_some_and(|v| v.status_subresource),
+        scale: v.is_some_and(|v| v.scale.is_some()),
+        extra_subresources: Vec::new(),
+    }
+}
+
+/// The served groups: group → versions (highest priority first) → resources.
+fn crd_groups(registry: &Registry) -> BTreeMap<String, Vec<(String, Vec<Resource>)>> {
+    let mut groups: BTreeMap<String, BTreeMap<String, Vec<Resource>>> = BTreeMap::new();
+    for crd in registry.all() {
+        if !crd.established {
+            continue;
+        }
+        for v in crd.versions.iter().filter(|v| v.served) {
+            groups
+                .entry(crd.group.clone())
+                .or_default()
+                .entry(v.name.clone())
+                .or_default()
+                .push(cr_resource(&crd, &v.name));
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(g, versions)| {
+            let mut vs: Vec<(String, Vec<Resource>)> = versions.into_iter().collect();
+            vs.sort_by(|a, b| compare_kube_aware_versions(&b.0, &a.0));
+            for (_, rs) in &mut vs {
+                rs.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+            (g, vs)
+        })
+        .collect()
+}
+
+/// `GET /api` (legacy).
+pub fn core_versions(server_address: &str) -> Value {
+    json!({"kind": "APIVersions", "versions": ["v1"],
+           "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]})
+}
+
+/// `GET /api/v1`.
+pub fn core_resources() -> Value {
+    json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": namespaces_resource().legacy()})
+}
+
+fn group_json(name: &str, versions: &[String]) -> Value {
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    json!({"name": name, "versions": vs, "preferredVersion": vs.first().cloned().unwrap_or(Value::Null)})
+}
+
+/// `GET /apis` (legacy): built-in groups first, then CRD groups ordered as kube-aggregator
+/// orders them (by their smallest `<version>.<group>` APIService name).
+pub fn groups(registry: &Registry) -> Value {
+    let mut out = vec![group_json("apiextensions.k8s.io", &["v1".to_string()])];
+    let crd = crd_groups(registry);
+    let mut entries: Vec<(String, &String, Vec<String>)> = crd
+        .iter()
+        .map(|(g, vs)| {
+            let names: Vec<String> = vs.iter().map(|(v, _)| v.clone()).collect();
+            let min = names
+                .iter()
+                .map(|v| format!("{v}.{g}"))
+                .min()
+                .unwrap_or_default();
+            (min, g, names)
+        })
+        .collect();
+    entries.sort();
+    out.extend(entries.into_iter().map(|(_, g, vs)| group_json(g, &vs)));
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": out})
+}
+
+/// `GET /apis/<group>`, or `None` when the group is not served.
+pub fn group(registry: &Registry, name: &str) -> Option<Value> {
+    if name == "apiextensions.k8s.io" {
+        let mut g = group_json(name, &["v1".to_string()]);
+        g["kind"] = json!("APIGroup");
+        g["apiVersion"] = json!("v1");
+        return Some(g);
+    }
+    let groups = crd_groups(registry);
+    let vs = groups.get(name)?;
+    let names: Vec<String> = vs.iter().map(|(v, _)| v.clone()).collect();
+    let mut g = group_json(name, &names);
+    g["kind"] = json!("APIGroup");
+    g["apiVersion"] = json!("v1");
+    Some(g)
+}
+
+/// `GET /apis/<group>/<version>`, or `None` when not served.
+pub fn group_version(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+    let resources: Vec<Value> = if group == "apiextensions.k8s.io" && version == "v1" {
+        crd_resource().legacy()
+    } else {
+        let groups = crd_groups(registry);
+        let (_, rs) = groups.get(group)?.iter().find(|(v, _)| v == version)?;
+        rs.iter().flat_map(Resource::legacy).collect()
+    };
+    Some(json!({"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": format!("{group}/{version}"), "resources": resources}))
+}
+
+/// The aggregated discovery document of `/api` (core) or `/apis` (everything else).
+pub fn aggregated(registry: &Registry, core: bool) -> Value {
+    let version = |v: &str, rs: &[Resource]| {
+        json!({"version": v, "resources": rs.iter().map(Resource::aggregated).collect::<Vec<_>>(),
+               "freshness": "Current"})
+    };
+    let items: Vec<Value> = if core {
+        vec![
+            json!({"metadata": {"name": ""}, "versions": [version("v1", &[namespaces_resource()])]}),
+        ]
+    } else {
+        let mut items = vec![json!({"metadata": {"name": "apiextensions.k8s.io"},
+                                    "versions": [version("v1", &[crd_resource()])]})];
+        for (g, vs) in crd_groups(registry) {
+            let versions: Vec<Value> = vs.iter().map(|(v, rs)| version(v, rs)).collect();
+            items.push(json!({"metadata": {"name": g}, "versions": versions}));
+        }
+        items
+    };
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+           "metadata": {}, "items": items})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_version_hash_matches_kubernetes() {
+        // kube-apiserver publishes this hash for core/v1 namespaces.
+        assert_eq!(storage_version_hash("", "v1", "Namespace"), "Q3oi5N2YM8M=");
+    }
+}

@@ -1,0 +1,263 @@
+//! POST to a collection (`handlers/create.go` and the generic store's create): decode, admit,
+//! fill system fields, validate, namespace lifecycle admission, store, and answer 201 with the
+//! object as stored.
+
+use crd_core::{Status, field::go_quote};
+use crd_storage::StorageError;
+use rand::Rng;
+use serde_json::Value;
+
+use super::{Ctx, Reply, invalid, read_object, render_object, storage_bytes};
+use crate::http::error::ApiError;
+use crate::http::negotiate::{BodyFormat, body_format, decode_document};
+use crate::registry::{Strategy, Subresource, meta};
+
+/// How many names `generateName` tries before giving up, as upstream.
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
+/// Creates one object.
+pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
+    let info = strategy.info();
+    let mut obj = decode_body(ctx, strategy)?;
+    let mut warnings = strategy.admit(&mut obj, Subresource::Main)?;
+    if !meta::resource_version(&obj).is_empty() {
+        return Err(Status::failure(
+            500,
+            "",
+            "resourceVersion should not be set on objects to be created",
+        )
+        .into());
+    }
+    set_namespace(ctx, strategy, &mut obj)?;
+    wipe_and_fill_system_fields(&mut obj);
+    let generate = meta::name(&obj).is_empty() && !meta::meta_str(&obj, "generateName").is_empty();
+    strategy.prepare_create(&mut obj);
+    let name = if generate {
+        generated_name(&obj)
+    } else {
+        meta::name(&obj).to_string()
+    };
+    if generate {
+        meta::meta_mut(&mut obj).insert("name".into(), Value::String(name.clone()));
+    }
+    let errors = strategy.validate_create(&obj);
+    if !errors.is_empty() {
+        return Err(invalid(strategy, &name, &errors));
+    }
+    warnings.extend(crd_core::validation::finalizer_warnings(&obj, None));
+    strategy.check_create_allowed(&name)?;
+    if info.namespaced() {
+        admit_namespace(ctx, strategy, meta::namespace(&obj).to_string(), &name).await?;
+    }
+    let mut attempt = 0;
+    let stored = loop {
+        let current = meta::name(&obj).to_string();
+        let key = info.key(Some(meta::namespace(&obj)), &current);
+        let value = storage_bytes(strategy, &obj)?;
+        match ctx.store().create(&key, value.clone()).await {
+            Ok(rev) => {
+                break crd_storage::KeyValue {
+                    key,
+                    value,
+                    create_revision: rev,
+                    mod_revision: rev,
+                };
+            }
+            Err(StorageError::AlreadyExists { existing, .. }) => {
+                if generate && attempt + 1 < GENERATE_NAME_ATTEMPTS {
+                    attempt += 1;
+                    let fresh = generated_name(&obj);
+                    meta::meta_mut(&mut obj).insert("name".into(), Value::String(fresh));
+                    continue;
+                }
+                if generate {
+                    return Err(
+                        Status::generate_name_conflict(&info.group_resource(), &current).into(),
+                    );
+                }
+                let mut status = Status::already_exists(&info.group_resource(), &current);
+                if let Ok(existing) = serde_json::from_slice::<Value>(&existing.value)
+                    && meta::is_deleting(&existing)
+                {
+                    status.message = format!("object is being deleted: {}", status.message);
+                }
+                return Err(status.into());
+            }
+            Err(e) => return Err(ApiError::storage(&info.group_resource(), &current, e)),
+        }
+    };
+    let out = read_object(strategy, &stored)?;
+    Ok(Reply::value(201, render_object(ctx, strategy, out)?).with_warnings(warnings))
+}
+
+/// Decodes the request body into an object (JSON, YAML, or protobuf for namespaces).
+pub fn decode_body(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Value, ApiError> {
+    let info = strategy.info();
+    let format = body_format(ctx.headers)?;
+    let obj = if format == BodyFormat::Protobuf {
+        if info.group.is_empty() && info.resource == "namespaces" {
+            crate::protobuf::decode_namespace(&ctx.body).map_err(|e| {
+                Status::bad_request(format!(
+                    "Namespace in version \"v1\" cannot be handled as a Namespace: {e}"
+                ))
+            })?
+        } else {
+            return Err(
+                Status::unsupported_media_type(&["application/json", "application/yaml"]).into(),
+            );
+        }
+    } else {
+        decode_document(format, &ctx.body).map_err(|e| {
+            Status::bad_request(format!(
+                "{kind} in version {v} cannot be handled as a {kind}: {e}",
+                kind = info.kind,
+                v = go_quote(&info.version)
+            ))
+        })?
+    };
+    if !obj.is_object() {
+        return Err(Status::bad_request(format!(
+            "{kind} in version {v} cannot be handled as a {kind}: the body must be a JSON object",
+            kind = info.kind,
+            v = go_quote(&info.version)
+        ))
+        .into());
+    }
+    if let Some(m) = obj.get("metadata")
+        && !m.is_object()
+        && !m.is_null()
+    {
+        {
+            return Err(Status::bad_request(format!(
+                "{kind} in version {v} cannot be handled as a {kind}: json: cannot unmarshal {t} into Go struct field .metadata of type v1.ObjectMeta",
+                kind = info.kind,
+                v = go_quote(&info.version),
+                t = json_type(m)
+            ))
+            .into());
+        }
+    }
+    Ok(obj)
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+    }
+}
+
+/// Sets or checks `metadata.namespace` against the URL.
+fn set_namespace(ctx: &Ctx<'_>, strategy: &dyn Strategy, obj: &mut Value) -> Result<(), ApiError> {
+    let m = meta::meta_mut(obj);
+    if strategy.info().namespaced() {
+        let url_ns = ctx.namespace().unwrap_or("");
+        match m.get("namespace").and_then(Value::as_str) {
+            None | Some("") => {
+                m.insert("namespace".into(), Value::String(url_ns.to_string()));
+            }
+            Some(ns) if ns != url_ns => {
+                return Err(Status::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                )
+                .into());
+            }
+            Some(_) => {}
+        }
+    } else {
+        m.remove("namespace");
+    }
+    Ok(())
+}
+
+/// Clears fields clients may not set and sets uid and creationTimestamp (`rest.BeforeCreate`).
+fn wipe_and_fill_system_fields(obj: &mut Value) {
+    let m = meta::meta_mut(obj);
+    for f in [
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
+        m.remove(f);
+    }
+    m.insert(
+        "uid".into(),
+        Value::String(uuid::Uuid::new_v4().to_string()),
+    );
+    m.insert(
+        "creationTimestamp".into(),
+        Value::String(meta::now_rfc3339()),
+    );
+}
+
+/// `generateName` plus five random characters from Kubernetes' alphabet.
+fn generated_name(obj: &Value) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let base: String = meta::meta_str(obj, "generateName")
+        .chars()
+        .take(58)
+        .collect();
+    let mut rng = rand::rng();
+    let suffix: String = (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("{base}{suffix}")
+}
+
+/// The `NamespaceLifecycle` admission check: the namespace must exist and not be terminating.
+async fn admit_namespace(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    namespace: String,
+    name: &str,
+) -> Result<(), ApiError> {
+    let ns_info = ctx.state.namespaces.info();
+    let gr = ns_info.group_resource();
+    let kv = ctx
+        .store()
+        .get(&ns_info.key(None, &namespace))
+        .await
+        .map_err(|e| ApiError::storage(&gr, &namespace, e))?
+        .ok_or_else(|| Status::not_found(&gr, &namespace))?;
+    let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+    if meta::is_deleting(&ns) {
+        let mut status = Status::forbidden(
+            &strategy.info().group_resource(),
+            name,
+            &format!(
+                "unable to create new content in namespace {namespace} because it is being terminated"
+            ),
+        );
+        if let Some(d) = status.details.as_mut() {
+            d.causes.push(crd_core::StatusCause {
+                reason: "NamespaceTerminating".into(),
+                message: format!("namespace {namespace} is being terminated"),
+                field: "metadata.namespace".into(),
+            });
+        }
+        return Err(status.into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn generated_names_use_prefix_and_alphabet() {
+        let obj = json!({"metadata": {"generateName": "a".repeat(70)}});
+        let n = generated_name(&obj);
+        assert_eq!(n.len(), 63);
+        assert!(
+            n[58..]
+                .chars()
+                .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c))
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! DELETE of one object (generic store `Delete`): preconditions, then either a graceful
+//! deletion (finalizers pending: set deletionTimestamp and keep the object) or removal.
+
+use crd_core::Status;
+use crd_storage::{KeyValue, StorageError};
+use serde_json::Value;
+
+use super::{Ctx, Reply, ReplyBody, read_object, render_object, storage_bytes};
+use crate::http::error::ApiError;
+use crate::registry::{DeleteOutcome, Strategy, meta};
+
+/// `DeleteOptions` fields that matter here.
+#[derive(Debug, Default)]
+pub struct DeleteOptions {
+    /// `preconditions.uid`.
+    pub uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub resource_version: Option<String>,
+}
+
+impl DeleteOptions {
+    /// Reads options from the body (a `DeleteOptions` object) or the query.
+    pub fn parse(ctx: &Ctx<'_>) -> Result<Self, ApiError> {
+        let mut opts = DeleteOptions::default();
+        if !ctx.body.is_empty() {
+            let v: Value = serde_json::from_slice(&ctx.body).map_err(|e| {
+                Status::bad_request(format!(
+                    "DeleteOptions in version \"v1\" cannot be handled as a DeleteOptions: {e}"
+                ))
+            })?;
+            opts.uid = v
+                .pointer("/preconditions/uid")
+                .and_then(Value::as_str)
+                .map(String::from);
+            opts.resource_version = v
+                .pointer("/preconditions/resourceVersion")
+                .and_then(Value::as_str)
+                .map(String::from);
+        }
+        Ok(opts)
+    }
+}
+
+/// Deletes one object.
+pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
+    let opts = DeleteOptions::parse(ctx)?;
+    let info = strategy.info();
+    let key = info.key(ctx.namespace(), ctx.name());
+    let current = ctx
+        .store()
+        .get(&key)
+        .await
+        .map_err(|e| ApiError::storage(&info.group_resource(), ctx.name(), e))?
+        .ok_or_else(|| Status::not_found(&info.group_resource(), ctx.name()))?;
+    delete_object(ctx, strategy, &current, &opts).await
+}
+
+/// Deletes a stored object, honouring preconditions and finalizers.
+pub async fn delete_object(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    current: &KeyValue,
+    opts: &DeleteOptions,
+) -> Result<Reply, ApiError> {
+    let info = strategy.info();
+    let gr = info.group_resource();
+    let mut obj = read_object(strategy, current)?;
+    let name = meta::name(&obj).to_string();
+    if let Some(uid) = &opts.uid
+        && uid != meta::uid(&obj)
+    {
+        {
+            return Err(Status::conflict(
+                &info.group_kind(),
+                &name,
+                &format!(
+                    "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                    meta::uid(&obj)
+                ),
+            )
+            .into());
+        }
+    }
+    if let Some(rv) = &opts.resource_version
+        && *rv != current.mod_revision.to_string()
+    {
+        {
+            return Err(Status::conflict(
+                &info.group_kind(),
+                &name,
+                &format!(
+                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                    current.mod_revision
+                ),
+            )
+            .into());
+        }
+    }
+    let outcome = if meta::is_deleting(&obj) {
+        if strategy.ready_to_remove(&obj) {
+            DeleteOutcome::Immediate
+        } else {
+            DeleteOutcome::Graceful
+        }
+    } else {
+        strategy.before_delete(&mut obj)
+    };
+    match outcome {
+        DeleteOutcome::Immediate => {
+            match ctx
+                .store()
+                .delete(&current.key, Some(current.mod_revision))
+                .await
+            {
+                Ok(_) => {}
+                Err(StorageError::Conflict { .. }) => {
+                    return Err(Status::conflict_modified(&gr, &name).into());
+                }
+                Err(e) => return Err(ApiError::storage(&gr, &name, e)),
+            }
+            let status = Status::success_deleted(&gr, &name, meta::uid(&obj));
+            Ok(Reply {
+                code: 200,
+                body: ReplyBody::Status(Box::new(status)),
+                warnings: Vec::new(),
+                content_type: None,
+            })
+        }
+        DeleteOutcome::Graceful => {
+            if !meta::is_deleting(&obj) {
+                let generation = meta::generation(&obj);
+                let m = meta::meta_mut(&mut obj);
+                m.insert(
+                    "deletionTimestamp".into(),
+                    Value::String(meta::now_rfc3339()),
+                );
+                m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+                if generation > 0 {
+                    m.insert("generation".into(), Value::from(generation + 1));
+                }
+            }
+            let original = read_object(strategy, current)?;
+            if meta::same_ignoring_rv(&obj, &original) {
+                return Ok(Reply::value(200, render_object(ctx, strategy, original)?));
+            }
+            let value = storage_bytes(strategy, &obj)?;
+            let rev = ctx
+                .store()
+                .update(&current.key, value.clone(), current.mod_revision)
+                .await
+                .map_err(|e| ApiError::storage(&gr, &name, e))?;
+            let stored = KeyValue {
+                key: current.key.clone(),
+                value,
+                create_revision: current.create_revision,
+                mod_revision: rev,
+            };
+            let out = read_object(strategy, &stored)?;
+            Ok(Reply::value(200, render_object(ctx, strategy, out)?))
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Resource request handlers, one file per verb, all with the same shape:
+//! `async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError>`.
+//! [`dispatch`] resolves the strategy (CRDs, namespaces, or a custom resource) and the verb.
+//!
+//! Architecture Invariant: handlers never enqueue controller work; controllers watch the store.
+
+pub mod create;
+pub mod delete;
+pub mod delete_collection;
+pub mod get;
+pub mod list;
+pub mod patch;
+pub mod update;
+pub mod watch;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use crd_core::Status;
+use crd_storage::{KeyValue, Store};
+use http::HeaderMap;
+use serde_json::Value;
+
+use crate::http::error::ApiError;
+use crate::http::negotiate::Output;
+use crate::http::route::{Query, ResourceRequest, Verb};
+use crate::registry::custom::CustomResourceStrategy;
+use crate::registry::{Scope, Strategy, Subresource, meta};
+use crate::state::AppState;
+use crate::table::{self, IncludeObject};
+
+/// Everything a handler needs about one request.
+pub struct Ctx<'a> {
+    /// Shared server state.
+    pub state: &'a AppState,
+    /// The parsed resource request.
+    pub req: &'a ResourceRequest,
+    /// The query parameters.
+    pub query: &'a Query,
+    /// The request headers.
+    pub headers: &'a HeaderMap,
+    /// The request body (already size-limited).
+    pub body: Bytes,
+    /// The negotiated response representation.
+    pub output: Output,
+    /// The subresource endpoint addressed.
+    pub sub: Subresource,
+}
+
+impl Ctx<'_> {
+    /// The object name from the path ("" for collections).
+    pub fn name(&self) -> &str {
+        self.req.name.as_deref().unwrap_or("")
+    }
+
+    /// The namespace from the path.
+    pub fn namespace(&self) -> Option<&str> {
+        self.req.namespace.as_deref()
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.state.store
+    }
+}
+
+/// What a handler produces.
+pub enum ReplyBody {
+    /// A value rendered by the HTTP layer in the negotiated output.
+    Value(Value),
+    /// A Kubernetes Status (success bodies of delete).
+    Status(Box<Status>),
+    /// A streaming response (watch).
+    Stream(crate::http::BoxBody),
+}
+
+/// A handler's response.
+pub struct Reply {
+    /// The HTTP status code.
+    pub code: u16,
+    /// The body.
+    pub body: ReplyBody,
+    /// `Warning` headers to add.
+    pub warnings: Vec<String>,
+    /// The Content-Type of the value, when it is not the default for the output.
+    pub content_type: Option<&'static str>,
+}
+
+impl Reply {
+    /// A value reply with a code.
+    pub fn value(code: u16, v: Value) -> Self {
+        Reply {
+            code,
+            body: ReplyBody::Value(v),
+            warnings: Vec::new(),
+            content_type: None,
+        }
+    }
+
+    /// Adds warnings.
+    #[must_use]
+    pub fn with_warnings(mut self, mut w: Vec<String>) -> Self {
+        self.warnings.append(&mut w);
+        self
+    }
+}
+
+/// Resolves the strategy for a resource request and runs the verb's handler.
+pub async fn dispatch(ctx: &mut Ctx<'_>) -> Result<Reply, ApiError> {
+    let req = ctx.req;
+    let strategy: Arc<dyn Strategy> = match (
+        req.group.as_str(),
+        req.version.as_str(),
+        req.resource.as_str(),
+    ) {
+        ("", "v1", "namespaces") => ctx.state.namespaces.clone(),
+        ("", _, _) => return Err(ApiError::NoRoute),
+        ("apiextensions.k8s.io", "v1", "customresourcedefinitions") => ctx.state.crds.clone(),
+        (group, version, resource) => {
+            let crd = ctx
+                .state
+                .registry
+                .lookup(group, resource)
+                .ok_or(ApiError::NoRoute)?;
+            if !crd.serving() {
+                return Err(ApiError::NoRoute);
+            }
+            let served = crd
+                .served_version(version)
+                .ok_or(ApiError::NoRoute)?
+                .clone();
+            match (crd.scope, req.namespace.is_some()) {
+                (Scope::Cluster, true) => return Err(ApiError::NoRoute),
+                (Scope::Namespaced, false) if !matches!(req.verb, Verb::List | Verb::Watch) => {
+                    return Err(ApiError::NoRoute);
+                }
+                _ => {}
+            }
+            Arc::new(CustomResourceStrategy::new(crd, &served))
+        }
+    };
+    let info = strategy.info();
+    if info.scope == Scope::Cluster && req.namespace.is_some() {
+        return Err(ApiError::NoRoute);
+    }
+    ctx.sub = match req.subresource.as_deref() {
+        None => Subresource::Main,
+        Some("status") if info.status_subresource => Subresource::Status,
+        Some(_) => {
+            return Err(Status::not_found(&info.group_resource(), ctx.name()).into());
+        }
+    };
+    if ctx.sub == Subresource::Status && !matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch)
+    {
+        return Err(Status::method_not_supported(&info.group_resource(), req.verb.as_str()).into());
+    }
+    let warnings = strategy.warnings();
+    let s = strategy.as_ref();
+    let reply = match req.verb {
+        Verb::Get => get::handle(ctx, s).await,
+        Verb::List => list::handle(ctx, s).await,
+        Verb::Watch => watch::handle(ctx, strategy.clone()).await,
+        Verb::Create => create::handle(ctx, s).await,
+        Verb::Update => update::handle(ctx, s).await,
+        Verb::Patch => patch::handle(ctx, s).await,
+        Verb::Delete => delete::handle(ctx, s).await,
+        Verb::DeleteCollection => delete_collection::handle(ctx, s).await,
+    };
+    reply.map(|r| r.with_warnings(warnings))
+}
+
+/// Decodes a stored value into the request version, with its resourceVersion set.
+pub fn read_object(strategy: &dyn Strategy, kv: &KeyValue) -> Result<Value, ApiError> {
+    let mut obj: Value = serde_json::from_slice(&kv.value)
+        .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
+    meta::set_resource_version(&mut obj, kv.mod_revision);
+    strategy.convert_from_storage(obj)
+}
+
+/// Encodes an object for storage: converted to the storage version, without resourceVersion.
+pub fn storage_bytes(strategy: &dyn Strategy, obj: &Value) -> Result<Bytes, ApiError> {
+    let mut stored = strategy.convert_to_storage(obj.clone())?;
+    meta::clear_resource_version(&mut stored);
+    serde_json::to_vec(&stored)
+        .map(Bytes::from)
+        .map_err(|e| Status::internal(e).into())
+}
+
+/// Renders one object in the negotiated output (Table, metadata-only, or as is).
+pub fn render_object(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    obj: Value,
+) -> Result<Value, ApiError> {
+    match ctx.output {
+        Output::Table => {
+            let include = IncludeObject::parse(ctx.query.str("includeObject"))
+                .map_err(Status::bad_request)?;
+            let rv = meta::resource_version(&obj).to_string();
+            Ok(table::render(
+                &strategy.table_columns(),
+                &[obj],
+                include,
+                !ctx.query.bool("noHeaders"),
+                serde_json::json!({ "resourceVersion": rv }),
+            ))
+        }
+        Output::PartialObjectMetadata => Ok(table::partial_object_metadata(&obj)),
+        _ => Ok(obj),
+    }
+}
+
+/// Builds the Invalid error of a strategy's resource.
+pub fn invalid(strategy: &dyn Strategy, name: &str, errors: &crd_core::ErrorList) -> ApiError {
+    Status::invalid(&strategy.info().group_kind(), name, errors).into()
+}

@@ -1,0 +1,139 @@
+//! PUT of one object, and [`write_update`], the update path PUT and PATCH share (generic store
+//! `Update` plus `rest.BeforeUpdate`): carry over system fields, prepare, validate, delete when
+//! the last finalizer of a deleting object is gone, skip no-op writes, and compare-and-swap.
+
+use crd_core::{ErrorList, FieldError, Path, Status};
+use crd_storage::{KeyValue, StorageError};
+use serde_json::Value;
+
+use super::create::decode_body;
+use super::{Ctx, Reply, invalid, read_object, render_object, storage_bytes};
+use crate::http::error::ApiError;
+use crate::registry::{Strategy, meta};
+
+/// Replaces one object.
+pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
+    let info = strategy.info();
+    let name = ctx.name();
+    let mut new = decode_body(ctx, strategy)?;
+    let mut warnings = strategy.admit(&mut new, ctx.sub)?;
+    if meta::name(&new) != name {
+        return Err(Status::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            meta::name(&new)
+        ))
+        .into());
+    }
+    if info.namespaced() {
+        let body_ns = meta::namespace(&new);
+        let url_ns = ctx.namespace().unwrap_or("");
+        if body_ns.is_empty() {
+            meta::meta_mut(&mut new).insert("namespace".into(), Value::String(url_ns.into()));
+        } else if body_ns != url_ns {
+            return Err(Status::bad_request(format!(
+                "the namespace of the object ({body_ns}) does not match the namespace on the request ({url_ns})"
+            ))
+            .into());
+        }
+    }
+    let key = info.key(ctx.namespace(), name);
+    let current = ctx
+        .store()
+        .get(&key)
+        .await
+        .map_err(|e| ApiError::storage(&info.group_resource(), name, e))?
+        .ok_or_else(|| Status::not_found(&info.group_resource(), name))?;
+    let rv = meta::resource_version(&new).to_string();
+    if rv.is_empty() {
+        if !strategy.allow_unconditional_update() {
+            let errors = ErrorList(vec![FieldError::invalid(
+                &Path::new("metadata").child("resourceVersion"),
+                0,
+                "must be specified for an update",
+            )]);
+            return Err(Status::invalid(&info.group_resource(), name, &errors).into());
+        }
+    } else if rv != current.mod_revision.to_string() {
+        return Err(Status::conflict_modified(&info.group_resource(), name).into());
+    }
+    let (out, mut more) = write_update(ctx, strategy, &current, new).await?;
+    warnings.append(&mut more);
+    Ok(Reply::value(200, render_object(ctx, strategy, out)?).with_warnings(warnings))
+}
+
+/// Writes `new` over the stored `current` (compare-and-swap on its revision). Returns the object
+/// to answer with and any warnings.
+pub async fn write_update(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    current: &KeyValue,
+    mut new: Value,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let info = strategy.info();
+    let name = ctx.name();
+    let old = read_object(strategy, current)?;
+    before_update(&mut new, &old);
+    strategy.prepare_update(&mut new, &old, ctx.sub);
+    let errors = strategy.validate_update(&new, &old, ctx.sub);
+    if !errors.is_empty() {
+        return Err(invalid(strategy, name, &errors));
+    }
+    let warnings = crd_core::validation::finalizer_warnings(&new, Some(&old));
+    let gr = info.group_resource();
+    if meta::is_deleting(&old) && strategy.ready_to_remove(&new) {
+        match ctx
+            .store()
+            .delete(&current.key, Some(current.mod_revision))
+            .await
+        {
+            Ok(_) => return Ok((new, warnings)),
+            Err(StorageError::Conflict { .. }) => {
+                return Err(Status::conflict_modified(&gr, name).into());
+            }
+            Err(e) => return Err(ApiError::storage(&gr, name, e)),
+        }
+    }
+    if meta::same_ignoring_rv(&new, &old) {
+        return Ok((old, warnings));
+    }
+    let value = storage_bytes(strategy, &new)?;
+    let rev = ctx
+        .store()
+        .update(&current.key, value.clone(), current.mod_revision)
+        .await
+        .map_err(|e| ApiError::storage(&gr, name, e))?;
+    let stored = KeyValue {
+        key: current.key.clone(),
+        value,
+        create_revision: current.create_revision,
+        mod_revision: rev,
+    };
+    Ok((read_object(strategy, &stored)?, warnings))
+}
+
+/// `rest.BeforeUpdate`: fields an update can never change are taken from the old object.
+fn before_update(new: &mut Value, old: &Value) {
+    let old_meta = old.get("metadata").cloned().unwrap_or(Value::Null);
+    let m = meta::meta_mut(new);
+    if let Some(g) = old_meta.get("generation") {
+        m.insert("generation".into(), g.clone());
+    }
+    if m.get("uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+        && let Some(uid) = old_meta.get("uid")
+    {
+        m.insert("uid".into(), uid.clone());
+    }
+    for field in ["creationTimestamp", "deletionTimestamp"] {
+        if let Some(v) = old_meta.get(field) {
+            m.insert(field.into(), v.clone());
+        }
+    }
+    if m.get("deletionGracePeriodSeconds").is_none()
+        && let Some(v) = old_meta.get("deletionGracePeriodSeconds")
+    {
+        m.insert("deletionGracePeriodSeconds".into(), v.clone());
+    }
+}

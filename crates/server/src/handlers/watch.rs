@@ -1,0 +1,275 @@
+//! Watch (`?watch=true`): a stream of newline-delimited JSON events. It starts with synthetic
+//! ADDED events when no resourceVersion is given, then follows the store's watch, applying
+//! selectors with Kubernetes' transition rules (an object that starts matching is ADDED, one that
+//! stops matching is DELETED). A resourceVersion that is too old gets an ERROR event with 410.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use crd_core::Status;
+use crd_storage::{Event, StorageError, WatchRequest};
+use futures::StreamExt;
+use rand::Rng;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::list::{ListOptions, read_page};
+use super::{Ctx, Reply, ReplyBody, read_object};
+use crate::http::error::ApiError;
+use crate::http::negotiate::Output;
+use crate::registry::{Strategy, meta};
+use crate::table::{self, IncludeObject};
+
+/// kube-apiserver's default `--min-request-timeout`; a watch without `timeoutSeconds` lasts
+/// between one and two times this.
+const MIN_REQUEST_TIMEOUT: u64 = 1800;
+
+/// How often an idle watch with bookmarks gets a BOOKMARK.
+const BOOKMARK_INTERVAL: Duration = Duration::from_mins(1);
+
+/// Events buffered per watcher before the writer waits for the client.
+const BUFFER: usize = 256;
+
+/// Everything the streaming task needs, detached from the request.
+struct WatchTask {
+    strategy: Arc<dyn Strategy>,
+    opts: ListOptions,
+    output: Output,
+    include: IncludeObject,
+    bookmarks: bool,
+    initial_end_bookmark: bool,
+}
+
+/// Starts a watch.
+pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, ApiError> {
+    let mut opts = ListOptions::parse(ctx, strategy.as_ref())?;
+    if let Some(name) = ctx.req.name.as_deref() {
+        match opts.fields.exact_match("metadata.name") {
+            Some(n) if n != name => {
+                return Err(Status::bad_request(
+                    "fieldSelector metadata.name doesn't match requested name",
+                )
+                .into());
+            }
+            _ => {
+                opts.fields = crd_core::fields::FieldSelector::parse(&format!(
+                    "metadata.name={name}{}",
+                    if opts.fields.requirements.is_empty() {
+                        String::new()
+                    } else {
+                        format!(",{}", ctx.query.str("fieldSelector"))
+                    }
+                ))
+                .map_err(Status::bad_request)?;
+            }
+        }
+    }
+    let q = ctx.query;
+    let timeout = match q.get("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()) {
+        Some(t) if t > 0 => Duration::from_secs(t),
+        _ => {
+            Duration::from_secs_f64(MIN_REQUEST_TIMEOUT as f64 * rand::rng().random_range(1.0..2.0))
+        }
+    };
+    let rv = opts.resource_version.clone();
+    let send_initial = match q.get("sendInitialEvents") {
+        Some(v) => crate::http::route::Query::parse(Some(&format!("x={v}"))).bool("x"),
+        None => rv.is_empty() || rv == "0",
+    };
+    let include = IncludeObject::parse(q.str("includeObject")).map_err(Status::bad_request)?;
+    let bookmarks = q.bool("allowWatchBookmarks");
+
+    // Initial state and the revision to follow from.
+    let (initial, after) = if send_initial {
+        let list_opts = ListOptions {
+            limit: 0,
+            continue_token: None,
+            resource_version: String::new(),
+            resource_version_match: String::new(),
+            ..opts
+        };
+        let page = read_page(ctx, strategy.as_ref(), &list_opts).await?;
+        opts = list_opts;
+        (page.items, page.revision)
+    } else {
+        let after = rv
+            .parse::<i64>()
+            .map_err(|_| Status::bad_request(format!("invalid resource version: {rv}")))?;
+        (Vec::new(), after)
+    };
+    let prefix = opts.prefix(ctx, strategy.as_ref());
+    let request = WatchRequest {
+        prefix,
+        after,
+        progress_interval: bookmarks.then_some(BOOKMARK_INTERVAL),
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(BUFFER);
+    let task = WatchTask {
+        strategy,
+        opts,
+        output: ctx.output,
+        include,
+        bookmarks,
+        initial_end_bookmark: bookmarks && q.get("sendInitialEvents").is_some() && send_initial,
+    };
+    let store = ctx.state.store.clone();
+    tokio::spawn(async move {
+        let run = task.run(store, request, initial, tx.clone());
+        tokio::select! {
+            () = run => {}
+            () = tokio::time::sleep(timeout) => {}
+            () = tx.closed() => {}
+        }
+    });
+    let body = crate::http::stream_body(rx);
+    Ok(Reply {
+        code: 200,
+        body: ReplyBody::Stream(body),
+        warnings: Vec::new(),
+        content_type: None,
+    })
+}
+
+impl WatchTask {
+    async fn run(
+        self,
+        store: Arc<dyn crd_storage::Store>,
+        request: WatchRequest,
+        initial: Vec<Value>,
+        tx: mpsc::Sender<Bytes>,
+    ) {
+        let mut first = true;
+        let after = request.after;
+        for obj in initial {
+            if !self.send(&tx, "ADDED", obj, &mut first).await {
+                return;
+            }
+        }
+        if self.initial_end_bookmark {
+            let mut b = self.bookmark(after);
+            b["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+            if !send_line(&tx, &json!({"type": "BOOKMARK", "object": b})).await {
+                return;
+            }
+        }
+        let mut stream = match store.watch(request).await {
+            Ok(s) => s,
+            Err(e) => {
+                self.send_error(&tx, &e, after).await;
+                return;
+            }
+        };
+        while let Some(item) = stream.next().await {
+            let event = match item {
+                Ok(e) => e,
+                Err(e) => {
+                    self.send_error(&tx, &e, after).await;
+                    return;
+                }
+            };
+            let ok = match event {
+                Event::Progress { revision } => {
+                    if self.bookmarks {
+                        send_line(
+                            &tx,
+                            &json!({"type": "BOOKMARK", "object": self.bookmark(revision)}),
+                        )
+                        .await
+                    } else {
+                        true
+                    }
+                }
+                Event::Put { kv, prev } => {
+                    let Ok(new) = read_object(self.strategy.as_ref(), &kv) else {
+                        continue;
+                    };
+                    let new_match = self.opts.matches(self.strategy.as_ref(), &new);
+                    let old_match = prev
+                        .as_ref()
+                        .and_then(|p| read_object(self.strategy.as_ref(), p).ok())
+                        .map(|mut old| {
+                            let m = self.opts.matches(self.strategy.as_ref(), &old);
+                            meta::set_resource_version(&mut old, kv.mod_revision);
+                            (m, old)
+                        });
+                    match (new_match, old_match) {
+                        (true, Some((true, _))) => {
+                            self.send(&tx, "MODIFIED", new, &mut first).await
+                        }
+                        (true, _) => self.send(&tx, "ADDED", new, &mut first).await,
+                        (false, Some((true, old))) => {
+                            self.send(&tx, "DELETED", old, &mut first).await
+                        }
+                        (false, _) => true,
+                    }
+                }
+                Event::Delete { prev, revision } => {
+                    let Ok(mut old) = read_object(self.strategy.as_ref(), &prev) else {
+                        continue;
+                    };
+                    if self.opts.matches(self.strategy.as_ref(), &old) {
+                        meta::set_resource_version(&mut old, revision);
+                        self.send(&tx, "DELETED", old, &mut first).await
+                    } else {
+                        true
+                    }
+                }
+            };
+            if !ok {
+                return;
+            }
+        }
+    }
+
+    fn bookmark(&self, revision: i64) -> Value {
+        let info = self.strategy.info();
+        json!({"kind": info.kind, "apiVersion": info.api_version(),
+               "metadata": {"resourceVersion": revision.to_string()}})
+    }
+
+    async fn send(
+        &self,
+        tx: &mpsc::Sender<Bytes>,
+        kind: &str,
+        obj: Value,
+        first: &mut bool,
+    ) -> bool {
+        let object = match self.output {
+            Output::Table => {
+                let rv = meta::resource_version(&obj).to_string();
+                let t = table::render(
+                    &self.strategy.table_columns(),
+                    &[obj],
+                    self.include,
+                    *first,
+                    json!({"resourceVersion": rv}),
+                );
+                *first = false;
+                t
+            }
+            Output::PartialObjectMetadata => table::partial_object_metadata(&obj),
+            _ => obj,
+        };
+        send_line(tx, &json!({"type": kind, "object": object})).await
+    }
+
+    async fn send_error(&self, tx: &mpsc::Sender<Bytes>, err: &StorageError, after: i64) {
+        let status = match err {
+            StorageError::Compacted { compacted, .. } => {
+                Status::expired(format!("too old resource version: {after} ({compacted})"))
+            }
+            StorageError::WatchLagged => Status::expired(format!(
+                "too old resource version: {after} (watch fell behind)"
+            )),
+            other => Status::internal(other),
+        };
+        let _ = send_line(tx, &json!({"type": "ERROR", "object": status})).await;
+    }
+}
+
+async fn send_line(tx: &mpsc::Sender<Bytes>, event: &Value) -> bool {
+    let mut line = serde_json::to_vec(event).unwrap_or_default();
+    line.push(b'\n');
+    tx.send(Bytes::from(line)).await.is_ok()
+}

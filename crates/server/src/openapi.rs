@@ -1,0 +1,351 @@
+//! OpenAPI v3 publishing: `/openapi/v3` (an index with a content hash per group-version) and one
+//! document per group-version, enough for kubectl's field-validation check, patch-type choice
+//! and `kubectl explain`.
+//!
+//! Main types: [`OpenApiCache`], [`Documents`].
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha512};
+
+use crate::registry::Scope;
+use crate::registry::serving::{Registry, ServingCrd};
+
+/// Rendered documents by path (`api/v1`, `apis/<g>/<v>`), each with its hash.
+pub struct Documents {
+    /// Path → (hash, JSON bytes).
+    pub docs: BTreeMap<String, (String, Arc<Vec<u8>>)>,
+}
+
+impl Documents {
+    /// The index document.
+    pub fn index(&self) -> Value {
+        let paths: serde_json::Map<String, Value> = self
+            .docs
+            .iter()
+            .map(|(p, (h, _))| {
+                (
+                    p.clone(),
+                    json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={h}")}),
+                )
+            })
+            .collect();
+        json!({ "paths": paths })
+    }
+}
+
+/// Documents rebuilt lazily whenever the CRD registry changes.
+#[derive(Default)]
+pub struct OpenApiCache {
+    cached: Mutex<Option<(u64, Arc<Documents>)>>,
+}
+
+impl OpenApiCache {
+    /// The documents for the registry's current state.
+    pub fn get(&self, registry: &Registry) -> Arc<Documents> {
+        let generation = registry.generation();
+        let mut guard = self
+            .cached
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((g, docs)) = guard.as_ref()
+            && *g == generation
+        {
+            return docs.clone();
+        }
+        let docs = Arc::new(build(registry));
+        *guard = Some((generation, docs.clone()));
+        docs
+    }
+}
+
+fn hash(bytes: &[u8]) -> String {
+    hex_upper(&Sha512::digest(bytes))
+}
+
+/// Upper-case hexadecimal, as kube-apiserver prints content hashes.
+pub fn hex_upper(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02X}");
+    }
+    s
+}
+
+fn build(registry: &Registry) -> Documents {
+    let mut raw: BTreeMap<String, Value> = BTreeMap::new();
+    raw.insert("api/v1".into(), core_v1());
+    raw.insert("apis/apiextensions.k8s.io/v1".into(), apiextensions_v1());
+    let mut by_gv: BTreeMap<(String, String), Vec<Arc<ServingCrd>>> = BTreeMap::new();
+    for crd in registry.all() {
+        if !crd.established {
+            continue;
+        }
+        for v in crd.versions.iter().filter(|v| v.served) {
+            by_gv
+                .entry((crd.group.clone(), v.name.clone()))
+                .or_default()
+                .push(crd.clone());
+        }
+    }
+    for ((g, v), crds) in by_gv {
+        raw.insert(format!("apis/{g}/{v}"), crd_document(&g, &v, &crds));
+    }
+    let docs = raw
+        .into_iter()
+        .map(|(p, doc)| {
+            let bytes = serde_json::to_vec(&doc).unwrap_or_default();
+            (p, (hash(&bytes), Arc::new(bytes)))
+        })
+        .collect();
+    Documents { docs }
+}
+
+fn gvk(group: &str, version: &str, kind: &str) -> Value {
+    json!({"group": group, "version": version, "kind": kind})
+}
+
+fn field_validation_param() -> Value {
+    json!({"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true},
+           "description": "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore - Warn - Strict"})
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+/// Operations for one resource's collection and item paths.
+fn resource_paths(
+    paths: &mut serde_json::Map<String, Value>,
+    base: &str,
+    scope: Scope,
+    gvk_value: &Value,
+    schema_name: &str,
+    patch_types: &[&str],
+) {
+    let (prefix, resource) = base.rsplit_once('/').unwrap_or(("", base));
+    let collection = match scope {
+        Scope::Namespaced => format!("{prefix}/namespaces/{{namespace}}/{resource}"),
+        Scope::Cluster => base.to_string(),
+    };
+    let item = format!("{collection}/{{name}}");
+    let obj = json!({"application/json": {"schema": schema_ref(schema_name)}});
+    let op = |action: &str, extra: Value| {
+        let mut o = json!({
+            "x-kubernetes-action": action,
+            "x-kubernetes-group-version-kind": gvk_value,
+            "responses": {"200": {"description": "OK", "content": obj}},
+            "parameters": [field_validation_param()],
+        });
+        if let (Some(o), Some(e)) = (o.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                o.insert(k.clone(), v.clone());
+            }
+        }
+        o
+    };
+    let patch_content: serde_json::Map<String, Value> = patch_types
+        .iter()
+        .map(|t| ((*t).to_string(), json!({"schema": {"type": "object"}})))
+        .collect();
+    paths.insert(
+        collection,
+        json!({
+            "get": op("list", json!({})),
+            "post": op("post", json!({"requestBody": {"content": obj}})),
+            "delete": op("deletecollection", json!({})),
+        }),
+    );
+    paths.insert(
+        item,
+        json!({
+            "get": op("get", json!({})),
+            "put": op("put", json!({"requestBody": {"content": obj}})),
+            "patch": op("patch", json!({"requestBody": {"content": patch_content}})),
+            "delete": op("delete", json!({})),
+        }),
+    );
+}
+
+fn object_meta_schema() -> Value {
+    json!({"description": "ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create.",
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"}, "generateName": {"type": "string"},
+        "namespace": {"type": "string"}, "uid": {"type": "string"},
+        "resourceVersion": {"type": "string"}, "generation": {"type": "integer", "format": "int64"},
+        "creationTimestamp": {"type": "string", "format": "date-time"},
+        "deletionTimestamp": {"type": "string", "format": "date-time"},
+        "deletionGracePeriodSeconds": {"type": "integer", "format": "int64"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+        "finalizers": {"type": "array", "items": {"type": "string"}},
+        "ownerReferences": {"type": "array", "items": {"type": "object"}},
+        "managedFields": {"type": "array", "items": {"type": "object"}}
+    }})
+}
+
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+fn document(
+    paths: serde_json::Map<String, Value>,
+    mut schemas: serde_json::Map<String, Value>,
+) -> Value {
+    schemas.insert(OBJECT_META.into(), object_meta_schema());
+    let mut doc =
+        json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"}});
+    doc["paths"] = Value::Object(paths);
+    doc["components"] = json!({});
+    doc["components"]["schemas"] = Value::Object(schemas);
+    doc
+}
+
+fn kind_schema(gvk_value: &Value, description: &str, mut schema: Value) -> Value {
+    if !schema.is_object() {
+        schema = json!({"type": "object"});
+    }
+    let props = schema
+        .as_object_mut()
+        .map(|m| m.entry("properties").or_insert_with(|| json!({})))
+        .filter(|p| p.is_object());
+    if let Some(props) = props {
+        props["apiVersion"] = json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."});
+        props["kind"] = json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."});
+        props["metadata"] = json!({"allOf": [schema_ref(OBJECT_META)], "description": "Standard object's metadata."});
+    }
+    schema["x-kubernetes-group-version-kind"] = json!([gvk_value]);
+    if schema.get("description").is_none() && !description.is_empty() {
+        schema["description"] = json!(description);
+    }
+    schema
+}
+
+fn core_v1() -> Value {
+    let g = gvk("", "v1", "Namespace");
+    let mut paths = serde_json::Map::new();
+    resource_paths(
+        &mut paths,
+        "/api/v1/namespaces",
+        Scope::Cluster,
+        &g,
+        "io.k8s.api.core.v1.Namespace",
+        &[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+            "application/apply-patch+yaml",
+        ],
+    );
+    let mut schemas = serde_json::Map::new();
+    schemas.insert(
+        "io.k8s.api.core.v1.Namespace".into(),
+        kind_schema(
+            &g,
+            "Namespace provides a scope for Names. Use of multiple namespaces is optional.",
+            json!({"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {"finalizers": {"type": "array", "items": {"type": "string"}}}},
+                "status": {"type": "object", "properties": {"phase": {"type": "string"}}}}}),
+        ),
+    );
+    document(paths, schemas)
+}
+
+fn apiextensions_v1() -> Value {
+    let g = gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
+    let mut paths = serde_json::Map::new();
+    resource_paths(
+        &mut paths,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        Scope::Cluster,
+        &g,
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+        // Strategic merge patch is deliberately not advertised, so that `kubectl apply` of a
+        // CRD sends a JSON merge patch.
+        &[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/apply-patch+yaml",
+        ],
+    );
+    let mut schemas = serde_json::Map::new();
+    schemas.insert(
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition".into(),
+        kind_schema(
+            &g,
+            "CustomResourceDefinition represents a resource that should be exposed on the API server.  Its name MUST be in the format <.spec.name>.<.spec.group>.",
+            json!({"type": "object", "properties": {"spec": {"type": "object"}, "status": {"type": "object"}}}),
+        ),
+    );
+    document(paths, schemas)
+}
+
+/// `com.example.stable` for `stable.example.com`, as kube-openapi names CRD schemas.
+fn reversed_group(group: &str) -> String {
+    group.split('.').rev().collect::<Vec<_>>().join(".")
+}
+
+fn crd_document(group: &str, version: &str, crds: &[Arc<ServingCrd>]) -> Value {
+    let mut paths = serde_json::Map::new();
+    let mut schemas = serde_json::Map::new();
+    for crd in crds {
+        let Some(v) = crd.served_version(version) else {
+            continue;
+        };
+        let g = gvk(group, version, &crd.kind);
+        let schema_name = format!("{}.{version}.{}", reversed_group(group), crd.kind);
+        resource_paths(
+            &mut paths,
+            &format!("/apis/{group}/{version}/{}", crd.plural),
+            crd.scope,
+            &g,
+            &schema_name,
+            &[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/apply-patch+yaml",
+            ],
+        );
+        let schema = v.schema.clone().unwrap_or_else(
+            || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+        );
+        schemas.insert(schema_name, kind_schema(&g, "", schema));
+    }
+    document(paths, schemas)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaced_paths_have_gvk_and_field_validation() {
+        let mut paths = serde_json::Map::new();
+        let g = gvk("stable.example.com", "v1", "CronTab");
+        resource_paths(
+            &mut paths,
+            "/apis/stable.example.com/v1/crontabs",
+            Scope::Namespaced,
+            &g,
+            "x",
+            &["application/merge-patch+json"],
+        );
+        let item = &paths["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}"];
+        assert_eq!(item["patch"]["x-kubernetes-group-version-kind"], g);
+        assert_eq!(item["patch"]["parameters"][0]["name"], "fieldValidation");
+        assert!(
+            item["patch"]["requestBody"]["content"]
+                .get("application/strategic-merge-patch+json")
+                .is_none()
+        );
+        assert!(paths.contains_key("/apis/stable.example.com/v1/namespaces/{namespace}/crontabs"));
+    }
+
+    #[test]
+    fn hash_changes_with_content() {
+        assert_ne!(hash(b"a"), hash(b"b"));
+        assert_eq!(hash(b"a").len(), 128);
+    }
+}

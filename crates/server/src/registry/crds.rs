@@ -1,0 +1,184 @@
+//! The strategy for `apiextensions.k8s.io/v1` CustomResourceDefinitions (upstream
+//! `registry/customresourcedefinition/strategy.go`): v1 defaulting, status reset on create,
+//! storedVersions bookkeeping, generation, and the cleanup finalizer on delete.
+
+use crd_core::{ErrorList, Status};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::{Value, json};
+
+use super::{DeleteOutcome, ResourceInfo, Scope, Strategy, Subresource, meta};
+use crate::http::error::ApiError;
+use crate::table::{Cell, TableColumn};
+
+/// The finalizer that keeps a CRD until all its objects are deleted.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// The storage key root of CRDs.
+pub const CRD_KEY_ROOT: &str = "/registry/apiextensions.k8s.io/customresourcedefinitions";
+
+/// CustomResourceDefinitions.
+pub struct CrdStrategy {
+    info: ResourceInfo,
+}
+
+impl Default for CrdStrategy {
+    fn default() -> Self {
+        CrdStrategy {
+            info: ResourceInfo {
+                group: "apiextensions.k8s.io".into(),
+                version: "v1".into(),
+                resource: "customresourcedefinitions".into(),
+                singular: "customresourcedefinition".into(),
+                kind: "CustomResourceDefinition".into(),
+                list_kind: "CustomResourceDefinitionList".into(),
+                scope: Scope::Cluster,
+                key_root: CRD_KEY_ROOT.into(),
+                status_subresource: true,
+            },
+        }
+    }
+}
+
+/// Decodes a CRD for validation, with the 400 Kubernetes returns for undecodable bodies.
+pub fn typed(obj: &Value) -> Result<CustomResourceDefinition, ApiError> {
+    serde_json::from_value(obj.clone()).map_err(|e| {
+        Status::bad_request(format!(
+            "CustomResourceDefinition in version \"v1\" cannot be handled as a CustomResourceDefinition: {e}"
+        ))
+        .into()
+    })
+}
+
+/// The name of the version marked `storage: true`, if exactly one is.
+pub fn storage_version(obj: &Value) -> Option<String> {
+    let versions = obj.pointer("/spec/versions")?.as_array()?;
+    let mut it = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true));
+    let first = it.next()?;
+    if it.next().is_some() {
+        return None;
+    }
+    first.get("name").and_then(Value::as_str).map(String::from)
+}
+
+fn validate_typed(obj: &Value, old: Option<&Value>) -> ErrorList {
+    let Ok(new) = serde_json::from_value::<CustomResourceDefinition>(obj.clone()) else {
+        return ErrorList::new();
+    };
+    match old.and_then(|o| serde_json::from_value::<CustomResourceDefinition>(o.clone()).ok()) {
+        Some(old) => crd_core::crd::validate_update(&new, &old),
+        None => crd_core::crd::validate_create(&new),
+    }
+}
+
+impl Strategy for CrdStrategy {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+
+    fn admit(&self, obj: &mut Value, _sub: Subresource) -> Result<Vec<String>, ApiError> {
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+        let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        if kind != "CustomResourceDefinition" || api_version != "apiextensions.k8s.io/v1" {
+            return Err(Status::bad_request(format!(
+                "the object provided is unrecognized (must be of type CustomResourceDefinition): {api_version}, Kind={kind}"
+            ))
+            .into());
+        }
+        crd_core::crd::set_defaults(obj);
+        typed(obj)?;
+        Ok(Vec::new())
+    }
+
+    fn prepare_create(&self, obj: &mut Value) {
+        let stored: Vec<String> = storage_version(obj).into_iter().collect();
+        if let Some(m) = obj.as_object_mut() {
+            m.insert(
+                "status".into(),
+                json!({ "acceptedNames": {"kind": "", "plural": ""}, "storedVersions": stored }),
+            );
+        }
+        meta::meta_mut(obj).insert("generation".into(), Value::from(1));
+    }
+
+    fn validate_create(&self, obj: &Value) -> ErrorList {
+        validate_typed(obj, None)
+    }
+
+    fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
+        match sub {
+            Subresource::Main => {
+                let mut status = old.get("status").cloned().unwrap_or_else(|| json!({}));
+                if let Some(sv) = storage_version(new) {
+                    let list = status
+                        .as_object_mut()
+                        .map(|s| s.entry("storedVersions").or_insert_with(|| json!([])));
+                    if let Some(Value::Array(list)) = list
+                        && !list.iter().any(|v| v.as_str() == Some(sv.as_str()))
+                    {
+                        list.push(Value::String(sv));
+                    }
+                }
+                let generation = meta::generation(old);
+                let bumped = if new.get("spec") == old.get("spec") {
+                    generation
+                } else {
+                    generation + 1
+                };
+                if let Some(m) = new.as_object_mut() {
+                    m.insert("status".into(), status);
+                }
+                meta::meta_mut(new).insert("generation".into(), Value::from(bumped));
+            }
+            Subresource::Status => {
+                if let Some(m) = new.as_object_mut() {
+                    match old.get("spec") {
+                        Some(spec) => m.insert("spec".into(), spec.clone()),
+                        None => m.remove("spec"),
+                    };
+                }
+                let generation = meta::generation(old);
+                meta::meta_mut(new).insert("generation".into(), Value::from(generation));
+            }
+        }
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {
+        match sub {
+            Subresource::Main => validate_typed(new, Some(old)),
+            Subresource::Status => crd_core::validation::validate_object_meta_update(
+                new.get("metadata").unwrap_or(&Value::Null),
+                old.get("metadata").unwrap_or(&Value::Null),
+                &crd_core::Path::new("metadata"),
+            ),
+        }
+    }
+
+    fn before_delete(&self, obj: &mut Value) -> DeleteOutcome {
+        let mut finalizers = meta::finalizers(obj);
+        if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
+            finalizers.push(CLEANUP_FINALIZER.to_string());
+            meta::set_finalizers(obj, &finalizers);
+        }
+        crate::controllers::conditions::set(
+            obj,
+            "Terminating",
+            "True",
+            "InstanceDeletionPending",
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        );
+        DeleteOutcome::Graceful
+    }
+
+    fn table_columns(&self) -> Vec<TableColumn> {
+        vec![TableColumn {
+            name: "Created At".into(),
+            kind: "date".into(),
+            format: String::new(),
+            description: crate::table::AGE_DESCRIPTION.into(),
+            priority: 0,
+            cell: Cell::RawPath(".metadata.creationTimestamp".into()),
+        }]
+    }
+}

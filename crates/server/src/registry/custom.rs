@@ -1,0 +1,201 @@
+//! The strategy for custom objects: one instance per request, bound to a CRD's serving state and
+//! the request's version.
+
+use std::sync::Arc;
+
+use crd_core::validation::{NameValidation, validate_object_meta, validate_object_meta_update};
+use crd_core::{ErrorList, Path, Status};
+use serde_json::Value;
+
+use super::serving::{ServedVersion, ServingCrd};
+use super::{ResourceInfo, Scope, Strategy, Subresource, meta, pipeline};
+use crate::http::error::ApiError;
+use crate::table::TableColumn;
+
+/// Custom objects of one CRD at one served version.
+pub struct CustomResourceStrategy {
+    crd: Arc<ServingCrd>,
+    version: ServedVersion,
+    info: ResourceInfo,
+}
+
+impl CustomResourceStrategy {
+    /// Binds a CRD to a served version.
+    pub fn new(crd: Arc<ServingCrd>, version: &ServedVersion) -> Self {
+        let info = ResourceInfo {
+            group: crd.group.clone(),
+            version: version.name.clone(),
+            resource: crd.plural.clone(),
+            singular: crd.singular.clone(),
+            kind: crd.kind.clone(),
+            list_kind: crd.list_kind.clone(),
+            scope: crd.scope,
+            key_root: crd.key_root(),
+            status_subresource: version.status_subresource,
+        };
+        CustomResourceStrategy {
+            crd,
+            version: version.clone(),
+            info,
+        }
+    }
+
+    /// The CRD this strategy serves.
+    pub fn crd(&self) -> &ServingCrd {
+        &self.crd
+    }
+}
+
+/// Whether two objects differ in any top-level key other than `metadata` (the rule that bumps
+/// `metadata.generation` for custom objects).
+fn differs_outside_metadata(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("metadata");
+        }
+        v
+    };
+    strip(a) != strip(b)
+}
+
+impl Strategy for CustomResourceStrategy {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+
+    fn admit(&self, obj: &mut Value, _sub: Subresource) -> Result<Vec<String>, ApiError> {
+        pipeline::check_type_meta(&self.crd, &self.version.name, obj)?;
+        Ok(Vec::new())
+    }
+
+    fn check_create_allowed(&self, name: &str) -> Result<(), ApiError> {
+        if self.crd.terminating {
+            return Err(Status::forbidden(
+                &self.info.group_resource(),
+                name,
+                "create not allowed while custom resource definition is terminating",
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    fn prepare_create(&self, obj: &mut Value) {
+        meta::meta_mut(obj).insert("generation".into(), Value::from(1));
+        if self.version.status_subresource
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
+        }
+    }
+
+    fn validate_create(&self, obj: &Value) -> ErrorList {
+        validate_object_meta(
+            obj.get("metadata").unwrap_or(&Value::Null),
+            self.crd.scope,
+            NameValidation::Dns1123Subdomain,
+            &Path::new("metadata"),
+        )
+    }
+
+    fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
+        match sub {
+            Subresource::Main => {
+                if self.version.status_subresource {
+                    let old_status = old.get("status").cloned();
+                    if let Some(m) = new.as_object_mut() {
+                        match old_status {
+                            Some(s) => m.insert("status".into(), s),
+                            None => m.remove("status"),
+                        };
+                    }
+                }
+                let generation = meta::generation(old);
+                let bumped = if differs_outside_metadata(new, old) {
+                    generation + 1
+                } else {
+                    generation
+                };
+                meta::meta_mut(new).insert("generation".into(), Value::from(bumped));
+            }
+            Subresource::Status => {
+                let status = new.get("status").cloned();
+                let mut merged = old.clone();
+                if let Some(m) = merged.as_object_mut() {
+                    match status {
+                        Some(s) => m.insert("status".into(), s),
+                        None => m.remove("status"),
+                    };
+                }
+                if let Some(mf) = new.pointer("/metadata/managedFields").cloned() {
+                    meta::meta_mut(&mut merged).insert("managedFields".into(), mf);
+                }
+                let rv = meta::resource_version(new).to_string();
+                meta::meta_mut(&mut merged).insert("resourceVersion".into(), Value::String(rv));
+                *new = merged;
+            }
+        }
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value, _sub: Subresource) -> ErrorList {
+        let mut errs = validate_object_meta_update(
+            new.get("metadata").unwrap_or(&Value::Null),
+            old.get("metadata").unwrap_or(&Value::Null),
+            &Path::new("metadata"),
+        );
+        errs.extend(validate_object_meta(
+            new.get("metadata").unwrap_or(&Value::Null),
+            self.crd.scope,
+            NameValidation::Dns1123Subdomain,
+            &Path::new("metadata"),
+        ));
+        errs
+    }
+
+    fn convert_to_storage(&self, obj: Value) -> Result<Value, ApiError> {
+        pipeline::to_storage(&self.crd, obj)
+    }
+
+    fn convert_from_storage(&self, obj: Value) -> Result<Value, ApiError> {
+        pipeline::read_stored(&self.crd, obj, &self.version.name)
+    }
+
+    fn table_columns(&self) -> Vec<TableColumn> {
+        self.version.columns.clone()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.version.deprecation_warning.iter().cloned().collect()
+    }
+}
+
+impl CustomResourceStrategy {
+    /// Whether the scope matches a request's namespace use.
+    pub fn scope(&self) -> Scope {
+        self.crd.scope
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn generation_bumps_only_outside_metadata() {
+        let old = json!({"metadata": {"name": "a", "generation": 1, "labels": {"x": "1"}}, "spec": {"a": 1}});
+        assert!(!differs_outside_metadata(
+            &old,
+            &json!({"metadata": {"name": "a", "labels": {"x": "2"}}, "spec": {"a": 1}})
+        ));
+        assert!(differs_outside_metadata(
+            &old,
+            &json!({"metadata": {"name": "a"}, "spec": {"a": 2}})
+        ));
+        assert!(differs_outside_metadata(
+            &old,
+            &json!({"metadata": {"name": "a"}, "spec": {"a": 1}, "status": {}})
+        ));
+    }
+}

@@ -1,0 +1,119 @@
+//! Accessors for `metadata` on objects held as JSON, and the time format Kubernetes uses.
+
+use serde_json::{Map, Value};
+
+/// The current time as `metav1.Time` prints it (RFC 3339, seconds, UTC).
+pub fn now_rfc3339() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// `metadata` as an object, created when missing or not an object.
+pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.is_object() {
+        *obj = Value::Object(Map::new());
+    }
+    let Value::Object(map) = obj else {
+        unreachable!("made an object above")
+    };
+    let meta = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    let Value::Object(meta) = meta else {
+        unreachable!("made an object above")
+    };
+    meta
+}
+
+/// A string field of `metadata`, or "".
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// `metadata.name`.
+pub fn name(obj: &Value) -> &str {
+    meta_str(obj, "name")
+}
+
+/// `metadata.namespace`.
+pub fn namespace(obj: &Value) -> &str {
+    meta_str(obj, "namespace")
+}
+
+/// `metadata.resourceVersion`.
+pub fn resource_version(obj: &Value) -> &str {
+    meta_str(obj, "resourceVersion")
+}
+
+/// `metadata.uid`.
+pub fn uid(obj: &Value) -> &str {
+    meta_str(obj, "uid")
+}
+
+/// Whether `metadata.deletionTimestamp` is set.
+pub fn is_deleting(obj: &Value) -> bool {
+    !meta_str(obj, "deletionTimestamp").is_empty()
+}
+
+/// `metadata.finalizers` as strings.
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    obj.get("metadata")
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Replaces `metadata.finalizers`, removing the field when the list is empty.
+pub fn set_finalizers(obj: &mut Value, finalizers: &[String]) {
+    let meta = meta_mut(obj);
+    if finalizers.is_empty() {
+        meta.remove("finalizers");
+    } else {
+        meta.insert("finalizers".into(), Value::from(finalizers.to_vec()));
+    }
+}
+
+/// `metadata.generation`, or 0.
+pub fn generation(obj: &Value) -> i64 {
+    obj.get("metadata")
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// Sets `metadata.resourceVersion`.
+pub fn set_resource_version(obj: &mut Value, rv: i64) {
+    meta_mut(obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
+}
+
+/// Removes `metadata.resourceVersion` (it is never stored; the storage revision is).
+pub fn clear_resource_version(obj: &mut Value) {
+    meta_mut(obj).remove("resourceVersion");
+}
+
+/// The object's labels (for selectors).
+pub fn labels(obj: &Value) -> Option<&Value> {
+    obj.get("metadata").and_then(|m| m.get("labels"))
+}
+
+/// Whether two objects are equal ignoring `metadata.resourceVersion` and `managedFields`
+/// timestamps, so that no-op updates do not create a new revision.
+pub fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
+    let mut a = a.clone();
+    let mut b = b.clone();
+    clear_resource_version(&mut a);
+    clear_resource_version(&mut b);
+    a == b
+}

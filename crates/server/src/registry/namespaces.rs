@@ -1,0 +1,180 @@
+//! The strategy for core/v1 Namespaces: created Active with the `kubernetes` finalizer, deleted
+//! gracefully (phase Terminating) until the namespace controller has removed their contents.
+
+use crd_core::validation::{NameValidation, validate_object_meta, validate_object_meta_update};
+use crd_core::{ErrorList, Path, Status};
+use serde_json::{Value, json};
+
+use super::{DeleteOutcome, ResourceInfo, Scope, Strategy, Subresource, UnsupportedField, meta};
+use crate::http::error::ApiError;
+use crate::table::{Cell, TableColumn};
+
+/// The finalizer in `spec.finalizers` that the namespace controller removes.
+pub const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+/// The label Kubernetes puts on every namespace, holding its name.
+const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// Namespaces.
+pub struct NamespaceStrategy {
+    info: ResourceInfo,
+}
+
+impl Default for NamespaceStrategy {
+    fn default() -> Self {
+        NamespaceStrategy {
+            info: ResourceInfo {
+                group: String::new(),
+                version: "v1".into(),
+                resource: "namespaces".into(),
+                singular: "namespace".into(),
+                kind: "Namespace".into(),
+                list_kind: "NamespaceList".into(),
+                scope: Scope::Cluster,
+                key_root: "/registry/namespaces".into(),
+                status_subresource: true,
+            },
+        }
+    }
+}
+
+/// `spec.finalizers` of a namespace.
+pub fn spec_finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn set_name_label(obj: &mut Value) {
+    let name = meta::name(obj).to_string();
+    let m = meta::meta_mut(obj);
+    let labels = m.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    labels[NAME_LABEL] = Value::String(name);
+}
+
+impl Strategy for NamespaceStrategy {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+
+    fn admit(&self, obj: &mut Value, _sub: Subresource) -> Result<Vec<String>, ApiError> {
+        let kind = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("Namespace");
+        let api_version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("v1");
+        if kind != "Namespace" || api_version != "v1" {
+            return Err(Status::bad_request(format!(
+                "the object provided is unrecognized (must be of type Namespace): {api_version}, Kind={kind}"
+            ))
+            .into());
+        }
+        if let Some(m) = obj.as_object_mut() {
+            m.insert("kind".into(), "Namespace".into());
+            m.insert("apiVersion".into(), "v1".into());
+        }
+        Ok(Vec::new())
+    }
+
+    fn prepare_create(&self, obj: &mut Value) {
+        if let Some(m) = obj.as_object_mut() {
+            m.insert(
+                "spec".into(),
+                json!({ "finalizers": [NAMESPACE_FINALIZER] }),
+            );
+            m.insert("status".into(), json!({ "phase": "Active" }));
+        }
+        set_name_label(obj);
+    }
+
+    fn validate_create(&self, obj: &Value) -> ErrorList {
+        validate_object_meta(
+            obj.get("metadata").unwrap_or(&Value::Null),
+            Scope::Cluster,
+            NameValidation::Dns1123Label,
+            &Path::new("metadata"),
+        )
+    }
+
+    fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
+        let keep = match sub {
+            Subresource::Main => ["status", "spec"],
+            Subresource::Status => ["spec", "spec"],
+        };
+        if let Some(m) = new.as_object_mut() {
+            for k in keep {
+                match old.get(k) {
+                    Some(v) => m.insert(k.into(), v.clone()),
+                    None => m.remove(k),
+                };
+            }
+        }
+        set_name_label(new);
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value, _sub: Subresource) -> ErrorList {
+        let mut errs = validate_object_meta_update(
+            new.get("metadata").unwrap_or(&Value::Null),
+            old.get("metadata").unwrap_or(&Value::Null),
+            &Path::new("metadata"),
+        );
+        errs.extend(self.validate_create(new));
+        errs
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
+    fn before_delete(&self, obj: &mut Value) -> DeleteOutcome {
+        if let Some(m) = obj.as_object_mut() {
+            m.insert("status".into(), json!({ "phase": "Terminating" }));
+        }
+        if spec_finalizers(obj).is_empty() && meta::finalizers(obj).is_empty() {
+            DeleteOutcome::Immediate
+        } else {
+            DeleteOutcome::Graceful
+        }
+    }
+
+    fn ready_to_remove(&self, obj: &Value) -> bool {
+        spec_finalizers(obj).is_empty() && meta::finalizers(obj).is_empty()
+    }
+
+    fn table_columns(&self) -> Vec<TableColumn> {
+        vec![
+            TableColumn {
+                name: "Status".into(),
+                kind: "string".into(),
+                format: String::new(),
+                description: "The status of the namespace".into(),
+                priority: 0,
+                cell: Cell::Path(".status.phase".into()),
+            },
+            TableColumn::age(),
+        ]
+    }
+
+    fn field_value(&self, obj: &Value, field: &str) -> Result<String, UnsupportedField> {
+        match field {
+            "metadata.name" => Ok(meta::name(obj).to_string()),
+            "status.phase" => Ok(obj
+                .pointer("/status/phase")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()),
+            _ => Err(UnsupportedField),
+        }
+    }
+}

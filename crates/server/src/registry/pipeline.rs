@@ -1,0 +1,117 @@
+//! The custom-object pipeline: each transform a custom object goes through between the wire and
+//! storage, as a named step. Handlers call these in a fixed order (see ARCHITECTURE.md):
+//!
+//! - write: [`check_type_meta`] → (schema steps) → strategy prepare/validate → [`to_storage`];
+//! - read: [`read_stored`].
+//!
+//! Architecture Invariant: no transform hides in a codec; every step is a call here.
+
+use crd_core::Status;
+use serde_json::Value;
+
+use super::serving::ServingCrd;
+use crate::http::error::ApiError;
+
+/// Checks `kind` and `apiVersion` of a decoded body against the URL, with kube-apiserver's
+/// decode errors (400).
+pub fn check_type_meta(crd: &ServingCrd, version: &str, obj: &Value) -> Result<(), ApiError> {
+    let expected = format!("{}/{version}", crd.group);
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind.is_empty() {
+        let body = obj.to_string();
+        let head: String = body.chars().take(30).collect();
+        return Err(Status::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): Object 'Kind' is missing in '{body}' ({head})",
+            crd.kind
+        ))
+        .into());
+    }
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if api_version != expected {
+        return Err(Status::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({expected})"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Converts an object to another version of the same CRD. With the `None` strategy only
+/// `apiVersion` changes.
+pub fn convert(crd: &ServingCrd, mut obj: Value, version: &str) -> Result<Value, ApiError> {
+    if let Some(map) = obj.as_object_mut() {
+        map.insert(
+            "apiVersion".into(),
+            Value::String(format!("{}/{version}", crd.group)),
+        );
+    }
+    Ok(obj)
+}
+
+/// Converts an object in a request version to the storage version.
+pub fn to_storage(crd: &ServingCrd, obj: Value) -> Result<Value, ApiError> {
+    convert(crd, obj, &crd.storage_version)
+}
+
+/// Turns a stored object (at whatever version it was stored) into the request version.
+pub fn read_stored(crd: &ServingCrd, obj: Value, version: &str) -> Result<Value, ApiError> {
+    convert(crd, obj, version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd() -> ServingCrd {
+        ServingCrd::build(&json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "crontabs.stable.example.com"},
+            "spec": {"group": "stable.example.com", "scope": "Namespaced",
+                     "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+                     "versions": [{"name": "v1", "served": true, "storage": true},
+                                  {"name": "v1beta1", "served": true, "storage": false}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn type_meta_errors_match_kubernetes() {
+        let c = crd();
+        let err = check_type_meta(&c, "v1", &json!({"apiVersion": "stable.example.com/v1"}))
+            .unwrap_err()
+            .to_status()
+            .unwrap();
+        assert_eq!(err.code, 400);
+        assert!(err.message.starts_with("the object provided is unrecognized (must be of type CronTab): Object 'Kind' is missing in '"));
+        let err = check_type_meta(&c, "v1", &json!({"kind": "CronTab", "apiVersion": "x/v1"}))
+            .unwrap_err()
+            .to_status()
+            .unwrap();
+        assert_eq!(
+            err.message,
+            "the API version in the data (x/v1) does not match the expected API version (stable.example.com/v1)"
+        );
+        assert!(
+            check_type_meta(
+                &c,
+                "v1",
+                &json!({"kind": "CronTab", "apiVersion": "stable.example.com/v1"})
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn none_conversion_changes_only_api_version() {
+        let c = crd();
+        let obj = json!({"apiVersion": "stable.example.com/v1beta1", "kind": "CronTab", "spec": {"a": 1}});
+        let stored = to_storage(&c, obj).unwrap();
+        assert_eq!(
+            stored,
+            json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "spec": {"a": 1}})
+        );
+        let back = read_stored(&c, stored, "v1beta1").unwrap();
+        assert_eq!(back["apiVersion"], "stable.example.com/v1beta1");
+    }
+}

@@ -1,0 +1,313 @@
+//! Server-side `meta.k8s.io/v1 Table` rendering for `kubectl get`: column definitions, cells
+//! evaluated from JSONPath-like column paths, and ages printed as kube-apiserver prints them.
+//!
+//! Main items: [`TableColumn`], [`render`], [`human_duration`].
+
+use serde_json::{Value, json};
+
+/// The description kube-apiserver gives the Name column.
+pub const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+
+/// The description kube-apiserver gives the default Age column.
+pub const AGE_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
+/// How a column's cell is computed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cell {
+    /// A value at a path, typed by the column type; dates become ages.
+    Path(String),
+    /// A value at a path, printed as is (built-in tables such as the CRD's `CREATED AT`).
+    RawPath(String),
+}
+
+/// One column after the implicit Name column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableColumn {
+    /// The header (kubectl upper-cases it).
+    pub name: String,
+    /// `string`, `integer`, `number`, `boolean` or `date`.
+    pub kind: String,
+    /// The OpenAPI format, or "".
+    pub format: String,
+    /// The column description.
+    pub description: String,
+    /// 0 for default output; higher only with `-o wide`.
+    pub priority: i32,
+    /// Where the cell comes from.
+    pub cell: Cell,
+}
+
+impl TableColumn {
+    /// The default Age column.
+    pub fn age() -> Self {
+        TableColumn {
+            name: "Age".into(),
+            kind: "date".into(),
+            format: String::new(),
+            description: AGE_DESCRIPTION.into(),
+            priority: 0,
+            cell: Cell::Path(".metadata.creationTimestamp".into()),
+        }
+    }
+}
+
+/// Whether and how rows carry their object (`includeObject`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IncludeObject {
+    /// `PartialObjectMetadata` (the default).
+    Metadata,
+    /// The full object.
+    Object,
+    /// No object.
+    None,
+}
+
+impl IncludeObject {
+    /// Parses the query parameter; `Err` carries Kubernetes' 400 message.
+    pub fn parse(v: &str) -> Result<Self, String> {
+        match v {
+            "" | "Metadata" => Ok(IncludeObject::Metadata),
+            "Object" => Ok(IncludeObject::Object),
+            "None" => Ok(IncludeObject::None),
+            other => Err(format!("unrecognized includeObject value: {other:?}")),
+        }
+    }
+}
+
+/// Renders objects as a Table. `list_meta` becomes the Table's `metadata`.
+pub fn render(
+    columns: &[TableColumn],
+    objects: &[Value],
+    include: IncludeObject,
+    with_headers: bool,
+    list_meta: Value,
+) -> Value {
+    let now = jiff::Timestamp::now();
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|obj| {
+            let mut cells = vec![
+                obj.pointer("/metadata/name")
+                    .cloned()
+                    .unwrap_or_else(|| Value::String(String::new())),
+            ];
+            cells.extend(columns.iter().map(|c| cell(c, obj, now)));
+            let mut row = json!({ "cells": cells });
+            match include {
+                IncludeObject::Metadata => {
+                    row["object"] = partial_object_metadata(obj);
+                }
+                IncludeObject::Object => row["object"] = obj.clone(),
+                IncludeObject::None => {}
+            }
+            row
+        })
+        .collect();
+    let mut table = json!({ "kind": "Table", "apiVersion": "meta.k8s.io/v1" });
+    table["metadata"] = list_meta;
+    table["rows"] = Value::Array(rows);
+    if with_headers {
+        let mut defs = vec![json!({
+            "name": "Name", "type": "string", "format": "name",
+            "description": NAME_DESCRIPTION, "priority": 0
+        })];
+        defs.extend(columns.iter().map(|c| {
+            json!({"name": c.name, "type": c.kind, "format": c.format,
+                   "description": c.description, "priority": c.priority})
+        }));
+        table["columnDefinitions"] = Value::from(defs);
+    } else {
+        table["columnDefinitions"] = Value::Array(Vec::new());
+    }
+    table
+}
+
+/// `meta.k8s.io/v1 PartialObjectMetadata` of an object.
+pub fn partial_object_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+fn cell(col: &TableColumn, obj: &Value, now: jiff::Timestamp) -> Value {
+    let (path, raw) = match &col.cell {
+        Cell::Path(p) => (p, false),
+        Cell::RawPath(p) => (p, true),
+    };
+    let Some(v) = lookup(obj, path) else {
+        return Value::Null;
+    };
+    if raw {
+        return v.clone();
+    }
+    match col.kind.as_str() {
+        "date" => match v.as_str() {
+            Some(s) => match s.parse::<jiff::Timestamp>() {
+                Ok(t) => Value::String(human_duration(now.duration_since(t).as_secs())),
+                Err(_) => Value::String("<invalid>".into()),
+            },
+            None => Value::Null,
+        },
+        "integer" => match v {
+            Value::Number(n) => n
+                .as_i64()
+                .or_else(|| n.as_f64().map(|f| f.trunc() as i64))
+                .map_or(Value::Null, Value::from),
+            _ => Value::Null,
+        },
+        "number" => match v {
+            Value::Number(n) => n.as_f64().map_or(Value::Null, Value::from),
+            _ => Value::Null,
+        },
+        "boolean" => match v {
+            Value::Bool(_) => v.clone(),
+            _ => Value::Null,
+        },
+        _ => match v {
+            Value::String(_) => v.clone(),
+            Value::Number(_) | Value::Bool(_) => Value::String(v.to_string()),
+            Value::Null => Value::Null,
+            other => Value::String(other.to_string()),
+        },
+    }
+}
+
+/// Evaluates a simple `JSONPath` (`.a.b`, `.a[0]`, `{.a.b}`) against an object.
+pub fn lookup<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    let path = path.trim().trim_start_matches('{').trim_end_matches('}');
+    let mut cur = obj;
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let (field, index) = match part.split_once('[') {
+            Some((f, rest)) => (f, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        if !field.is_empty() {
+            cur = cur.get(field)?;
+        }
+        if let Some(i) = index {
+            cur = cur.get(i)?;
+        }
+    }
+    Some(cur)
+}
+
+/// apimachinery's `duration.HumanDuration` for a number of seconds.
+pub fn human_duration(seconds: i64) -> String {
+    if seconds < -1 {
+        return "<invalid>".into();
+    }
+    if seconds < 0 {
+        return "0s".into();
+    }
+    if seconds < 60 * 2 {
+        return format!("{seconds}s");
+    }
+    let minutes = seconds / 60;
+    if minutes < 10 {
+        let s = seconds % 60;
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
+    }
+    if minutes < 60 * 3 {
+        return format!("{minutes}m");
+    }
+    let hours = minutes / 60;
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = hours % 24;
+        return if h == 0 {
+            format!("{}d", hours / 24)
+        } else {
+            format!("{}d{h}h", hours / 24)
+        };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        let dy = (hours / 24) % 365;
+        return if dy == 0 {
+            format!("{}y", hours / 24 / 365)
+        } else {
+            format!("{}y{dy}d", hours / 24 / 365)
+        };
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations_match_apimachinery() {
+        let cases = [
+            (-5, "<invalid>"),
+            (-1, "0s"),
+            (0, "0s"),
+            (119, "119s"),
+            (120, "2m"),
+            (125, "2m5s"),
+            (600, "10m"),
+            (3 * 3600, "3h"),
+            (3 * 3600 + 60, "3h1m"),
+            (8 * 3600, "8h"),
+            (48 * 3600, "2d"),
+            (50 * 3600, "2d2h"),
+            (8 * 24 * 3600, "8d"),
+            (2 * 365 * 24 * 3600, "2y"),
+            (2 * 365 * 24 * 3600 + 24 * 3600, "2y1d"),
+            (9 * 365 * 24 * 3600, "9y"),
+        ];
+        for (s, want) in cases {
+            assert_eq!(human_duration(s), want, "{s}");
+        }
+    }
+
+    #[test]
+    fn cells_follow_column_types() {
+        let obj = json!({"metadata":{"name":"a","creationTimestamp":"bad"},
+                         "spec":{"r":3.7,"s":"x","b":true,"n":5,"o":{"k":1}}});
+        let col = |kind: &str, path: &str| TableColumn {
+            name: "c".into(),
+            kind: kind.into(),
+            format: String::new(),
+            description: String::new(),
+            priority: 0,
+            cell: Cell::Path(path.into()),
+        };
+        let now = jiff::Timestamp::now();
+        assert_eq!(cell(&col("integer", ".spec.r"), &obj, now), json!(3));
+        assert_eq!(cell(&col("integer", ".spec.s"), &obj, now), Value::Null);
+        assert_eq!(cell(&col("number", ".spec.n"), &obj, now), json!(5.0));
+        assert_eq!(cell(&col("boolean", ".spec.b"), &obj, now), json!(true));
+        assert_eq!(cell(&col("string", ".spec.n"), &obj, now), json!("5"));
+        assert_eq!(
+            cell(&col("string", ".spec.o"), &obj, now),
+            json!("{\"k\":1}")
+        );
+        assert_eq!(
+            cell(&col("string", ".spec.missing"), &obj, now),
+            Value::Null
+        );
+        assert_eq!(
+            cell(&col("date", ".metadata.creationTimestamp"), &obj, now),
+            json!("<invalid>")
+        );
+    }
+}
