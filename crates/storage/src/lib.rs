@@ -195,8 +195,12 @@ pub trait Store: Send + Sync + 'static {
     async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError>;
 
     /// Replaces a key's value if its modification revision is `expected`; returns the new revision.
-    async fn update(&self, key: &str, value: Bytes, expected: Revision)
-    -> Result<Revision, StorageError>;
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> Result<Revision, StorageError>;
 
     /// Deletes a key, if `expected` is given only at that modification revision. Returns the
     /// last state and the revision of the deletion.

@@ -1,0 +1,1027 @@
+//! The embedded engine: a kine-style revision log in `SQLite`, written by one thread with group
+//! commit.
+//!
+//! # Design
+//! - Tables: `log` holds every write (put or delete) under its revision, `kv` the latest state of
+//!   every live key, `meta` the current and the compaction revision. Latest-state reads use `kv`;
+//!   reads at a past revision and watch history use `log`. Keys are stored as BLOBs so that prefix
+//!   ranges compare bytewise.
+//! - `journal_mode=WAL` and `synchronous=FULL`: a write's future resolves only after the commit
+//!   that holds it has been fsynced.
+//! - One writer thread owns the write connection. It takes every queued command, applies them in
+//!   order in ONE transaction (each command in its own savepoint, with its checks done before its
+//!   writes, so a failed compare-and-swap affects no other command), commits once, then publishes
+//!   the batch's events and replies. Each successful write gets its own revision.
+//! - Reads run on `spawn_blocking` over a small pool of read connections; WAL lets them run while
+//!   the writer commits.
+//! - Watch: subscribe to the live feed first, then read history from `log` up to the snapshot's
+//!   revision, then deliver live events above it.
+//!
+//! A row of `log` records `prev_revision`: the revision of the state the write replaced (`NULL`
+//! for a create). Compaction at `r` keeps every row at or above `r` and, for each key, the latest
+//! row below `r` unless it is a deletion; so every state readable at `r` or later, and the
+//! previous state of every event at `r` or later, survive.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use tokio::sync::{broadcast, oneshot};
+use tokio::time::Instant;
+
+use crate::{
+    Event, KeyValue, ListRequest, ListResponse, Revision, StorageError, Store, WatchRequest,
+    WatchStream,
+};
+
+/// The largest value this engine stores: twice kube-apiserver's 3 MiB request body limit, so that
+/// any object a client may send still fits after defaulting and managed fields are added.
+pub const MAX_VALUE_BYTES: usize = 6 * 1024 * 1024;
+
+/// The file name used when [`SqliteStore::open`] is given a directory.
+pub const DEFAULT_FILE_NAME: &str = "state.db";
+
+/// At most this many commands share one transaction, bounding the time a batch holds the writer.
+const MAX_BATCH: usize = 1024;
+/// Live-feed capacity in batches; a watcher further behind than this gets `WatchLagged`.
+const EVENT_BUFFER: usize = 8192;
+/// History rows read per read transaction while a watch replays history.
+const HISTORY_PAGE: i64 = 512;
+/// Idle read connections kept for reuse.
+const MAX_IDLE_READERS: usize = 8;
+/// How long a connection waits on a lock before reporting `SQLITE_BUSY`.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS log (
+    revision INTEGER PRIMARY KEY,
+    key BLOB NOT NULL,
+    value BLOB NOT NULL,
+    create_revision INTEGER NOT NULL,
+    prev_revision INTEGER,
+    deleted INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS log_key_revision ON log (key, revision, deleted);
+CREATE TABLE IF NOT EXISTS kv (
+    key BLOB PRIMARY KEY,
+    value BLOB NOT NULL,
+    create_revision INTEGER NOT NULL,
+    mod_revision INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO meta (name, value) VALUES ('current', 0), ('compacted', 0);
+";
+
+/// The embedded storage engine: durable, single-file, with etcd semantics.
+///
+/// Opened once per process and shared as `Arc<dyn Store>`. Dropping the last handle stops the
+/// writer thread after it has committed the commands already queued; open watches then end.
+pub struct SqliteStore {
+    reads: Arc<ReadPool>,
+    state: Arc<State>,
+    commands: Option<mpsc::Sender<Command>>,
+    events: broadcast::Sender<Batch>,
+    writer: Option<JoinHandle<()>>,
+}
+
+/// Counters the writer publishes after each commit.
+struct State {
+    current: AtomicI64,
+    compacted: AtomicI64,
+    commits: AtomicU64,
+}
+
+/// The events of one committed transaction, in revision order.
+type Batch = Arc<Vec<Event>>;
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `dir_or_file` and starts its writer thread.
+    ///
+    /// `dir_or_file` is the database file, for example `data_dir/state.db`; missing parent
+    /// directories are created. An existing directory is taken to mean the file
+    /// [`DEFAULT_FILE_NAME`] inside it.
+    pub fn open(dir_or_file: &Path) -> Result<Arc<SqliteStore>, StorageError> {
+        Self::open_with_buffer(dir_or_file, EVENT_BUFFER)
+    }
+
+    /// [`SqliteStore::open`] with a live-feed capacity of `buffer` batches.
+    fn open_with_buffer(
+        dir_or_file: &Path,
+        buffer: usize,
+    ) -> Result<Arc<SqliteStore>, StorageError> {
+        let path = if dir_or_file.is_dir() {
+            dir_or_file.join(DEFAULT_FILE_NAME)
+        } else {
+            dir_or_file.to_path_buf()
+        };
+        if let Some(parent) = path.parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                StorageError::Unavailable(format!("creating {}: {e}", parent.display()))
+            })?;
+        }
+        let conn = Connection::open(&path)
+            .map_err(|e| StorageError::Unavailable(format!("opening {}: {e}", path.display())))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(engine)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+            .map_err(engine)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StorageError::Engine(format!(
+                "{} refused write-ahead logging (journal mode {mode})",
+                path.display()
+            )));
+        }
+        // FULL: the WAL is fsynced at every commit. The size limit truncates the WAL file after
+        // a checkpoint so that a burst of writes does not leave it large for good.
+        conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA journal_size_limit=67108864;")
+            .map_err(engine)?;
+        conn.execute_batch(SCHEMA).map_err(engine)?;
+        let (current, compacted) = {
+            let (meta_current, compacted) = read_meta(&conn).map_err(engine)?;
+            let log_max: Option<i64> = conn
+                .query_row("SELECT max(revision) FROM log", [], |row| row.get(0))
+                .map_err(engine)?;
+            (meta_current.max(log_max.unwrap_or(0)), compacted)
+        };
+
+        let state = Arc::new(State {
+            current: AtomicI64::new(current),
+            compacted: AtomicI64::new(compacted),
+            commits: AtomicU64::new(0),
+        });
+        let (events, _) = broadcast::channel(buffer.max(1));
+        let (tx, rx) = mpsc::channel();
+        let writer = Writer {
+            conn,
+            current,
+            compacted,
+            state: Arc::clone(&state),
+            events: events.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || writer.run(&rx))
+            .map_err(|e| StorageError::Unavailable(format!("starting the writer thread: {e}")))?;
+        let reads = Arc::new(ReadPool {
+            path,
+            idle: Mutex::new(Vec::new()),
+        });
+        // Open one reader now so that a broken file fails here rather than on the first read.
+        let first = open_reader(&reads.path)?;
+        reads.idle.lock().expect("read pool poisoned").push(first);
+        Ok(Arc::new(SqliteStore {
+            reads,
+            state,
+            commands: Some(tx),
+            events,
+            writer: Some(handle),
+        }))
+    }
+
+    /// How many transactions the writer has committed since open; with group commit this is
+    /// at most, and under concurrency far below, the number of writes.
+    pub fn commit_count(&self) -> u64 {
+        self.state.commits.load(Ordering::Acquire)
+    }
+
+    /// The compaction revision: lists below it and watches needing events below it fail.
+    pub fn compacted_revision(&self) -> Revision {
+        self.state.compacted.load(Ordering::Acquire)
+    }
+
+    /// The database file, for diagnostics.
+    pub fn path(&self) -> &Path {
+        &self.reads.path
+    }
+
+    async fn submit(&self, op: Op) -> Result<Outcome, StorageError> {
+        let (reply, rx) = oneshot::channel();
+        let commands = self
+            .commands
+            .as_ref()
+            .ok_or_else(|| StorageError::Unavailable("the store is closed".into()))?;
+        commands
+            .send(Command { op, reply })
+            .map_err(|_| StorageError::Unavailable("the writer thread has stopped".into()))?;
+        rx.await
+            .map_err(|_| StorageError::Unavailable("the writer thread has stopped".into()))?
+    }
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        // Closing the channel lets the writer finish the queued commands and exit; waiting for it
+        // means the file is closed when drop returns, so the same path can be reopened at once.
+        drop(self.commands.take());
+        if let Some(handle) = self.writer.take()
+            && handle.join().is_err()
+        {
+            tracing::error!("the sqlite writer thread panicked");
+        }
+    }
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.reads.path)
+            .field("current", &self.state.current.load(Ordering::Relaxed))
+            .field("compacted", &self.state.compacted.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        let key = key.to_owned();
+        self.reads
+            .run(move |conn| {
+                conn.prepare_cached(
+                    "SELECT key, value, create_revision, mod_revision FROM kv WHERE key = ?1",
+                )?
+                .query_row([key.as_bytes()], kv_from_row)
+                .optional()
+            })
+            .await
+    }
+
+    async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
+        self.reads.run(move |conn| list_in(conn, &request)).await?
+    }
+
+    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
+        let lo = prefix.as_bytes().to_vec();
+        let hi = prefix_end(prefix);
+        self.reads
+            .run(move |conn| {
+                conn.prepare_cached("SELECT count(*) FROM kv WHERE key >= ?1 AND key < ?2")?
+                    .query_row(params![lo, hi], |row| row.get::<_, i64>(0))
+            })
+            .await
+            .map(|n| n as u64)
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError> {
+        check_size(&value)?;
+        match self
+            .submit(Op::Create {
+                key: key.to_owned(),
+                value,
+            })
+            .await?
+        {
+            Outcome::Written(rev) => Ok(rev),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> Result<Revision, StorageError> {
+        check_size(&value)?;
+        match self
+            .submit(Op::Update {
+                key: key.to_owned(),
+                value,
+                expected,
+            })
+            .await?
+        {
+            Outcome::Written(rev) => Ok(rev),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<(KeyValue, Revision), StorageError> {
+        match self
+            .submit(Op::Delete {
+                key: key.to_owned(),
+                expected,
+            })
+            .await?
+        {
+            Outcome::Deleted(prev, rev) => Ok((prev, rev)),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn watch(&self, request: WatchRequest) -> Result<WatchStream, StorageError> {
+        // Subscribe before reading history: every commit is then either in the history snapshot
+        // or in the feed (or both, and deduplicated by revision).
+        let rx = self.events.subscribe();
+        let after = request.after.max(0);
+        let lo = request.prefix.as_bytes().to_vec();
+        let hi = prefix_end(&request.prefix);
+        let (snapshot, first) = {
+            let (lo, hi) = (lo.clone(), hi.clone());
+            self.reads
+                .run(move |conn| -> rusqlite::Result<Result<_, StorageError>> {
+                    let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+                    let (current, compacted) = read_meta(&tx)?;
+                    if after + 1 < compacted {
+                        return Ok(Err(StorageError::Compacted {
+                            requested: after,
+                            compacted,
+                        }));
+                    }
+                    let page = read_history(&tx, &lo, &hi, after, current)?;
+                    Ok(Ok((current, page)))
+                })
+                .await??
+        };
+        let history_done = (first.len() as i64) < HISTORY_PAGE;
+        let cursor = first.last().map_or(after, Event::revision);
+        let watch = Watch {
+            reads: Arc::clone(&self.reads),
+            rx,
+            prefix: request.prefix,
+            lo,
+            hi,
+            after,
+            snapshot,
+            cursor,
+            history_done,
+            seen: snapshot,
+            queue: first.into(),
+            progress: request.progress_interval.filter(|d| !d.is_zero()),
+            next_progress: None,
+            done: false,
+        };
+        Ok(Box::pin(futures::stream::unfold(
+            watch,
+            |mut w| async move {
+                let item = w.next().await?;
+                Some((item, w))
+            },
+        )))
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        Ok(self.state.current.load(Ordering::Acquire))
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+        match self.submit(Op::Compact { revision }).await? {
+            Outcome::Compacted => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+fn check_size(value: &Bytes) -> Result<(), StorageError> {
+    if value.len() > MAX_VALUE_BYTES {
+        return Err(StorageError::TooLarge {
+            size: value.len(),
+            limit: MAX_VALUE_BYTES,
+        });
+    }
+    Ok(())
+}
+
+fn unexpected(outcome: &Outcome) -> StorageError {
+    StorageError::Engine(format!(
+        "the writer answered {outcome:?} to another command"
+    ))
+}
+
+#[expect(clippy::needless_pass_by_value, reason = "a `map_err` adapter")]
+fn engine(e: rusqlite::Error) -> StorageError {
+    StorageError::Engine(e.to_string())
+}
+
+/// The exclusive upper bound of the keys starting with `prefix`, bytewise. Keys are UTF-8, which
+/// never contains the byte 0xFF, so `[0xFF]` bounds every key.
+fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    while end.last() == Some(&0xFF) {
+        end.pop();
+    }
+    match end.last_mut() {
+        Some(last) => *last += 1,
+        None => end.push(0xFF),
+    }
+    end
+}
+
+/// Reads a [`KeyValue`] from columns `key, value, create_revision, mod_revision`.
+fn kv_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<KeyValue> {
+    Ok(KeyValue {
+        key: key_from(row, 0)?,
+        value: Bytes::from(row.get::<_, Vec<u8>>(1)?),
+        create_revision: row.get(2)?,
+        mod_revision: row.get(3)?,
+    })
+}
+
+fn key_from(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<String> {
+    String::from_utf8(row.get::<_, Vec<u8>>(idx)?)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Blob, Box::new(e)))
+}
+
+/// The current and the compaction revision, as of the connection's transaction.
+fn read_meta(conn: &Connection) -> rusqlite::Result<(Revision, Revision)> {
+    conn.prepare_cached(
+        "SELECT coalesce((SELECT value FROM meta WHERE name = 'current'), 0), \
+                coalesce((SELECT value FROM meta WHERE name = 'compacted'), 0)",
+    )?
+    .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reads
+
+struct ReadPool {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+fn open_reader(path: &Path) -> Result<Connection, StorageError> {
+    let conn = Connection::open(path)
+        .map_err(|e| StorageError::Unavailable(format!("opening {}: {e}", path.display())))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(engine)?;
+    conn.execute_batch("PRAGMA query_only=ON;")
+        .map_err(engine)?;
+    Ok(conn)
+}
+
+impl ReadPool {
+    /// Runs `f` on a pooled read connection on the blocking thread pool.
+    async fn run<T, F>(self: &Arc<Self>, f: F) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let pool = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let idle = pool.idle.lock().expect("read pool poisoned").pop();
+            let mut conn = match idle {
+                Some(conn) => conn,
+                None => open_reader(&pool.path)?,
+            };
+            let out = f(&mut conn).map_err(engine);
+            let mut idle = pool.idle.lock().expect("read pool poisoned");
+            if idle.len() < MAX_IDLE_READERS {
+                idle.push(conn);
+            }
+            out
+        })
+        .await
+        .map_err(|e| StorageError::Engine(format!("read task failed: {e}")))?
+    }
+}
+
+fn list_in(
+    conn: &mut Connection,
+    request: &ListRequest,
+) -> rusqlite::Result<Result<ListResponse, StorageError>> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+    let (current, compacted) = read_meta(&tx)?;
+    let revision = match request.revision {
+        None => current,
+        Some(r) if r > current => {
+            return Ok(Err(StorageError::FutureRevision {
+                requested: r,
+                current,
+            }));
+        }
+        Some(r) if r < compacted => {
+            return Ok(Err(StorageError::Compacted {
+                requested: r,
+                compacted,
+            }));
+        }
+        Some(r) => r,
+    };
+    let mut lo = request.prefix.as_bytes().to_vec();
+    if let Some(start_after) = &request.start_after {
+        // The least key greater than `start_after` is `start_after` followed by a zero byte.
+        let mut next = start_after.as_bytes().to_vec();
+        next.push(0);
+        lo = lo.max(next);
+    }
+    let hi = prefix_end(&request.prefix);
+    let limit = request.limit.filter(|&n| n > 0);
+    let sql_limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+    let latest = revision == current;
+    let items = if latest {
+        tx.prepare_cached(
+            "SELECT key, value, create_revision, mod_revision FROM kv \
+             WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT ?3",
+        )?
+        .query_map(params![lo, hi, sql_limit], kv_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?
+    } else {
+        tx.prepare_cached(
+            "SELECT l.key, l.value, l.create_revision, l.revision \
+             FROM (SELECT max(revision) AS r FROM log \
+                   WHERE key >= ?1 AND key < ?2 AND revision <= ?3 GROUP BY key) AS m \
+             JOIN log AS l ON l.revision = m.r \
+             WHERE l.deleted = 0 ORDER BY l.key LIMIT ?4",
+        )?
+        .query_map(params![lo, hi, revision, sql_limit], kv_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?
+    };
+    let remaining = match limit {
+        Some(n) if items.len() >= n => {
+            let total: i64 = if latest {
+                tx.prepare_cached("SELECT count(*) FROM kv WHERE key >= ?1 AND key < ?2")?
+                    .query_row(params![lo, hi], |row| row.get(0))?
+            } else {
+                tx.prepare_cached(
+                    "SELECT count(*) \
+                     FROM (SELECT max(revision) AS r FROM log \
+                           WHERE key >= ?1 AND key < ?2 AND revision <= ?3 GROUP BY key) AS m \
+                     JOIN log AS l ON l.revision = m.r WHERE l.deleted = 0",
+                )?
+                .query_row(params![lo, hi, revision], |row| row.get(0))?
+            };
+            (total as u64).saturating_sub(items.len() as u64)
+        }
+        _ => 0,
+    };
+    tx.commit()?;
+    Ok(Ok(ListResponse {
+        items,
+        revision,
+        remaining,
+    }))
+}
+
+/// Up to [`HISTORY_PAGE`] events of keys in `[lo, hi)` with `after < revision <= until`.
+fn read_history(
+    conn: &Connection,
+    lo: &[u8],
+    hi: &[u8],
+    after: Revision,
+    until: Revision,
+) -> rusqlite::Result<Vec<Event>> {
+    // `+l.key` keeps the planner on the revision range, which is what a watch scans.
+    let mut stmt = conn.prepare_cached(
+        "SELECT l.revision, l.key, l.value, l.create_revision, l.prev_revision, l.deleted, p.value \
+         FROM log AS l LEFT JOIN log AS p ON p.revision = l.prev_revision \
+         WHERE l.revision > ?1 AND l.revision <= ?2 AND +l.key >= ?3 AND +l.key < ?4 \
+         ORDER BY l.revision LIMIT ?5",
+    )?;
+    let rows = stmt.query_map(params![after, until, lo, hi, HISTORY_PAGE], |row| {
+        let revision: Revision = row.get(0)?;
+        let key = key_from(row, 1)?;
+        let create_revision: Revision = row.get(3)?;
+        let prev_revision: Option<Revision> = row.get(4)?;
+        let deleted: bool = row.get(5)?;
+        let prev_value: Option<Vec<u8>> = row.get(6)?;
+        let prev = match (prev_revision, prev_value) {
+            (Some(mod_revision), Some(value)) => Some(KeyValue {
+                key: key.clone(),
+                value: Bytes::from(value),
+                create_revision,
+                mod_revision,
+            }),
+            _ => None,
+        };
+        Ok(if deleted {
+            Event::Delete {
+                prev: prev.unwrap_or_else(|| KeyValue {
+                    key,
+                    value: Bytes::new(),
+                    create_revision,
+                    mod_revision: prev_revision.unwrap_or(revision),
+                }),
+                revision,
+            }
+        } else {
+            Event::Put {
+                kv: KeyValue {
+                    key,
+                    value: Bytes::from(row.get::<_, Vec<u8>>(2)?),
+                    create_revision,
+                    mod_revision: revision,
+                },
+                prev,
+            }
+        })
+    })?;
+    rows.collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Watch
+
+struct Watch {
+    reads: Arc<ReadPool>,
+    rx: broadcast::Receiver<Batch>,
+    prefix: String,
+    lo: Vec<u8>,
+    hi: Vec<u8>,
+    /// Only events above this revision are delivered.
+    after: Revision,
+    /// History is read up to this revision; live events up to it are duplicates.
+    snapshot: Revision,
+    /// History has been read up to here.
+    cursor: Revision,
+    history_done: bool,
+    /// Every event up to here has been queued or skipped.
+    seen: Revision,
+    queue: VecDeque<Event>,
+    progress: Option<Duration>,
+    next_progress: Option<Instant>,
+    done: bool,
+}
+
+impl Watch {
+    async fn next(&mut self) -> Option<Result<Event, StorageError>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(event) = self.queue.pop_front() {
+                self.next_progress = self.progress.map(|d| Instant::now() + d);
+                return Some(Ok(event));
+            }
+            if !self.history_done {
+                if let Err(e) = self.read_page().await {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                continue;
+            }
+            let deadline = match (self.progress, self.next_progress) {
+                (Some(_), Some(at)) => Some(at),
+                (Some(d), None) => {
+                    let at = Instant::now() + d;
+                    self.next_progress = Some(at);
+                    Some(at)
+                }
+                (None, _) => None,
+            };
+            let sleep = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => futures::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                received = self.rx.recv() => match received {
+                    Ok(batch) => self.accept(&batch),
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        self.done = true;
+                        return Some(Err(StorageError::WatchLagged));
+                    }
+                    Err(broadcast::error::RecvError::Closed) => {
+                        self.done = true;
+                        return None;
+                    }
+                },
+                () = sleep => {
+                    self.next_progress = self.progress.map(|d| Instant::now() + d);
+                    return Some(Ok(Event::Progress {
+                        revision: self.seen.max(self.after),
+                    }));
+                }
+            }
+        }
+    }
+
+    /// Queues the batch's events that match and are new.
+    fn accept(&mut self, batch: &[Event]) {
+        let floor = self.seen.max(self.after);
+        for event in batch {
+            let key = match event {
+                Event::Put { kv, .. } => &kv.key,
+                Event::Delete { prev, .. } => &prev.key,
+                Event::Progress { .. } => continue,
+            };
+            if event.revision() > floor && key.starts_with(&self.prefix) {
+                self.queue.push_back(event.clone());
+            }
+        }
+        if let Some(last) = batch.last() {
+            self.seen = self.seen.max(last.revision());
+        }
+    }
+
+    /// Reads the next page of history into the queue.
+    async fn read_page(&mut self) -> Result<(), StorageError> {
+        let (lo, hi, cursor, until) =
+            (self.lo.clone(), self.hi.clone(), self.cursor, self.snapshot);
+        let page = self
+            .reads
+            .run(move |conn| -> rusqlite::Result<Result<_, StorageError>> {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+                let (_, compacted) = read_meta(&tx)?;
+                if cursor + 1 < compacted {
+                    // Compaction ran while this watch replayed history; events may be gone.
+                    return Ok(Err(StorageError::Compacted {
+                        requested: cursor,
+                        compacted,
+                    }));
+                }
+                Ok(Ok(read_history(&tx, &lo, &hi, cursor, until)?))
+            })
+            .await??;
+        if (page.len() as i64) < HISTORY_PAGE {
+            self.history_done = true;
+        }
+        self.cursor = page.last().map_or(until, Event::revision);
+        self.queue.extend(page);
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writes
+
+#[derive(Debug)]
+enum Op {
+    Create {
+        key: String,
+        value: Bytes,
+    },
+    Update {
+        key: String,
+        value: Bytes,
+        expected: Revision,
+    },
+    Delete {
+        key: String,
+        expected: Option<Revision>,
+    },
+    Compact {
+        revision: Revision,
+    },
+}
+
+#[derive(Debug)]
+enum Outcome {
+    Written(Revision),
+    Deleted(KeyValue, Revision),
+    Compacted,
+}
+
+struct Command {
+    op: Op,
+    reply: oneshot::Sender<Result<Outcome, StorageError>>,
+}
+
+struct Writer {
+    conn: Connection,
+    current: Revision,
+    compacted: Revision,
+    state: Arc<State>,
+    events: broadcast::Sender<Batch>,
+}
+
+/// What one command did inside the batch transaction.
+struct Applied {
+    outcome: Outcome,
+    event: Option<Event>,
+    revision: Revision,
+    compacted: Revision,
+}
+
+impl Writer {
+    fn run(mut self, commands: &mpsc::Receiver<Command>) {
+        while let Ok(first) = commands.recv() {
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match commands.try_recv() {
+                    Ok(command) => batch.push(command),
+                    Err(_) => break,
+                }
+            }
+            self.commit_batch(batch);
+        }
+    }
+
+    fn commit_batch(&mut self, batch: Vec<Command>) {
+        let mut results: Vec<Result<Outcome, StorageError>> = Vec::with_capacity(batch.len());
+        let mut events = Vec::new();
+        let mut current = self.current;
+        let mut compacted = self.compacted;
+        let committed = (|| -> rusqlite::Result<()> {
+            let mut tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            for command in &batch {
+                let sp = tx.savepoint()?;
+                match apply(&sp, &command.op, current, compacted) {
+                    Ok(Ok(applied)) => {
+                        sp.commit()?;
+                        current = applied.revision;
+                        compacted = applied.compacted;
+                        events.extend(applied.event);
+                        results.push(Ok(applied.outcome));
+                    }
+                    // A failed check wrote nothing; dropping the savepoint rolls it back anyway.
+                    Ok(Err(e)) => results.push(Err(e)),
+                    Err(e) => results.push(Err(engine(e))),
+                }
+            }
+            if current != self.current {
+                tx.execute(
+                    "UPDATE meta SET value = ?1 WHERE name = 'current'",
+                    [current],
+                )?;
+            }
+            tx.commit()
+        })();
+        match committed {
+            Ok(()) => {
+                self.current = current;
+                self.compacted = compacted;
+                self.state.current.store(current, Ordering::Release);
+                self.state.compacted.store(compacted, Ordering::Release);
+                self.state.commits.fetch_add(1, Ordering::AcqRel);
+                if !events.is_empty() {
+                    // An error only means nobody watches.
+                    let _ = self.events.send(Arc::new(events));
+                }
+                for (command, result) in batch.into_iter().zip(results) {
+                    let _ = command.reply.send(result);
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, commands = batch.len(), "sqlite commit failed");
+                let message = e.to_string();
+                for command in batch {
+                    let _ = command
+                        .reply
+                        .send(Err(StorageError::Engine(message.clone())));
+                }
+            }
+        }
+    }
+}
+
+/// Applies one command at revision `current + 1`: checks first, then writes.
+fn apply(
+    tx: &Connection,
+    op: &Op,
+    current: Revision,
+    compacted: Revision,
+) -> rusqlite::Result<Result<Applied, StorageError>> {
+    let revision = current + 1;
+    match op {
+        Op::Create { key, value } => {
+            if let Some(existing) = current_kv(tx, key)? {
+                return Ok(Err(StorageError::AlreadyExists {
+                    key: key.clone(),
+                    existing,
+                }));
+            }
+            insert_log(tx, key, value, revision, None, false)?;
+            tx.prepare_cached(
+                "INSERT INTO kv (key, value, create_revision, mod_revision) VALUES (?1, ?2, ?3, ?3)",
+            )?
+            .execute(params![key.as_bytes(), value.as_ref(), revision])?;
+            let kv = KeyValue {
+                key: key.clone(),
+                value: value.clone(),
+                create_revision: revision,
+                mod_revision: revision,
+            };
+            Ok(Ok(Applied {
+                outcome: Outcome::Written(revision),
+                event: Some(Event::Put { kv, prev: None }),
+                revision,
+                compacted,
+            }))
+        }
+        Op::Update {
+            key,
+            value,
+            expected,
+        } => {
+            let Some(prev) = current_kv(tx, key)? else {
+                return Ok(Err(StorageError::NotFound { key: key.clone() }));
+            };
+            if prev.mod_revision != *expected {
+                return Ok(Err(StorageError::Conflict {
+                    key: key.clone(),
+                    expected: *expected,
+                    current: prev,
+                }));
+            }
+            insert_log(tx, key, value, revision, Some(&prev), false)?;
+            tx.prepare_cached("UPDATE kv SET value = ?2, mod_revision = ?3 WHERE key = ?1")?
+                .execute(params![key.as_bytes(), value.as_ref(), revision])?;
+            let kv = KeyValue {
+                key: key.clone(),
+                value: value.clone(),
+                create_revision: prev.create_revision,
+                mod_revision: revision,
+            };
+            Ok(Ok(Applied {
+                outcome: Outcome::Written(revision),
+                event: Some(Event::Put {
+                    kv,
+                    prev: Some(prev),
+                }),
+                revision,
+                compacted,
+            }))
+        }
+        Op::Delete { key, expected } => {
+            let Some(prev) = current_kv(tx, key)? else {
+                return Ok(Err(StorageError::NotFound { key: key.clone() }));
+            };
+            if let Some(expected) = expected
+                && prev.mod_revision != *expected
+            {
+                return Ok(Err(StorageError::Conflict {
+                    key: key.clone(),
+                    expected: *expected,
+                    current: prev,
+                }));
+            }
+            insert_log(tx, key, &[], revision, Some(&prev), true)?;
+            tx.prepare_cached("DELETE FROM kv WHERE key = ?1")?
+                .execute([key.as_bytes()])?;
+            Ok(Ok(Applied {
+                outcome: Outcome::Deleted(prev.clone(), revision),
+                event: Some(Event::Delete { prev, revision }),
+                revision,
+                compacted,
+            }))
+        }
+        Op::Compact { revision: target } => {
+            let target = *target;
+            if target > current {
+                return Ok(Err(StorageError::FutureRevision {
+                    requested: target,
+                    current,
+                }));
+            }
+            if target > compacted {
+                // Drop every row below the target that no state at or after it needs: deletions,
+                // and rows superseded by a later row of the same key still below the target.
+                tx.prepare_cached(
+                    "DELETE FROM log WHERE revision < ?1 AND (deleted = 1 OR EXISTS ( \
+                         SELECT 1 FROM log AS n WHERE n.key = log.key \
+                         AND n.revision > log.revision AND n.revision < ?1))",
+                )?
+                .execute([target])?;
+                tx.prepare_cached("UPDATE meta SET value = ?1 WHERE name = 'compacted'")?
+                    .execute([target])?;
+            }
+            Ok(Ok(Applied {
+                outcome: Outcome::Compacted,
+                event: None,
+                revision: current,
+                compacted: compacted.max(target),
+            }))
+        }
+    }
+}
+
+fn current_kv(tx: &Connection, key: &str) -> rusqlite::Result<Option<KeyValue>> {
+    tx.prepare_cached("SELECT key, value, create_revision, mod_revision FROM kv WHERE key = ?1")?
+        .query_row([key.as_bytes()], kv_from_row)
+        .optional()
+}
+
+fn insert_log(
+    tx: &Connection,
+    key: &str,
+    value: &[u8],
+    revision: Revision,
+    prev: Option<&KeyValue>,
+    deleted: bool,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO log (revision, key, value, create_revision, prev_revision, deleted) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        revision,
+        key.as_bytes(),
+        value,
+        prev.map_or(revision, |p| p.create_revision),
+        prev.map(|p| p.mod_revision),
+        deleted,
+    ])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
