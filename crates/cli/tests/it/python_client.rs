@@ -12,7 +12,9 @@ fn python_kubernetes_client_flow() {
         .arg(&script)
         .env("KUBECONFIG", s.kubeconfig())
         .output()
-        .expect("running python3 (the kubernetes package must be installed: pip install kubernetes)");
+        .expect(
+            "running python3 (the kubernetes package must be installed: pip install kubernetes)",
+        );
     assert!(
         out.status.success(),
         "python client flow failed:\nstdout: {}\nstderr: {}",

@@ -197,7 +197,8 @@ fn kubectl_errors_are_kubernetes_errors() {
         &my_crontab().replace("my-new-cron-object", "Bad_Name"),
     );
     let err = stderr(&["create", "-f", "bad.yaml"]);
-    assert!(err.contains("CronTab.stable.example.com \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"), "{err}");
+    // kubectl rewrites an Invalid Status as `The <details.kind> "<name>" is invalid: <causes>`.
+    assert!(err.contains("The CronTab \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"), "{err}");
     // A missing namespace.
     let err = stderr(&["-n", "nowhere", "create", "-f", "my-crontab.yaml"]);
     assert!(err.contains("namespaces \"nowhere\" not found"), "{err}");
