@@ -553,3 +553,80 @@ async fn restart_keeps_everything() {
         .unwrap();
     assert!(rv2 > rv, "revisions keep increasing across restarts");
 }
+
+#[tokio::test]
+async fn crd_deletion_terminates_cleans_up_and_recreation_starts_empty() {
+    let s = TestServer::start();
+    let api = Api::new(&s, HttpVersion::Http2);
+    let crd = crd_json("d.example.com", "things", "Thing", "Namespaced");
+    create_established_crd(&api, crd.clone()).await;
+    let base = "/apis/d.example.com/v1/namespaces/default/things";
+    for i in 0..5 {
+        let r = api
+            .post(
+                base,
+                json!({"apiVersion": "d.example.com/v1", "kind": "Thing", "metadata": {"name": format!("t{i}")}}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    let crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.d.example.com";
+    let rv = api.get(crd_path).await.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut watch = api
+        .client
+        .get(format!(
+            "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dthings.d.example.com&timeoutSeconds=5",
+            s.url
+        ))
+        .bearer_auth(&s.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 200);
+
+    // The first DELETE answers with the CRD, now carrying a deletionTimestamp and the finalizer.
+    let r = api
+        .call(Method::DELETE, crd_path, "application/json", None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let body = r.json();
+    assert!(body["metadata"]["deletionTimestamp"].is_string(), "{body}");
+    assert_eq!(
+        body["metadata"]["finalizers"],
+        json!(["customresourcecleanup.apiextensions.k8s.io"])
+    );
+
+    // The watch shows Terminating=True (InstanceDeletionInProgress) before the final DELETED.
+    let mut text = String::new();
+    while let Some(chunk) = watch.chunk().await.unwrap() {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        if text.contains("\"DELETED\"") {
+            break;
+        }
+    }
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let terminating = events.iter().any(|e| {
+        e["object"]["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Terminating" && c["status"] == "True")
+            })
+    });
+    assert!(terminating, "no Terminating condition in {text}");
+    assert_eq!(events.last().unwrap()["type"], "DELETED", "{text}");
+
+    // The objects went with it, the resource is gone, and a re-created CRD starts empty.
+    let r = api.get(base).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.text.trim(), "404 page not found");
+    create_established_crd(&api, crd).await;
+    let list = api.get(base).await.json();
+    assert_eq!(list["items"], json!([]), "{list}");
+}
