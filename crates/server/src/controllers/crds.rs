@@ -517,9 +517,10 @@ mod tests {
             "Other",
             &["ct"],
             Some(
-                json!({"plural": "others", "singular": "other", "kind": "Other", "listKind": "OtherList", "shortNames": ["ct"]}),
+                json!({"plural": "others", "singular": "other", "kind": "Other", "listKind": "OtherCollection", "shortNames": ["ct"]}),
             ),
         );
+        // Only the kind conflicts: upstream reports the last conflicting name, so keep listKind free.
         let c = crd("crontab", "crontabs", "Other", &["ct"], None);
         let taken = TakenNames::collect([other].iter(), "g.io", "crontabs.g.io");
         let out = desired_status(&c, &taken);
