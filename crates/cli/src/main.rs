@@ -6,6 +6,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -50,6 +51,42 @@ struct ServeArgs {
     /// default an admin token is generated into the data dir.
     #[arg(long)]
     token_auth_file: Option<PathBuf>,
+    /// How long one conversion-webhook call may take (Go duration: `500ms`, `2s`, `1m`).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    conversion_webhook_timeout: Duration,
+    /// Where a webhook `service` reference is reached, as `NAMESPACE/NAME=IP:PORT` (repeatable).
+    /// There is no cluster DNS: without an entry, `<name>.<namespace>.svc` is looked up in the
+    /// system resolver on the service's port.
+    #[arg(long = "service-address", value_parser = parse_service_address)]
+    service_addresses: Vec<(String, SocketAddr)>,
+}
+
+/// Parses the Go durations users pass to kube-apiserver flags (`250ms`, `2s`, `1m`).
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = s
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((s, "s"), |i| s.split_at(i));
+    let n: u64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        _ => Err(format!("invalid duration {s:?}: use ms, s or m")),
+    }
+}
+
+/// Parses `NAMESPACE/NAME=IP:PORT`.
+fn parse_service_address(s: &str) -> Result<(String, SocketAddr), String> {
+    let (svc, addr) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAMESPACE/NAME=IP:PORT"))?;
+    if svc.split('/').count() != 2 {
+        return Err(format!("{svc:?}: expected NAMESPACE/NAME"));
+    }
+    let addr = addr
+        .parse()
+        .map_err(|e| format!("{addr:?}: expected IP:PORT ({e})"))?;
+    Ok((svc.to_string(), addr))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -88,6 +125,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             data_dir: data_dir.clone(),
             tls,
             token_file: args.token_auth_file,
+            conversion: crd_server::conversion::ConversionOptions {
+                webhook_timeout: args.conversion_webhook_timeout,
+                service_addresses: args.service_addresses.into_iter().collect(),
+            },
         };
         let (tx, rx) = watch::channel(false);
         tokio::spawn(async move {

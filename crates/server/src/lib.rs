@@ -15,6 +15,7 @@
 
 pub mod auth;
 pub mod controllers;
+pub mod conversion;
 pub mod discovery;
 pub mod handlers;
 pub mod http;
@@ -52,6 +53,8 @@ pub struct ServerConfig {
     pub tls: TlsSource,
     /// `--token-auth-file`; `None` generates an admin token into the data dir.
     pub token_file: Option<PathBuf>,
+    /// Conversion-webhook settings (timeout, service addresses).
+    pub conversion: conversion::ConversionOptions,
 }
 
 /// What a started server tells its caller.
@@ -84,7 +87,11 @@ pub async fn run(
         .await
         .with_context(|| format!("binding {}", config.bind))?;
     let addr = listener.local_addr()?;
-    let state = Arc::new(AppState::new(store.clone(), auth));
+    let state = Arc::new(AppState::new(
+        store.clone(),
+        auth,
+        config.conversion.clone(),
+    ));
 
     controllers::namespaces_bootstrap(&state).await?;
     let crd_controller = CrdController::new(state.clone());

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crd_storage::Store;
 
 use crate::auth::TokenAuthenticator;
+use crate::conversion::ConversionOptions;
 use crate::openapi::OpenApiCache;
 use crate::registry::crds::CrdStrategy;
 use crate::registry::namespaces::NamespaceStrategy;
@@ -30,10 +31,14 @@ pub struct AppState {
 
 impl AppState {
     /// Builds the state around a store.
-    pub fn new(store: Arc<dyn Store>, auth: TokenAuthenticator) -> Self {
+    pub fn new(
+        store: Arc<dyn Store>,
+        auth: TokenAuthenticator,
+        conversion: ConversionOptions,
+    ) -> Self {
         AppState {
             store,
-            registry: Arc::new(Registry::default()),
+            registry: Arc::new(Registry::new(conversion)),
             crds: Arc::new(CrdStrategy::default()),
             namespaces: Arc::new(NamespaceStrategy::default()),
             auth,

@@ -4,4 +4,5 @@
 mod http_api;
 mod python_client;
 mod support;
+mod versions;
 mod walkthrough;

@@ -520,8 +520,10 @@ fn validate_status_names(crd: &CustomResourceDefinition) -> ErrorList {
     }
 }
 
-/// `ValidateCustomResourceDefinitionStoredVersions`.
-fn validate_stored_versions(crd: &CustomResourceDefinition) -> ErrorList {
+/// `ValidateCustomResourceDefinitionStoredVersions`: at least one stored version, the current
+/// storage version among them, and each still listed in `spec.versions`. Also run on `/status`
+/// writes, so that editing storedVersions cannot drop the storage version.
+pub fn validate_stored_versions(crd: &CustomResourceDefinition) -> ErrorList {
     let path = Path::new("status").child("storedVersions");
     let stored: Vec<String> = crd
         .status

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use super::{CLEANUP_POLL, conditions, guaranteed_update, purge_prefix};
 use crate::registry::crds::{CLEANUP_FINALIZER, CRD_KEY_ROOT};
 use crate::registry::meta;
-use crate::registry::serving::{Registry, ServingCrd};
+use crate::registry::serving::Registry;
 use crate::state::AppState;
 
 /// The CRD controller.
@@ -480,8 +480,8 @@ async fn set_terminating(
 }
 
 fn apply_to_registry(registry: &Registry, obj: &Value) {
-    match ServingCrd::build(obj) {
-        Ok(s) => registry.apply(s),
+    match registry.apply_stored(obj) {
+        Ok(()) => {}
         Err(e) => tracing::warn!(crd = %meta::name(obj), error = %e, "cannot serve CRD"),
     }
 }

@@ -53,7 +53,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     let stored = loop {
         let current = meta::name(&obj).to_string();
         let key = info.key(Some(meta::namespace(&obj)), &current);
-        let value = storage_bytes(strategy, &obj)?;
+        let value = storage_bytes(strategy, &obj).await?;
         match ctx.store().create(&key, value.clone()).await {
             Ok(rev) => {
                 break crd_storage::KeyValue {
@@ -86,7 +86,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
             Err(e) => return Err(ApiError::storage(&info.group_resource(), &current, e)),
         }
     };
-    let out = read_object(strategy, &stored)?;
+    let out = read_object(strategy, &stored).await?;
     Ok(Reply::value(201, render_object(ctx, strategy, out)?).with_warnings(warnings))
 }
 

@@ -64,7 +64,7 @@ pub async fn delete_object(
 ) -> Result<Reply, ApiError> {
     let info = strategy.info();
     let gr = info.group_resource();
-    let mut obj = read_object(strategy, current)?;
+    let mut obj = read_object(strategy, current).await?;
     let name = meta::name(&obj).to_string();
     if let Some(uid) = &opts.uid
         && uid != meta::uid(&obj)
@@ -139,11 +139,11 @@ pub async fn delete_object(
                     m.insert("generation".into(), Value::from(generation + 1));
                 }
             }
-            let original = read_object(strategy, current)?;
+            let original = read_object(strategy, current).await?;
             if meta::same_ignoring_rv(&obj, &original) {
                 return Ok(Reply::value(200, render_object(ctx, strategy, original)?));
             }
-            let value = storage_bytes(strategy, &obj)?;
+            let value = storage_bytes(strategy, &obj).await?;
             let rev = ctx
                 .store()
                 .update(&current.key, value.clone(), current.mod_revision)
@@ -155,7 +155,7 @@ pub async fn delete_object(
                 create_revision: current.create_revision,
                 mod_revision: rev,
             };
-            let out = read_object(strategy, &stored)?;
+            let out = read_object(strategy, &stored).await?;
             Ok(Reply::value(200, render_object(ctx, strategy, out)?))
         }
     }

@@ -16,6 +16,6 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
         .await
         .map_err(|e| ApiError::storage(&info.group_resource(), ctx.name(), e))?
         .ok_or_else(|| Status::not_found(&info.group_resource(), ctx.name()))?;
-    let obj = read_object(strategy, &kv)?;
+    let obj = read_object(strategy, &kv).await?;
     Ok(Reply::value(200, render_object(ctx, strategy, obj)?))
 }

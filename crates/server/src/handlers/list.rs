@@ -9,7 +9,7 @@ use crd_core::labels::Selector;
 use crd_storage::{ListRequest, Revision};
 use serde_json::{Value, json};
 
-use super::{Ctx, Reply, read_object};
+use super::{Ctx, Reply, read_objects};
 use crate::http::error::ApiError;
 use crate::http::negotiate::Output;
 use crate::registry::{Strategy, meta};
@@ -254,8 +254,8 @@ pub async fn read_page(
         revision = Some(resp.revision);
         let mut more = resp.remaining;
         let n = resp.items.len();
-        for (i, kv) in resp.items.iter().enumerate() {
-            let obj = read_object(strategy, kv)?;
+        let objs = read_objects(strategy, &resp.items, true).await?;
+        for (i, (kv, obj)) in resp.items.iter().zip(objs).enumerate() {
             if opts.matches(strategy, &obj) {
                 items.push(obj);
                 last_key = Some(kv.key.clone());

@@ -25,7 +25,7 @@ use crate::http::error::ApiError;
 use crate::http::negotiate::Output;
 use crate::http::route::{Query, ResourceRequest, Verb};
 use crate::registry::custom::CustomResourceStrategy;
-use crate::registry::{Scope, Strategy, Subresource, meta};
+use crate::registry::{Scope, Strategy, Subresource, meta, pipeline};
 use crate::state::AppState;
 use crate::table::{self, IncludeObject};
 
@@ -169,17 +169,40 @@ pub async fn dispatch(ctx: &mut Ctx<'_>) -> Result<Reply, ApiError> {
     reply.map(|r| r.with_warnings(warnings))
 }
 
-/// Decodes a stored value into the request version, with its resourceVersion set.
-pub fn read_object(strategy: &dyn Strategy, kv: &KeyValue) -> Result<Value, ApiError> {
-    let mut obj: Value = serde_json::from_slice(&kv.value)
-        .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
-    meta::set_resource_version(&mut obj, kv.mod_revision);
-    strategy.convert_from_storage(obj)
+/// Decodes stored values into the request version, with their resourceVersions set. All
+/// objects that need a conversion webhook go in one call.
+pub async fn read_objects(
+    strategy: &dyn Strategy,
+    kvs: &[KeyValue],
+    is_list: bool,
+) -> Result<Vec<Value>, ApiError> {
+    let mut objs = Vec::with_capacity(kvs.len());
+    for kv in kvs {
+        let mut obj: Value = serde_json::from_slice(&kv.value)
+            .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
+        meta::set_resource_version(&mut obj, kv.mod_revision);
+        objs.push(obj);
+    }
+    match strategy.conversion() {
+        Some(plan) => pipeline::read_stored(&plan, objs, is_list).await,
+        None => Ok(objs),
+    }
+}
+
+/// Decodes one stored value into the request version, with its resourceVersion set.
+pub async fn read_object(strategy: &dyn Strategy, kv: &KeyValue) -> Result<Value, ApiError> {
+    read_objects(strategy, std::slice::from_ref(kv), false)
+        .await?
+        .pop()
+        .ok_or_else(|| Status::internal("conversion returned no object").into())
 }
 
 /// Encodes an object for storage: converted to the storage version, without resourceVersion.
-pub fn storage_bytes(strategy: &dyn Strategy, obj: &Value) -> Result<Bytes, ApiError> {
-    let mut stored = strategy.convert_to_storage(obj.clone())?;
+pub async fn storage_bytes(strategy: &dyn Strategy, obj: &Value) -> Result<Bytes, ApiError> {
+    let mut stored = match strategy.conversion() {
+        Some(plan) => pipeline::to_storage(&plan, obj.clone()).await?,
+        None => obj.clone(),
+    };
     meta::clear_resource_version(&mut stored);
     serde_json::to_vec(&stored)
         .map(Bytes::from)

@@ -58,7 +58,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
             .await
             .map_err(|e| ApiError::storage(&gr, name, e))?
             .ok_or_else(|| Status::not_found(&gr, name))?;
-        let current_obj = read_object(strategy, &current)?;
+        let current_obj = read_object(strategy, &current).await?;
         let mut patched = apply(kind, current_obj, &patch)?;
         let mut warnings = strategy.admit(&mut patched, ctx.sub)?;
         let patched_rv = meta::resource_version(&patched).to_string();

@@ -71,7 +71,7 @@ pub async fn write_update(
 ) -> Result<(Value, Vec<String>), ApiError> {
     let info = strategy.info();
     let name = ctx.name();
-    let old = read_object(strategy, current)?;
+    let old = read_object(strategy, current).await?;
     before_update(&mut new, &old);
     strategy.prepare_update(&mut new, &old, ctx.sub);
     let errors = strategy.validate_update(&new, &old, ctx.sub);
@@ -96,7 +96,7 @@ pub async fn write_update(
     if meta::same_ignoring_rv(&new, &old) {
         return Ok((old, warnings));
     }
-    let value = storage_bytes(strategy, &new)?;
+    let value = storage_bytes(strategy, &new).await?;
     let rev = ctx
         .store()
         .update(&current.key, value.clone(), current.mod_revision)
@@ -108,7 +108,7 @@ pub async fn write_update(
         create_revision: current.create_revision,
         mod_revision: rev,
     };
-    Ok((read_object(strategy, &stored)?, warnings))
+    Ok((read_object(strategy, &stored).await?, warnings))
 }
 
 /// `rest.BeforeUpdate`: fields an update can never change are taken from the old object.

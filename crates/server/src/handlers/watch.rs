@@ -181,18 +181,29 @@ impl WatchTask {
                     }
                 }
                 Event::Put { kv, prev } => {
-                    let Ok(new) = read_object(self.strategy.as_ref(), &kv) else {
-                        continue;
+                    let new = match read_object(self.strategy.as_ref(), &kv).await {
+                        Ok(o) => o,
+                        Err(e) => {
+                            self.send_api_error(&tx, &e).await;
+                            return;
+                        }
                     };
                     let new_match = self.opts.matches(self.strategy.as_ref(), &new);
-                    let old_match = prev
-                        .as_ref()
-                        .and_then(|p| read_object(self.strategy.as_ref(), p).ok())
-                        .map(|mut old| {
-                            let m = self.opts.matches(self.strategy.as_ref(), &old);
-                            meta::set_resource_version(&mut old, kv.mod_revision);
-                            (m, old)
-                        });
+                    let prev_obj = match &prev {
+                        Some(p) => match read_object(self.strategy.as_ref(), p).await {
+                            Ok(o) => Some(o),
+                            Err(e) => {
+                                self.send_api_error(&tx, &e).await;
+                                return;
+                            }
+                        },
+                        None => None,
+                    };
+                    let old_match = prev_obj.map(|mut old| {
+                        let m = self.opts.matches(self.strategy.as_ref(), &old);
+                        meta::set_resource_version(&mut old, kv.mod_revision);
+                        (m, old)
+                    });
                     match (new_match, old_match) {
                         (true, Some((true, _))) => {
                             self.send(&tx, "MODIFIED", new, &mut first).await
@@ -205,8 +216,12 @@ impl WatchTask {
                     }
                 }
                 Event::Delete { prev, revision } => {
-                    let Ok(mut old) = read_object(self.strategy.as_ref(), &prev) else {
-                        continue;
+                    let mut old = match read_object(self.strategy.as_ref(), &prev).await {
+                        Ok(o) => o,
+                        Err(e) => {
+                            self.send_api_error(&tx, &e).await;
+                            return;
+                        }
                     };
                     if self.opts.matches(self.strategy.as_ref(), &old) {
                         meta::set_resource_version(&mut old, revision);
@@ -252,6 +267,14 @@ impl WatchTask {
             _ => obj,
         };
         send_line(tx, &json!({"type": kind, "object": object})).await
+    }
+
+    /// Ends the watch with an ERROR event carrying the request's Status (a failed conversion).
+    async fn send_api_error(&self, tx: &mpsc::Sender<Bytes>, err: &ApiError) {
+        let status = err
+            .to_status()
+            .unwrap_or_else(|| Status::internal("watch failed"));
+        let _ = send_line(tx, &json!({"type": "ERROR", "object": status})).await;
     }
 
     async fn send_error(&self, tx: &mpsc::Sender<Bytes>, err: &StorageError, after: i64) {

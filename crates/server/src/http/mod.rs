@@ -200,6 +200,25 @@ async fn route_request(
             let doc = discovery::group_version(&state.registry, &g, &v).ok_or(ApiError::NoRoute)?;
             Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
         }
+        Route::DebugStorage(key) if get_only(&parts.method) => {
+            let gr = crd_core::GroupResource::new("", "storage");
+            let kv = state
+                .store
+                .get(&key)
+                .await
+                .map_err(|e| ApiError::storage(&gr, &key, e))?
+                .ok_or_else(|| crd_core::Status::not_found(&gr, &key))?;
+            let value: serde_json::Value = serde_json::from_slice(&kv.value).unwrap_or_else(|_| {
+                serde_json::Value::String(String::from_utf8_lossy(&kv.value).into())
+            });
+            let doc = serde_json::json!({
+                "key": kv.key,
+                "createRevision": kv.create_revision,
+                "modRevision": kv.mod_revision,
+                "value": value,
+            });
+            Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
+        }
         Route::OpenApiIndex if get_only(&parts.method) => {
             let docs = state.openapi.get(&state.registry);
             Ok(json_response(

@@ -28,6 +28,8 @@ pub enum Route {
     OpenApiIndex,
     /// `/openapi/v3/<api/v1 | apis/<g>/<v>>`.
     OpenApiDocument(String),
+    /// `/debug/storage/<key>`: the raw stored value of one key, for inspecting stored versions.
+    DebugStorage(String),
     /// A resource endpoint.
     Resource(ResourceRequest),
     /// Anything else.
@@ -147,6 +149,9 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Route {
         ["apis", g] => Route::Group((*g).to_string()),
         ["apis", g, v] => Route::GroupVersion((*g).to_string(), (*v).to_string()),
         ["openapi", "v3"] => Route::OpenApiIndex,
+        ["debug", "storage", key @ ..] if !key.is_empty() => {
+            Route::DebugStorage(format!("/{}", key.join("/")))
+        }
         ["openapi", "v3", rest @ ..] => Route::OpenApiDocument(rest.join("/")),
         ["api", "v1", rest @ ..] => resource_route(method, "", "v1", rest, query),
         ["apis", g, v, rest @ ..] => resource_route(method, g, v, rest, query),

@@ -147,11 +147,17 @@ impl Strategy for CrdStrategy {
     fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {
         match sub {
             Subresource::Main => validate_typed(new, Some(old)),
-            Subresource::Status => crd_core::validation::validate_object_meta_update(
-                new.get("metadata").unwrap_or(&Value::Null),
-                old.get("metadata").unwrap_or(&Value::Null),
-                &crd_core::Path::new("metadata"),
-            ),
+            Subresource::Status => {
+                let mut errs = crd_core::validation::validate_object_meta_update(
+                    new.get("metadata").unwrap_or(&Value::Null),
+                    old.get("metadata").unwrap_or(&Value::Null),
+                    &crd_core::Path::new("metadata"),
+                );
+                if let Ok(crd) = serde_json::from_value::<CustomResourceDefinition>(new.clone()) {
+                    errs.extend(crd_core::crd::validate_stored_versions(&crd));
+                }
+                errs
+            }
         }
     }
 

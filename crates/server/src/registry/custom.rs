@@ -153,12 +153,8 @@ impl Strategy for CustomResourceStrategy {
         errs
     }
 
-    fn convert_to_storage(&self, obj: Value) -> Result<Value, ApiError> {
-        pipeline::to_storage(&self.crd, obj)
-    }
-
-    fn convert_from_storage(&self, obj: Value) -> Result<Value, ApiError> {
-        pipeline::read_stored(&self.crd, obj, &self.version.name)
+    fn conversion(&self) -> Option<pipeline::ConversionPlan> {
+        Some(pipeline::ConversionPlan::new(&self.crd, &self.version.name))
     }
 
     fn table_columns(&self) -> Vec<TableColumn> {

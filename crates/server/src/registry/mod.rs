@@ -153,14 +153,10 @@ pub trait Strategy: Send + Sync {
         meta::finalizers(obj).is_empty()
     }
 
-    /// Converts an object in the request version to what is stored.
-    fn convert_to_storage(&self, obj: Value) -> Result<Value, ApiError> {
-        Ok(obj)
-    }
-
-    /// Converts a stored object to the request version.
-    fn convert_from_storage(&self, obj: Value) -> Result<Value, ApiError> {
-        Ok(obj)
+    /// How objects convert between the request and storage versions; `None` for kinds with a
+    /// single version.
+    fn conversion(&self) -> Option<pipeline::ConversionPlan> {
+        None
     }
 
     /// The columns of `kubectl get` output.

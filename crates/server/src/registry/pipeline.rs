@@ -10,6 +10,7 @@ use crd_core::Status;
 use serde_json::Value;
 
 use super::serving::ServingCrd;
+use crate::conversion::Converter;
 use crate::http::error::ApiError;
 
 /// Checks `kind` and `apiVersion` of a decoded body against the URL, with kube-apiserver's
@@ -36,26 +37,52 @@ pub fn check_type_meta(crd: &ServingCrd, version: &str, obj: &Value) -> Result<(
     Ok(())
 }
 
-/// Converts an object to another version of the same CRD. With the `None` strategy only
-/// `apiVersion` changes.
-pub fn convert(crd: &ServingCrd, mut obj: Value, version: &str) -> Result<Value, ApiError> {
-    if let Some(map) = obj.as_object_mut() {
-        map.insert(
-            "apiVersion".into(),
-            Value::String(format!("{}/{version}", crd.group)),
-        );
+/// What a request at one version converts between: the request version and the storage
+/// version, with the CRD's converter.
+#[derive(Clone, Debug)]
+pub struct ConversionPlan {
+    /// The CRD's converter.
+    pub converter: Converter,
+    /// `<group>/<version>` of the request.
+    pub request: String,
+    /// `<group>/<version>` of the storage version.
+    pub storage: String,
+}
+
+impl ConversionPlan {
+    /// The plan of a request at `version` of `crd`.
+    pub fn new(crd: &ServingCrd, version: &str) -> Self {
+        ConversionPlan {
+            converter: crd.converter.clone(),
+            request: format!("{}/{version}", crd.group),
+            storage: format!("{}/{}", crd.group, crd.storage_version),
+        }
     }
-    Ok(obj)
 }
 
-/// Converts an object in a request version to the storage version.
-pub fn to_storage(crd: &ServingCrd, obj: Value) -> Result<Value, ApiError> {
-    convert(crd, obj, &crd.storage_version)
+/// Converts an object in the request version to the storage version. A failure here is
+/// Kubernetes' plain 500 (no reason), as on its encode path.
+pub async fn to_storage(plan: &ConversionPlan, obj: Value) -> Result<Value, ApiError> {
+    let mut out = plan
+        .converter
+        .convert(vec![obj], &plan.storage, false)
+        .await
+        .map_err(|e| Status::failure(500, "", e.0))?;
+    out.pop()
+        .ok_or_else(|| Status::internal("conversion returned no object").into())
 }
 
-/// Turns a stored object (at whatever version it was stored) into the request version.
-pub fn read_stored(crd: &ServingCrd, obj: Value, version: &str) -> Result<Value, ApiError> {
-    convert(crd, obj, version)
+/// Turns stored objects (at whatever versions they were stored) into the request version, in one
+/// batch. A failure is an `InternalError`, as on Kubernetes' decode path.
+pub async fn read_stored(
+    plan: &ConversionPlan,
+    objs: Vec<Value>,
+    is_list: bool,
+) -> Result<Vec<Value>, ApiError> {
+    plan.converter
+        .convert(objs, &plan.request, is_list)
+        .await
+        .map_err(|e| Status::internal(e.0).into())
 }
 
 #[cfg(test)]
@@ -102,16 +129,17 @@ mod tests {
         );
     }
 
-    #[test]
-    fn none_conversion_changes_only_api_version() {
+    #[tokio::test]
+    async fn none_conversion_changes_only_api_version() {
         let c = crd();
+        let plan = ConversionPlan::new(&c, "v1beta1");
         let obj = json!({"apiVersion": "stable.example.com/v1beta1", "kind": "CronTab", "spec": {"a": 1}});
-        let stored = to_storage(&c, obj).unwrap();
+        let stored = to_storage(&plan, obj).await.unwrap();
         assert_eq!(
             stored,
             json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "spec": {"a": 1}})
         );
-        let back = read_stored(&c, stored, "v1beta1").unwrap();
-        assert_eq!(back["apiVersion"], "stable.example.com/v1beta1");
+        let back = read_stored(&plan, vec![stored], false).await.unwrap();
+        assert_eq!(back[0]["apiVersion"], "stable.example.com/v1beta1");
     }
 }

@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::Scope;
+use crate::conversion::{ConversionOptions, Converter};
 use crate::table::{Cell, TableColumn};
 
 /// The paths of the `/scale` subresource.
@@ -84,6 +85,8 @@ pub struct ServingCrd {
     pub names_accepted: bool,
     /// Being deleted (deletionTimestamp set or Terminating=True).
     pub terminating: bool,
+    /// How objects convert between versions.
+    pub converter: Converter,
 }
 
 fn condition_true(crd: &CustomResourceDefinition, kind: &str) -> bool {
@@ -94,8 +97,13 @@ fn condition_true(crd: &CustomResourceDefinition, kind: &str) -> bool {
 }
 
 impl ServingCrd {
-    /// Builds the serving state from a stored CRD object.
+    /// Builds the serving state from a stored CRD object, with default conversion settings.
     pub fn build(raw: &Value) -> Result<Self, String> {
+        Self::build_with(raw, &ConversionOptions::default())
+    }
+
+    /// Builds the serving state from a stored CRD object.
+    pub fn build_with(raw: &Value, conversion: &ConversionOptions) -> Result<Self, String> {
         let crd: CustomResourceDefinition =
             serde_json::from_value(raw.clone()).map_err(|e| e.to_string())?;
         let spec = &crd.spec;
@@ -172,6 +180,7 @@ impl ServingCrd {
             names_accepted: condition_true(&crd, "NamesAccepted"),
             terminating: crd.metadata.deletion_timestamp.is_some()
                 || condition_true(&crd, "Terminating"),
+            converter: Converter::build(spec.conversion.as_ref(), conversion),
         };
         // Fill default deprecation texts now that all versions are known.
         let defaults: Vec<Option<String>> = serving
@@ -254,18 +263,32 @@ fn columns_of(
 pub struct Registry {
     crds: RwLock<Arc<HashMap<String, Arc<ServingCrd>>>>,
     generation: watch::Sender<u64>,
+    conversion: ConversionOptions,
 }
 
 impl Default for Registry {
     fn default() -> Self {
-        Registry {
-            crds: RwLock::new(Arc::default()),
-            generation: watch::Sender::new(0),
-        }
+        Registry::new(ConversionOptions::default())
     }
 }
 
 impl Registry {
+    /// An empty registry whose CRDs convert with these settings.
+    pub fn new(conversion: ConversionOptions) -> Self {
+        Registry {
+            crds: RwLock::new(Arc::default()),
+            generation: watch::Sender::new(0),
+            conversion,
+        }
+    }
+
+    /// Builds and installs the serving state of a stored CRD.
+    pub fn apply_stored(&self, raw: &Value) -> Result<(), String> {
+        let crd = ServingCrd::build_with(raw, &self.conversion)?;
+        self.apply(crd);
+        Ok(())
+    }
+
     /// Finds a CRD by group and plural (its name is `<plural>.<group>`).
     pub fn lookup(&self, group: &str, plural: &str) -> Option<Arc<ServingCrd>> {
         self.snapshot().get(&format!("{plural}.{group}")).cloned()

@@ -1,0 +1,572 @@
+//! Conversion of custom objects between the versions of their CRD (apiextensions-apiserver
+//! `pkg/apiserver/conversion`): the `None` strategy changes only `apiVersion`; the `Webhook`
+//! strategy sends one ConversionReview per batch and checks the answer as Kubernetes does.
+//!
+//! Main types: [`Converter`] (built once per CRD revision), [`ConversionOptions`] (server flags),
+//! [`ConversionError`].
+//!
+//! Architecture Invariant: a batch of N objects is at most one webhook call; objects already at
+//! the target version are never sent.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crd_core::Path;
+use crd_core::validation::{validate_annotations, validate_labels};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceConversion;
+use serde_json::{Value, json};
+
+/// Kubernetes' conversion-webhook client timeout.
+pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Server-wide settings of conversion webhooks.
+#[derive(Clone, Debug)]
+pub struct ConversionOptions {
+    /// How long one webhook call may take.
+    pub webhook_timeout: Duration,
+    /// Where a service reference `<namespace>/<name>` is reached, since there is no cluster DNS.
+    /// Without an entry, `<name>.<namespace>.svc:<port>` is resolved by the system resolver.
+    pub service_addresses: HashMap<String, SocketAddr>,
+}
+
+impl Default for ConversionOptions {
+    fn default() -> Self {
+        ConversionOptions {
+            webhook_timeout: DEFAULT_WEBHOOK_TIMEOUT,
+            service_addresses: HashMap::new(),
+        }
+    }
+}
+
+/// A failed conversion; the message is Kubernetes' text (`conversion webhook for ... failed: ...`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConversionError(pub String);
+
+impl fmt::Display for ConversionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How one CRD converts objects.
+#[derive(Clone, Debug)]
+pub enum Converter {
+    /// `strategy: None`.
+    None,
+    /// `strategy: Webhook`.
+    Webhook(Arc<WebhookConverter>),
+    /// A webhook whose client could not be built; every conversion fails with this reason.
+    Broken(String),
+}
+
+impl Converter {
+    /// Builds the converter of a CRD's `spec.conversion`.
+    pub fn build(conversion: Option<&CustomResourceConversion>, opts: &ConversionOptions) -> Self {
+        match conversion {
+            Some(c) if c.strategy == "Webhook" => match WebhookConverter::build(c, opts) {
+                Ok(w) => Converter::Webhook(Arc::new(w)),
+                Err(e) => Converter::Broken(e),
+            },
+            _ => Converter::None,
+        }
+    }
+
+    /// Converts every object to `target` (`<group>/<version>`), in order. Objects already at the
+    /// target are returned as they are; the rest go to the webhook in one call.
+    pub async fn convert(
+        &self,
+        mut objects: Vec<Value>,
+        target: &str,
+        is_list: bool,
+    ) -> Result<Vec<Value>, ConversionError> {
+        let pending: Vec<usize> = objects
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| api_version(o) != target)
+            .map(|(i, _)| i)
+            .collect();
+        if pending.is_empty() {
+            return Ok(objects);
+        }
+        let webhook = match self {
+            Converter::None => None,
+            Converter::Webhook(w) => Some(w),
+            Converter::Broken(e) => {
+                return Err(ConversionError(format!(
+                    "conversion webhook for {} failed: {e}",
+                    gvk(&objects[pending[0]])
+                )));
+            }
+        };
+        // Objects with nothing but apiVersion and kind are converted as with None.
+        let (to_send, trivial): (Vec<usize>, Vec<usize>) = pending
+            .into_iter()
+            .partition(|&i| webhook.is_some() && !is_empty_object(&objects[i]));
+        for i in trivial {
+            set_api_version(&mut objects[i], target);
+        }
+        if let (Some(w), false) = (webhook, to_send.is_empty()) {
+            let originals: Vec<Value> = to_send.iter().map(|&i| objects[i].clone()).collect();
+            let converted = w.call(originals, target, is_list).await?;
+            for (i, obj) in to_send.into_iter().zip(converted) {
+                objects[i] = obj;
+            }
+        }
+        Ok(objects)
+    }
+}
+
+fn api_version(o: &Value) -> &str {
+    o.get("apiVersion").and_then(Value::as_str).unwrap_or("")
+}
+
+fn kind(o: &Value) -> &str {
+    o.get("kind").and_then(Value::as_str).unwrap_or("")
+}
+
+fn set_api_version(o: &mut Value, target: &str) {
+    if let Some(m) = o.as_object_mut() {
+        m.insert("apiVersion".into(), Value::from(target));
+    }
+}
+
+fn is_empty_object(o: &Value) -> bool {
+    o.as_object()
+        .is_some_and(|m| m.keys().all(|k| k == "apiVersion" || k == "kind"))
+}
+
+/// Go's `GroupVersionKind.String()`: `stable.example.com/v1, Kind=CronTab`.
+fn gvk(o: &Value) -> String {
+    format!("{}, Kind={}", api_version(o), kind(o))
+}
+
+/// A configured conversion webhook.
+pub struct WebhookConverter {
+    client: reqwest::Client,
+    url: String,
+    review_version: Option<&'static str>,
+}
+
+impl fmt::Debug for WebhookConverter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WebhookConverter")
+            .field("url", &self.url)
+            .field("review_version", &self.review_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebhookConverter {
+    fn build(c: &CustomResourceConversion, opts: &ConversionOptions) -> Result<Self, String> {
+        let webhook = c.webhook.as_ref().ok_or("no webhook configuration")?;
+        let cc = webhook
+            .client_config
+            .as_ref()
+            .ok_or("no webhook client configuration")?;
+        let review_version =
+            webhook
+                .conversion_review_versions
+                .iter()
+                .find_map(|v| match v.as_str() {
+                    "v1" => Some("v1"),
+                    "v1beta1" => Some("v1beta1"),
+                    _ => None,
+                });
+        let mut builder = reqwest::Client::builder()
+            .timeout(opts.webhook_timeout)
+            .user_agent("kube-apiserver-admission");
+        let url = match (&cc.url, &cc.service) {
+            (Some(url), _) => {
+                let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+                let loopback = match parsed.host() {
+                    Some(url::Host::Domain(d)) => d == "localhost",
+                    Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+                    Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+                    None => false,
+                };
+                if !loopback {
+                    builder = builder.http1_only();
+                }
+                url.clone()
+            }
+            (None, Some(svc)) => {
+                let host = format!("{}.{}.svc", svc.name, svc.namespace);
+                let mut port = svc.port.unwrap_or(443);
+                if let Some(addr) = opts
+                    .service_addresses
+                    .get(&format!("{}/{}", svc.namespace, svc.name))
+                {
+                    builder = builder.resolve(&host, *addr);
+                    port = i32::from(addr.port());
+                }
+                builder = builder.http1_only();
+                let path = svc.path.as_deref().unwrap_or("");
+                format!("https://{host}:{port}{path}")
+            }
+            (None, None) => return Err("neither url nor service is set".into()),
+        };
+        let bundle = cc
+            .ca_bundle
+            .as_ref()
+            .map(|b| b.0.clone())
+            .unwrap_or_default();
+        if !bundle.iter().all(u8::is_ascii_whitespace) {
+            let certs = reqwest::Certificate::from_pem_bundle(&bundle)
+                .map_err(|e| format!("invalid caBundle: {e}"))?;
+            builder = builder.tls_certs_only(certs);
+        }
+        let client = builder.build().map_err(|e| e.to_string())?;
+        Ok(WebhookConverter {
+            client,
+            url,
+            review_version,
+        })
+    }
+
+    async fn call(
+        &self,
+        originals: Vec<Value>,
+        target: &str,
+        is_list: bool,
+    ) -> Result<Vec<Value>, ConversionError> {
+        let for_gvk = gvk(&originals[0]);
+        let fail = |e: &dyn fmt::Display| {
+            ConversionError(format!("conversion webhook for {for_gvk} failed: {e}"))
+        };
+        let Some(review_version) = self.review_version else {
+            return Err(fail(&"no supported conversion review versions"));
+        };
+        let uid = uuid::Uuid::new_v4().to_string();
+        let review_api_version = format!("apiextensions.k8s.io/{review_version}");
+        let body = json!({
+            "kind": "ConversionReview",
+            "apiVersion": review_api_version,
+            "request": {"uid": uid, "desiredAPIVersion": target, "objects": originals},
+            "response": {"uid": "", "convertedObjects": null, "result": {"metadata": {}}},
+        });
+        let resp = self
+            .client
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| fail(&describe_reqwest(&e, &self.url)))?;
+        let status = resp.status();
+        let text = resp
+            .bytes()
+            .await
+            .map_err(|e| fail(&describe_reqwest(&e, &self.url)))?;
+        if !status.is_success() {
+            return Err(fail(&format!(
+                "the server responded with status code {}: {}",
+                status.as_u16(),
+                String::from_utf8_lossy(&text).trim()
+            )));
+        }
+        let review: Value = serde_json::from_slice(&text).map_err(|e| fail(&e))?;
+        let converted = objects_from_review(&review, review_version, &uid).map_err(|e| fail(&e))?;
+        if converted.len() != originals.len() {
+            return Err(ConversionError(format!(
+                "conversion webhook for {for_gvk} returned {} objects, expected {}",
+                converted.len(),
+                originals.len()
+            )));
+        }
+        let mut out = Vec::with_capacity(converted.len());
+        for (i, (original, mut obj)) in originals.iter().zip(converted).enumerate() {
+            let invalid = |e: String| {
+                if is_list {
+                    ConversionError(format!(
+                        "conversion webhook for {for_gvk} returned invalid converted object at index {i}: {e}"
+                    ))
+                } else {
+                    ConversionError(format!(
+                        "conversion webhook for {for_gvk} returned invalid object at index {i}: {e}"
+                    ))
+                }
+            };
+            if api_version(&obj) != target {
+                return Err(invalid(format!(
+                    "invalid groupVersion (expected {target}, received {})",
+                    api_version(&obj)
+                )));
+            }
+            if kind(&obj) != kind(original) {
+                return Err(invalid(format!(
+                    "invalid kind (expected {}, received {})",
+                    kind(original),
+                    kind(&obj)
+                )));
+            }
+            validate_converted(original, &obj).map_err(invalid)?;
+            restore_object_meta(original, &mut obj).map_err(|e| {
+                if is_list {
+                    ConversionError(format!(
+                        "conversion webhook for {for_gvk} returned invalid metadata in object at index {i}: {e}"
+                    ))
+                } else {
+                    ConversionError(format!(
+                        "conversion webhook for {for_gvk} returned invalid metadata: {e}"
+                    ))
+                }
+            })?;
+            out.push(obj);
+        }
+        Ok(out)
+    }
+}
+
+fn describe_reqwest(e: &reqwest::Error, url: &str) -> String {
+    use std::error::Error as _;
+    let mut msg = if e.is_timeout() {
+        "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".to_string()
+    } else {
+        e.to_string()
+    };
+    let mut source = e.source();
+    while let Some(s) = source {
+        msg = format!("{msg}: {s}");
+        source = s.source();
+    }
+    format!("Post {url:?}: {msg}")
+}
+
+/// `getConvertedObjectsFromResponse`.
+fn objects_from_review(review: &Value, version: &str, uid: &str) -> Result<Vec<Value>, String> {
+    let response = review.get("response").filter(|r| r.is_object());
+    if version == "v1" {
+        let got_api = review
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let got_kind = review.get("kind").and_then(Value::as_str).unwrap_or("");
+        if got_api != "apiextensions.k8s.io/v1" || got_kind != "ConversionReview" {
+            return Err(format!(
+                "expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got {got_api}, Kind={got_kind}"
+            ));
+        }
+        let response = response.ok_or("no response provided")?;
+        let got_uid = response.get("uid").and_then(Value::as_str).unwrap_or("");
+        if got_uid != uid {
+            return Err(format!("expected response.uid={uid:?}, got {got_uid:?}"));
+        }
+    }
+    let response = response.ok_or("no response provided")?;
+    let result = response.get("result").unwrap_or(&Value::Null);
+    let status = result.get("status").and_then(Value::as_str).unwrap_or("");
+    if status != "Success" {
+        let message = result.get("message").and_then(Value::as_str).unwrap_or("");
+        if !message.is_empty() {
+            return Err(message.to_string());
+        }
+        return Err(format!(
+            "response.result.status was '{status}', not 'Success'"
+        ));
+    }
+    Ok(response
+        .get("convertedObjects")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default())
+}
+
+fn meta_str<'a>(o: &'a Value, key: &str) -> &'a str {
+    o.pointer(&format!("/metadata/{key}"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// `validateConvertedObject`.
+fn validate_converted(original: &Value, converted: &Value) -> Result<(), String> {
+    if kind(original) != kind(converted) {
+        return Err(format!(
+            "must have the same kind: {} != {}",
+            kind(original),
+            kind(converted)
+        ));
+    }
+    for (key, what) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
+        let (a, b) = (meta_str(original, key), meta_str(converted, key));
+        if a != b {
+            return Err(format!("must have the same {what}: {a} != {b}"));
+        }
+    }
+    Ok(())
+}
+
+/// `restoreObjectMeta`: the original metadata wins, except labels and annotations, which the
+/// webhook may change (and which must then be valid).
+fn restore_object_meta(original: &Value, converted: &mut Value) -> Result<(), String> {
+    let mut meta = original
+        .get("metadata")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let new_meta = converted.get("metadata").cloned().unwrap_or(Value::Null);
+    for field in ["labels", "annotations"] {
+        let value = new_meta.get(field).filter(|v| !v.is_null()).cloned();
+        if let Some(map) = value.as_ref().and_then(Value::as_object) {
+            for (k, v) in map {
+                if !v.is_string() {
+                    return Err(format!(
+                        "metadata.{field}[{k}] must be a string, but is {} in converted object",
+                        go_type(v)
+                    ));
+                }
+            }
+        }
+        if value.as_ref() != original.pointer(&format!("/metadata/{field}")) {
+            let errs = if field == "labels" {
+                validate_labels(value.as_ref(), &Path::new("metadata").child("labels"))
+            } else {
+                validate_annotations(value.as_ref(), &Path::new("metadata").child("annotation"))
+            };
+            if !errs.is_empty() {
+                return Err(errs.aggregate());
+            }
+        }
+        if let Some(m) = meta.as_object_mut() {
+            match value {
+                Some(v) => m.insert(field.into(), v),
+                None => m.remove(field),
+            };
+        }
+    }
+    if let Some(m) = converted.as_object_mut() {
+        m.insert("metadata".into(), meta);
+    }
+    Ok(())
+}
+
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "int64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn review_response_rules() {
+        let uid = "u1";
+        let cases: Vec<(Value, &str, Result<usize, &str>)> = vec![
+            (
+                json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+                       "response": {"uid": "u1", "result": {"status": "Success"}, "convertedObjects": [{}, {}]}}),
+                "v1",
+                Ok(2),
+            ),
+            (
+                json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+                       "response": {"uid": "other", "result": {"status": "Success"}}}),
+                "v1",
+                Err("expected response.uid=\"u1\", got \"other\""),
+            ),
+            (
+                // v1beta1 reviews are not checked for uid or kind, for compatibility.
+                json!({"response": {"uid": "other", "result": {"status": "Success"}, "convertedObjects": [{}]}}),
+                "v1beta1",
+                Ok(1),
+            ),
+            (
+                json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+                       "response": {"uid": "u1", "result": {"status": "Failed", "message": "hostPort could not be parsed into a separate host and port"}}}),
+                "v1",
+                Err("hostPort could not be parsed into a separate host and port"),
+            ),
+            (
+                json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+                       "response": {"uid": "u1", "result": {"status": "Failed"}}}),
+                "v1",
+                Err("response.result.status was 'Failed', not 'Success'"),
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Status"}),
+                "v1",
+                Err(
+                    "expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got v1, Kind=Status",
+                ),
+            ),
+            (
+                json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview"}),
+                "v1",
+                Err("no response provided"),
+            ),
+        ];
+        for (review, version, want) in cases {
+            let got = objects_from_review(&review, version, uid).map(|v| v.len());
+            assert_eq!(got, want.map_err(String::from), "{review}");
+        }
+    }
+
+    #[test]
+    fn metadata_is_restored_except_labels_and_annotations() {
+        let original = json!({"apiVersion": "g/v1beta1", "kind": "K", "metadata": {"name": "a", "namespace": "n", "uid": "1", "generation": 3, "labels": {"x": "1"}}});
+        let mut converted = json!({"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "a", "namespace": "n", "uid": "1", "generation": 9, "finalizers": ["f"], "annotations": {"y": "2"}}, "spec": {}});
+        validate_converted(&original, &converted).unwrap();
+        restore_object_meta(&original, &mut converted).unwrap();
+        assert_eq!(
+            converted,
+            json!({"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "a", "namespace": "n", "uid": "1", "generation": 3, "annotations": {"y": "2"}}, "spec": {}})
+        );
+        let renamed = json!({"kind": "K", "metadata": {"name": "b", "namespace": "n", "uid": "1"}});
+        assert_eq!(
+            validate_converted(&original, &renamed),
+            Err("must have the same name: a != b".into())
+        );
+        let mut bad_label = json!({"kind": "K", "metadata": {"labels": {"x": 1}}});
+        assert_eq!(
+            restore_object_meta(&original, &mut bad_label),
+            Err("metadata.labels[x] must be a string, but is int64 in converted object".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn none_strategy_and_passthrough() {
+        let c = Converter::None;
+        let objs = vec![
+            json!({"apiVersion": "g/v1", "kind": "K", "spec": {"a": 1}}),
+            json!({"apiVersion": "g/v1beta1", "kind": "K", "spec": {"a": 2}}),
+        ];
+        let out = c.convert(objs, "g/v1beta1", true).await.unwrap();
+        assert_eq!(
+            out,
+            vec![
+                json!({"apiVersion": "g/v1beta1", "kind": "K", "spec": {"a": 1}}),
+                json!({"apiVersion": "g/v1beta1", "kind": "K", "spec": {"a": 2}}),
+            ]
+        );
+        let broken = Converter::Broken("invalid caBundle".into());
+        let same = broken
+            .convert(
+                vec![json!({"apiVersion": "g/v1", "kind": "K"})],
+                "g/v1",
+                false,
+            )
+            .await;
+        assert!(same.is_ok(), "objects at the target need no webhook");
+        let err = broken
+            .convert(
+                vec![json!({"apiVersion": "g/v1", "kind": "K"})],
+                "g/v2",
+                false,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.0,
+            "conversion webhook for g/v1, Kind=K failed: invalid caBundle"
+        );
+    }
+}
