@@ -33,10 +33,16 @@ impl TestServer {
 
     /// Starts a server on an existing data dir (for restart tests).
     pub fn start_in(dir: tempfile::TempDir) -> Self {
+        Self::start_with(dir, &[])
+    }
+
+    /// Starts a server with extra `serve` flags.
+    pub fn start_with(dir: tempfile::TempDir, extra: &[&str]) -> Self {
         let data = dir.path().join("data");
         let mut child = Command::new(env!("CARGO_BIN_EXE_crd-apiserver"))
             .args(["serve", "--secure-port", "0", "--data-dir"])
             .arg(&data)
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
