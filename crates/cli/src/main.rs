@@ -51,6 +51,9 @@ struct ServeArgs {
     /// default an admin token is generated into the data dir.
     #[arg(long)]
     token_auth_file: Option<PathBuf>,
+    /// How often storage history is compacted; watches older than one to two intervals get 410.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    etcd_compaction_interval: Duration,
     /// How long one conversion-webhook call may take (Go duration: `500ms`, `2s`, `1m`).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     conversion_webhook_timeout: Duration,
@@ -125,6 +128,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             data_dir: data_dir.clone(),
             tls,
             token_file: args.token_auth_file,
+            compaction_interval: args.etcd_compaction_interval,
             conversion: crd_server::conversion::ConversionOptions {
                 webhook_timeout: args.conversion_webhook_timeout,
                 service_addresses: args.service_addresses.into_iter().collect(),

@@ -55,6 +55,8 @@ pub struct ServerConfig {
     pub token_file: Option<PathBuf>,
     /// Conversion-webhook settings (timeout, service addresses).
     pub conversion: conversion::ConversionOptions,
+    /// `--etcd-compaction-interval`: how often storage history is compacted.
+    pub compaction_interval: std::time::Duration,
 }
 
 /// What a started server tells its caller.
@@ -102,7 +104,7 @@ pub async fn run(
     tokio::spawn(ns_controller.run(ns_rev, shutdown.clone()));
     tokio::spawn(controllers::compaction::run(
         store,
-        controllers::compaction::INTERVAL,
+        config.compaction_interval,
         shutdown.clone(),
     ));
 

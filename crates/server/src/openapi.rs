@@ -13,10 +13,13 @@ use sha2::{Digest, Sha512};
 use crate::registry::Scope;
 use crate::registry::serving::{Registry, ServingCrd};
 
-/// Rendered documents by path (`api/v1`, `apis/<g>/<v>`), each with its hash.
+/// Rendered documents by path (`api/v1`, `apis/<g>/<v>`), each with its hash, and the single
+/// Swagger 2.0 document of `/openapi/v2` for clients that still read it.
 pub struct Documents {
     /// Path → (hash, JSON bytes).
     pub docs: BTreeMap<String, (String, Arc<Vec<u8>>)>,
+    /// `/openapi/v2` as JSON, with its hash (the `ETag`).
+    pub v2: (String, Arc<Vec<u8>>),
 }
 
 impl Documents {
@@ -94,6 +97,8 @@ fn build(registry: &Registry) -> Documents {
     for ((g, v), crds) in by_gv {
         raw.insert(format!("apis/{g}/{v}"), crd_document(&g, &v, &crds));
     }
+    let v2_doc = swagger_v2(raw.values());
+    let v2_bytes = serde_json::to_vec(&v2_doc).unwrap_or_default();
     let docs = raw
         .into_iter()
         .map(|(p, doc)| {
@@ -101,7 +106,133 @@ fn build(registry: &Registry) -> Documents {
             (p, (hash(&bytes), Arc::new(bytes)))
         })
         .collect();
-    Documents { docs }
+    Documents {
+        docs,
+        v2: (hash(&v2_bytes), Arc::new(v2_bytes)),
+    }
+}
+
+/// Rewrites OpenAPI v3 references (`#/components/schemas/X`) as Swagger 2.0 ones
+/// (`#/definitions/X`).
+fn v2_refs(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(r)) = m.get_mut("$ref")
+                && let Some(name) = r.strip_prefix("#/components/schemas/")
+            {
+                *r = format!("#/definitions/{name}");
+            }
+            for child in m.values_mut() {
+                v2_refs(child);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(v2_refs),
+        _ => {}
+    }
+}
+
+/// One Swagger 2.0 operation from an OpenAPI v3 operation: query parameters carry their type
+/// inline, a request body becomes the `body` parameter, responses carry a `schema`.
+fn v2_operation(op: &Value) -> Value {
+    let mut out = op.clone();
+    let Some(m) = out.as_object_mut() else {
+        return out;
+    };
+    let mut params: Vec<Value> = m
+        .remove("parameters")
+        .and_then(|p| p.as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut p| {
+            if let Some(pm) = p.as_object_mut()
+                && let Some(Value::Object(schema)) = pm.remove("schema")
+            {
+                for (k, v) in schema {
+                    pm.entry(k).or_insert(v);
+                }
+            }
+            p
+        })
+        .collect();
+    if let Some(body) = m.remove("requestBody") {
+        let schema = body
+            .pointer("/content")
+            .and_then(Value::as_object)
+            .and_then(|c| c.values().next())
+            .and_then(|c| c.get("schema"))
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object"}));
+        params.push(json!({"name": "body", "in": "body", "required": true, "schema": schema}));
+    }
+    if !params.is_empty() {
+        m.insert("parameters".into(), Value::Array(params));
+    }
+    if let Some(Value::Object(responses)) = m.get_mut("responses") {
+        for resp in responses.values_mut() {
+            let schema = resp
+                .pointer("/content")
+                .and_then(Value::as_object)
+                .and_then(|c| c.values().next())
+                .and_then(|c| c.get("schema"))
+                .cloned();
+            if let Some(r) = resp.as_object_mut() {
+                r.remove("content");
+                r.entry("description").or_insert_with(|| Value::from("OK"));
+                if let Some(schema) = schema {
+                    r.insert("schema".into(), schema);
+                }
+            }
+        }
+    }
+    m.insert(
+        "consumes".into(),
+        json!(["application/json", "application/yaml"]),
+    );
+    m.insert(
+        "produces".into(),
+        json!(["application/json", "application/yaml"]),
+    );
+    out
+}
+
+/// Merges the per-group-version OpenAPI v3 documents into one Swagger 2.0 document.
+fn swagger_v2<'a>(docs: impl Iterator<Item = &'a Value>) -> Value {
+    let mut definitions = serde_json::Map::new();
+    let mut paths = serde_json::Map::new();
+    for doc in docs {
+        if let Some(schemas) = doc
+            .pointer("/components/schemas")
+            .and_then(Value::as_object)
+        {
+            for (k, v) in schemas {
+                definitions.insert(k.clone(), v.clone());
+            }
+        }
+        if let Some(ps) = doc.get("paths").and_then(Value::as_object) {
+            for (path, item) in ps {
+                let mut out = serde_json::Map::new();
+                for (method, op) in item.as_object().into_iter().flatten() {
+                    if method == "parameters" {
+                        out.insert(
+                            method.clone(),
+                            v2_operation(&json!({"parameters": op}))["parameters"].clone(),
+                        );
+                    } else {
+                        out.insert(method.clone(), v2_operation(op));
+                    }
+                }
+                paths.insert(path.clone(), Value::Object(out));
+            }
+        }
+    }
+    let mut doc = json!({
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": format!("v1.{}.0", crate::http::KUBE_MINOR)},
+        "paths": paths,
+        "definitions": definitions,
+    });
+    v2_refs(&mut doc);
+    doc
 }
 
 fn gvk(group: &str, version: &str, kind: &str) -> Value {

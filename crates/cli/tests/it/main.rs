@@ -4,6 +4,7 @@
 mod conversion;
 mod http_api;
 mod python_client;
+mod serving;
 mod support;
 mod versions;
 mod walkthrough;

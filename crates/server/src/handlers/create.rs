@@ -54,6 +54,15 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
         let current = meta::name(&obj).to_string();
         let key = info.key(Some(meta::namespace(&obj)), &current);
         let value = storage_bytes(strategy, &obj).await?;
+        if ctx.dry_run() {
+            if ctx.store().get(&key).await.ok().flatten().is_some() {
+                return Err(Status::already_exists(&info.group_resource(), &current).into());
+            }
+            let out = super::preview(strategy, &key, value, 0).await?;
+            return Ok(
+                Reply::value(201, render_object(ctx, strategy, out)?).with_warnings(warnings)
+            );
+        }
         match ctx.store().create(&key, value.clone()).await {
             Ok(rev) => {
                 break crd_storage::KeyValue {

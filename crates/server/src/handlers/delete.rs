@@ -16,12 +16,17 @@ pub struct DeleteOptions {
     pub uid: Option<String>,
     /// `preconditions.resourceVersion`.
     pub resource_version: Option<String>,
+    /// `dryRun: ["All"]` (in the body, as kubectl sends it) or `?dryRun=All`.
+    pub dry_run: bool,
 }
 
 impl DeleteOptions {
     /// Reads options from the body (a `DeleteOptions` object) or the query.
     pub fn parse(ctx: &Ctx<'_>) -> Result<Self, ApiError> {
-        let mut opts = DeleteOptions::default();
+        let mut opts = DeleteOptions {
+            dry_run: ctx.dry_run(),
+            ..DeleteOptions::default()
+        };
         if !ctx.body.is_empty() {
             let v: Value = serde_json::from_slice(&ctx.body).map_err(|e| {
                 Status::bad_request(format!(
@@ -36,6 +41,24 @@ impl DeleteOptions {
                 .pointer("/preconditions/resourceVersion")
                 .and_then(Value::as_str)
                 .map(String::from);
+            match v.get("dryRun") {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(a)) if a.is_empty() => {}
+                Some(Value::Array(a)) if a.len() == 1 && a[0] == "All" => opts.dry_run = true,
+                Some(other) => {
+                    let errors = crd_core::ErrorList(vec![crd_core::FieldError::not_supported(
+                        &crd_core::Path::new("dryRun"),
+                        other.clone(),
+                        &["All"],
+                    )]);
+                    return Err(Status::invalid(
+                        &crd_core::GroupResource::new("meta.k8s.io", "DeleteOptions"),
+                        "",
+                        &errors,
+                    )
+                    .into());
+                }
+            }
         }
         Ok(opts)
     }
@@ -107,6 +130,15 @@ pub async fn delete_object(
     };
     match outcome {
         DeleteOutcome::Immediate => {
+            if opts.dry_run {
+                let status = Status::success_deleted(&gr, &name, meta::uid(&obj));
+                return Ok(Reply {
+                    code: 200,
+                    body: ReplyBody::Status(Box::new(status)),
+                    warnings: Vec::new(),
+                    content_type: None,
+                });
+            }
             match ctx
                 .store()
                 .delete(&current.key, Some(current.mod_revision))
@@ -144,6 +176,11 @@ pub async fn delete_object(
                 return Ok(Reply::value(200, render_object(ctx, strategy, original)?));
             }
             let value = storage_bytes(strategy, &obj).await?;
+            if opts.dry_run {
+                let out =
+                    super::preview(strategy, &current.key, value, current.mod_revision).await?;
+                return Ok(Reply::value(200, render_object(ctx, strategy, out)?));
+            }
             let rev = ctx
                 .store()
                 .update(&current.key, value.clone(), current.mod_revision)

@@ -32,6 +32,10 @@ pub struct ListOptions {
     pub resource_version: String,
     /// `resourceVersionMatch`.
     pub resource_version_match: String,
+    /// A watch (`?watch=true` or `/watch/`): other rules apply to `resourceVersionMatch`.
+    pub watch: bool,
+    /// `sendInitialEvents`, when given.
+    pub send_initial_events: Option<bool>,
 }
 
 impl ListOptions {
@@ -62,6 +66,10 @@ impl ListOptions {
             continue_token,
             resource_version: q.str("resourceVersion").to_string(),
             resource_version_match: q.str("resourceVersionMatch").to_string(),
+            watch: ctx.req.verb == crate::http::route::Verb::Watch,
+            send_initial_events: q
+                .get("sendInitialEvents")
+                .map(|_| q.bool("sendInitialEvents")),
         };
         opts.validate()?;
         Ok(opts)
@@ -70,7 +78,36 @@ impl ListOptions {
     fn validate(&self) -> Result<(), ApiError> {
         let mut errs = crd_core::ErrorList::new();
         let path = crd_core::Path::new("resourceVersionMatch");
-        if !self.resource_version_match.is_empty() {
+        if self.watch {
+            // `validateWatchOptions`.
+            if self.send_initial_events.is_some() && self.resource_version_match != "NotOlderThan" {
+                errs.push(crd_core::FieldError::forbidden(
+                    &path,
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                ));
+            }
+            if !self.resource_version_match.is_empty() {
+                if self.send_initial_events.is_none() {
+                    errs.push(crd_core::FieldError::forbidden(
+                        &path,
+                        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                    ));
+                }
+                if self.resource_version_match != "NotOlderThan" {
+                    errs.push(crd_core::FieldError::not_supported(
+                        &path,
+                        self.resource_version_match.as_str(),
+                        &["NotOlderThan"],
+                    ));
+                }
+            }
+        } else if self.send_initial_events.is_some() {
+            errs.push(crd_core::FieldError::forbidden(
+                &crd_core::Path::new("sendInitialEvents"),
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
+        if !self.watch && !self.resource_version_match.is_empty() {
             if self.resource_version.is_empty() {
                 errs.push(crd_core::FieldError::forbidden(
                     &path,

@@ -10,6 +10,7 @@ pub mod delete_collection;
 pub mod get;
 pub mod list;
 pub mod patch;
+pub mod scale;
 pub mod update;
 pub mod watch;
 
@@ -62,6 +63,59 @@ impl Ctx<'_> {
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.state.store
     }
+
+    /// Whether the request is `dryRun=All`: the whole pipeline runs, nothing is stored.
+    pub fn dry_run(&self) -> bool {
+        self.query.get("dryRun") == Some("All")
+    }
+}
+
+/// Checks the `dryRun` parameter of a write (only `All` exists), as `ValidateCreateOptions` and
+/// its siblings do.
+fn check_dry_run(query: &Query, verb: Verb) -> Result<(), ApiError> {
+    let Some(v) = query.get("dryRun") else {
+        return Ok(());
+    };
+    if v == "All" || v.is_empty() {
+        return Ok(());
+    }
+    let options = match verb {
+        Verb::Create => "CreateOptions",
+        Verb::Update => "UpdateOptions",
+        Verb::Patch => "PatchOptions",
+        _ => "DeleteOptions",
+    };
+    let errors = crd_core::ErrorList(vec![crd_core::FieldError::not_supported(
+        &crd_core::Path::new("dryRun"),
+        Value::from(vec![v.to_string()]),
+        &["All"],
+    )]);
+    Err(Status::invalid(
+        &crd_core::GroupResource::new("meta.k8s.io", options),
+        "",
+        &errors,
+    )
+    .into())
+}
+
+/// Decodes the bytes a dry-run write would have stored, as the response would show them.
+pub async fn preview(
+    strategy: &dyn Strategy,
+    key: &str,
+    value: Bytes,
+    revision: i64,
+) -> Result<Value, ApiError> {
+    let kv = KeyValue {
+        key: key.to_string(),
+        value,
+        create_revision: revision,
+        mod_revision: revision,
+    };
+    let mut obj = read_object(strategy, &kv).await?;
+    if revision == 0 {
+        meta::meta_mut(&mut obj).remove("resourceVersion");
+    }
+    Ok(obj)
 }
 
 /// What a handler produces.
@@ -108,6 +162,9 @@ impl Reply {
 /// Resolves the strategy for a resource request and runs the verb's handler.
 pub async fn dispatch(ctx: &mut Ctx<'_>) -> Result<Reply, ApiError> {
     let req = ctx.req;
+    if !matches!(req.verb, Verb::Get | Verb::List | Verb::Watch) {
+        check_dry_run(ctx.query, req.verb)?;
+    }
     let strategy: Arc<dyn Strategy> = match (
         req.group.as_str(),
         req.version.as_str(),
@@ -135,6 +192,25 @@ pub async fn dispatch(ctx: &mut Ctx<'_>) -> Result<Reply, ApiError> {
                     return Err(ApiError::NoRoute);
                 }
                 _ => {}
+            }
+            if req.subresource.as_deref() == Some("scale") {
+                let Some(paths) = served.scale.clone() else {
+                    let gr = crd_core::GroupResource::new(&crd.group, &crd.plural);
+                    return Err(Status::not_found(&gr, ctx.name()).into());
+                };
+                let strategy = CustomResourceStrategy::new(crd, &served);
+                if !matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch) {
+                    return Err(Status::method_not_supported(
+                        &strategy.info().group_resource(),
+                        req.verb.as_str(),
+                    )
+                    .into());
+                }
+                let warnings = strategy.warnings();
+                ctx.sub = Subresource::Main;
+                return scale::handle(ctx, &strategy, &paths)
+                    .await
+                    .map(|r| r.with_warnings(warnings));
             }
             Arc::new(CustomResourceStrategy::new(crd, &served))
         }

@@ -23,30 +23,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     let info = strategy.info();
     let name = ctx.name();
     let custom = !(info.group.is_empty() || info.group == "apiextensions.k8s.io");
-    let accepted: &[&str] = if custom {
-        &[
-            "application/json-patch+json",
-            "application/merge-patch+json",
-            "application/apply-patch+yaml",
-        ]
-    } else {
-        &[
-            "application/json-patch+json",
-            "application/merge-patch+json",
-            "application/strategic-merge-patch+json",
-            "application/apply-patch+yaml",
-        ]
-    };
-    let kind = match patch_type(ctx.headers) {
-        Some(PatchType::StrategicMerge) if custom => None,
-        Some(PatchType::Apply) => {
-            return Err(Status::unsupported_media_type(&accepted[..accepted.len() - 1]).into());
-        }
-        other => other,
-    };
-    let Some(kind) = kind else {
-        return Err(Status::unsupported_media_type(accepted).into());
-    };
+    let kind = patch_kind(ctx, custom)?;
     let patch: Value = serde_json::from_slice(&ctx.body)
         .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
     let key = info.key(ctx.namespace(), name);
@@ -80,8 +57,35 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     Err(Status::conflict_modified(&gr, name).into())
 }
 
+/// The patch type of a request, with Kubernetes' 415 for the types a resource does not take
+/// (strategic merge patch is for built-in kinds only).
+pub(super) fn patch_kind(ctx: &Ctx<'_>, custom: bool) -> Result<PatchType, ApiError> {
+    let accepted: &[&str] = if custom {
+        &[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/apply-patch+yaml",
+        ]
+    } else {
+        &[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+            "application/apply-patch+yaml",
+        ]
+    };
+    let kind = match patch_type(ctx.headers) {
+        Some(PatchType::StrategicMerge) if custom => None,
+        Some(PatchType::Apply) => {
+            return Err(Status::unsupported_media_type(&accepted[..accepted.len() - 1]).into());
+        }
+        other => other,
+    };
+    kind.ok_or_else(|| Status::unsupported_media_type(accepted).into())
+}
+
 /// Applies a patch document to an object.
-fn apply(kind: PatchType, mut obj: Value, patch: &Value) -> Result<Value, ApiError> {
+pub(super) fn apply(kind: PatchType, mut obj: Value, patch: &Value) -> Result<Value, ApiError> {
     match kind {
         PatchType::Json => {
             let ops: json_patch::Patch = serde_json::from_value(patch.clone())

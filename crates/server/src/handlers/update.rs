@@ -81,6 +81,9 @@ pub async fn write_update(
     let warnings = crd_core::validation::finalizer_warnings(&new, Some(&old));
     let gr = info.group_resource();
     if meta::is_deleting(&old) && strategy.ready_to_remove(&new) {
+        if ctx.dry_run() {
+            return Ok((new, warnings));
+        }
         match ctx
             .store()
             .delete(&current.key, Some(current.mod_revision))
@@ -97,6 +100,10 @@ pub async fn write_update(
         return Ok((old, warnings));
     }
     let value = storage_bytes(strategy, &new).await?;
+    if ctx.dry_run() {
+        let out = super::preview(strategy, &current.key, value, current.mod_revision).await?;
+        return Ok((out, warnings));
+    }
     let rev = ctx
         .store()
         .update(&current.key, value.clone(), current.mod_revision)

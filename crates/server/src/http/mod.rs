@@ -219,6 +219,20 @@ async fn route_request(
             });
             Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
         }
+        Route::OpenApiV2 if get_only(&parts.method) => {
+            let docs = state.openapi.get(&state.registry);
+            let (hash, bytes) = &docs.v2;
+            let mut resp = Response::new(full(bytes.as_ref().clone()));
+            let headers = resp.headers_mut();
+            headers.insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+            if let Ok(etag) = http::HeaderValue::from_str(&format!("\"{hash}\"")) {
+                headers.insert(http::header::ETAG, etag);
+            }
+            Ok(resp)
+        }
         Route::OpenApiIndex if get_only(&parts.method) => {
             let docs = state.openapi.get(&state.registry);
             Ok(json_response(

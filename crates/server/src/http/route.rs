@@ -24,6 +24,8 @@ pub enum Route {
     Group(String),
     /// `/apis/<group>/<version>`.
     GroupVersion(String, String),
+    /// `/openapi/v2`: the Swagger 2.0 document.
+    OpenApiV2,
     /// `/openapi/v3`: the index of per-group-version documents.
     OpenApiIndex,
     /// `/openapi/v3/<api/v1 | apis/<g>/<v>>`.
@@ -148,6 +150,7 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Route {
         ["apis"] => Route::Groups,
         ["apis", g] => Route::Group((*g).to_string()),
         ["apis", g, v] => Route::GroupVersion((*g).to_string(), (*v).to_string()),
+        ["openapi", "v2"] => Route::OpenApiV2,
         ["openapi", "v3"] => Route::OpenApiIndex,
         ["debug", "storage", key @ ..] if !key.is_empty() => {
             Route::DebugStorage(format!("/{}", key.join("/")))

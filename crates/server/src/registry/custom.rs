@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crd_core::validation::{NameValidation, validate_object_meta, validate_object_meta_update};
-use crd_core::{ErrorList, Path, Status};
+use crd_core::{ErrorList, FieldError, Path, Status};
 use serde_json::Value;
 
 use super::serving::{ServedVersion, ServingCrd};
@@ -38,6 +38,34 @@ impl CustomResourceStrategy {
             version: version.clone(),
             info,
         }
+    }
+
+    /// With a scale subresource, the replica counts must be int32s that are not negative
+    /// (upstream reports them under the path with its leading dot).
+    fn validate_scale_paths(&self, obj: &Value) -> ErrorList {
+        let mut errs = ErrorList::new();
+        let Some(paths) = &self.version.scale else {
+            return errs;
+        };
+        for path in [&paths.spec_replicas, &paths.status_replicas] {
+            let Some(n) = crate::table::lookup(obj, path).and_then(Value::as_i64) else {
+                continue;
+            };
+            if n < 0 {
+                errs.push(FieldError::invalid(
+                    &Path::new(path),
+                    n,
+                    "should be a non-negative integer",
+                ));
+            } else if n > i64::from(i32::MAX) {
+                errs.push(FieldError::invalid(
+                    &Path::new(path),
+                    n,
+                    format!("should be less than or equal to {}", i32::MAX),
+                ));
+            }
+        }
+        errs
     }
 
     /// The CRD this strategy serves.
@@ -91,12 +119,14 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn validate_create(&self, obj: &Value) -> ErrorList {
-        validate_object_meta(
+        let mut errs = validate_object_meta(
             obj.get("metadata").unwrap_or(&Value::Null),
             self.crd.scope,
             NameValidation::Dns1123Subdomain,
             &Path::new("metadata"),
-        )
+        );
+        errs.extend(self.validate_scale_paths(obj));
+        errs
     }
 
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
@@ -150,7 +180,27 @@ impl Strategy for CustomResourceStrategy {
             NameValidation::Dns1123Subdomain,
             &Path::new("metadata"),
         ));
+        errs.extend(self.validate_scale_paths(new));
         errs
+    }
+
+    fn field_value(&self, obj: &Value, field: &str) -> Result<String, super::UnsupportedField> {
+        match field {
+            "metadata.name" => Ok(meta::name(obj).to_string()),
+            "metadata.namespace" if self.info.namespaced() => Ok(meta::namespace(obj).to_string()),
+            _ => {
+                let path = format!(".{field}");
+                if !self.version.selectable_fields.contains(&path) {
+                    return Err(super::UnsupportedField);
+                }
+                Ok(match crate::table::lookup(obj, &path) {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Bool(b)) => b.to_string(),
+                    Some(Value::Number(n)) => n.to_string(),
+                    _ => String::new(),
+                })
+            }
+        }
     }
 
     fn conversion(&self) -> Option<pipeline::ConversionPlan> {

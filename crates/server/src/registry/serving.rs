@@ -48,6 +48,8 @@ pub struct ServedVersion {
     pub scale: Option<ScalePaths>,
     /// Columns for `kubectl get`.
     pub columns: Vec<TableColumn>,
+    /// `selectableFields`: JSON paths (`.spec.color`) usable in field selectors as `spec.color`.
+    pub selectable_fields: Vec<String>,
 }
 
 /// The compiled state of one CRD.
@@ -149,6 +151,12 @@ impl ServingCrd {
                             label_selector: s.label_selector_path.clone(),
                         }),
                     columns: columns_of(v.additional_printer_columns.as_deref()),
+                    selectable_fields: v
+                        .selectable_fields
+                        .iter()
+                        .flatten()
+                        .map(|f| f.json_path.clone())
+                        .collect(),
                 }
             })
             .collect();

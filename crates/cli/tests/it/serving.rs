@@ -1,0 +1,558 @@
+//! Serving features through kubectl (and raw requests where kubectl hides them): printer
+//! columns, status and scale subresources, categories and names, finalizers, selectors, paging,
+//! watch, dry run, metadata-only responses and OpenAPI v2.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::TestServer;
+
+const CRD: &str = r"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names:
+    plural: crontabs
+    singular: crontab
+    kind: CronTab
+    shortNames: [ct]
+    categories: [all]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string}
+              image: {type: string}
+              replicas: {type: integer}
+              color: {type: string}
+              ratio: {type: number}
+              enabled: {type: boolean}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+              labelSelector: {type: string}
+    selectableFields:
+    - jsonPath: .spec.color
+    additionalPrinterColumns:
+    - name: Spec
+      type: string
+      description: The cron spec defining the interval a CronJob is run
+      jsonPath: .spec.cronSpec
+    - name: Replicas
+      type: integer
+      description: The number of jobs launched by the CronJob
+      jsonPath: .spec.replicas
+    - name: Age
+      type: date
+      jsonPath: .metadata.creationTimestamp
+    - name: Image
+      type: string
+      priority: 1
+      jsonPath: .spec.image
+    - name: Ratio
+      type: number
+      priority: 1
+      jsonPath: .spec.ratio
+    - name: Enabled
+      type: boolean
+      priority: 1
+      jsonPath: .spec.enabled
+    - name: Mismatch
+      type: integer
+      priority: 1
+      jsonPath: .spec.cronSpec
+    subresources:
+      status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
+        labelSelectorPath: .status.labelSelector
+";
+
+fn crontab(name: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: {name}\n{extra}spec:\n  cronSpec: '* * * * */5'\n  image: my-awesome-cron-image\n  replicas: 1\n  color: blue\n  ratio: 0.5\n  enabled: true\n"
+    )
+}
+
+fn setup() -> TestServer {
+    let s = TestServer::start();
+    s.write("crd.yaml", CRD);
+    s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
+    s.kubectl_ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "crd/crontabs.stable.example.com",
+        "--timeout=30s",
+    ]);
+    s
+}
+
+fn columns(line: &str) -> Vec<&str> {
+    line.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+#[test]
+fn printer_columns_names_and_categories() {
+    let s = setup();
+    s.write("ct.yaml", &crontab("my-new-cron-object", ""));
+    s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
+
+    let out = s.kubectl_ok(&["get", "crontab", "my-new-cron-object"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        columns(lines[0]),
+        ["NAME", "SPEC", "REPLICAS", "AGE"],
+        "{out}"
+    );
+    let row = columns(lines[1]);
+    assert_eq!(
+        &row[..3],
+        ["my-new-cron-object", "* * * * */5", "1"],
+        "{out}"
+    );
+    assert!(row[3].ends_with('s'), "age: {out}");
+
+    let out = s.kubectl_ok(&["get", "ct", "-o", "wide"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        columns(lines[0]),
+        [
+            "NAME", "SPEC", "REPLICAS", "AGE", "IMAGE", "RATIO", "ENABLED", "MISMATCH"
+        ],
+        "{out}"
+    );
+    assert_eq!(
+        &columns(lines[1])[4..],
+        // A value whose type does not match its column is a null cell: kubectl prints nothing.
+        ["my-awesome-cron-image", "0.5", "true"],
+        "{out}"
+    );
+
+    // Rows carry the objects: -A and --show-labels work.
+    let out = s.kubectl_ok(&["get", "ct", "-A", "--show-labels"]);
+    assert!(
+        out.lines().next().unwrap().starts_with("NAMESPACE"),
+        "{out}"
+    );
+    assert!(out.contains("LABELS"), "{out}");
+
+    // Names are case-insensitive; the category makes `kubectl get all` list the object.
+    // (kubectl matches short names as typed; kind, singular and plural case-insensitively.)
+    for name in ["ct", "CronTab", "CRONTABS", "crontab.stable.example.com"] {
+        let out = s.kubectl_ok(&["get", name, "-o", "name"]);
+        assert_eq!(
+            out.trim(),
+            "crontab.stable.example.com/my-new-cron-object",
+            "{name}"
+        );
+    }
+    let out = s.kubectl_ok(&["get", "all", "-o", "name"]);
+    assert_eq!(
+        out.trim(),
+        "crontab.stable.example.com/my-new-cron-object",
+        "{out}"
+    );
+}
+
+#[test]
+fn status_and_scale_subresources() {
+    let s = setup();
+    s.write("ct.yaml", &crontab("my-new-cron-object", ""));
+    s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
+    let get = |path: &str| -> String {
+        s.kubectl_ok(&[
+            "get",
+            "ct",
+            "my-new-cron-object",
+            "-o",
+            &format!("jsonpath={path}"),
+        ])
+    };
+    // /status changes only status; generation stays.
+    s.kubectl_ok(&[
+        "patch",
+        "ct",
+        "my-new-cron-object",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":2,"labelSelector":"app=cron"},"spec":{"replicas":99},"metadata":{"labels":{"x":"y"}}}"#,
+    ]);
+    assert_eq!(get("{.status.replicas}"), "2");
+    assert_eq!(get("{.spec.replicas}"), "1");
+    assert_eq!(get("{.metadata.labels}"), "");
+    assert_eq!(get("{.metadata.generation}"), "1");
+    // The main resource ignores status; a spec change bumps generation, a label change does not.
+    s.kubectl_ok(&[
+        "patch",
+        "ct",
+        "my-new-cron-object",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":7},"metadata":{"labels":{"a":"b"}}}"#,
+    ]);
+    assert_eq!(get("{.status.replicas}"), "2");
+    assert_eq!(get("{.metadata.generation}"), "1");
+    s.kubectl_ok(&[
+        "patch",
+        "ct",
+        "my-new-cron-object",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"image":"other"}}"#,
+    ]);
+    assert_eq!(get("{.metadata.generation}"), "2");
+
+    // The seed's scale command.
+    let out = s.kubectl_ok(&["scale", "--replicas=5", "crontabs/my-new-cron-object"]);
+    assert_eq!(
+        out.trim(),
+        "crontab.stable.example.com/my-new-cron-object scaled"
+    );
+    assert_eq!(get("{.spec.replicas}"), "5");
+    assert_eq!(get("{.metadata.generation}"), "3");
+    let scale: Value = serde_json::from_str(&s.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/apis/stable.example.com/v1/namespaces/default/crontabs/my-new-cron-object/scale",
+    ]))
+    .unwrap();
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale["spec"]["replicas"], 5);
+    assert_eq!(
+        scale["status"],
+        serde_json::json!({"replicas": 2, "selector": "app=cron"})
+    );
+    // Negative replicas are refused with the path as upstream names it.
+    let out = s.kubectl(&[
+        "patch",
+        "ct",
+        "my-new-cron-object",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":-1}}"#,
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains(".spec.replicas: Invalid value: -1: should be a non-negative integer"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn finalizers_keep_objects_until_emptied() {
+    let s = setup();
+    s.write(
+        "ct.yaml",
+        &crontab("held", "  finalizers:\n  - stable.example.com/hold\n"),
+    );
+    s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
+    s.kubectl_ok(&["delete", "ct", "held", "--wait=false"]);
+    let obj: Value =
+        serde_json::from_str(&s.kubectl_ok(&["get", "ct", "held", "-o", "json"])).unwrap();
+    assert!(obj["metadata"]["deletionTimestamp"].is_string(), "{obj}");
+    assert_eq!(obj["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert_eq!(obj["metadata"]["generation"], 2);
+    // No new finalizers once deleting.
+    let out = s.kubectl(&[
+        "patch",
+        "ct",
+        "held",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/metadata/finalizers/-","value":"stable.example.com/more"}]"#,
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"stable.example.com/more\"}"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Emptying the list deletes it.
+    s.kubectl_ok(&[
+        "patch",
+        "ct",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    let out = s.kubectl(&["get", "ct", "held"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NotFound"));
+}
+
+#[test]
+fn selectors_paging_and_dry_run() {
+    let s = setup();
+    for (name, labels, color) in [
+        ("a", "env: prod\n    tier: web", "blue"),
+        ("b", "env: dev\n    tier: web", "red"),
+        ("c", "env: prod", "red"),
+    ] {
+        s.write(
+            "ct.yaml",
+            &crontab(name, &format!("  labels:\n    {labels}\n"))
+                .replace("color: blue", &format!("color: {color}")),
+        );
+        s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
+    }
+    let names = |args: &[&str]| -> String {
+        let mut a = vec!["get", "ct", "-o", "jsonpath={.items[*].metadata.name}"];
+        a.extend_from_slice(args);
+        s.kubectl_ok(&a)
+    };
+    assert_eq!(names(&["-l", "env=prod"]), "a c");
+    assert_eq!(names(&["-l", "env!=prod"]), "b");
+    assert_eq!(names(&["-l", "env in (dev,test)"]), "b");
+    assert_eq!(names(&["-l", "env notin (dev)"]), "a c");
+    assert_eq!(names(&["-l", "tier"]), "a b");
+    assert_eq!(names(&["-l", "!tier"]), "c");
+    assert_eq!(names(&["--field-selector", "metadata.name=b"]), "b");
+    assert_eq!(names(&["--field-selector", "spec.color=red"]), "b c");
+    assert_eq!(
+        names(&[
+            "--field-selector",
+            "spec.color!=red,metadata.namespace=default"
+        ]),
+        "a"
+    );
+    let out = s.kubectl(&["get", "ct", "--field-selector", "spec.image=x"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("field label not supported: spec.image"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Paging: kubectl's chunked lists, and a raw limit/continue walk.
+    assert_eq!(names(&["--chunk-size=1"]), "a b c");
+    let page: Value = serde_json::from_str(&s.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/apis/stable.example.com/v1/namespaces/default/crontabs?limit=2",
+    ]))
+    .unwrap();
+    assert_eq!(page["items"].as_array().unwrap().len(), 2);
+    assert_eq!(page["metadata"]["remainingItemCount"], 1);
+    let token = page["metadata"]["continue"].as_str().unwrap();
+    let rest: Value = serde_json::from_str(&s.kubectl_ok(&[
+        "get",
+        "--raw",
+        &format!(
+            "/apis/stable.example.com/v1/namespaces/default/crontabs?limit=2&continue={token}"
+        ),
+    ]))
+    .unwrap();
+    assert_eq!(rest["items"][0]["metadata"]["name"], "c");
+    assert!(rest["metadata"].get("continue").is_none_or(|c| c == ""));
+
+    // Dry run: validated and answered, nothing stored.
+    s.write("dry.yaml", &crontab("dry", ""));
+    let out = s.kubectl_ok(&["create", "-f", "dry.yaml", "--dry-run=server", "-o", "json"]);
+    let obj: Value = serde_json::from_str(&out).unwrap();
+    assert!(obj["metadata"]["uid"].is_string());
+    assert!(obj["metadata"].get("resourceVersion").is_none());
+    assert!(String::from_utf8_lossy(&s.kubectl(&["get", "ct", "dry"]).stderr).contains("NotFound"));
+    s.kubectl_ok(&["delete", "ct", "a", "--dry-run=server"]);
+    s.kubectl_ok(&["label", "ct", "b", "x=y", "--dry-run=server"]);
+    assert_eq!(names(&[]), "a b c");
+    assert_eq!(names(&["-l", "x=y"]), "");
+    let out = s.kubectl(&[
+        "get",
+        "--raw",
+        "/apis/stable.example.com/v1/namespaces/default/crontabs/a?dryRun=x",
+    ]);
+    assert!(out.status.success(), "dryRun is ignored on reads");
+}
+
+#[test]
+fn kubectl_get_watch_shows_changes() {
+    let s = setup();
+    s.write("ct.yaml", &crontab("first", ""));
+    s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
+    let out = std::thread::scope(|scope| {
+        let w = scope.spawn(|| s.kubectl(&["get", "ct", "-w", "--request-timeout=4s"]));
+        std::thread::sleep(Duration::from_millis(1500));
+        s.write("ct2.yaml", &crontab("second", ""));
+        s.kubectl_ok(&["apply", "-f", "ct2.yaml"]);
+        w.join().unwrap()
+    });
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.starts_with("first")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("second")), "{text}");
+}
+
+#[test]
+fn openapi_v2_and_metadata_only_lists() {
+    let s = setup();
+    s.write("ct.yaml", &crontab("m", "  labels:\n    a: b\n"));
+    s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
+    let v2: Value = serde_json::from_str(&s.kubectl_ok(&["get", "--raw", "/openapi/v2"])).unwrap();
+    assert_eq!(v2["swagger"], "2.0");
+    let def = &v2["definitions"]["com.example.stable.v1.CronTab"];
+    assert_eq!(
+        def["properties"]["spec"]["properties"]["replicas"]["type"], "integer",
+        "{def}"
+    );
+    assert!(
+        v2["paths"]["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}"]["get"]
+            .is_object()
+    );
+    assert!(!v2.to_string().contains("#/components/schemas"));
+}
+
+async fn raw(s: &TestServer, path: &str, accept: &str) -> (u16, String) {
+    let r = s
+        .client(crate::support::HttpVersion::Http2)
+        .get(format!("{}{path}", s.url))
+        .bearer_auth(&s.token)
+        .header("Accept", accept)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+fn lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn metadata_only_responses_and_watch_details() {
+    let s = tokio::task::spawn_blocking(|| {
+        let s = TestServer::start_with(
+            tempfile::tempdir().unwrap(),
+            &["--etcd-compaction-interval", "1s"],
+        );
+        s.write("crd.yaml", CRD);
+        s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
+        s.kubectl_ok(&[
+            "wait",
+            "--for",
+            "condition=established",
+            "crd/crontabs.stable.example.com",
+        ]);
+        for (name, env) in [("a", "prod"), ("b", "dev")] {
+            s.write(
+                "ct.yaml",
+                &crontab(name, &format!("  labels:\n    env: {env}\n")),
+            );
+            s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
+        }
+        s
+    })
+    .await
+    .unwrap();
+    let base = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+
+    // PartialObjectMetadata and its List form.
+    let (code, text) = raw(
+        &s,
+        base,
+        "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+    )
+    .await;
+    assert_eq!(code, 200, "{text}");
+    let list: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+    assert_eq!(list["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(list["items"][0]["kind"], "PartialObjectMetadata");
+    assert_eq!(list["items"][0]["metadata"]["name"], "a");
+    assert!(list["items"][0].get("spec").is_none());
+    let (_, text) = raw(
+        &s,
+        &format!("{base}/b"),
+        "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+    )
+    .await;
+    let one: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(one["kind"], "PartialObjectMetadata");
+    assert_eq!(one["metadata"]["labels"]["env"], "dev");
+
+    // resourceVersionMatch needs a resourceVersion.
+    let (code, text) = raw(
+        &s,
+        &format!("{base}?resourceVersionMatch=NotOlderThan"),
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 422, "{text}");
+    assert!(
+        text.contains("resourceVersionMatch is forbidden unless resourceVersion is provided"),
+        "{text}"
+    );
+
+    // sendInitialEvents with bookmarks: the current objects, then the initial-events-end bookmark.
+    let (code, text) = raw(
+        &s,
+        &format!("{base}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&labelSelector=env%3Dprod&timeoutSeconds=1"),
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 200, "{text}");
+    let events = lines(&text);
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[0]["object"]["metadata"]["name"], "a");
+    assert_eq!(events.len(), 2, "label selector filters: {text}");
+    assert_eq!(events[1]["type"], "BOOKMARK");
+    assert_eq!(
+        events[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+
+    // After compaction, watching from an old resourceVersion is 410 Gone: an ERROR event.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    tokio::task::spawn_blocking({
+        let kubeconfig = s.kubeconfig();
+        move || {
+            let out = std::process::Command::new("kubectl")
+                .args(["label", "ct", "a", "touched=yes"])
+                .env("KUBECONFIG", kubeconfig)
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+        }
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let (code, text) = raw(
+        &s,
+        &format!("{base}?watch=true&resourceVersion=1&timeoutSeconds=1"),
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 200, "{text}");
+    let events = lines(&text);
+    assert_eq!(events.len(), 1, "{text}");
+    assert_eq!(events[0]["type"], "ERROR");
+    assert_eq!(events[0]["object"]["code"], 410);
+    assert_eq!(events[0]["object"]["reason"], "Expired");
+    assert!(
+        events[0]["object"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("too old resource version: 1 ("),
+        "{text}"
+    );
+}

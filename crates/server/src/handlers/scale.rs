@@ -1,0 +1,213 @@
+//! The `/scale` subresource of custom objects (upstream `ScaleREST`): an `autoscaling/v1` Scale
+//! read from, and written back to, the paths the CRD names. Writes go through the main update
+//! path, so the whole object is validated and `generation` is bumped.
+
+use crd_core::Status;
+use serde_json::{Value, json};
+
+use super::create::decode_body;
+use super::patch::{apply, patch_kind};
+use super::update::write_update;
+use super::{Ctx, Reply, read_object};
+use crate::http::error::ApiError;
+use crate::http::route::Verb;
+use crate::registry::serving::ScalePaths;
+use crate::registry::{Strategy, meta};
+use crate::table::lookup;
+
+/// Answers GET, PUT and PATCH of `/scale`.
+pub async fn handle(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    paths: &ScalePaths,
+) -> Result<Reply, ApiError> {
+    let info = strategy.info();
+    let name = ctx.name();
+    let gr = info.group_resource();
+    let key = info.key(ctx.namespace(), name);
+    let current = ctx
+        .store()
+        .get(&key)
+        .await
+        .map_err(|e| ApiError::storage(&gr, name, e))?
+        .ok_or_else(|| Status::not_found(&gr, name))?;
+    let obj = read_object(strategy, &current).await?;
+    let scale = scale_of(&obj, paths)?;
+    let requested = match ctx.req.verb {
+        Verb::Get => return Ok(Reply::value(200, scale)),
+        Verb::Update => decode_body(ctx, strategy)?,
+        Verb::Patch => {
+            let kind = patch_kind(ctx, true)?;
+            let patch: Value = serde_json::from_slice(&ctx.body)
+                .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
+            apply(kind, scale.clone(), &patch)?
+        }
+        _ => return Err(Status::method_not_supported(&gr, ctx.req.verb.as_str()).into()),
+    };
+    let rv = meta::resource_version(&requested);
+    if !rv.is_empty() && rv != current.mod_revision.to_string() {
+        return Err(Status::conflict_modified(&gr, name).into());
+    }
+    let replicas = requested.pointer("/spec/replicas").and_then(Value::as_i64);
+    let had_replicas = lookup(&obj, &paths.spec_replicas).is_some();
+    let Some(replicas) =
+        replicas.or_else(|| had_replicas.then(|| scale["spec"]["replicas"].as_i64().unwrap_or(0)))
+    else {
+        return Err(Status::bad_request(format!(
+            "the spec replicas field {:?} cannot be empty",
+            paths.spec_replicas
+        ))
+        .into());
+    };
+    let mut new = obj.clone();
+    set_path(&mut new, &paths.spec_replicas, Value::from(replicas));
+    let (out, warnings) = write_update(ctx, strategy, &current, new).await?;
+    Ok(Reply::value(200, scale_of(&out, paths)?).with_warnings(warnings))
+}
+
+/// Builds the `autoscaling/v1` Scale of an object.
+pub fn scale_of(obj: &Value, paths: &ScalePaths) -> Result<Value, ApiError> {
+    let spec = match lookup(obj, &paths.spec_replicas) {
+        None => {
+            return Err(Status::internal(format!(
+                "the spec replicas field {:?} does not exist",
+                paths.spec_replicas
+            ))
+            .into());
+        }
+        Some(v) => as_int(v, &paths.spec_replicas)?,
+    };
+    let status = match lookup(obj, &paths.status_replicas) {
+        None => 0,
+        Some(v) => as_int(v, &paths.status_replicas)?,
+    };
+    let mut status_obj = json!({ "replicas": status });
+    if let Some(sel) = paths
+        .label_selector
+        .as_deref()
+        .and_then(|p| lookup(obj, p))
+        .and_then(Value::as_str)
+    {
+        status_obj["selector"] = Value::from(sel);
+    }
+    let m = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let mut metadata = serde_json::Map::new();
+    for k in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = m.get(k) {
+            metadata.insert(k.into(), v.clone());
+        }
+    }
+    Ok(json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": metadata,
+        "spec": { "replicas": spec },
+        "status": status_obj,
+    }))
+}
+
+fn as_int(v: &Value, path: &str) -> Result<i64, ApiError> {
+    if let Some(i) = v.as_i64() {
+        return Ok(i);
+    }
+    let shown = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    Err(Status::internal(format!(
+        "{path} accessor error: {shown} is of the type {}, expected int64",
+        go_type(v)
+    ))
+    .into())
+}
+
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "float64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}
+
+/// Sets a value at a simple `.a.b.c` path, creating intermediate objects.
+pub fn set_path(obj: &mut Value, path: &str, value: Value) {
+    let parts: Vec<&str> = path.split('.').filter(|p| !p.is_empty()).collect();
+    let Some((last, parents)) = parts.split_last() else {
+        return;
+    };
+    let mut cur = obj;
+    for p in parents {
+        if !cur.get(*p).is_some_and(Value::is_object) {
+            if let Some(m) = cur.as_object_mut() {
+                m.insert((*p).to_string(), json!({}));
+            } else {
+                return;
+            }
+        }
+        let Some(next) = cur.get_mut(*p) else {
+            return;
+        };
+        cur = next;
+    }
+    if let Some(m) = cur.as_object_mut() {
+        m.insert((*last).to_string(), value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths() -> ScalePaths {
+        ScalePaths {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            label_selector: Some(".status.labelSelector".into()),
+        }
+    }
+
+    #[test]
+    fn scale_from_object() {
+        let obj = json!({"metadata": {"name": "a", "namespace": "n", "uid": "u", "resourceVersion": "7", "generation": 2},
+                         "spec": {"replicas": 3}, "status": {"replicas": 2, "labelSelector": "app=x"}});
+        assert_eq!(
+            scale_of(&obj, &paths()).unwrap(),
+            json!({"kind": "Scale", "apiVersion": "autoscaling/v1",
+                   "metadata": {"name": "a", "namespace": "n", "uid": "u", "resourceVersion": "7"},
+                   "spec": {"replicas": 3}, "status": {"replicas": 2, "selector": "app=x"}})
+        );
+        let missing = scale_of(&json!({"spec": {}}), &paths())
+            .unwrap_err()
+            .to_status()
+            .unwrap();
+        assert_eq!(missing.code, 500);
+        assert_eq!(
+            missing.message,
+            "Internal error occurred: the spec replicas field \".spec.replicas\" does not exist"
+        );
+        let wrong = scale_of(&json!({"spec": {"replicas": "foo"}}), &paths())
+            .unwrap_err()
+            .to_status()
+            .unwrap();
+        assert_eq!(
+            wrong.message,
+            "Internal error occurred: .spec.replicas accessor error: foo is of the type string, expected int64"
+        );
+    }
+
+    #[test]
+    fn set_path_creates_parents() {
+        let mut obj = json!({"spec": {"x": 1}});
+        set_path(&mut obj, ".spec.scale.replicas", Value::from(5));
+        assert_eq!(obj, json!({"spec": {"x": 1, "scale": {"replicas": 5}}}));
+    }
+}
