@@ -556,3 +556,72 @@ async fn metadata_only_responses_and_watch_details() {
         "{text}"
     );
 }
+
+#[test]
+fn namespace_and_crd_deletion_wait_for_finalizers() {
+    let s = setup();
+    s.kubectl_ok(&["create", "namespace", "team"]);
+    s.write(
+        "ct.yaml",
+        &crontab("held", "  finalizers:\n  - stable.example.com/hold\n"),
+    );
+    s.kubectl_ok(&["-n", "team", "apply", "-f", "ct.yaml"]);
+    s.kubectl_ok(&["delete", "namespace", "team", "--wait=false"]);
+    let phase = || s.kubectl_ok(&["get", "ns", "team", "-o", "jsonpath={.status.phase}"]);
+    // The namespace stays Terminating while the object waits for its finalizer.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(phase(), "Terminating");
+    let ts = s.kubectl_ok(&[
+        "-n",
+        "team",
+        "get",
+        "ct",
+        "held",
+        "-o",
+        "jsonpath={.metadata.deletionTimestamp}",
+    ]);
+    assert!(!ts.is_empty());
+    s.kubectl_ok(&[
+        "-n",
+        "team",
+        "patch",
+        "ct",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    s.kubectl_ok(&["wait", "--for=delete", "namespace/team", "--timeout=30s"]);
+
+    // The same for the CRD: it stays (Terminating) until the finalized object is released.
+    s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
+    s.kubectl_ok(&[
+        "delete",
+        "crd",
+        "crontabs.stable.example.com",
+        "--wait=false",
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let cond = s.kubectl_ok(&[
+        "get",
+        "crd",
+        "crontabs.stable.example.com",
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"Terminating\")].status}",
+    ]);
+    assert_eq!(cond, "True");
+    s.kubectl_ok(&[
+        "patch",
+        "ct",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    s.kubectl_ok(&[
+        "wait",
+        "--for=delete",
+        "crd/crontabs.stable.example.com",
+        "--timeout=30s",
+    ]);
+}
