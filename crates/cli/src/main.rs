@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod client;
+mod migrate;
+
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use crd_server::tls::TlsSource;
@@ -26,6 +29,21 @@ struct Cli {
 enum Command {
     /// Runs the API server.
     Serve(ServeArgs),
+    /// Rewrites every object of a CRD at its storage version (through a StorageVersionMigration
+    /// on the running server), then trims status.storedVersions.
+    Migrate(AdminArgs),
+    /// Shows how many objects of a CRD are stored at each version.
+    StorageVersions(AdminArgs),
+}
+
+/// Arguments of the admin commands that talk to a running server.
+#[derive(clap::Args, Debug)]
+struct AdminArgs {
+    /// The CRD, as `<plural>.<group>`.
+    crd: String,
+    /// The kubeconfig to use (default: `$KUBECONFIG`, else `crd-apiserver-data/kubeconfig`).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
 }
 
 /// Flags of `serve`, named like kube-apiserver's where the concept is the same.
@@ -104,7 +122,24 @@ fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Migrate(args) => admin(args, true),
+        Command::StorageVersions(args) => admin(args, false),
     }
+}
+
+fn admin(args: AdminArgs, migrate: bool) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let client =
+            client::Client::from_kubeconfig(&client::Client::kubeconfig_path(args.kubeconfig))?;
+        if migrate {
+            migrate::migrate(&client, &args.crd).await
+        } else {
+            migrate::storage_versions(&client, &args.crd).await
+        }
+    })
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {

@@ -191,6 +191,36 @@ fn cr_resource(crd: &ServingCrd, version: &str) -> Resource {
     }
 }
 
+fn svm_resource() -> Resource {
+    Resource {
+        name: "storageversionmigrations".into(),
+        singular: "storageversionmigration".into(),
+        namespaced: false,
+        group: "storagemigration.k8s.io".into(),
+        version: "v1alpha1".into(),
+        kind: "StorageVersionMigration".into(),
+        verbs: CR_VERBS.to_vec(),
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        storage_version_hash: storage_version_hash(
+            "storagemigration.k8s.io",
+            "v1alpha1",
+            "StorageVersionMigration",
+        ),
+        status: true,
+        scale: false,
+        extra_subresources: Vec::new(),
+    }
+}
+
+/// The built-in groups besides core: (group, version, resource), in `/apis` order.
+fn builtin() -> Vec<(&'static str, &'static str, Resource)> {
+    vec![
+        ("apiextensions.k8s.io", "v1", crd_resource()),
+        ("storagemigration.k8s.io", "v1alpha1", svm_resource()),
+    ]
+}
+
 /// The served groups: group → versions (highest priority first) → resources.
 fn crd_groups(registry: &Registry) -> BTreeMap<String, Vec<(String, Vec<Resource>)>> {
     let mut groups: BTreeMap<String, BTreeMap<String, Vec<Resource>>> = BTreeMap::new();
@@ -242,7 +272,10 @@ fn group_json(name: &str, versions: &[String]) -> Value {
 /// `GET /apis` (legacy): built-in groups first, then CRD groups ordered as kube-aggregator
 /// orders them (by their smallest `<version>.<group>` APIService name).
 pub fn groups(registry: &Registry) -> Value {
-    let mut out = vec![group_json("apiextensions.k8s.io", &["v1".to_string()])];
+    let mut out: Vec<Value> = builtin()
+        .iter()
+        .map(|(g, v, _)| group_json(g, &[(*v).to_string()]))
+        .collect();
     let crd = crd_groups(registry);
     let mut entries: Vec<(String, &String, Vec<String>)> = crd
         .iter()
@@ -263,8 +296,8 @@ pub fn groups(registry: &Registry) -> Value {
 
 /// `GET /apis/<group>`, or `None` when the group is not served.
 pub fn group(registry: &Registry, name: &str) -> Option<Value> {
-    if name == "apiextensions.k8s.io" {
-        let mut g = group_json(name, &["v1".to_string()]);
+    if let Some((_, v, _)) = builtin().into_iter().find(|(g, _, _)| *g == name) {
+        let mut g = group_json(name, &[v.to_string()]);
         g["kind"] = json!("APIGroup");
         g["apiVersion"] = json!("v1");
         return Some(g);
@@ -280,8 +313,11 @@ pub fn group(registry: &Registry, name: &str) -> Option<Value> {
 
 /// `GET /apis/<group>/<version>`, or `None` when not served.
 pub fn group_version(registry: &Registry, group: &str, version: &str) -> Option<Value> {
-    let resources: Vec<Value> = if group == "apiextensions.k8s.io" && version == "v1" {
-        crd_resource().legacy()
+    let resources: Vec<Value> = if let Some((_, _, r)) = builtin()
+        .into_iter()
+        .find(|(g, v, _)| *g == group && *v == version)
+    {
+        r.legacy()
     } else {
         let groups = crd_groups(registry);
         let (_, rs) = groups.get(group)?.iter().find(|(v, _)| v == version)?;
@@ -302,8 +338,10 @@ pub fn aggregated(registry: &Registry, core: bool) -> Value {
             json!({"metadata": {"name": ""}, "versions": [version("v1", &[namespaces_resource()])]}),
         ]
     } else {
-        let mut items = vec![json!({"metadata": {"name": "apiextensions.k8s.io"},
-                                    "versions": [version("v1", &[crd_resource()])]})];
+        let mut items: Vec<Value> = builtin()
+            .into_iter()
+            .map(|(g, v, r)| json!({"metadata": {"name": g}, "versions": [version(v, &[r])]}))
+            .collect();
         for (g, vs) in crd_groups(registry) {
             let versions: Vec<Value> = vs.iter().map(|(v, rs)| version(v, rs)).collect();
             items.push(json!({"metadata": {"name": g}, "versions": versions}));

@@ -102,6 +102,7 @@ pub async fn run(
     let ns_rev = ns_controller.sync().await.context("loading namespaces")?;
     tokio::spawn(crd_controller.run(crd_rev, shutdown.clone()));
     tokio::spawn(ns_controller.run(ns_rev, shutdown.clone()));
+    tokio::spawn(controllers::migration::run(state.clone(), shutdown.clone()));
     tokio::spawn(controllers::compaction::run(
         store,
         config.compaction_interval,

@@ -82,6 +82,10 @@ fn build(registry: &Registry) -> Documents {
     let mut raw: BTreeMap<String, Value> = BTreeMap::new();
     raw.insert("api/v1".into(), core_v1());
     raw.insert("apis/apiextensions.k8s.io/v1".into(), apiextensions_v1());
+    raw.insert(
+        "apis/storagemigration.k8s.io/v1alpha1".into(),
+        storagemigration_v1alpha1(),
+    );
     let mut by_gv: BTreeMap<(String, String), Vec<Arc<ServingCrd>>> = BTreeMap::new();
     for crd in registry.all() {
         if !crd.established {
@@ -408,6 +412,46 @@ fn apiextensions_v1() -> Value {
             &g,
             "CustomResourceDefinition represents a resource that should be exposed on the API server.  Its name MUST be in the format <.spec.name>.<.spec.group>.",
             json!({"type": "object", "properties": {"spec": {"type": "object"}, "status": {"type": "object"}}}),
+        ),
+    );
+    document(paths, schemas)
+}
+
+fn storagemigration_v1alpha1() -> Value {
+    let g = gvk(
+        "storagemigration.k8s.io",
+        "v1alpha1",
+        "StorageVersionMigration",
+    );
+    let name = "io.k8s.api.storagemigration.v1alpha1.StorageVersionMigration";
+    let mut paths = serde_json::Map::new();
+    resource_paths(
+        &mut paths,
+        "/apis/storagemigration.k8s.io/v1alpha1/storageversionmigrations",
+        Scope::Cluster,
+        &g,
+        name,
+        &[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/apply-patch+yaml",
+        ],
+    );
+    let mut schemas = serde_json::Map::new();
+    schemas.insert(
+        name.into(),
+        kind_schema(
+            &g,
+            "StorageVersionMigration represents a migration of stored data to the latest storage version.",
+            json!({"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {
+                    "resource": {"type": "object", "properties": {
+                        "group": {"type": "string"}, "version": {"type": "string"},
+                        "resource": {"type": "string"}}},
+                    "continueToken": {"type": "string"}}},
+                "status": {"type": "object", "properties": {
+                    "conditions": {"type": "array", "items": {"type": "object"}},
+                    "resourceVersion": {"type": "string"}}}}}),
         ),
     );
     document(paths, schemas)

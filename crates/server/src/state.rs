@@ -9,6 +9,7 @@ use crate::auth::TokenAuthenticator;
 use crate::conversion::ConversionOptions;
 use crate::openapi::OpenApiCache;
 use crate::registry::crds::CrdStrategy;
+use crate::registry::migrations::MigrationStrategy;
 use crate::registry::namespaces::NamespaceStrategy;
 use crate::registry::serving::Registry;
 
@@ -22,6 +23,8 @@ pub struct AppState {
     pub crds: Arc<CrdStrategy>,
     /// The namespace strategy.
     pub namespaces: Arc<NamespaceStrategy>,
+    /// The StorageVersionMigration strategy.
+    pub migrations: Arc<MigrationStrategy>,
     /// Bearer tokens.
     pub auth: TokenAuthenticator,
     /// Rendered OpenAPI documents, rebuilt when CRDs change.
@@ -41,6 +44,7 @@ impl AppState {
             registry: Arc::new(Registry::new(conversion)),
             crds: Arc::new(CrdStrategy::default()),
             namespaces: Arc::new(NamespaceStrategy::default()),
+            migrations: Arc::new(MigrationStrategy::default()),
             auth,
             openapi: OpenApiCache::default(),
             ready: AtomicBool::new(false),

@@ -3,6 +3,7 @@
 
 mod conversion;
 mod http_api;
+mod migration;
 mod python_client;
 mod serving;
 mod support;

@@ -6,6 +6,7 @@
 //! - [`namespaces::NamespaceController`]: deletes the custom objects of terminating namespaces,
 //!   then the namespace.
 //! - [`compaction`]: compacts storage history periodically, as kube-apiserver does.
+//! - [`migration`]: storage-version migration for StorageVersionMigration objects.
 //!
 //! Architecture Invariant: controllers reach objects through the store, never through HTTP
 //! handlers; handlers never drive controllers.
@@ -13,6 +14,7 @@
 pub mod compaction;
 pub mod conditions;
 pub mod crds;
+pub mod migration;
 pub mod namespaces;
 
 use std::time::Duration;

@@ -173,6 +173,9 @@ pub async fn dispatch(ctx: &mut Ctx<'_>) -> Result<Reply, ApiError> {
         ("", "v1", "namespaces") => ctx.state.namespaces.clone(),
         ("", _, _) => return Err(ApiError::NoRoute),
         ("apiextensions.k8s.io", "v1", "customresourcedefinitions") => ctx.state.crds.clone(),
+        ("storagemigration.k8s.io", "v1alpha1", "storageversionmigrations") => {
+            ctx.state.migrations.clone()
+        }
         (group, version, resource) => {
             let crd = ctx
                 .state

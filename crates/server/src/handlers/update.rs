@@ -78,6 +78,9 @@ pub async fn write_update(
     if !errors.is_empty() {
         return Err(invalid(strategy, name, &errors));
     }
+    if info.group == "apiextensions.k8s.io" {
+        crate::registry::crds::guard_stored_versions(ctx.state, &new, &old).await?;
+    }
     let warnings = crd_core::validation::finalizer_warnings(&new, Some(&old));
     let gr = info.group_resource();
     if meta::is_deleting(&old) && strategy.ready_to_remove(&new) {
@@ -96,10 +99,13 @@ pub async fn write_update(
             Err(e) => return Err(ApiError::storage(&gr, name, e)),
         }
     }
-    if meta::same_ignoring_rv(&new, &old) {
+    // A write that would store the same bytes is skipped (the resourceVersion stays). Comparing
+    // the encoded bytes, as etcd3's GuaranteedUpdate does, means an unchanged object stored at an
+    // older version is still rewritten at the current storage version.
+    let value = storage_bytes(strategy, &new).await?;
+    if value == current.value {
         return Ok((old, warnings));
     }
-    let value = storage_bytes(strategy, &new).await?;
     if ctx.dry_run() {
         let out = super::preview(strategy, &current.key, value, current.mod_revision).await?;
         return Ok((out, warnings));

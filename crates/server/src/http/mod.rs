@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 
+use crate::controllers;
 use crate::discovery;
 use crate::handlers::{self, Ctx, Reply, ReplyBody};
 use crate::registry::Subresource;
@@ -216,6 +217,23 @@ async fn route_request(
                 "createRevision": kv.create_revision,
                 "modRevision": kv.mod_revision,
                 "value": value,
+            });
+            Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
+        }
+        Route::DebugStorageVersions(name) if get_only(&parts.method) => {
+            let gr =
+                crd_core::GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+            let crd = state
+                .registry
+                .get(&name)
+                .ok_or_else(|| crd_core::Status::not_found(&gr, &name))?;
+            let counts = controllers::migration::count_stored_versions(state.store.as_ref(), &crd)
+                .await
+                .map_err(|e| ApiError::storage(&gr, &name, e))?;
+            let doc = serde_json::json!({
+                "crd": name,
+                "storageVersion": crd.storage_version,
+                "counts": counts,
             });
             Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
         }

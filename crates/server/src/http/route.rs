@@ -32,6 +32,8 @@ pub enum Route {
     OpenApiDocument(String),
     /// `/debug/storage/<key>`: the raw stored value of one key, for inspecting stored versions.
     DebugStorage(String),
+    /// `/debug/storage-versions/<crd>`: how many objects are stored at each version.
+    DebugStorageVersions(String),
     /// A resource endpoint.
     Resource(ResourceRequest),
     /// Anything else.
@@ -152,6 +154,7 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Route {
         ["apis", g, v] => Route::GroupVersion((*g).to_string(), (*v).to_string()),
         ["openapi", "v2"] => Route::OpenApiV2,
         ["openapi", "v3"] => Route::OpenApiIndex,
+        ["debug", "storage-versions", crd] => Route::DebugStorageVersions((*crd).to_string()),
         ["debug", "storage", key @ ..] if !key.is_empty() => {
             Route::DebugStorage(format!("/{}", key.join("/")))
         }

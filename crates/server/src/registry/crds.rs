@@ -188,3 +188,74 @@ impl Strategy for CrdStrategy {
         }]
     }
 }
+
+/// The annotation that lets a CRD update drop versions from `status.storedVersions` even though
+/// objects are still stored at them.
+pub const FORCE_STORED_VERSIONS_ANNOTATION: &str = "crd-apiserver.dev/force-stored-versions";
+
+fn stored_versions(obj: &Value) -> Vec<String> {
+    obj.pointer("/status/storedVersions")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The storedVersions safety check: a version may leave `status.storedVersions` only when no
+/// object is stored at it any more, unless the update carries the force annotation.
+pub async fn guard_stored_versions(
+    state: &crate::state::AppState,
+    new: &Value,
+    old: &Value,
+) -> Result<(), ApiError> {
+    let kept = stored_versions(new);
+    let removed: Vec<String> = stored_versions(old)
+        .into_iter()
+        .filter(|v| !kept.contains(v))
+        .collect();
+    let forced = new
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(FORCE_STORED_VERSIONS_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some("true");
+    if removed.is_empty() || forced {
+        return Ok(());
+    }
+    let name = meta::name(new);
+    let Some(crd) = state.registry.get(name) else {
+        return Ok(());
+    };
+    let gr = crd_core::GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+    let counts = crate::controllers::migration::count_stored_versions(state.store.as_ref(), &crd)
+        .await
+        .map_err(|e| ApiError::storage(&gr, name, e))?;
+    let blocking: Vec<String> = removed
+        .iter()
+        .filter_map(|v| {
+            counts
+                .get(v)
+                .filter(|n| **n > 0)
+                .map(|n| format!("{n} objects are still stored at {v}"))
+        })
+        .collect();
+    if blocking.is_empty() {
+        return Ok(());
+    }
+    let errors = ErrorList(vec![crd_core::FieldError::invalid(
+        &crd_core::Path::new("status").child("storedVersions"),
+        Value::from(kept),
+        format!(
+            "{}; migrate them first (crd-apiserver migrate {name}, or a StorageVersionMigration), or set the annotation {FORCE_STORED_VERSIONS_ANNOTATION}=true to drop the version anyway",
+            blocking.join(", ")
+        ),
+    )]);
+    Err(Status::invalid(
+        &crd_core::GroupResource::new("apiextensions.k8s.io", "CustomResourceDefinition"),
+        name,
+        &errors,
+    )
+    .into())
+}

@@ -9,6 +9,7 @@
 pub mod crds;
 pub mod custom;
 pub mod meta;
+pub mod migrations;
 pub mod namespaces;
 pub mod pipeline;
 pub mod serving;

@@ -1,0 +1,277 @@
+//! Storage-version migration: every object of a CRD is rewritten at the current storage version
+//! (convert, then compare-and-swap), page by page, and the migrated versions are then dropped
+//! from the CRD's `status.storedVersions`. The controller runs it for StorageVersionMigration
+//! objects and resumes unfinished ones after a restart (migrating is idempotent: objects already
+//! at the storage version are skipped).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use crd_storage::{ListRequest, StorageError, Store};
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::watch;
+
+use super::{conditions, get_json, guaranteed_update};
+use crate::registry::crds::CRD_KEY_ROOT;
+use crate::registry::meta;
+use crate::registry::migrations::{KEY_ROOT, target};
+use crate::registry::pipeline::{ConversionPlan, to_storage};
+use crate::registry::serving::ServingCrd;
+use crate::state::AppState;
+
+/// How many objects one page of a migration reads.
+pub const PAGE: usize = 500;
+
+/// How many objects of a CRD are stored at each version (`apiVersion` of the stored bytes).
+pub async fn count_stored_versions(
+    store: &dyn Store,
+    crd: &ServingCrd,
+) -> Result<BTreeMap<String, u64>, StorageError> {
+    let mut counts = BTreeMap::new();
+    let prefix = format!("{}/", crd.key_root());
+    let mut start_after = None;
+    loop {
+        let page = store
+            .list(ListRequest {
+                prefix: prefix.clone(),
+                start_after: start_after.clone(),
+                limit: Some(PAGE),
+                revision: None,
+            })
+            .await?;
+        for kv in &page.items {
+            let version = serde_json::from_slice::<Value>(&kv.value)
+                .ok()
+                .and_then(|v| {
+                    v.get("apiVersion")
+                        .and_then(Value::as_str)
+                        .map(String::from)
+                })
+                .map(|av| av.rsplit('/').next().unwrap_or("").to_string())
+                .unwrap_or_default();
+            *counts.entry(version).or_insert(0) += 1;
+        }
+        start_after = page.items.last().map(|kv| kv.key.clone());
+        if page.remaining == 0 || page.items.is_empty() {
+            return Ok(counts);
+        }
+    }
+}
+
+/// What a migration did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Objects seen.
+    pub total: u64,
+    /// Objects rewritten at the storage version.
+    pub rewritten: u64,
+    /// Objects that were already at the storage version (or were rewritten by another writer).
+    pub unchanged: u64,
+}
+
+/// Rewrites every object of `crd` that is not stored at the storage version. Concurrent writers
+/// are never overwritten: each rewrite is a compare-and-swap, retried on a fresh read.
+pub async fn migrate(
+    store: &dyn Store,
+    crd: &ServingCrd,
+    mut progress: impl FnMut(&Summary),
+) -> Result<Summary, String> {
+    let plan = ConversionPlan::new(crd, &crd.storage_version);
+    let storage_api_version = plan.storage.clone();
+    let prefix = format!("{}/", crd.key_root());
+    let mut summary = Summary::default();
+    let mut start_after = None;
+    loop {
+        let page = store
+            .list(ListRequest {
+                prefix: prefix.clone(),
+                start_after: start_after.clone(),
+                limit: Some(PAGE),
+                revision: None,
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        for kv in &page.items {
+            summary.total += 1;
+            let mut current = kv.clone();
+            loop {
+                let obj: Value = serde_json::from_slice(&current.value)
+                    .map_err(|e| format!("decoding {}: {e}", current.key))?;
+                if obj.get("apiVersion").and_then(Value::as_str) == Some(&storage_api_version) {
+                    summary.unchanged += 1;
+                    break;
+                }
+                let converted = to_storage(&plan, obj)
+                    .await
+                    .map_err(|e| format!("converting {}: {}", current.key, describe(&e)))?;
+                let bytes = Bytes::from(serde_json::to_vec(&converted).map_err(|e| e.to_string())?);
+                match store
+                    .update(&current.key, bytes, current.mod_revision)
+                    .await
+                {
+                    Ok(_) => {
+                        summary.rewritten += 1;
+                        break;
+                    }
+                    Err(StorageError::Conflict { current: fresh, .. }) => current = fresh,
+                    Err(StorageError::NotFound { .. }) => {
+                        summary.unchanged += 1;
+                        break;
+                    }
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+        }
+        progress(&summary);
+        start_after = page.items.last().map(|kv| kv.key.clone());
+        if page.remaining == 0 || page.items.is_empty() {
+            return Ok(summary);
+        }
+    }
+}
+
+fn describe(e: &crate::http::error::ApiError) -> String {
+    e.to_status()
+        .map_or_else(|| "conversion failed".to_string(), |s| s.message)
+}
+
+/// After a successful migration: `status.storedVersions` becomes the storage version alone,
+/// if no object is stored at another version any more.
+pub async fn prune_stored_versions(store: &dyn Store, crd: &ServingCrd) -> Result<(), String> {
+    let counts = count_stored_versions(store, crd)
+        .await
+        .map_err(|e| e.to_string())?;
+    let left: Vec<String> = counts
+        .iter()
+        .filter(|(v, n)| **v != crd.storage_version && **n > 0)
+        .map(|(v, n)| format!("{n} at {v}"))
+        .collect();
+    if !left.is_empty() {
+        return Err(format!(
+            "objects remain at old versions: {}",
+            left.join(", ")
+        ));
+    }
+    let key = format!("{CRD_KEY_ROOT}/{}", crd.name);
+    let storage = crd.storage_version.clone();
+    guaranteed_update(
+        store,
+        &key,
+        |obj| {
+            let want = Value::from(vec![storage.clone()]);
+            if obj.pointer("/status/storedVersions") == Some(&want) {
+                return false;
+            }
+            if let Some(st) = obj.get_mut("status").and_then(Value::as_object_mut) {
+                st.insert("storedVersions".into(), want);
+            }
+            true
+        },
+        |_| false,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+fn finished(obj: &Value) -> bool {
+    conditions::get(obj, "Succeeded") == Some("True")
+        || conditions::get(obj, "Failed") == Some("True")
+}
+
+/// Runs one StorageVersionMigration object to completion and records its conditions.
+async fn run_one(state: &AppState, key: &str) -> Result<(), StorageError> {
+    let store = state.store.as_ref();
+    let Some((obj, _)) = get_json(store, key).await? else {
+        return Ok(());
+    };
+    if finished(&obj) || meta::is_deleting(&obj) {
+        return Ok(());
+    }
+    let set = |kind: &'static str, reason: &'static str, message: String| {
+        move |o: &mut Value| {
+            let before = o.clone();
+            conditions::set(o, kind, "True", reason, &message);
+            if kind != "Running" {
+                conditions::set(o, "Running", "False", reason, &message);
+            }
+            *o != before
+        }
+    };
+    guaranteed_update(
+        store,
+        key,
+        set(
+            "Running",
+            "MigrationRunning",
+            "The migration is running".into(),
+        ),
+        |_| false,
+    )
+    .await?;
+    let (group, resource) = target(&obj);
+    let outcome = match state.registry.lookup(&group, &resource) {
+        None => Err(format!("the resource {resource}.{group} is not served")),
+        Some(crd) => match migrate(store, &crd, |_| {}).await {
+            Ok(summary) => prune_stored_versions(store, &crd).await.map(|()| summary),
+            Err(e) => Err(e),
+        },
+    };
+    let change = match outcome {
+        Ok(s) => set(
+            "Succeeded",
+            "MigrationSucceeded",
+            format!(
+                "The migration has succeeded: {} objects, {} rewritten at the storage version",
+                s.total, s.rewritten
+            ),
+        ),
+        Err(e) => set("Failed", "MigrationFailed", e),
+    };
+    guaranteed_update(store, key, change, |_| false).await?;
+    Ok(())
+}
+
+/// Runs pending migrations now, and again whenever a migration object changes, until shutdown.
+pub async fn run(state: Arc<AppState>, mut shutdown: watch::Receiver<bool>) {
+    let prefix = format!("{KEY_ROOT}/");
+    loop {
+        let Ok(rev) = state.store.current_revision().await else {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
+        if let Ok(list) = state
+            .store
+            .list(ListRequest {
+                prefix: prefix.clone(),
+                ..Default::default()
+            })
+            .await
+        {
+            for kv in list.items {
+                if let Err(e) = run_one(&state, &kv.key).await {
+                    tracing::warn!(key = %kv.key, error = %e, "storage migration failed");
+                }
+            }
+        }
+        let Ok(mut events) = state
+            .store
+            .watch(crd_storage::WatchRequest {
+                prefix: prefix.clone(),
+                after: rev,
+                progress_interval: None,
+            })
+            .await
+        else {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
+        tokio::select! {
+            _ = events.next() => {}
+            _ = shutdown.changed() => return,
+        }
+    }
+}
