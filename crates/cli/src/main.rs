@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod bench;
 mod client;
 mod migrate;
 
@@ -34,6 +35,8 @@ enum Command {
     Migrate(AdminArgs),
     /// Shows how many objects of a CRD are stored at each version.
     StorageVersions(AdminArgs),
+    /// Runs the load generator against a fresh server and prints a table (see BENCHMARKS.md).
+    Bench(bench::BenchArgs),
 }
 
 /// Arguments of the admin commands that talk to a running server.
@@ -124,6 +127,10 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(args) => serve(args),
         Command::Migrate(args) => admin(args, true),
         Command::StorageVersions(args) => admin(args, false),
+        Command::Bench(args) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(bench::run(args)),
     }
 }
 

@@ -1,0 +1,556 @@
+//! `crd-apiserver bench`: the project's load generator. It starts the real server (this same
+//! binary) on a fresh data dir, drives it over HTTPS with many concurrent connections, and prints
+//! one table row per figure, beside the physical limit measured in the same run where one applies
+//! (`SQLite` commits/s without the server).
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use crd_storage::Store;
+use serde_json::{Value, json};
+
+/// What to measure, and how much.
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Creates per client count (split across the clients).
+    #[arg(long, default_value_t = 20_000)]
+    creates: usize,
+    /// Gets to issue.
+    #[arg(long, default_value_t = 50_000)]
+    gets: usize,
+    /// Objects in the list benchmark.
+    #[arg(long, default_value_t = 10_000)]
+    list_objects: usize,
+    /// Watchers in the fan-out benchmark.
+    #[arg(long, default_value_t = 1000)]
+    watchers: usize,
+    /// Objects in the "full data dir" startup measurement.
+    #[arg(long, default_value_t = 100_000)]
+    startup_objects: usize,
+    /// Skip the (slow) full-data-dir startup measurement.
+    #[arg(long)]
+    skip_full_startup: bool,
+}
+
+struct Server {
+    child: Child,
+    url: String,
+    token: String,
+    ca: Vec<u8>,
+}
+
+impl Server {
+    fn start(data: &Path) -> anyhow::Result<(Self, Duration)> {
+        let started = Instant::now();
+        let mut child = Command::new(std::env::current_exe()?)
+            .args(["serve", "--secure-port", "0", "--data-dir"])
+            .arg(data)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting the server")?;
+        let stdout = child.stdout.take().context("stdout")?;
+        let mut url = None;
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+            let line = line?;
+            if let Some(u) = line.strip_prefix("crd-apiserver listening on ") {
+                url = Some(u.to_string());
+            }
+            if line.starts_with("export KUBECONFIG=") {
+                break;
+            }
+        }
+        let ready = started.elapsed();
+        let url = url.context("the server printed no URL")?;
+        let token = std::fs::read_to_string(data.join("tokens.csv"))?
+            .split(',')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let ca = std::fs::read(data.join("ca.crt"))?;
+        Ok((
+            Server {
+                child,
+                url,
+                token,
+                ca,
+            },
+            ready,
+        ))
+    }
+
+    fn client(&self, http2: bool) -> anyhow::Result<reqwest::Client> {
+        let ca = reqwest::Certificate::from_pem(&self.ca)?;
+        let mut b = reqwest::Client::builder()
+            .tls_certs_only([ca])
+            .pool_max_idle_per_host(64);
+        if !http2 {
+            b = b.http1_only();
+        }
+        Ok(b.build()?)
+    }
+
+    /// Resident and peak resident memory of the server, in KiB (`/proc/<pid>/status`).
+    fn memory_kib(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+struct Report {
+    rows: Vec<(String, String, String)>,
+}
+
+impl Report {
+    fn row(&mut self, what: &str, value: String, note: String) {
+        println!("| {what} | {value} | {note} |");
+        self.rows.push((what.into(), value, note));
+    }
+}
+
+const GROUP: &str = "bench.example.com";
+
+fn crd() -> Value {
+    let schema = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("widgets.{GROUP}")},
+        "spec": {"group": GROUP, "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                 "versions": [
+                    {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}},
+                    {"name": "v1beta1", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema}}]}
+    })
+}
+
+/// A custom object of about 1 KiB.
+fn object(name: &str) -> Value {
+    json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Widget",
+           "metadata": {"name": name, "labels": {"app": "bench"}},
+           "spec": {"payload": "x".repeat(900), "replicas": 3}})
+}
+
+async fn setup_crd(server: &Server, client: &reqwest::Client) -> anyhow::Result<()> {
+    let r = client
+        .post(format!(
+            "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            server.url
+        ))
+        .bearer_auth(&server.token)
+        .header("Content-Type", "application/json")
+        .body(crd().to_string())
+        .send()
+        .await?;
+    if !r.status().is_success() {
+        bail!("creating the CRD: {}", r.text().await?);
+    }
+    for _ in 0..500 {
+        let r = client
+            .get(format!(
+                "{}/apis/{GROUP}/v1/namespaces/default/widgets",
+                server.url
+            ))
+            .bearer_auth(&server.token)
+            .send()
+            .await?;
+        if r.status().is_success() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    bail!("the CRD was never served")
+}
+
+/// Creates `total` objects from `clients` connections; returns (elapsed, sorted latencies).
+async fn create_load(
+    server: &Server,
+    clients: usize,
+    total: usize,
+    prefix: &str,
+) -> anyhow::Result<(Duration, Vec<Duration>)> {
+    let url = format!("{}/apis/{GROUP}/v1/namespaces/default/widgets", server.url);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let client = server.client(false)?;
+        let url = url.clone();
+        let token = server.token.clone();
+        let prefix = prefix.to_string();
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            for i in (c..total).step_by(clients) {
+                let body = object(&format!("{prefix}-{i:07}")).to_string();
+                let t = Instant::now();
+                let r = client
+                    .post(&url)
+                    .bearer_auth(&token)
+                    .header("Content-Type", "application/json")
+                    .body(body)
+                    .send()
+                    .await?;
+                let ok = r.status().as_u16() == 201;
+                let _ = r.bytes().await?;
+                if !ok {
+                    bail!("create failed");
+                }
+                lat.push(t.elapsed());
+            }
+            Ok::<_, anyhow::Error>(lat)
+        }));
+    }
+    let mut all = Vec::with_capacity(total);
+    for t in tasks {
+        all.extend(t.await??);
+    }
+    let elapsed = started.elapsed();
+    all.sort();
+    Ok((elapsed, all))
+}
+
+/// Raw commit rate of the embedded engine without the server: sequential creates (one fsync
+/// each) and 64 concurrent writers (group commit).
+async fn sqlite_limit(dir: &Path, n: usize) -> anyhow::Result<(f64, f64)> {
+    let store = crd_storage::sqlite::SqliteStore::open(&dir.join("raw.db"))?;
+    let value = Bytes::from(object("x").to_string());
+    let t = Instant::now();
+    for i in 0..n {
+        store
+            .create(&format!("/raw/seq/{i}"), value.clone())
+            .await?;
+    }
+    let seq = n as f64 / t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..64 {
+        let store = store.clone();
+        let value = value.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (c..n * 4).step_by(64) {
+                store
+                    .create(&format!("/raw/par/{i}"), value.clone())
+                    .await?;
+            }
+            Ok::<_, crd_storage::StorageError>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let par = (n * 4) as f64 / t.elapsed().as_secs_f64();
+    Ok((seq, par))
+}
+
+async fn wait_ready(server: &Server) -> anyhow::Result<()> {
+    let client = server.client(true)?;
+    for _ in 0..10_000 {
+        if let Ok(r) = client.get(format!("{}/readyz", server.url)).send().await
+            && r.status().is_success()
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    bail!("never ready")
+}
+
+/// Runs every benchmark and prints a Markdown table.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut report = Report { rows: Vec::new() };
+    println!("| figure | value | note |");
+    println!("| --- | --- | --- |");
+
+    // Startup from an empty data dir (to the kubeconfig line, then /readyz).
+    let (server, to_line) = Server::start(&dir.path().join("data"))?;
+    let t = Instant::now();
+    wait_ready(&server).await?;
+    report.row(
+        "startup to ready, empty data dir",
+        ms(to_line + t.elapsed()),
+        "target < 100 ms".into(),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (idle_rss, _) = server.memory_kib();
+    report.row(
+        "resident memory at idle",
+        format!("{:.1} MB", idle_rss as f64 / 1024.0),
+        "target < 30 MB".into(),
+    );
+
+    let client = server.client(true)?;
+    setup_crd(&server, &client).await?;
+
+    let (seq_limit, par_limit) = sqlite_limit(dir.path(), 2000).await?;
+    report.row(
+        "SQLite commits/s without the server (1 writer / 64 writers)",
+        format!("{seq_limit:.0} / {par_limit:.0}"),
+        "physical limit, same run".into(),
+    );
+
+    let n1 = (args.creates / 10).max(100);
+    let (elapsed, lat) = create_load(&server, 1, n1, "c1").await?;
+    let rate = n1 as f64 / elapsed.as_secs_f64();
+    report.row(
+        "creates/s, 1 client",
+        format!(
+            "{rate:.0} (p50 {}, p99 {})",
+            ms(percentile(&lat, 0.5)),
+            ms(percentile(&lat, 0.99))
+        ),
+        format!(
+            "{:.2}x of SQLite 1-writer limit; target p99 < 5 ms",
+            rate / seq_limit
+        ),
+    );
+    let (elapsed, lat) = create_load(&server, 64, args.creates, "c64").await?;
+    let rate = args.creates as f64 / elapsed.as_secs_f64();
+    report.row(
+        "creates/s, 64 clients",
+        format!(
+            "{rate:.0} (p50 {}, p99 {})",
+            ms(percentile(&lat, 0.5)),
+            ms(percentile(&lat, 0.99))
+        ),
+        format!(
+            "{:.2}x of SQLite 64-writer limit; target ≥ 10000/s",
+            rate / par_limit
+        ),
+    );
+
+    // Gets, 64 clients, of objects created above.
+    let base = format!("{}/apis/{GROUP}/v1/namespaces/default/widgets", server.url);
+    let get_rate = gets(&server, &base, "c64", args.creates, args.gets).await?;
+    report.row(
+        "gets/s, 64 clients",
+        format!("{get_rate:.0}"),
+        "target ≥ 30000/s".into(),
+    );
+    let base_beta = format!(
+        "{}/apis/{GROUP}/v1beta1/namespaces/default/widgets",
+        server.url
+    );
+    let get_beta = gets(&server, &base_beta, "c64", args.creates, args.gets).await?;
+    report.row(
+        "gets/s at a non-storage version (None conversion)",
+        format!("{get_beta:.0}"),
+        format!(
+            "overhead {:.1}% vs storage version; target < 10%",
+            (get_rate / get_beta - 1.0) * 100.0
+        ),
+    );
+
+    // A list of 10,000 objects.
+    let have = n1 + args.creates;
+    if have < args.list_objects {
+        create_load(&server, 64, args.list_objects - have, "fill").await?;
+    }
+    let (before_rss, _) = server.memory_kib();
+    let mut best = Duration::MAX;
+    let mut count = 0;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let body = client
+            .get(format!("{base}?limit={}", args.list_objects))
+            .bearer_auth(&server.token)
+            .send()
+            .await?
+            .bytes()
+            .await?;
+        best = best.min(t.elapsed());
+        let v: Value = serde_json::from_slice(&body)?;
+        count = v["items"].as_array().map_or(0, Vec::len);
+    }
+    let (after_rss, peak) = server.memory_kib();
+    report.row(
+        &format!("list of {count} 1-KiB objects"),
+        ms(best),
+        format!(
+            "target < 100 ms; server RSS {:.1} → {:.1} MB, peak {:.1} MB",
+            before_rss as f64 / 1024.0,
+            after_rss as f64 / 1024.0,
+            peak as f64 / 1024.0
+        ),
+    );
+    let stored = n1 + args.creates.max(args.list_objects - n1);
+    report.row(
+        "server memory per 1,000 stored objects",
+        format!(
+            "{:.0} KiB",
+            (after_rss.saturating_sub(idle_rss)) as f64 / (stored as f64 / 1000.0)
+        ),
+        format!("RSS growth over {stored} objects (no watch cache: objects live in SQLite)"),
+    );
+
+    let fanout = watch_fanout(&server, args.watchers).await?;
+    report.row(
+        &format!("watch fan-out, {} watchers", args.watchers),
+        format!("p50 {}, last {}", ms(fanout.0), ms(fanout.1)),
+        "write to last watcher; target < 50 ms".into(),
+    );
+    drop(server);
+
+    if !args.skip_full_startup {
+        let full = dir.path().join("full");
+        let (server, _) = Server::start(&full)?;
+        let client = server.client(true)?;
+        setup_crd(&server, &client).await?;
+        create_load(&server, 64, args.startup_objects, "s").await?;
+        drop(server);
+        let (server, to_line) = Server::start(&full)?;
+        let t = Instant::now();
+        wait_ready(&server).await?;
+        report.row(
+            &format!("startup to ready, {} objects", args.startup_objects),
+            ms(to_line + t.elapsed()),
+            String::new(),
+        );
+    }
+    Ok(())
+}
+
+async fn gets(
+    server: &Server,
+    base: &str,
+    prefix: &str,
+    existing: usize,
+    total: usize,
+) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..64 {
+        let client = server.client(false)?;
+        let base = base.to_string();
+        let token = server.token.clone();
+        let prefix = prefix.to_string();
+        tasks.push(tokio::spawn(async move {
+            for i in (c..total).step_by(64) {
+                let r = client
+                    .get(format!("{base}/{prefix}-{:07}", i % existing))
+                    .bearer_auth(&token)
+                    .send()
+                    .await?;
+                if r.status().as_u16() != 200 {
+                    bail!("get failed: {}", r.status());
+                }
+                let _ = r.bytes().await?;
+            }
+            Ok::<_, anyhow::Error>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(total as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Opens `n` watches (HTTP/2 streams over 10 connections), writes one object, and measures when
+/// each watcher sees it. Returns (median, last).
+async fn watch_fanout(server: &Server, n: usize) -> anyhow::Result<(Duration, Duration)> {
+    let conns: Vec<reqwest::Client> = (0..10)
+        .map(|_| server.client(true))
+        .collect::<Result<_, _>>()?;
+    let rv = {
+        let v: Value = conns[0]
+            .get(format!(
+                "{}/apis/{GROUP}/v1/namespaces/default/widgets?limit=1",
+                server.url
+            ))
+            .bearer_auth(&server.token)
+            .send()
+            .await?
+            .json()
+            .await?;
+        v["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("0")
+            .to_string()
+    };
+    let url = format!(
+        "{}/apis/{GROUP}/v1/namespaces/default/widgets?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dfanout&timeoutSeconds=60",
+        server.url
+    );
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Instant>(n);
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(n);
+    for i in 0..n {
+        let client = conns[i % conns.len()].clone();
+        let url = url.clone();
+        let token = server.token.clone();
+        let tx = tx.clone();
+        let ready_tx = ready_tx.clone();
+        tokio::spawn(async move {
+            let Ok(mut resp) = client.get(&url).bearer_auth(&token).send().await else {
+                return;
+            };
+            let _ = ready_tx.send(()).await;
+            while let Ok(Some(chunk)) = resp.chunk().await {
+                if chunk.windows(7).any(|w| w == b"\"ADDED\"") {
+                    let _ = tx.send(Instant::now()).await;
+                    return;
+                }
+            }
+        });
+    }
+    for _ in 0..n {
+        ready_rx.recv().await.context("a watch failed to start")?;
+    }
+    let written = Instant::now();
+    let r = conns[0]
+        .post(format!(
+            "{}/apis/{GROUP}/v1/namespaces/default/widgets",
+            server.url
+        ))
+        .bearer_auth(&server.token)
+        .header("Content-Type", "application/json")
+        .body(object("fanout").to_string())
+        .send()
+        .await?;
+    if r.status().as_u16() != 201 {
+        bail!("fan-out write failed");
+    }
+    let mut seen = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .context("a watcher never saw the write")?
+            .context("watchers ended")?;
+        seen.push(t.duration_since(written));
+    }
+    seen.sort();
+    Ok((
+        percentile(&seen, 0.5),
+        *seen.last().unwrap_or(&Duration::ZERO),
+    ))
+}
