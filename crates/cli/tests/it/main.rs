@@ -5,6 +5,7 @@ mod conversion;
 mod http_api;
 mod migration;
 mod python_client;
+mod reliability;
 mod serving;
 mod support;
 mod versions;

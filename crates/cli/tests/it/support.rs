@@ -139,6 +139,21 @@ impl TestServer {
         b.build().expect("client")
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, std::process::Child::id)
+    }
+
+    /// Kills the server with SIGKILL (if still running) and returns the data dir as it is.
+    pub fn kill_and_keep(mut self) -> tempfile::TempDir {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::mem::replace(&mut self.dir, dir)
+    }
+
     /// Stops the server with SIGTERM and waits for it; returns the data dir.
     pub fn stop(mut self) -> tempfile::TempDir {
         if let Some(mut child) = self.child.take() {
