@@ -101,7 +101,7 @@ fn sigkill_during_writes_loses_nothing_acknowledged() {
     let mut s = TestServer::start();
     rt.block_on(setup(&s));
     let mut acked = Acked::new();
-    let mut last_rv = 0i64;
+    let mut previous_revision = 0i64;
     for cycle in 0..20 {
         // Kill with SIGKILL while the load is running.
         let killer = {
@@ -160,7 +160,7 @@ fn sigkill_during_writes_loses_nothing_acknowledged() {
         );
         let max_acked = acked.values().map(|(rv, _)| *rv).max().unwrap_or(0);
         assert!(list_rv >= max_acked);
-        last_rv = list_rv;
+        previous_revision = list_rv;
     }
 }
 
