@@ -155,8 +155,8 @@ fn sigkill_during_writes_loses_nothing_acknowledged() {
             .parse()
             .unwrap();
         assert!(
-            list_rv >= last_rv,
-            "revision went back: {list_rv} < {last_rv}"
+            list_rv >= previous_revision,
+            "revision went back: {list_rv} < {previous_revision}"
         );
         let max_acked = acked.values().map(|(rv, _)| *rv).max().unwrap_or(0);
         assert!(list_rv >= max_acked);
