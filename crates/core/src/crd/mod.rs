@@ -8,7 +8,6 @@
 //! which path each part is reported under, so that our messages match byte for byte.
 
 mod conversion;
-pub mod schema;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinition, CustomResourceDefinitionNames,
@@ -307,9 +306,6 @@ fn validate_spec(
                 m,
             ));
         }
-        if !layout.schema_shared {
-            errs.extend(validate_version_schema(v, &vp.child("schema")));
-        }
         if !layout.subresources_shared
             && let Some(sub) = &v.subresources
         {
@@ -372,9 +368,6 @@ fn validate_spec(
     errs.extend(validate_names(n, &names_path));
 
     if let Some(first) = spec.versions.first() {
-        if layout.schema_shared {
-            errs.extend(validate_version_schema(first, &path.child("validation")));
-        }
         if layout.subresources_shared
             && let Some(sub) = &first.subresources
         {
@@ -408,17 +401,60 @@ fn validate_spec(
     errs
 }
 
-fn validate_version_schema(v: &CustomResourceDefinitionVersion, path: &Path) -> ErrorList {
-    let Some(props) = v
-        .schema
-        .as_ref()
-        .and_then(|s| s.open_api_v3_schema.as_ref())
-    else {
-        return ErrorList::new();
+/// Where one distinct schema of a CRD is reported: for a schema shared by every version,
+/// `spec.validation.openAPIV3Schema` (checked once); otherwise
+/// `spec.versions[i].schema.openAPIV3Schema`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaLocation {
+    /// The error path of the schema root.
+    pub path: Path,
+    /// The index in `spec.versions` of a version with this schema.
+    pub version: usize,
+    /// Whether that version enables the status subresource (it restricts the root schema).
+    pub status_subresource: bool,
+}
+
+/// The schemas a CRD write must check, with upstream's internal error paths (the structural
+/// schema rules themselves live in the `crd-schema` crate).
+pub fn schema_locations(spec: &CustomResourceDefinitionSpec) -> Vec<SchemaLocation> {
+    let layout = Layout::of(spec);
+    let has_schema = |v: &CustomResourceDefinitionVersion| {
+        v.schema
+            .as_ref()
+            .is_some_and(|s| s.open_api_v3_schema.is_some())
     };
-    let value = serde_json::to_value(props).unwrap_or(Value::Null);
-    let status_enabled = v.subresources.as_ref().is_some_and(|s| s.status.is_some());
-    schema::validate(&value, &path.child("openAPIV3Schema"), status_enabled)
+    let status = |v: &CustomResourceDefinitionVersion| {
+        v.subresources.as_ref().is_some_and(|s| s.status.is_some())
+    };
+    if layout.schema_shared {
+        return spec
+            .versions
+            .first()
+            .filter(|v| has_schema(v))
+            .map(|v| SchemaLocation {
+                path: Path::new("spec")
+                    .child("validation")
+                    .child("openAPIV3Schema"),
+                version: 0,
+                status_subresource: status(v),
+            })
+            .into_iter()
+            .collect();
+    }
+    spec.versions
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| has_schema(v))
+        .map(|(i, v)| SchemaLocation {
+            path: Path::new("spec")
+                .child("versions")
+                .index(i)
+                .child("schema")
+                .child("openAPIV3Schema"),
+            version: i,
+            status_subresource: status(v),
+        })
+        .collect()
 }
 
 /// `validateDeprecationWarning`.

@@ -109,13 +109,6 @@ fn create_cases() {
             ],
         ),
         (
-            json!({"spec": {"versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "string"}}}]}}),
-            vec![
-                "spec.validation.openAPIV3Schema.type: Invalid value: \"string\": must be object at the root",
-            ],
-        ),
-        (
             json!({"spec": {"versions": [{"name": "v1", "served": true, "storage": true, "deprecationWarning": "x",
                 "schema": {"openAPIV3Schema": {"type": "object"}}}]}}),
             vec![
@@ -208,6 +201,33 @@ fn update_rules() {
         vec![
             "metadata.name: Invalid value: \"crontabs.stable.example.com\": must be spec.names.plural+\".\"+spec.group",
             "spec.names.plural: Invalid value: \"crons\": field is immutable",
+        ]
+    );
+}
+
+#[test]
+fn schema_locations_follow_the_internal_layout() {
+    let one: CustomResourceDefinition = serde_json::from_value(crontab()).expect("decodes");
+    let locs = schema_locations(&one.spec);
+    assert_eq!(locs.len(), 1);
+    assert_eq!(locs[0].path.as_str(), "spec.validation.openAPIV3Schema");
+    let mut two = crontab();
+    merge(
+        &mut two,
+        &json!({"spec": {"versions": [
+            {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object"}}},
+            {"name": "v2", "served": true, "storage": false, "subresources": {"status": {}},
+             "schema": {"openAPIV3Schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}]}}),
+    );
+    let two: CustomResourceDefinition = serde_json::from_value(two).expect("decodes");
+    let locs = schema_locations(&two.spec);
+    assert_eq!(
+        locs.iter()
+            .map(|l| (l.path.as_str().to_string(), l.status_subresource))
+            .collect::<Vec<_>>(),
+        vec![
+            ("spec.versions[0].schema.openAPIV3Schema".to_string(), false),
+            ("spec.versions[1].schema.openAPIV3Schema".to_string(), true),
         ]
     );
 }

@@ -19,7 +19,15 @@ const GENERATE_NAME_ATTEMPTS: usize = 8;
 pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
     let info = strategy.info();
     let mut obj = decode_body(ctx, strategy)?;
-    let mut warnings = strategy.admit(&mut obj, Subresource::Main)?;
+    let how = crate::registry::Admission {
+        sub: Subresource::Main,
+        field_validation: crate::registry::pipeline::FieldValidation::parse(
+            ctx.query,
+            "CreateOptions",
+        )?,
+        patch: false,
+    };
+    let mut warnings = strategy.admit(&mut obj, &how)?;
     if !meta::resource_version(&obj).is_empty() {
         return Err(Status::failure(
             500,
@@ -45,6 +53,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
         return Err(invalid(strategy, &name, &errors));
     }
     warnings.extend(crd_core::validation::finalizer_warnings(&obj, None));
+    warnings.extend(strategy.write_warnings(&obj, None));
     strategy.check_create_allowed(&name)?;
     if info.namespaced() {
         admit_namespace(ctx, strategy, meta::namespace(&obj).to_string(), &name).await?;

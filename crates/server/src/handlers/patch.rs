@@ -26,6 +26,8 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     let kind = patch_kind(ctx, custom)?;
     let patch: Value = serde_json::from_slice(&ctx.body)
         .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
+    let field_validation =
+        crate::registry::pipeline::FieldValidation::parse(ctx.query, "PatchOptions")?;
     let key = info.key(ctx.namespace(), name);
     let gr = info.group_resource();
     for attempt in 0..MAX_ATTEMPTS {
@@ -37,7 +39,12 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
             .ok_or_else(|| Status::not_found(&gr, name))?;
         let current_obj = read_object(strategy, &current).await?;
         let mut patched = apply(kind, current_obj, &patch)?;
-        let mut warnings = strategy.admit(&mut patched, ctx.sub)?;
+        let how = crate::registry::Admission {
+            sub: ctx.sub,
+            field_validation,
+            patch: true,
+        };
+        let mut warnings = strategy.admit(&mut patched, &how)?;
         let patched_rv = meta::resource_version(&patched).to_string();
         let precondition = patched_rv != current.mod_revision.to_string();
         if precondition && !patched_rv.is_empty() {

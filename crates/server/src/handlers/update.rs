@@ -16,7 +16,15 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     let info = strategy.info();
     let name = ctx.name();
     let mut new = decode_body(ctx, strategy)?;
-    let mut warnings = strategy.admit(&mut new, ctx.sub)?;
+    let how = crate::registry::Admission {
+        sub: ctx.sub,
+        field_validation: crate::registry::pipeline::FieldValidation::parse(
+            ctx.query,
+            "UpdateOptions",
+        )?,
+        patch: false,
+    };
+    let mut warnings = strategy.admit(&mut new, &how)?;
     if meta::name(&new) != name {
         return Err(Status::bad_request(format!(
             "the name of the object ({}) does not match the name on the URL ({name})",
@@ -81,7 +89,8 @@ pub async fn write_update(
     if info.group == "apiextensions.k8s.io" {
         crate::registry::crds::guard_stored_versions(ctx.state, &new, &old).await?;
     }
-    let warnings = crd_core::validation::finalizer_warnings(&new, Some(&old));
+    let mut warnings = crd_core::validation::finalizer_warnings(&new, Some(&old));
+    warnings.extend(strategy.write_warnings(&new, Some(&old)));
     let gr = info.group_resource();
     if meta::is_deleting(&old) && strategy.ready_to_remove(&new) {
         if ctx.dry_run() {

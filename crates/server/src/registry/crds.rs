@@ -62,14 +62,73 @@ pub fn storage_version(obj: &Value) -> Option<String> {
     first.get("name").and_then(Value::as_str).map(String::from)
 }
 
+fn raw_schemas(obj: &Value) -> Vec<Value> {
+    obj.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|vs| {
+            vs.iter()
+                .filter_map(|v| v.pointer("/schema/openAPIV3Schema").cloned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn validate_typed(obj: &Value, old: Option<&Value>) -> ErrorList {
     let Ok(new) = serde_json::from_value::<CustomResourceDefinition>(obj.clone()) else {
         return ErrorList::new();
     };
-    match old.and_then(|o| serde_json::from_value::<CustomResourceDefinition>(o.clone()).ok()) {
+    let mut errs = match old
+        .and_then(|o| serde_json::from_value::<CustomResourceDefinition>(o.clone()).ok())
+    {
         Some(old) => crd_core::crd::validate_update(&new, &old),
         None => crd_core::crd::validate_create(&new),
+    };
+    // The structural-schema rules, on the raw JSON (so that fields the typed model drops are
+    // still seen), at upstream's internal paths; ratcheted on update.
+    let old_schemas = old.map(raw_schemas).unwrap_or_default();
+    let preserve = new.spec.preserve_unknown_fields.unwrap_or(false);
+    let mut seen = std::collections::HashSet::new();
+    for loc in crd_core::crd::schema_locations(&new.spec) {
+        let Some(schema) = obj.pointer(&format!(
+            "/spec/versions/{}/schema/openAPIV3Schema",
+            loc.version
+        )) else {
+            continue;
+        };
+        let opts = crd_schema::checks::CheckOptions::create()
+            .with_status_subresource(loc.status_subresource)
+            .with_preserve_unknown_fields(preserve)
+            .ratcheted(old_schemas.iter());
+        for e in crd_schema::checks::check_schema(schema, &loc.path, &opts) {
+            // A spec-level error (preserveUnknownFields with defaults) is reported once.
+            if seen.insert(e.to_string()) {
+                errs.push(e);
+            }
+        }
     }
+    errs
+}
+
+/// `unrecognized format` and list-type warnings for schemas new in this write.
+fn schema_warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    let old_warnings: Vec<String> = old
+        .map(|o| {
+            raw_schemas(o)
+                .iter()
+                .flat_map(crd_schema::checks::format_warnings)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for w in raw_schemas(obj)
+        .iter()
+        .flat_map(crd_schema::checks::format_warnings)
+    {
+        if !old_warnings.contains(&w) && !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
 }
 
 impl Strategy for CrdStrategy {
@@ -77,7 +136,11 @@ impl Strategy for CrdStrategy {
         &self.info
     }
 
-    fn admit(&self, obj: &mut Value, _sub: Subresource) -> Result<Vec<String>, ApiError> {
+    fn write_warnings(&self, new: &Value, old: Option<&Value>) -> Vec<String> {
+        schema_warnings(new, old)
+    }
+
+    fn admit(&self, obj: &mut Value, _how: &super::Admission) -> Result<Vec<String>, ApiError> {
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
         let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
         if kind != "CustomResourceDefinition" || api_version != "apiextensions.k8s.io/v1" {

@@ -92,9 +92,11 @@ impl Strategy for CustomResourceStrategy {
         &self.info
     }
 
-    fn admit(&self, obj: &mut Value, _sub: Subresource) -> Result<Vec<String>, ApiError> {
+    fn admit(&self, obj: &mut Value, how: &super::Admission) -> Result<Vec<String>, ApiError> {
         pipeline::check_type_meta(&self.crd, &self.version.name, obj)?;
-        Ok(Vec::new())
+        let warnings = pipeline::prune_unknown_fields(&self.crd, &self.version, obj, how)?;
+        pipeline::default(&self.version, obj);
+        Ok(warnings)
     }
 
     fn check_create_allowed(&self, name: &str) -> Result<(), ApiError> {
@@ -125,6 +127,12 @@ impl Strategy for CustomResourceStrategy {
             NameValidation::Dns1123Subdomain,
             &Path::new("metadata"),
         );
+        errs.extend(pipeline::validate_schema(
+            &self.version,
+            obj,
+            None,
+            Subresource::Main,
+        ));
         errs.extend(self.validate_scale_paths(obj));
         errs
     }
@@ -168,7 +176,7 @@ impl Strategy for CustomResourceStrategy {
         }
     }
 
-    fn validate_update(&self, new: &Value, old: &Value, _sub: Subresource) -> ErrorList {
+    fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {
         let mut errs = validate_object_meta_update(
             new.get("metadata").unwrap_or(&Value::Null),
             old.get("metadata").unwrap_or(&Value::Null),
@@ -179,6 +187,12 @@ impl Strategy for CustomResourceStrategy {
             self.crd.scope,
             NameValidation::Dns1123Subdomain,
             &Path::new("metadata"),
+        ));
+        errs.extend(pipeline::validate_schema(
+            &self.version,
+            new,
+            Some(old),
+            sub,
         ));
         errs.extend(self.validate_scale_paths(new));
         errs

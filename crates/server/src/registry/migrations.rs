@@ -56,7 +56,7 @@ impl Strategy for MigrationStrategy {
         &self.info
     }
 
-    fn admit(&self, obj: &mut Value, _sub: Subresource) -> Result<Vec<String>, ApiError> {
+    fn admit(&self, obj: &mut Value, _how: &super::Admission) -> Result<Vec<String>, ApiError> {
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
         let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
         if kind != "StorageVersionMigration" || api_version != format!("{GROUP}/{VERSION}") {

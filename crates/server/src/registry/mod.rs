@@ -31,6 +31,18 @@ pub enum Subresource {
     Status,
 }
 
+/// How a body is being admitted: which endpoint, the `fieldValidation` mode, and whether it is
+/// the result of a patch (strict errors are then 422, as upstream).
+#[derive(Clone, Copy, Debug)]
+pub struct Admission {
+    /// The endpoint written through.
+    pub sub: Subresource,
+    /// `fieldValidation`.
+    pub field_validation: pipeline::FieldValidation,
+    /// The body is a patched object.
+    pub patch: bool,
+}
+
 /// The static description of one resource at one version.
 #[derive(Clone, Debug)]
 pub struct ResourceInfo {
@@ -116,7 +128,7 @@ pub trait Strategy: Send + Sync {
     fn info(&self) -> &ResourceInfo;
 
     /// Decoding-time admission of a body: type checks, pruning and defaulting. Returns warnings.
-    fn admit(&self, obj: &mut Value, sub: Subresource) -> Result<Vec<String>, ApiError>;
+    fn admit(&self, obj: &mut Value, how: &Admission) -> Result<Vec<String>, ApiError>;
 
     /// Rejects creation outright (for example while a CRD is terminating).
     fn check_create_allowed(&self, _name: &str) -> Result<(), ApiError> {
@@ -172,6 +184,11 @@ pub trait Strategy: Send + Sync {
             }
             _ => Err(UnsupportedField),
         }
+    }
+
+    /// Warnings about what a create (`old` is `None`) or update newly introduces.
+    fn write_warnings(&self, _new: &Value, _old: Option<&Value>) -> Vec<String> {
+        Vec::new()
     }
 
     /// Warnings every request through this strategy carries (deprecated versions).

@@ -65,7 +65,7 @@ impl Strategy for NamespaceStrategy {
         &self.info
     }
 
-    fn admit(&self, obj: &mut Value, _sub: Subresource) -> Result<Vec<String>, ApiError> {
+    fn admit(&self, obj: &mut Value, _how: &super::Admission) -> Result<Vec<String>, ApiError> {
         let kind = obj
             .get("kind")
             .and_then(Value::as_str)

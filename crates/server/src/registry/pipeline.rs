@@ -1,15 +1,21 @@
 //! The custom-object pipeline: each transform a custom object goes through between the wire and
 //! storage, as a named step. Handlers call these in a fixed order (see ARCHITECTURE.md):
 //!
-//! - write: [`check_type_meta`] → (schema steps) → strategy prepare/validate → [`to_storage`];
-//! - read: [`read_stored`].
+//! - write: [`check_type_meta`] → [`prune_unknown_fields`] (with `fieldValidation`) →
+//!   [`default`] → strategy prepare → validate (incl. [`validate_schema`]) → [`to_storage`];
+//! - read: [`read_stored`]: default with the stored version's schema → convert → prune with the
+//!   request version's schema.
 //!
 //! Architecture Invariant: no transform hides in a codec; every step is a call here.
 
-use crd_core::Status;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crd_core::{ErrorList, Path, Status};
 use serde_json::Value;
 
-use super::serving::ServingCrd;
+use super::serving::{ServedVersion, ServingCrd};
+use super::{Admission, Subresource};
 use crate::conversion::Converter;
 use crate::http::error::ApiError;
 
@@ -37,6 +43,120 @@ pub fn check_type_meta(crd: &ServingCrd, version: &str, obj: &Value) -> Result<(
     Ok(())
 }
 
+/// The `fieldValidation` query parameter: what to do with unknown fields in a body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them and warn (the server default).
+    Warn,
+    /// Reject the request (kubectl's default).
+    Strict,
+}
+
+impl FieldValidation {
+    /// Parses `fieldValidation`; `options` names the options kind in the 422 (`CreateOptions`...).
+    pub fn parse(query: &crate::http::route::Query, options: &str) -> Result<Self, ApiError> {
+        match query.get("fieldValidation").unwrap_or("") {
+            "" | "Warn" => Ok(FieldValidation::Warn),
+            "Ignore" => Ok(FieldValidation::Ignore),
+            "Strict" => Ok(FieldValidation::Strict),
+            other => {
+                let errors = ErrorList(vec![crd_core::FieldError::not_supported(
+                    &Path::new("fieldValidation"),
+                    other,
+                    &["", "Ignore", "Strict", "Warn"],
+                )]);
+                Err(Status::invalid(
+                    &crd_core::GroupResource::new("meta.k8s.io", options),
+                    "",
+                    &errors,
+                )
+                .into())
+            }
+        }
+    }
+}
+
+/// Step: removes fields the request version's schema does not know (and non-nullable nulls
+/// without defaults), then answers `fieldValidation`: warnings (Warn), nothing (Ignore), or
+/// Kubernetes' strict decoding error (Strict: 400, or 422 for patches).
+pub fn prune_unknown_fields(
+    crd: &ServingCrd,
+    version: &ServedVersion,
+    obj: &mut Value,
+    how: &Admission,
+) -> Result<Vec<String>, ApiError> {
+    let Some(schema) = &version.schema else {
+        return Ok(Vec::new());
+    };
+    let before =
+        (how.patch && how.field_validation == FieldValidation::Strict).then(|| obj.to_string());
+    let unknown = crd_schema::prune::prune(obj, schema, true);
+    crd_schema::prune::prune_nulls(obj, schema);
+    if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let items: Vec<String> = unknown
+        .iter()
+        .map(|p| format!("unknown field {}", crd_core::field::go_quote(p)))
+        .collect();
+    match how.field_validation {
+        FieldValidation::Ignore => Ok(Vec::new()),
+        FieldValidation::Warn => Ok(items),
+        FieldValidation::Strict if how.patch => {
+            let errors = ErrorList(vec![crd_core::FieldError::invalid(
+                &Path::new("patch"),
+                before.unwrap_or_default(),
+                format!("strict decoding error: {}", items.join(", ")),
+            )]);
+            Err(Status::invalid(&crd_core::GroupResource::new("", ""), "", &errors).into())
+        }
+        FieldValidation::Strict => Err(Status::bad_request(format!(
+            "{kind} in version {v} cannot be handled as a {kind}: strict decoding error: {}",
+            items.join(", "),
+            kind = crd.kind,
+            v = crd_core::field::go_quote(&version.name),
+        ))
+        .into()),
+    }
+}
+
+/// Step: applies the schema's defaults (request version on writes, stored version on reads).
+pub fn default(version: &ServedVersion, obj: &mut Value) {
+    if let Some(schema) = &version.schema {
+        crd_schema::default::apply_defaults(obj, schema);
+    }
+}
+
+/// Step: OpenAPI v3 validation of a written object, ratcheted on update (errors in parts equal
+/// to the old object are dropped). Through `/status` only the status schema applies, with paths
+/// under `status`.
+pub fn validate_schema(
+    version: &ServedVersion,
+    obj: &Value,
+    old: Option<&Value>,
+    sub: Subresource,
+) -> ErrorList {
+    let Some(schema) = &version.schema else {
+        return ErrorList::new();
+    };
+    match (sub, old) {
+        (Subresource::Main, None) => crd_schema::validate::validate(schema, obj),
+        (Subresource::Main, Some(old)) => crd_schema::validate::validate_update(schema, obj, old),
+        (Subresource::Status, _) => match (schema.pointer("/properties/status"), obj.get("status"))
+        {
+            (Some(status_schema), Some(status)) => crd_schema::validate::validate_update_at(
+                status_schema,
+                status,
+                old.and_then(|o| o.get("status")).unwrap_or(&Value::Null),
+                &Path::new("status"),
+            ),
+            _ => ErrorList::new(),
+        },
+    }
+}
+
 /// What a request at one version converts between: the request version and the storage
 /// version, with the CRD's converter.
 #[derive(Clone, Debug)]
@@ -47,6 +167,8 @@ pub struct ConversionPlan {
     pub request: String,
     /// `<group>/<version>` of the storage version.
     pub storage: String,
+    /// Every version's schema, by version name (defaulting on read, pruning after conversion).
+    pub schemas: Arc<BTreeMap<String, Value>>,
 }
 
 impl ConversionPlan {
@@ -56,6 +178,7 @@ impl ConversionPlan {
             converter: crd.converter.clone(),
             request: format!("{}/{version}", crd.group),
             storage: format!("{}/{}", crd.group, crd.storage_version),
+            schemas: crd.schemas.clone(),
         }
     }
 }
@@ -79,10 +202,38 @@ pub async fn read_stored(
     objs: Vec<Value>,
     is_list: bool,
 ) -> Result<Vec<Value>, ApiError> {
-    plan.converter
+    let version_of = |o: &Value| -> Option<String> {
+        o.get("apiVersion")
+            .and_then(Value::as_str)
+            .and_then(|av| av.rsplit_once('/'))
+            .map(|(_, v)| v.to_string())
+    };
+    let mut objs = objs;
+    let mut converted = Vec::with_capacity(objs.len());
+    for obj in &mut objs {
+        let own = version_of(obj);
+        if let Some(schema) = own.as_ref().and_then(|v| plan.schemas.get(v)) {
+            crd_schema::default::apply_defaults(obj, schema);
+        }
+        converted.push(own.as_deref() != plan.request.rsplit_once('/').map(|(_, v)| v));
+    }
+    let mut out = plan
+        .converter
         .convert(objs, &plan.request, is_list)
         .await
-        .map_err(|e| Status::internal(e.0).into())
+        .map_err(|e| -> ApiError { Status::internal(e.0).into() })?;
+    if let Some(schema) = plan
+        .request
+        .rsplit_once('/')
+        .and_then(|(_, v)| plan.schemas.get(v))
+    {
+        for (obj, was_converted) in out.iter_mut().zip(converted) {
+            if was_converted {
+                crd_schema::prune::prune(obj, schema, true);
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

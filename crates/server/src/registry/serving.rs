@@ -89,6 +89,8 @@ pub struct ServingCrd {
     pub terminating: bool,
     /// How objects convert between versions.
     pub converter: Converter,
+    /// Every version's `openAPIV3Schema`, by version name.
+    pub schemas: Arc<std::collections::BTreeMap<String, Value>>,
 }
 
 fn condition_true(crd: &CustomResourceDefinition, kind: &str) -> bool {
@@ -189,7 +191,15 @@ impl ServingCrd {
             terminating: crd.metadata.deletion_timestamp.is_some()
                 || condition_true(&crd, "Terminating"),
             converter: Converter::build(spec.conversion.as_ref(), conversion),
+            schemas: Arc::default(),
         };
+        serving.schemas = Arc::new(
+            serving
+                .versions
+                .iter()
+                .filter_map(|v| v.schema.clone().map(|s| (v.name.clone(), s)))
+                .collect(),
+        );
         // Fill default deprecation texts now that all versions are known.
         let defaults: Vec<Option<String>> = serving
             .versions
