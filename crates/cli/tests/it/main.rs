@@ -6,6 +6,7 @@ mod http_api;
 mod migration;
 mod python_client;
 mod reliability;
+mod schemas;
 mod serving;
 mod support;
 mod versions;

@@ -1,0 +1,305 @@
+//! Structural schemas through kubectl: CRD-time schema checks, validation messages, pruning and
+//! `fieldValidation`, preserve-unknown-fields, int-or-string, embedded resources, defaulting on
+//! write and on read, and nullable.
+
+use serde_json::Value;
+
+use crate::support::TestServer;
+
+fn crd(schema: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {{plural: crontabs, singular: crontab, kind: CronTab, shortNames: [ct]}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+{}
+",
+        schema
+            .lines()
+            .map(|l| format!("        {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
+}
+
+fn with_crd(schema: &str) -> TestServer {
+    let s = TestServer::start();
+    s.write("crd.yaml", &crd(schema));
+    s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
+    s.kubectl_ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "crd/crontabs.stable.example.com",
+    ]);
+    s
+}
+
+fn stderr_of(s: &TestServer, args: &[&str]) -> String {
+    let out = s.kubectl(args);
+    assert!(!out.status.success(), "kubectl {args:?} should fail");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const SEED_VALIDATION: &str = r"type: object
+properties:
+  spec:
+    type: object
+    properties:
+      cronSpec:
+        type: string
+        pattern: '^(\d+|\*)(/\d+)?(\s+(\d+|\*)(/\d+)?){4}$'
+      image:
+        type: string
+      replicas:
+        type: integer
+        minimum: 1
+        maximum: 10";
+
+#[test]
+fn crd_schemas_must_be_structural() {
+    let s = TestServer::start();
+    let cases = [
+        (
+            "type: object\nproperties:\n  spec:\n    type: object\n    uniqueItems: true",
+            "spec.validation.openAPIV3Schema.properties[spec].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+        ),
+        (
+            "type: object\nproperties:\n  spec:\n    properties:\n      a: {type: string}",
+            "spec.validation.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields",
+        ),
+        (
+            "type: object\nproperties:\n  spec:\n    type: object\n    properties:\n      a: {type: string}\n    additionalProperties: {type: string}",
+            "spec.validation.openAPIV3Schema.properties[spec].additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive",
+        ),
+        (
+            "type: object\nproperties:\n  metadata:\n    type: object\n    properties:\n      labels: {type: object}",
+            "spec.validation.openAPIV3Schema.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified",
+        ),
+        (
+            "type: object\nproperties:\n  spec:\n    type: object\n    properties:\n      replicas: {type: integer, default: \"three\"}",
+            "spec.validation.openAPIV3Schema.properties[spec].properties[replicas].default: Invalid value: \"string\":  in body must be of type integer: \"string\"",
+        ),
+        (
+            "type: string",
+            "spec.validation.openAPIV3Schema.type: Invalid value: \"string\": must be object at the root",
+        ),
+    ];
+    for (schema, want) in cases {
+        s.write("crd.yaml", &crd(schema));
+        let err = stderr_of(&s, &["apply", "-f", "crd.yaml"]);
+        assert!(err.contains(want), "schema {schema:?}:\n{err}");
+        // kubectl renders the 422 as `The <Kind> "<name>" is invalid: <causes>`.
+        assert!(
+            err.contains("The CustomResourceDefinition \"crontabs.stable.example.com\" is invalid"),
+            "{err}"
+        );
+    }
+    // An unknown format is accepted with a warning.
+    s.write(
+        "crd.yaml",
+        &crd("type: object\nproperties:\n  spec:\n    type: string\n    format: colour"),
+    );
+    let out = s.kubectl(&["apply", "-f", "crd.yaml"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Warning: unrecognized format \"colour\"")
+    );
+}
+
+#[test]
+fn the_seeds_validation_example() {
+    let s = with_crd(SEED_VALIDATION);
+    s.write(
+        "ct.yaml",
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: my-new-cron-object\nspec:\n  cronSpec: \"* * * *\"\n  image: my-awesome-cron-image\n  replicas: 15\n",
+    );
+    let err = stderr_of(&s, &["apply", "-f", "ct.yaml"]);
+    assert!(
+        err.contains("The CronTab \"my-new-cron-object\" is invalid:"),
+        "{err}"
+    );
+    assert!(
+        err.contains(r#"spec.cronSpec: Invalid value: "* * * *": spec.cronSpec in body should match '^(\d+|\*)(/\d+)?(\s+(\d+|\*)(/\d+)?){4}$'"#),
+        "{err}"
+    );
+    assert!(
+        err.contains("spec.replicas: Invalid value: 15: spec.replicas in body should be less than or equal to 10"),
+        "{err}"
+    );
+    s.write(
+        "ct.yaml",
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: my-new-cron-object\nspec:\n  cronSpec: \"* * * * */5\"\n  image: my-awesome-cron-image\n  replicas: 5\n",
+    );
+    s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
+}
+
+#[test]
+fn pruning_and_field_validation() {
+    let s = with_crd(
+        "type: object\nproperties:\n  spec:\n    type: object\n    properties:\n      cronSpec: {type: string}\n      image: {type: string}\n      replicas: {type: integer}\n  free:\n    type: object\n    x-kubernetes-preserve-unknown-fields: true\n    properties:\n      typed:\n        type: object\n        properties:\n          a: {type: string}",
+    );
+    let obj = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: my-new-cron-object\nspec:\n  cronSpec: '* * * * */5'\n  image: my-awesome-cron-image\n  someRandomField: 42\nfree:\n  anything: [1, 2]\n  typed: {a: x, b: y}\n";
+    s.write("ct.yaml", obj);
+    // kubectl's default (Strict) is refused by the server with the strict decoding error.
+    let err = stderr_of(&s, &["create", "-f", "ct.yaml"]);
+    assert!(
+        err.contains("CronTab in version \"v1\" cannot be handled as a CronTab: strict decoding error: unknown field \"free.typed.b\", unknown field \"spec.someRandomField\""),
+        "{err}"
+    );
+    // Warn: stored pruned, with a warning per field.
+    let out = s.kubectl(&["create", "-f", "ct.yaml", "--validate=warn"]);
+    assert!(out.status.success());
+    let warn = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        warn.contains("Warning: unknown field \"spec.someRandomField\""),
+        "{warn}"
+    );
+    let got: Value =
+        serde_json::from_str(&s.kubectl_ok(&["get", "ct", "my-new-cron-object", "-o", "json"]))
+            .unwrap();
+    assert!(got["spec"].get("someRandomField").is_none(), "{got}");
+    assert_eq!(
+        got["free"]["anything"],
+        serde_json::json!([1, 2]),
+        "preserved: {got}"
+    );
+    assert_eq!(
+        got["free"]["typed"],
+        serde_json::json!({"a": "x"}),
+        "pruned under preserve: {got}"
+    );
+    // Ignore (--validate=false): silently pruned.
+    s.kubectl_ok(&["delete", "ct", "my-new-cron-object"]);
+    let out = s.kubectl(&["create", "-f", "ct.yaml", "--validate=false"]);
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("unknown field"));
+    // kubectl patch sends no fieldValidation: the server default (Warn) applies.
+    let out = s.kubectl(&[
+        "patch",
+        "ct",
+        "my-new-cron-object",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"bogus":1}}"#,
+    ]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Warning: unknown field \"spec.bogus\""));
+    // A Strict patch with an unknown field is 422, with upstream's odd empty kind and name.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (code, body): (u16, Value) = rt.block_on(async {
+        let r = s
+            .client(crate::support::HttpVersion::Http2)
+            .patch(format!(
+                "{}/apis/stable.example.com/v1/namespaces/default/crontabs/my-new-cron-object?fieldValidation=Strict",
+                s.url
+            ))
+            .bearer_auth(&s.token)
+            .header("Content-Type", "application/merge-patch+json")
+            .body(r#"{"spec":{"bogus":1}}"#)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json().await.unwrap())
+    });
+    assert_eq!(code, 422, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(" \"\" is invalid: patch: Invalid value: \"{"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("\": strict decoding error: unknown field \"spec.bogus\""),
+        "{message}"
+    );
+}
+
+#[test]
+fn int_or_string_embedded_resources_defaults_and_nullable() {
+    let s = with_crd(
+        "type: object\nproperties:\n  spec:\n    type: object\n    properties:\n      port:\n        x-kubernetes-int-or-string: true\n      other:\n        x-kubernetes-int-or-string: true\n        anyOf: [{type: integer}, {type: string}]\n      template:\n        type: object\n        x-kubernetes-embedded-resource: true\n        x-kubernetes-preserve-unknown-fields: true\n      replicas:\n        type: integer\n        default: 1\n      foo:\n        type: string\n        nullable: false\n        default: default\n      bar:\n        type: string\n        nullable: true\n      baz:\n        type: string",
+    );
+    s.write(
+        "ct.yaml",
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: a\nspec:\n  port: 8080\n  other: http\n  template:\n    apiVersion: v1\n    kind: Pod\n    metadata: {name: p, junk: 1}\n    spec: {containers: []}\n  foo: null\n  bar: null\n  baz: null\n",
+    );
+    // `kubectl create` sends the nulls as written (client-side apply would drop them).
+    s.kubectl_ok(&["create", "-f", "ct.yaml", "--validate=false"]);
+    let got: Value =
+        serde_json::from_str(&s.kubectl_ok(&["get", "ct", "a", "-o", "json"])).unwrap();
+    let spec = &got["spec"];
+    assert_eq!(spec["port"], 8080);
+    assert_eq!(spec["other"], "http");
+    assert_eq!(spec["replicas"], 1, "defaulted: {spec}");
+    assert_eq!(spec["foo"], "default", "{spec}");
+    assert!(
+        spec["bar"].is_null() && spec.get("bar").is_some(),
+        "nullable kept: {spec}"
+    );
+    assert!(
+        spec.get("baz").is_none(),
+        "non-nullable null pruned: {spec}"
+    );
+    assert!(spec["template"]["metadata"].get("junk").is_none(), "{spec}");
+    assert_eq!(
+        spec["template"]["spec"],
+        serde_json::json!({"containers": []})
+    );
+
+    // int-or-string refuses other types; an embedded resource needs apiVersion and kind.
+    s.write(
+        "bad.yaml",
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: b\nspec:\n  port: 1.5\n  template:\n    metadata: {name: p}\n",
+    );
+    let err = stderr_of(&s, &["apply", "-f", "bad.yaml"]);
+    assert!(err.contains("spec.port: Invalid value: \"number\": spec.port in body must be of type integer,string: \"number\""), "{err}");
+    assert!(
+        err.contains("spec.template.apiVersion: Required value"),
+        "{err}"
+    );
+    assert!(err.contains("spec.template.kind: Required value"), "{err}");
+}
+
+#[test]
+fn defaults_apply_on_read_without_being_written_back() {
+    let s = with_crd(
+        "type: object\nproperties:\n  spec:\n    type: object\n    properties:\n      image: {type: string}",
+    );
+    s.write("ct.yaml", "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: old\nspec:\n  image: x\n");
+    s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
+    // Add a default afterwards: reads show it, storage does not get it.
+    s.write(
+        "crd.yaml",
+        &crd("type: object\nproperties:\n  spec:\n    type: object\n    properties:\n      image: {type: string}\n      replicas: {type: integer, default: 3}"),
+    );
+    s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
+    let mut seen = String::new();
+    for _ in 0..50 {
+        seen = s.kubectl_ok(&["get", "ct", "old", "-o", "jsonpath={.spec.replicas}"]);
+        if seen == "3" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(seen, "3");
+    let raw = s.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/debug/storage/registry/stable.example.com/crontabs/default/old",
+    ]);
+    let stored: Value = serde_json::from_str(&raw).unwrap();
+    assert!(
+        stored["value"]["spec"].get("replicas").is_none(),
+        "{stored}"
+    );
+}
