@@ -303,3 +303,38 @@ fn defaults_apply_on_read_without_being_written_back() {
         "{stored}"
     );
 }
+
+#[test]
+fn list_types_and_metadata_rules() {
+    let s = with_crd(
+        "type: object\nproperties:\n  spec:\n    type: object\n    properties:\n      tags:\n        type: array\n        x-kubernetes-list-type: set\n        items: {type: string}\n      ports:\n        type: array\n        x-kubernetes-list-type: map\n        x-kubernetes-list-map-keys: [name]\n        items:\n          type: object\n          required: [name]\n          properties:\n            name: {type: string}\n            port: {type: integer}\n      labels:\n        type: object\n        x-kubernetes-map-type: atomic\n        additionalProperties: {type: string}",
+    );
+    s.write(
+        "ct.yaml",
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: l\nspec:\n  tags: [a, b, a]\n  ports:\n  - {name: http, port: 80}\n  - {name: http, port: 8080}\n",
+    );
+    let err = stderr_of(&s, &["apply", "-f", "ct.yaml"]);
+    assert!(
+        err.contains("spec.tags[2]: Duplicate value: \"a\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("spec.ports[1]: Duplicate value: map[string]interface {}{\"name\":\"http\"}")
+            || err.contains("spec.ports[1]: Duplicate value: {\"name\":\"http\"}"),
+        "{err}"
+    );
+    // Labels and annotations follow Kubernetes' syntax and size rules.
+    s.write(
+        "ct.yaml",
+        &format!(
+            "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: m\n  labels: {{\"bad label\": x}}\n  annotations: {{big: {}}}\n",
+            "x".repeat(262_145)
+        ),
+    );
+    let err = stderr_of(&s, &["create", "-f", "ct.yaml"]);
+    assert!(err.contains("metadata.labels: Invalid value: \"bad label\": name part must consist of alphanumeric characters"), "{err}");
+    assert!(
+        err.contains("metadata.annotations: Too long: may not be more than 262144 bytes"),
+        "{err}"
+    );
+}
