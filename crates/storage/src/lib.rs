@@ -21,6 +21,8 @@ use futures::Stream;
 
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod sqlite;
 
 /// A global, monotonically increasing write counter; `metadata.resourceVersion` is its decimal form.
