@@ -29,7 +29,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Runs the API server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Rewrites every object of a CRD at its storage version (through a StorageVersionMigration
     /// on the running server), then trims status.storedVersions.
     Migrate(AdminArgs),
@@ -72,6 +72,22 @@ struct ServeArgs {
     /// default an admin token is generated into the data dir.
     #[arg(long)]
     token_auth_file: Option<PathBuf>,
+    /// etcd endpoints (`http://127.0.0.1:2379,...`); without it, the embedded `SQLite` store in the
+    /// data dir is used. Needs a build with the `etcd` feature.
+    #[arg(long, value_delimiter = ',')]
+    etcd_servers: Vec<String>,
+    /// The key prefix in etcd, as kube-apiserver's.
+    #[arg(long, default_value = "/registry")]
+    etcd_prefix: String,
+    /// CA file for etcd's TLS.
+    #[arg(long)]
+    etcd_cafile: Option<PathBuf>,
+    /// Client certificate for etcd's TLS.
+    #[arg(long)]
+    etcd_certfile: Option<PathBuf>,
+    /// Client key for etcd's TLS.
+    #[arg(long)]
+    etcd_keyfile: Option<PathBuf>,
     /// How often storage history is compacted; watches older than one to two intervals get 410.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     etcd_compaction_interval: Duration,
@@ -124,7 +140,7 @@ fn main() -> anyhow::Result<()> {
         .init();
     let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
         Command::Migrate(args) => admin(args, true),
         Command::StorageVersions(args) => admin(args, false),
         Command::Bench(args) => tokio::runtime::Builder::new_multi_thread()
@@ -157,8 +173,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         std::fs::create_dir_all(&args.data_dir)
             .with_context(|| format!("creating {}", args.data_dir.display()))?;
         let data_dir = std::fs::canonicalize(&args.data_dir)?;
-        let store = crd_storage::sqlite::SqliteStore::open(&data_dir.join("state.db"))
-            .context("opening the embedded database")?;
+        let store = open_store(&args, &data_dir).await?;
         let tls = match (args.tls_cert_file, args.tls_private_key_file) {
             (Some(cert), Some(key)) => TlsSource::Files { cert, key },
             _ => TlsSource::Generated {
@@ -181,17 +196,50 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             wait_for_signal().await;
             let _ = tx.send(true);
         });
-        crd_server::run(
-            config,
-            store as Arc<dyn crd_storage::Store>,
-            rx,
-            |s: &Started| {
-                println!("crd-apiserver listening on https://{}", s.addr);
-                println!("export KUBECONFIG={}", s.kubeconfig.display());
-            },
-        )
+        crd_server::run(config, store, rx, |s: &Started| {
+            println!("crd-apiserver listening on https://{}", s.addr);
+            println!("export KUBECONFIG={}", s.kubeconfig.display());
+        })
         .await
     })
+}
+
+/// The storage engine: etcd when `--etcd-servers` is given, else the embedded SQLite store.
+async fn open_store(
+    args: &ServeArgs,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<Arc<dyn crd_storage::Store>> {
+    if args.etcd_servers.is_empty() {
+        let store = crd_storage::sqlite::SqliteStore::open(&data_dir.join("state.db"))
+            .context("opening the embedded database")?;
+        return Ok(store);
+    }
+    #[cfg(feature = "etcd")]
+    {
+        let config = crd_storage::etcd::EtcdConfig {
+            endpoints: args.etcd_servers.clone(),
+            prefix: args.etcd_prefix.clone(),
+            ca_file: args.etcd_cafile.clone(),
+            cert_file: args.etcd_certfile.clone(),
+            key_file: args.etcd_keyfile.clone(),
+        };
+        let store = crd_storage::etcd::EtcdStore::connect(config)
+            .await
+            .context("connecting to etcd")?;
+        Ok(store)
+    }
+    #[cfg(not(feature = "etcd"))]
+    {
+        let _ = (
+            &args.etcd_prefix,
+            &args.etcd_cafile,
+            &args.etcd_certfile,
+            &args.etcd_keyfile,
+        );
+        anyhow::bail!(
+            "--etcd-servers needs a build with the etcd feature (cargo build --release --features etcd)"
+        )
+    }
 }
 
 async fn wait_for_signal() {

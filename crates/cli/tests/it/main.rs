@@ -2,6 +2,8 @@
 //! over HTTP/1.1 and HTTP/2, on 127.0.0.1 with a free port.
 
 mod conversion;
+#[cfg(feature = "etcd")]
+mod etcd;
 mod http_api;
 mod migration;
 mod python_client;

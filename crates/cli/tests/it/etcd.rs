@@ -1,0 +1,258 @@
+//! Several servers on one etcd (feature `etcd`): CRDs, watches and conflicts are shared, as
+//! with several kube-apiservers. Each test starts its own etcd (`$ETCD_BIN` or `etcd` on PATH);
+//! a missing binary fails the test.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{HttpVersion, TestServer};
+
+struct Etcd {
+    child: Child,
+    _dir: tempfile::TempDir,
+    endpoint: String,
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_etcd() -> Etcd {
+    let binary = std::env::var("ETCD_BIN").unwrap_or_else(|_| "etcd".into());
+    let dir = tempfile::tempdir().unwrap();
+    let (client, peer) = (free_port(), free_port());
+    let client_url = format!("http://127.0.0.1:{client}");
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let mut child = Command::new(&binary)
+        .arg("--name=test")
+        .arg(format!("--data-dir={}", dir.path().join("data").display()))
+        .arg(format!("--listen-client-urls={client_url}"))
+        .arg(format!("--advertise-client-urls={client_url}"))
+        .arg(format!("--listen-peer-urls={peer_url}"))
+        .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+        .arg(format!("--initial-cluster=test={peer_url}"))
+        .args([
+            "--heartbeat-interval=10",
+            "--election-timeout=100",
+            "--log-level=error",
+        ])
+        .arg("--experimental-watch-progress-notify-interval=1s")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("these tests need an etcd binary ({binary}: {e}); .ci/run installs etcd-server")
+        });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let health = Command::new("curl")
+            .args(["-s", &format!("{client_url}/health")])
+            .output();
+        if health.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("true")) {
+            return Etcd {
+                child,
+                _dir: dir,
+                endpoint: client_url,
+            };
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("etcd did not become healthy");
+}
+
+fn server_on(etcd: &Etcd) -> TestServer {
+    TestServer::start_with(
+        tempfile::tempdir().unwrap(),
+        &["--etcd-servers", &etcd.endpoint],
+    )
+}
+
+const CRD: &str = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+"metadata":{"name":"things.e.example.com"},
+"spec":{"group":"e.example.com","scope":"Namespaced",
+"names":{"plural":"things","singular":"thing","kind":"Thing"},
+"versions":[{"name":"v1","served":true,"storage":true,
+"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}"#;
+
+const BASE: &str = "/apis/e.example.com/v1/namespaces/default/things";
+
+async fn call(
+    s: &TestServer,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<String>,
+) -> (u16, Value) {
+    let mut req = s
+        .client(HttpVersion::Http2)
+        .request(method, format!("{}{path}", s.url))
+        .bearer_auth(&s.token)
+        .header("Content-Type", "application/json");
+    if let Some(b) = body {
+        req = req.body(b);
+    }
+    let r = req.send().await.unwrap();
+    let code = r.status().as_u16();
+    (code, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn served_within(s: &TestServer, path: &str, want: u16, limit: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let (code, _) = call(s, reqwest::Method::GET, path, None).await;
+        if code == want {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < limit,
+            "{path} never answered {want} (last {code})"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_servers_share_crds_watches_and_conflicts() {
+    let (etcd, a, b) = tokio::task::spawn_blocking(|| {
+        let etcd = start_etcd();
+        let a = server_on(&etcd);
+        let b = server_on(&etcd);
+        (etcd, a, b)
+    })
+    .await
+    .unwrap();
+
+    // A CRD created through A is served by B within a second.
+    let (code, _) = call(
+        &a,
+        reqwest::Method::POST,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        Some(CRD.into()),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let took = served_within(&b, BASE, 200, Duration::from_secs(5)).await;
+    assert!(
+        took < Duration::from_secs(1),
+        "B served the CRD after {took:?}"
+    );
+
+    // A watch on B sees a write made through A.
+    let (_, list) = call(&b, reqwest::Method::GET, BASE, None).await;
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut watch = b
+        .client(HttpVersion::Http2)
+        .get(format!(
+            "{}{BASE}?watch=true&resourceVersion={rv}&timeoutSeconds=5",
+            b.url
+        ))
+        .bearer_auth(&b.token)
+        .send()
+        .await
+        .unwrap();
+    let obj = json!({"apiVersion": "e.example.com/v1", "kind": "Thing", "metadata": {"name": "t1"}, "spec": {"v": 1}});
+    let (code, created) = call(&a, reqwest::Method::POST, BASE, Some(obj.to_string())).await;
+    assert_eq!(code, 201, "{created}");
+    let chunk = tokio::time::timeout(Duration::from_secs(5), watch.chunk())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let event: Value =
+        serde_json::from_slice(chunk.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(event["type"], "ADDED");
+    assert_eq!(event["object"]["metadata"]["name"], "t1");
+    assert_eq!(
+        event["object"]["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+
+    // Conflicting updates through both: one succeeds, the other is a 409.
+    let mut first = created.clone();
+    first["spec"]["v"] = json!("from-a");
+    let mut second = created.clone();
+    second["spec"]["v"] = json!("from-b");
+    let path = format!("{BASE}/t1");
+    let (ra, rb) = tokio::join!(
+        call(&a, reqwest::Method::PUT, &path, Some(first.to_string())),
+        call(&b, reqwest::Method::PUT, &path, Some(second.to_string())),
+    );
+    let mut codes = [ra.0, rb.0];
+    codes.sort_unstable();
+    assert_eq!(codes, [200, 409], "{ra:?} {rb:?}");
+    let loser = if ra.0 == 409 { &ra.1 } else { &rb.1 };
+    assert_eq!(loser["reason"], "Conflict");
+    assert!(
+        loser["message"]
+            .as_str()
+            .unwrap()
+            .contains("the object has been modified")
+    );
+
+    // Deleting the CRD through B removes it from both.
+    let (code, _) = call(
+        &b,
+        reqwest::Method::DELETE,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.e.example.com",
+        None,
+    )
+    .await;
+    assert_eq!(code, 200);
+    served_within(&a, BASE, 404, Duration::from_secs(10)).await;
+    served_within(&b, BASE, 404, Duration::from_secs(10)).await;
+    drop((a, b, etcd));
+}
+
+#[test]
+fn the_walkthrough_runs_on_etcd() {
+    let etcd = start_etcd();
+    let s = server_on(&etcd);
+    s.write("crd.yaml", &crate::support::crontab_crd());
+    s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
+    s.kubectl_ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "crd/crontabs.stable.example.com",
+    ]);
+    s.write("ct.yaml", &crate::support::my_crontab());
+    s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
+    let out = s.kubectl_ok(&["get", "ct"]);
+    assert!(out.contains("my-new-cron-object"), "{out}");
+    s.kubectl_ok(&["delete", "-f", "crd.yaml"]);
+    let out = s.kubectl(&["get", "crontabs"]);
+    assert!(!out.status.success());
+    // Keys are laid out as kube-apiserver lays them out.
+    let keys = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args([
+            "--endpoints",
+            &etcd.endpoint,
+            "get",
+            "/registry/",
+            "--prefix",
+            "--keys-only",
+        ])
+        .output()
+        .expect("etcdctl");
+    let keys = String::from_utf8_lossy(&keys.stdout);
+    assert!(keys.contains("/registry/namespaces/default"), "{keys}");
+}
