@@ -225,14 +225,11 @@ async fn two_servers_share_crds_watches_and_conflicts() {
 fn the_walkthrough_runs_on_etcd() {
     let etcd = start_etcd();
     let s = server_on(&etcd);
-    s.write("crd.yaml", &crate::support::crontab_crd());
-    s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
-    s.kubectl_ok(&[
-        "wait",
-        "--for",
-        "condition=established",
-        "crd/crontabs.stable.example.com",
-    ]);
+    s.apply_crd(
+        "crd.yaml",
+        &crate::support::crontab_crd(),
+        "crontabs.stable.example.com",
+    );
     s.write("ct.yaml", &crate::support::my_crontab());
     s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
     let out = s.kubectl_ok(&["get", "ct"]);

@@ -34,14 +34,7 @@ spec:
 }
 
 fn apply_crd(s: &TestServer, storage: &str) {
-    s.write("crd.yaml", &crd(storage));
-    s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
-    s.kubectl_ok(&[
-        "wait",
-        "--for",
-        "condition=established",
-        "crd/crontabs.stable.example.com",
-    ]);
+    s.apply_crd("crd.yaml", &crd(storage), "crontabs.stable.example.com");
 }
 
 const BASE: &str = "/apis/stable.example.com/v1beta1/namespaces/default/crontabs";

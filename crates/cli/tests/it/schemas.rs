@@ -34,14 +34,7 @@ spec:
 
 fn with_crd(schema: &str) -> TestServer {
     let s = TestServer::start();
-    s.write("crd.yaml", &crd(schema));
-    s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
-    s.kubectl_ok(&[
-        "wait",
-        "--for",
-        "condition=established",
-        "crd/crontabs.stable.example.com",
-    ]);
+    s.apply_crd("crd.yaml", &crd(schema), "crontabs.stable.example.com");
     s
 }
 

@@ -89,15 +89,7 @@ fn crontab(name: &str, extra: &str) -> String {
 
 fn setup() -> TestServer {
     let s = TestServer::start();
-    s.write("crd.yaml", CRD);
-    s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
-    s.kubectl_ok(&[
-        "wait",
-        "--for",
-        "condition=established",
-        "crd/crontabs.stable.example.com",
-        "--timeout=30s",
-    ]);
+    s.apply_crd("crd.yaml", CRD, "crontabs.stable.example.com");
     s
 }
 

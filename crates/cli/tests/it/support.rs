@@ -118,6 +118,19 @@ impl TestServer {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Applies a CRD manifest with kubectl and waits until the CRD is Established.
+    pub fn apply_crd(&self, file: &str, text: &str, crd: &str) {
+        self.write(file, text);
+        self.kubectl_ok(&["apply", "-f", file]);
+        self.kubectl_ok(&[
+            "wait",
+            "--for",
+            "condition=established",
+            &format!("crd/{crd}"),
+            "--timeout=30s",
+        ]);
+    }
+
     /// Writes a file in the working directory kubectl runs in.
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
         let p = self.dir.path().join(name);

@@ -61,15 +61,7 @@ fn stored_api_version(s: &TestServer, name: &str) -> String {
 }
 
 fn apply_crd(s: &TestServer, yaml: &str) {
-    s.write("crd.yaml", yaml);
-    s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
-    s.kubectl_ok(&[
-        "wait",
-        "--for",
-        "condition=established",
-        "crd/crontabs.stable.example.com",
-        "--timeout=30s",
-    ]);
+    s.apply_crd("crd.yaml", yaml, "crontabs.stable.example.com");
 }
 
 fn stored_versions(s: &TestServer) -> String {
