@@ -369,6 +369,9 @@ async fn snapshot_revision(
 /// Lists a collection.
 pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
     let opts = ListOptions::parse(ctx, strategy)?;
+    if ctx.output == Output::Json && !opts.has_selectors() && strategy.verbatim_reads() {
+        return verbatim_list(ctx, strategy, &opts).await;
+    }
     let page = read_page(ctx, strategy, &opts).await?;
     let mut list_meta = json!({ "resourceVersion": page.revision.to_string() });
     if let Some(c) = &page.continue_token {
@@ -406,8 +409,138 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     Ok(Reply::value(200, body))
 }
 
+/// Splices `"resourceVersion":"<rev>"` into stored bytes laid out as
+/// `{"apiVersion":"<api_version>","kind":"<kind>","metadata":{...`, which is how the server
+/// stores objects (sorted keys). Returns `None` for any other layout.
+pub fn splice_resource_version(
+    stored: &[u8],
+    api_version: &str,
+    kind: &str,
+    revision: i64,
+) -> Option<Vec<u8>> {
+    let head = format!(r#"{{"apiVersion":"{api_version}","kind":"{kind}","metadata":{{"#);
+    let rest = stored.strip_prefix(head.as_bytes())?;
+    let mut out = Vec::with_capacity(stored.len() + 40);
+    out.extend_from_slice(head.as_bytes());
+    out.extend_from_slice(format!(r#""resourceVersion":"{revision}""#).as_bytes());
+    if rest.first() != Some(&b'}') {
+        out.push(b',');
+    }
+    out.extend_from_slice(rest);
+    Some(out)
+}
+
+/// The list path without decoding: no selectors, JSON output, and reads that add nothing. Objects
+/// stored at another version still go through the pipeline (one conversion batch per page).
+async fn verbatim_list(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    opts: &ListOptions,
+) -> Result<Reply, ApiError> {
+    let info = strategy.info();
+    let gr = info.group_resource();
+    let prefix = opts.prefix(ctx, strategy);
+    // As in `read_page`: the token carries the last key sent (exclusive) and the snapshot.
+    let (start_after, revision) = match &opts.continue_token {
+        Some(t) => (
+            Some(format!("{prefix}{}", t.start.trim_end_matches('\0'))),
+            Some(t.rv),
+        ),
+        None => (None, snapshot_revision(ctx, opts).await?),
+    };
+    let resp = ctx
+        .store()
+        .list(ListRequest {
+            prefix: prefix.clone(),
+            start_after,
+            limit: (opts.limit > 0).then_some(opts.limit),
+            revision,
+        })
+        .await
+        .map_err(|e| match e {
+            crd_storage::StorageError::Compacted { .. } if opts.continue_token.is_some() => {
+                expired_continue()
+            }
+            e => ApiError::storage(&gr, "", e),
+        })?;
+    let api_version = info.api_version();
+    let mut items: Vec<Option<Vec<u8>>> = resp
+        .items
+        .iter()
+        .map(|kv| splice_resource_version(&kv.value, &api_version, &info.kind, kv.mod_revision))
+        .collect();
+    let slow: Vec<usize> = (0..items.len()).filter(|&i| items[i].is_none()).collect();
+    if !slow.is_empty() {
+        let kvs: Vec<crd_storage::KeyValue> = slow.iter().map(|&i| resp.items[i].clone()).collect();
+        let objs = read_objects(strategy, &kvs, true).await?;
+        for (i, obj) in slow.into_iter().zip(objs) {
+            items[i] = Some(serde_json::to_vec(&obj).map_err(Status::internal)?);
+        }
+    }
+    let mut list_meta = json!({ "resourceVersion": resp.revision.to_string() });
+    if opts.limit > 0
+        && resp.remaining > 0
+        && let Some(last) = resp.items.last()
+    {
+        let token = ContinueToken::encode(
+            resp.revision,
+            &format!("{}\0", last.key.strip_prefix(&prefix).unwrap_or(&last.key)),
+        );
+        list_meta["continue"] = Value::String(token);
+        list_meta["remainingItemCount"] = Value::from(resp.remaining);
+    }
+    let total: usize = items.iter().flatten().map(Vec::len).sum();
+    let mut body = Vec::with_capacity(total + items.len() + 256);
+    body.extend_from_slice(
+        format!(
+            r#"{{"apiVersion":{},"items":["#,
+            serde_json::to_string(&api_version).unwrap_or_default()
+        )
+        .as_bytes(),
+    );
+    for (i, item) in items.iter().flatten().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(item);
+    }
+    body.extend_from_slice(
+        format!(
+            r#"],"kind":{},"metadata":{}}}"#,
+            serde_json::to_string(&info.list_kind).unwrap_or_default(),
+            list_meta
+        )
+        .as_bytes(),
+    );
+    Ok(Reply {
+        code: 200,
+        body: super::ReplyBody::RawJson(bytes::Bytes::from(body)),
+        warnings: Vec::new(),
+        content_type: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn resource_versions_are_spliced_only_into_the_stored_layout() {
+        let stored = br#"{"apiVersion":"g/v1","kind":"K","metadata":{"name":"a"},"spec":{}}"#;
+        let out = super::splice_resource_version(stored, "g/v1", "K", 42).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["metadata"]["resourceVersion"], "42");
+        assert_eq!(v["metadata"]["name"], "a");
+        let empty = br#"{"apiVersion":"g/v1","kind":"K","metadata":{}}"#;
+        let out = super::splice_resource_version(empty, "g/v1", "K", 7).unwrap();
+        assert_eq!(
+            out,
+            br#"{"apiVersion":"g/v1","kind":"K","metadata":{"resourceVersion":"7"}}"#
+        );
+        // Another version, or another key order, goes through the decoding path.
+        assert!(super::splice_resource_version(stored, "g/v2", "K", 1).is_none());
+        let other = br#"{"apiVersion":"g/v1","data":1,"kind":"K","metadata":{}}"#;
+        assert!(super::splice_resource_version(other, "g/v1", "K", 1).is_none());
+    }
+
     use super::*;
 
     #[test]

@@ -126,6 +126,8 @@ pub enum ReplyBody {
     Status(Box<Status>),
     /// A streaming response (watch).
     Stream(crate::http::BoxBody),
+    /// JSON bytes assembled by the handler (the verbatim list path).
+    RawJson(Bytes),
 }
 
 /// A handler's response.

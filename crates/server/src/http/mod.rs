@@ -364,6 +364,7 @@ fn render(reply: Reply, output: Output) -> Response<BoxBody> {
         }
         ReplyBody::Status(s) => status_response(&s, &[]),
         ReplyBody::Stream(body) => with_type(Response::new(body), "application/json"),
+        ReplyBody::RawJson(bytes) => with_type(Response::new(full(bytes)), "application/json"),
     };
     *resp.status_mut() = code;
     add_warnings(resp.headers_mut(), &reply.warnings);

@@ -217,6 +217,10 @@ impl Strategy for CustomResourceStrategy {
         }
     }
 
+    fn verbatim_reads(&self) -> bool {
+        !self.version.has_defaults
+    }
+
     fn conversion(&self) -> Option<pipeline::ConversionPlan> {
         Some(pipeline::ConversionPlan::new(&self.crd, &self.version.name))
     }

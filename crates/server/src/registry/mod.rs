@@ -186,6 +186,12 @@ pub trait Strategy: Send + Sync {
         }
     }
 
+    /// Whether stored bytes already at the request version can be sent as they are (with the
+    /// resourceVersion spliced in): true when reads add nothing (no defaults to apply).
+    fn verbatim_reads(&self) -> bool {
+        false
+    }
+
     /// Warnings about what a create (`old` is `None`) or update newly introduces.
     fn write_warnings(&self, _new: &Value, _old: Option<&Value>) -> Vec<String> {
         Vec::new()

@@ -31,6 +31,8 @@ pub struct ScalePaths {
 
 /// One version of a CRD.
 #[derive(Clone, Debug)]
+// These flags are independent facts of the CRD version, as in its spec.
+#[allow(clippy::struct_excessive_bools)]
 pub struct ServedVersion {
     /// The version name.
     pub name: String,
@@ -48,6 +50,8 @@ pub struct ServedVersion {
     pub scale: Option<ScalePaths>,
     /// Columns for `kubectl get`.
     pub columns: Vec<TableColumn>,
+    /// Whether the schema declares any default (reads must then decode and default objects).
+    pub has_defaults: bool,
     /// `selectableFields`: JSON paths (`.spec.color`) usable in field selectors as `spec.color`.
     pub selectable_fields: Vec<String>,
 }
@@ -153,6 +157,9 @@ impl ServingCrd {
                             label_selector: s.label_selector_path.clone(),
                         }),
                     columns: columns_of(v.additional_printer_columns.as_deref()),
+                    has_defaults: raw_v
+                        .and_then(|rv| rv.pointer("/schema/openAPIV3Schema"))
+                        .is_some_and(crd_schema::checks::has_defaults),
                     selectable_fields: v
                         .selectable_fields
                         .iter()
