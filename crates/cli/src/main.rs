@@ -88,6 +88,14 @@ struct ServeArgs {
     /// Client key for etcd's TLS.
     #[arg(long)]
     etcd_keyfile: Option<PathBuf>,
+    /// Accept client certificates signed by this CA: the subject's CN is the user and its O
+    /// entries are the groups, as in kube-apiserver.
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// An ABAC policy file (kube-apiserver's format, one JSON Policy per line); without it,
+    /// every authenticated user may do everything.
+    #[arg(long)]
+    authorization_policy_file: Option<PathBuf>,
     /// How often storage history is compacted; watches older than one to two intervals get 410.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     etcd_compaction_interval: Duration,
@@ -186,6 +194,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             tls,
             token_file: args.token_auth_file,
             compaction_interval: args.etcd_compaction_interval,
+            client_ca_file: args.client_ca_file.clone(),
+            authorization_policy_file: args.authorization_policy_file.clone(),
             conversion: crd_server::conversion::ConversionOptions {
                 webhook_timeout: args.conversion_webhook_timeout,
                 service_addresses: args.service_addresses.into_iter().collect(),

@@ -23,12 +23,15 @@ pub struct User {
 #[derive(Clone, Debug, Default)]
 pub struct TokenAuthenticator {
     tokens: HashMap<String, User>,
+    /// The first token of a `system:masters` member, in file order.
+    admin: Option<String>,
 }
 
 impl TokenAuthenticator {
     /// Parses a token file. Lines that are empty or start with `#` are skipped.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let mut tokens = HashMap::new();
+        let mut admin = None;
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -38,7 +41,7 @@ impl TokenAuthenticator {
             if fields.len() < 3 {
                 anyhow::bail!("token file line {}: expected at least 3 fields", i + 1);
             }
-            let groups = fields
+            let groups: Vec<String> = fields
                 .get(3)
                 .map(|g| {
                     g.split(',')
@@ -51,6 +54,9 @@ impl TokenAuthenticator {
             if fields[0].is_empty() {
                 anyhow::bail!("token file line {}: empty token", i + 1);
             }
+            if admin.is_none() && groups.iter().any(|g| g == "system:masters") {
+                admin = Some(fields[0].clone());
+            }
             tokens.insert(
                 fields[0].clone(),
                 User {
@@ -60,7 +66,7 @@ impl TokenAuthenticator {
                 },
             );
         }
-        Ok(TokenAuthenticator { tokens })
+        Ok(TokenAuthenticator { tokens, admin })
     }
 
     /// Reads and parses a token file.
@@ -68,6 +74,11 @@ impl TokenAuthenticator {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading token file {}", path.display()))?;
         Self::parse(&text).with_context(|| format!("parsing token file {}", path.display()))
+    }
+
+    /// The first token of a `system:masters` member, written into the kubeconfig.
+    pub fn admin_token(&self) -> Option<&str> {
+        self.admin.as_deref()
     }
 
     /// Looks up the user of an `Authorization` header value.

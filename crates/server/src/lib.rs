@@ -14,6 +14,7 @@
 //! `Arc<dyn Store>`.
 
 pub mod auth;
+pub mod authz;
 pub mod controllers;
 pub mod conversion;
 pub mod discovery;
@@ -55,6 +56,11 @@ pub struct ServerConfig {
     pub token_file: Option<PathBuf>,
     /// Conversion-webhook settings (timeout, service addresses).
     pub conversion: conversion::ConversionOptions,
+    /// `--client-ca-file`: accept client certificates signed by this CA.
+    pub client_ca_file: Option<PathBuf>,
+    /// `--authorization-policy-file`: an ABAC policy; without it every authenticated user may do
+    /// everything.
+    pub authorization_policy_file: Option<PathBuf>,
     /// `--etcd-compaction-interval`: how often storage history is compacted.
     pub compaction_interval: std::time::Duration,
 }
@@ -78,9 +84,16 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
-    let tls = tls::load_or_generate(&config.tls)?;
+    let tls = tls::load_or_generate(&config.tls, config.client_ca_file.as_deref())?;
+    let authorizer = match &config.authorization_policy_file {
+        Some(p) => authz::Authorizer::from_file(p)?,
+        None => authz::Authorizer::allow_all(),
+    };
     let (auth, admin_token) = if let Some(path) = &config.token_file {
-        (TokenAuthenticator::from_file(path)?, None)
+        // The kubeconfig carries the file's first `system:masters` token, if it has one.
+        let auth = TokenAuthenticator::from_file(path)?;
+        let admin = auth.admin_token().map(String::from);
+        (auth, admin)
     } else {
         let (auth, token) = kubeconfig::admin_token(&config.data_dir)?;
         (auth, Some(token))
@@ -89,11 +102,9 @@ pub async fn run(
         .await
         .with_context(|| format!("binding {}", config.bind))?;
     let addr = listener.local_addr()?;
-    let state = Arc::new(AppState::new(
-        store.clone(),
-        auth,
-        config.conversion.clone(),
-    ));
+    let mut state = AppState::new(store.clone(), auth, config.conversion.clone());
+    state.authorizer = authorizer;
+    let state = Arc::new(state);
 
     controllers::namespaces_bootstrap(&state).await?;
     let crd_controller = CrdController::new(state.clone());

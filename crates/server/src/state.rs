@@ -27,6 +27,8 @@ pub struct AppState {
     pub migrations: Arc<MigrationStrategy>,
     /// Bearer tokens.
     pub auth: TokenAuthenticator,
+    /// Who may do what.
+    pub authorizer: crate::authz::Authorizer,
     /// Rendered OpenAPI documents, rebuilt when CRDs change.
     pub openapi: OpenApiCache,
     ready: AtomicBool,
@@ -46,6 +48,7 @@ impl AppState {
             namespaces: Arc::new(NamespaceStrategy::default()),
             migrations: Arc::new(MigrationStrategy::default()),
             auth,
+            authorizer: crate::authz::Authorizer::allow_all(),
             openapi: OpenApiCache::default(),
             ready: AtomicBool::new(false),
         }

@@ -36,8 +36,13 @@ pub struct TlsMaterial {
     pub ca_pem: String,
 }
 
-/// Loads the serving certificate, generating it first when needed.
-pub fn load_or_generate(source: &TlsSource) -> anyhow::Result<TlsMaterial> {
+/// Loads the serving certificate, generating it first when needed. With `client_ca`
+/// (`--client-ca-file`), client certificates signed by it are verified and accepted as
+/// identities; clients without one still connect (and authenticate with a token).
+pub fn load_or_generate(
+    source: &TlsSource,
+    client_ca: Option<&Path>,
+) -> anyhow::Result<TlsMaterial> {
     let (cert_path, key_path, ca_pem) = match source {
         TlsSource::Generated { dir } => {
             let ca_path = dir.join("ca.crt");
@@ -62,8 +67,26 @@ pub fn load_or_generate(source: &TlsSource) -> anyhow::Result<TlsMaterial> {
         .with_context(|| format!("parsing {}", cert_path.display()))?;
     let key = PrivateKeyDer::from_pem_file(&key_path)
         .with_context(|| format!("reading {}", key_path.display()))?;
-    let mut config = rustls::ServerConfig::builder()
-        .with_no_client_auth()
+    let builder = rustls::ServerConfig::builder();
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(path) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in CertificateDer::pem_file_iter(path)
+                .with_context(|| format!("reading {}", path.display()))?
+            {
+                roots
+                    .add(cert.with_context(|| format!("parsing {}", path.display()))?)
+                    .with_context(|| format!("adding {} as a client CA", path.display()))?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
+                .allow_unauthenticated()
+                .build()
+                .context("building the client certificate verifier")?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder
         .with_single_cert(certs, key)
         .context("building the TLS configuration")?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -121,4 +144,25 @@ pub fn write_private(path: &Path, data: &[u8]) -> anyhow::Result<()> {
     f.sync_all()?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+/// The identity in a verified client certificate, as Kubernetes reads it: the subject's common
+/// name is the user, its organizations are the groups.
+pub fn user_of_certificate(der: &[u8]) -> Option<crate::auth::User> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = cert.subject();
+    let name = subject
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())?
+        .to_string();
+    let groups = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(String::from))
+        .collect();
+    Some(crate::auth::User {
+        uid: String::new(),
+        name,
+        groups,
+    })
 }

@@ -1,6 +1,7 @@
 //! Integration tests: the real `crd-apiserver` binary driven by kubectl and by an HTTP client
 //! over HTTP/1.1 and HTTP/2, on 127.0.0.1 with a free port.
 
+mod access;
 mod conversion;
 #[cfg(feature = "etcd")]
 mod etcd;

@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 
+use crate::auth::User;
 use crate::controllers;
 use crate::discovery;
 use crate::handlers::{self, Ctx, Reply, ReplyBody};
@@ -91,10 +92,22 @@ pub async fn serve(
             else {
                 return;
             };
+            // A verified client certificate (`--client-ca-file`) is an identity for the
+            // whole connection.
+            let cert_user: Option<Arc<User>> = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|chain| chain.first())
+                .and_then(|leaf| crate::tls::user_of_certificate(leaf.as_ref()))
+                .map(Arc::new);
             let service = hyper::service::service_fn(move |req| {
                 let state = state.clone();
                 let local = local.clone();
-                async move { Ok::<_, Infallible>(handle(state, &local, req).await) }
+                let cert_user = cert_user.clone();
+                async move {
+                    Ok::<_, Infallible>(handle(state, &local, cert_user.as_deref(), req).await)
+                }
             });
             let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             builder.http2().max_concurrent_streams(1000);
@@ -115,6 +128,7 @@ pub async fn serve(
 pub async fn handle(
     state: Arc<AppState>,
     server_address: &str,
+    cert_user: Option<&User>,
     req: Request<Incoming>,
 ) -> Response<BoxBody> {
     let (parts, body) = req.into_parts();
@@ -125,8 +139,18 @@ pub async fn handle(
         .headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    if !public && state.auth.authenticate(authorization).is_none() {
-        return status_response(&Status::unauthorized(), &[]);
+    if !public {
+        // A bearer token wins over a client certificate, as in kube-apiserver's union
+        // authenticator (tokens are checked first).
+        let Some(user) = state.auth.authenticate(authorization).or(cert_user) else {
+            return status_response(&Status::unauthorized(), &[]);
+        };
+        let mut user = user.clone();
+        user.groups.push("system:authenticated".into());
+        let attrs = authorization_attributes(&parts.method, parts.uri.path(), &route);
+        if !state.authorizer.allowed(&user, &attrs) {
+            return status_response(&crate::authz::Authorizer::denial(&user, &attrs), &[]);
+        }
     }
     let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
         Ok(b) => b.to_bytes(),
@@ -144,6 +168,30 @@ pub async fn handle(
     match result {
         Ok(resp) => resp,
         Err(e) => error_response(&e),
+    }
+}
+
+/// The authorizer's view of a request.
+fn authorization_attributes(
+    method: &Method,
+    path: &str,
+    route: &Route,
+) -> crate::authz::Attributes {
+    match route {
+        Route::Resource(r) => crate::authz::Attributes::Resource {
+            verb: r.verb.as_str().to_string(),
+            group: r.group.clone(),
+            resource: match &r.subresource {
+                Some(sub) => format!("{}/{sub}", r.resource),
+                None => r.resource.clone(),
+            },
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+        },
+        _ => crate::authz::Attributes::NonResource {
+            verb: method.as_str().to_ascii_lowercase(),
+            path: path.to_string(),
+        },
     }
 }
 
