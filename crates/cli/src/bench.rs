@@ -33,6 +33,11 @@ pub struct BenchArgs {
     /// Skip the (slow) full-data-dir startup measurement.
     #[arg(long)]
     skip_full_startup: bool,
+    /// Instead of the figures, run a mixed load (creates, updates, gets, lists, deletes, 50
+    /// watchers) for this many seconds and report resident memory and open file descriptors
+    /// over time.
+    #[arg(long)]
+    sustained: Option<u64>,
 }
 
 struct Server {
@@ -94,6 +99,10 @@ impl Server {
     }
 
     /// Resident and peak resident memory of the server, in KiB (`/proc/<pid>/status`).
+    fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).map_or(0, Iterator::count)
+    }
+
     fn memory_kib(&self) -> (u64, u64) {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .unwrap_or_default();
@@ -286,8 +295,129 @@ async fn wait_ready(server: &Server) -> anyhow::Result<()> {
     bail!("never ready")
 }
 
+/// Mixed load for `seconds`, sampling the server's memory and descriptors every 10 s.
+async fn sustained(seconds: u64) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (server, _) = Server::start(&dir.path().join("data"))?;
+    wait_ready(&server).await?;
+    let client = server.client(true)?;
+    setup_crd(&server, &client).await?;
+    let base = format!("{}/apis/{GROUP}/v1/namespaces/default/widgets", server.url);
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut tasks = Vec::new();
+    for w in 0..8usize {
+        let client = server.client(w % 2 == 0)?;
+        let (base, token) = (base.clone(), server.token.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut ops = 0u64;
+            let mut i = 0usize;
+            while Instant::now() < deadline {
+                i += 1;
+                let name = format!("s{w}-{}", i % 200);
+                let url = format!("{base}/{name}");
+                let _ = client
+                    .delete(&url)
+                    .bearer_auth(&token)
+                    .send()
+                    .await?
+                    .bytes()
+                    .await?;
+                let _ = client
+                    .post(&base)
+                    .bearer_auth(&token)
+                    .header("Content-Type", "application/json")
+                    .body(object(&name).to_string())
+                    .send()
+                    .await?
+                    .bytes()
+                    .await?;
+                let _ = client
+                    .patch(&url)
+                    .bearer_auth(&token)
+                    .header("Content-Type", "application/merge-patch+json")
+                    .body(format!(r#"{{"spec":{{"replicas":{i}}}}}"#))
+                    .send()
+                    .await?
+                    .bytes()
+                    .await?;
+                let _ = client
+                    .get(&url)
+                    .bearer_auth(&token)
+                    .send()
+                    .await?
+                    .bytes()
+                    .await?;
+                if i % 50 == 0 {
+                    let _ = client
+                        .get(&base)
+                        .bearer_auth(&token)
+                        .send()
+                        .await?
+                        .bytes()
+                        .await?;
+                }
+                ops += 4;
+            }
+            Ok::<_, anyhow::Error>(ops)
+        }));
+    }
+    // Watchers that reconnect every 5 s, as informers do.
+    for _ in 0..50 {
+        let client = server.client(true)?;
+        let (base, token) = (base.clone(), server.token.clone());
+        tasks.push(tokio::spawn(async move {
+            while Instant::now() < deadline {
+                let mut r = client
+                    .get(format!(
+                        "{base}?watch=true&timeoutSeconds=5&allowWatchBookmarks=true"
+                    ))
+                    .bearer_auth(&token)
+                    .send()
+                    .await?;
+                while let Ok(Some(_)) = r.chunk().await {}
+            }
+            Ok(0)
+        }));
+    }
+    println!("| elapsed | RSS | peak RSS | open fds |");
+    println!("| --- | --- | --- | --- |");
+    let started = Instant::now();
+    while Instant::now() < deadline {
+        let (rss, peak) = server.memory_kib();
+        println!(
+            "| {:>4} s | {:.1} MB | {:.1} MB | {} |",
+            started.elapsed().as_secs(),
+            rss as f64 / 1024.0,
+            peak as f64 / 1024.0,
+            server.open_fds()
+        );
+        tokio::time::sleep(
+            Duration::from_secs(10)
+                .min(deadline.saturating_duration_since(Instant::now()) + Duration::from_millis(1)),
+        )
+        .await;
+    }
+    let mut ops = 0;
+    for t in tasks {
+        ops += t.await??;
+    }
+    let (rss, peak) = server.memory_kib();
+    println!(
+        "| {:>4} s | {:.1} MB | {:.1} MB | {} |",
+        started.elapsed().as_secs(),
+        rss as f64 / 1024.0,
+        peak as f64 / 1024.0,
+        server.open_fds()
+    );
+    println!("\n{ops} write/read operations in {seconds} s");
+    Ok(())
+}
+
 /// Runs every benchmark and prints a Markdown table.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if let Some(seconds) = args.sustained {
+        return sustained(seconds).await;
+    }
     let dir = tempfile::tempdir()?;
     let mut report = Report { rows: Vec::new() };
     println!("| figure | value | note |");

@@ -85,8 +85,7 @@ fn wildcard(pattern: &str, value: &str) -> bool {
 impl PolicySpec {
     fn subject_matches(&self, user: &User) -> bool {
         (!self.user.is_empty() && wildcard(&self.user, &user.name))
-            || (!self.group.is_empty()
-                && (self.group == "*" || user.groups.contains(&self.group)))
+            || (!self.group.is_empty() && (self.group == "*" || user.groups.contains(&self.group)))
     }
 
     fn matches(&self, user: &User, attrs: &Attributes) -> bool {

@@ -50,8 +50,10 @@ pub const DEFAULT_FILE_NAME: &str = "state.db";
 
 /// At most this many commands share one transaction, bounding the time a batch holds the writer.
 const MAX_BATCH: usize = 1024;
-/// Live-feed capacity in batches; a watcher further behind than this gets `WatchLagged`.
-const EVENT_BUFFER: usize = 8192;
+/// Live-feed capacity in batches; a watcher further behind than this gets `WatchLagged` (and its
+/// client a 410, so it re-lists). Each retained batch holds its events' values, so this bounds
+/// memory under sustained writes.
+const EVENT_BUFFER: usize = 1024;
 /// History rows read per read transaction while a watch replays history.
 const HISTORY_PAGE: i64 = 512;
 /// Idle read connections kept for reuse.
@@ -177,6 +179,7 @@ impl SqliteStore {
         let reads = Arc::new(ReadPool {
             path,
             idle: Mutex::new(Vec::new()),
+            permits: tokio::sync::Semaphore::new(MAX_IDLE_READERS),
         });
         // Open one reader now so that a broken file fails here rather than on the first read.
         let first = open_reader(&reads.path)?;
@@ -453,6 +456,9 @@ fn read_meta(conn: &Connection) -> rusqlite::Result<(Revision, Revision)> {
 struct ReadPool {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
+    /// Bounds concurrent reads to the pooled connections: more would only add connections
+    /// (each with its own page cache) and blocking threads, not throughput.
+    permits: tokio::sync::Semaphore,
 }
 
 fn open_reader(path: &Path) -> Result<Connection, StorageError> {
@@ -471,6 +477,11 @@ impl ReadPool {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| StorageError::Unavailable("the store is closed".into()))?;
         let pool = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
             let idle = pool.idle.lock().expect("read pool poisoned").pop();

@@ -86,8 +86,7 @@ async fn tokens_certificates_and_policy() {
         .build()
         .unwrap();
     let identity =
-        reqwest::Identity::from_pem(format!("{}{}", carol.cert, carol.key).as_bytes())
-            .unwrap();
+        reqwest::Identity::from_pem(format!("{}{}", carol.cert, carol.key).as_bytes()).unwrap();
     let with_cert = reqwest::Client::builder()
         .tls_certs_only([server_ca])
         .identity(identity)

@@ -14,8 +14,8 @@ use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::list::{ListOptions, read_page};
-use super::{Ctx, Reply, ReplyBody, read_object};
+use super::list::ListOptions;
+use super::{Ctx, Reply, ReplyBody, read_object, read_objects};
 use crate::http::error::ApiError;
 use crate::http::negotiate::Output;
 use crate::registry::{Strategy, meta};
@@ -27,6 +27,9 @@ const MIN_REQUEST_TIMEOUT: u64 = 1800;
 
 /// How often an idle watch with bookmarks gets a BOOKMARK.
 const BOOKMARK_INTERVAL: Duration = Duration::from_mins(1);
+
+/// Objects read per store page while sending a watch's initial events.
+const INITIAL_PAGE: usize = 500;
 
 /// Events buffered per watcher before the writer waits for the client.
 const BUFFER: usize = 256;
@@ -81,6 +84,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
     let bookmarks = q.bool("allowWatchBookmarks");
 
     // Initial state and the revision to follow from.
+    // The initial state is streamed page by page from a snapshot (never held whole).
     let (initial, after) = if send_initial {
         let list_opts = ListOptions {
             limit: 0,
@@ -89,14 +93,18 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
             resource_version_match: String::new(),
             ..opts
         };
-        let page = read_page(ctx, strategy.as_ref(), &list_opts).await?;
+        let revision = ctx
+            .store()
+            .current_revision()
+            .await
+            .map_err(|e| ApiError::storage(&strategy.info().group_resource(), "", e))?;
         opts = list_opts;
-        (page.items, page.revision)
+        (true, revision)
     } else {
         let after = rv
             .parse::<i64>()
             .map_err(|_| Status::bad_request(format!("invalid resource version: {rv}")))?;
-        (Vec::new(), after)
+        (false, after)
     };
     let prefix = opts.prefix(ctx, strategy.as_ref());
     let request = WatchRequest {
@@ -136,15 +144,13 @@ impl WatchTask {
         self,
         store: Arc<dyn crd_storage::Store>,
         request: WatchRequest,
-        initial: Vec<Value>,
+        initial: bool,
         tx: mpsc::Sender<Bytes>,
     ) {
         let mut first = true;
         let after = request.after;
-        for obj in initial {
-            if !self.send(&tx, "ADDED", obj, &mut first).await {
-                return;
-            }
+        if initial && !self.send_initial(&store, &request, &tx, &mut first).await {
+            return;
         }
         if self.initial_end_bookmark {
             let mut b = self.bookmark(after);
@@ -233,6 +239,53 @@ impl WatchTask {
             };
             if !ok {
                 return;
+            }
+        }
+    }
+
+    /// Sends the state at the snapshot revision as ADDED events, one store page at a time.
+    /// Returns false when the watch ended.
+    async fn send_initial(
+        &self,
+        store: &Arc<dyn crd_storage::Store>,
+        request: &WatchRequest,
+        tx: &mpsc::Sender<Bytes>,
+        first: &mut bool,
+    ) -> bool {
+        let mut start_after = None;
+        loop {
+            let page = match store
+                .list(crd_storage::ListRequest {
+                    prefix: request.prefix.clone(),
+                    start_after: start_after.clone(),
+                    limit: Some(INITIAL_PAGE),
+                    revision: Some(request.after),
+                })
+                .await
+            {
+                Ok(p) => p,
+                Err(e) => {
+                    self.send_error(tx, &e, request.after).await;
+                    return false;
+                }
+            };
+            let objs = match read_objects(self.strategy.as_ref(), &page.items, true).await {
+                Ok(o) => o,
+                Err(e) => {
+                    self.send_api_error(tx, &e).await;
+                    return false;
+                }
+            };
+            for obj in objs {
+                if self.opts.matches(self.strategy.as_ref(), &obj)
+                    && !self.send(tx, "ADDED", obj, first).await
+                {
+                    return false;
+                }
+            }
+            start_after = page.items.last().map(|kv| kv.key.clone());
+            if page.remaining == 0 || page.items.is_empty() {
+                return true;
             }
         }
     }
