@@ -347,7 +347,7 @@ async fn sustained(seconds: u64) -> anyhow::Result<()> {
                     .await?
                     .bytes()
                     .await?;
-                if i % 50 == 0 {
+                if i.is_multiple_of(50) {
                     let _ = client
                         .get(&base)
                         .bearer_auth(&token)
