@@ -38,7 +38,14 @@ pub struct BenchArgs {
     /// over time.
     #[arg(long)]
     sustained: Option<u64>,
+    /// Run the server on etcd (needs the `etcd` feature); each run uses a fresh key prefix, and
+    /// the physical limit shown is etcd puts/s through the engine without the server.
+    #[arg(long, value_delimiter = ',')]
+    etcd_servers: Vec<String>,
 }
+
+/// Extra `serve` flags for every server a run starts (the storage engine).
+static SERVE_FLAGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 
 struct Server {
     child: Child,
@@ -53,6 +60,7 @@ impl Server {
         let mut child = Command::new(std::env::current_exe()?)
             .args(["serve", "--secure-port", "0", "--data-dir"])
             .arg(data)
+            .args(SERVE_FLAGS.get().into_iter().flatten())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -249,6 +257,49 @@ async fn create_load(
     Ok((elapsed, all))
 }
 
+/// Raw put rate of etcd through the engine, without the server: sequential and 64 writers.
+#[cfg(feature = "etcd")]
+async fn etcd_limit(endpoints: &[String], prefix: &str, n: usize) -> anyhow::Result<(f64, f64)> {
+    let store = crd_storage::etcd::EtcdStore::connect(crd_storage::etcd::EtcdConfig {
+        endpoints: endpoints.to_vec(),
+        prefix: format!("{prefix}-raw"),
+        ..crd_storage::etcd::EtcdConfig::default()
+    })
+    .await?;
+    let value = Bytes::from(object("x").to_string());
+    let t = Instant::now();
+    for i in 0..n {
+        store
+            .create(&format!("/registry/raw/seq/{i}"), value.clone())
+            .await?;
+    }
+    let seq = n as f64 / t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..64 {
+        let store = store.clone();
+        let value = value.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (c..n * 4).step_by(64) {
+                store
+                    .create(&format!("/registry/raw/par/{i}"), value.clone())
+                    .await?;
+            }
+            Ok::<_, crd_storage::StorageError>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok((seq, (n * 4) as f64 / t.elapsed().as_secs_f64()))
+}
+
+#[cfg(not(feature = "etcd"))]
+#[allow(clippy::unused_async)] // Same signature as the etcd build's.
+async fn etcd_limit(_: &[String], _: &str, _: usize) -> anyhow::Result<(f64, f64)> {
+    bail!("--etcd-servers needs a build with the etcd feature")
+}
+
 /// Raw commit rate of the embedded engine without the server: sequential creates (one fsync
 /// each) and 64 concurrent writers (group commit).
 async fn sqlite_limit(dir: &Path, n: usize) -> anyhow::Result<(f64, f64)> {
@@ -415,6 +466,20 @@ async fn sustained(seconds: u64) -> anyhow::Result<()> {
 
 /// Runs every benchmark and prints a Markdown table.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let etcd_prefix = format!(
+        "/bench-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    if !args.etcd_servers.is_empty() {
+        let _ = SERVE_FLAGS.set(vec![
+            "--etcd-servers".into(),
+            args.etcd_servers.join(","),
+            "--etcd-prefix".into(),
+            etcd_prefix.clone(),
+        ]);
+    }
     if let Some(seconds) = args.sustained {
         return sustained(seconds).await;
     }
@@ -443,9 +508,17 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let client = server.client(true)?;
     setup_crd(&server, &client).await?;
 
-    let (seq_limit, par_limit) = sqlite_limit(dir.path(), 2000).await?;
+    let (seq_limit, par_limit) = if args.etcd_servers.is_empty() {
+        sqlite_limit(dir.path(), 2000).await?
+    } else {
+        etcd_limit(&args.etcd_servers, &etcd_prefix, 2000).await?
+    };
     report.row(
-        "SQLite commits/s without the server (1 writer / 64 writers)",
+        if args.etcd_servers.is_empty() {
+            "SQLite commits/s without the server (1 writer / 64 writers)"
+        } else {
+            "etcd puts/s without the server (1 writer / 64 writers)"
+        },
         format!("{seq_limit:.0} / {par_limit:.0}"),
         "physical limit, same run".into(),
     );
@@ -554,7 +627,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     );
     drop(server);
 
-    if !args.skip_full_startup {
+    if !args.skip_full_startup && args.etcd_servers.is_empty() {
         let full = dir.path().join("full");
         let (server, _) = Server::start(&full)?;
         let client = server.client(true)?;
