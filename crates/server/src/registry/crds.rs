@@ -99,7 +99,12 @@ fn validate_typed(obj: &Value, old: Option<&Value>) -> ErrorList {
             .with_status_subresource(loc.status_subresource)
             .with_preserve_unknown_fields(preserve)
             .ratcheted(old_schemas.iter());
-        for e in crd_schema::checks::check_schema(schema, &loc.path, &opts) {
+        let mut found = crd_schema::checks::check_schema(schema, &loc.path, &opts);
+        // CEL rules compile only when the schema itself is sound, as upstream.
+        if found.is_empty() {
+            found = crd_cel::check_rules(schema, &loc.path);
+        }
+        for e in found {
             // A spec-level error (preserveUnknownFields with defaults) is reported once.
             if seen.insert(e.to_string()) {
                 errs.push(e);

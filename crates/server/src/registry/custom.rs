@@ -217,6 +217,10 @@ impl Strategy for CustomResourceStrategy {
         }
     }
 
+    fn write_warnings(&self, new: &Value, old: Option<&Value>) -> Vec<String> {
+        pipeline::cel_warnings(&self.version, new, old)
+    }
+
     fn verbatim_reads(&self) -> bool {
         !self.version.has_defaults
     }

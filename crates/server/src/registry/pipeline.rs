@@ -141,6 +141,41 @@ pub fn validate_schema(
     let Some(schema) = &version.schema else {
         return ErrorList::new();
     };
+    let mut errs = openapi_errors(schema, obj, old, sub);
+    if let Some(rules) = &version.rules {
+        // CEL rules are skipped when the object is already badly invalid (4.10 step 7).
+        let blocking = errs.iter().any(|e| {
+            matches!(
+                e.kind,
+                crd_core::ErrorType::NotSupported
+                    | crd_core::ErrorType::Required
+                    | crd_core::ErrorType::TooLong
+                    | crd_core::ErrorType::TooMany
+                    | crd_core::ErrorType::TypeInvalid
+            )
+        });
+        if blocking {
+            errs.push(crd_core::FieldError::invalid(
+                &Path::root(),
+                "null",
+                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ));
+        } else {
+            errs.extend(crd_cel::validate(rules, obj, old).0);
+        }
+    }
+    errs
+}
+
+/// Step: warnings for CEL failures ratcheted on update (the value they judge is unchanged).
+pub fn cel_warnings(version: &ServedVersion, obj: &Value, old: Option<&Value>) -> Vec<String> {
+    match (&version.rules, old) {
+        (Some(rules), Some(_)) => crd_cel::validate(rules, obj, old).1,
+        _ => Vec::new(),
+    }
+}
+
+fn openapi_errors(schema: &Value, obj: &Value, old: Option<&Value>, sub: Subresource) -> ErrorList {
     match (sub, old) {
         (Subresource::Main, None) => crd_schema::validate::validate(schema, obj),
         (Subresource::Main, Some(old)) => crd_schema::validate::validate_update(schema, obj, old),

@@ -52,6 +52,8 @@ pub struct ServedVersion {
     pub columns: Vec<TableColumn>,
     /// Whether the schema declares any default (reads must then decode and default objects).
     pub has_defaults: bool,
+    /// The schema's compiled CEL rules (`x-kubernetes-validations`).
+    pub rules: Option<Arc<crd_cel::CompiledRules>>,
     /// `selectableFields`: JSON paths (`.spec.color`) usable in field selectors as `spec.color`.
     pub selectable_fields: Vec<String>,
 }
@@ -157,6 +159,11 @@ impl ServingCrd {
                             label_selector: s.label_selector_path.clone(),
                         }),
                     columns: columns_of(v.additional_printer_columns.as_deref()),
+                    rules: raw_v
+                        .and_then(|rv| rv.pointer("/schema/openAPIV3Schema"))
+                        .map(crd_cel::CompiledRules::compile)
+                        .filter(|r| !r.is_empty())
+                        .map(Arc::new),
                     has_defaults: raw_v
                         .and_then(|rv| rv.pointer("/schema/openAPIV3Schema"))
                         .is_some_and(crd_schema::checks::has_defaults),
