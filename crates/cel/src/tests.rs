@@ -222,3 +222,13 @@ fn crd_write_checks() {
                 "x-kubernetes-validations": [{"rule": "self.all(x, x.matches('^[a-z]*$') && self.all(y, y.size() < 100))"}]}}}}});
     assert_eq!(check_rules(&bounded, &path).len(), 0);
 }
+
+#[test]
+fn has_on_self_is_refused_at_crd_write() {
+    let path = Path::new("spec").child("validation").child("openAPIV3Schema");
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [{"rule": "has(self)"}]}}});
+    let got: Vec<String> = check_rules(&schema, &path).iter().map(ToString::to_string).collect();
+    assert_eq!(got.len(), 1);
+    assert!(got[0].contains("compilation failed: ERROR: <input>:1:5: invalid argument to has() macro"), "{got:?}");
+}
