@@ -225,10 +225,18 @@ fn crd_write_checks() {
 
 #[test]
 fn has_on_self_is_refused_at_crd_write() {
-    let path = Path::new("spec").child("validation").child("openAPIV3Schema");
+    let path = Path::new("spec")
+        .child("validation")
+        .child("openAPIV3Schema");
     let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
         "x-kubernetes-validations": [{"rule": "has(self)"}]}}});
-    let got: Vec<String> = check_rules(&schema, &path).iter().map(ToString::to_string).collect();
+    let got: Vec<String> = check_rules(&schema, &path)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(got.len(), 1);
-    assert!(got[0].contains("compilation failed: ERROR: <input>:1:5: invalid argument to has() macro"), "{got:?}");
+    assert!(
+        got[0].contains("compilation failed: ERROR: <input>:1:5: invalid argument to has() macro"),
+        "{got:?}"
+    );
 }
