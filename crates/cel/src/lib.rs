@@ -12,6 +12,8 @@
 //!
 //! Architecture Invariant: this crate does no IO; schemas and objects in, field errors out.
 
+mod types;
+
 use crd_core::{ErrorList, FieldError, Path};
 use kube_cel::{CompiledSchema, ErrorKind, compile_schema};
 use serde_json::Value;
@@ -379,6 +381,14 @@ fn check_one(
                 e.to_string().trim()
             ),
         ));
+    }
+    if let Some(e) = types::type_errors(rule, node) {
+        errs.push(FieldError::invalid(
+            &p.child("rule"),
+            rule,
+            format!("compilation failed: {e}"),
+        ));
+        return;
     }
     let undefined = undefined_fields(rule, node);
     if !undefined.is_empty() {
