@@ -472,6 +472,40 @@ async fn crd_validation_errors() {
     assert!(st["message"].as_str().unwrap().starts_with(
         "CustomResourceDefinition.apiextensions.k8s.io \"wrong.v.example.com\" is invalid: metadata.name: Invalid value: \"wrong.v.example.com\": must be spec.names.plural+\".\"+spec.group"
     ), "{st}");
+
+    // Webhook conversion: https only, and a review version the server can send.
+    let mut crd = crd_json("v.example.com", "things", "Thing", "Namespaced");
+    crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v2"], "clientConfig": {"url": "http://example.com/convert?x=1"}}});
+    let r = api
+        .post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            crd,
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let causes: Vec<String> = r.json()["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["field"].as_str().unwrap(),
+                c["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    for want in [
+        "spec.conversion.webhookClientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]",
+        "spec.conversion.webhookClientConfig.url: Invalid value: \"x=1\": query parameters are not permitted in the URL",
+        "spec.conversion.conversionReviewVersions: Invalid value: [\"v2\"]: must include at least one of v1, v1beta1",
+    ] {
+        assert!(
+            causes.iter().any(|c| c == want),
+            "missing {want} in {causes:?}"
+        );
+    }
 }
 
 #[tokio::test]
