@@ -238,6 +238,10 @@ async fn open_store(
         let store = crd_storage::etcd::EtcdStore::connect(config)
             .await
             .context("connecting to etcd")?;
+        // One etcd watch serves every client watch that starts from now.
+        let store = crd_storage::fanout::FanoutStore::new(store, "/registry/")
+            .await
+            .context("starting the shared etcd watch")?;
         Ok(store)
     }
     #[cfg(not(feature = "etcd"))]

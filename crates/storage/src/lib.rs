@@ -23,6 +23,7 @@ use futures::Stream;
 pub mod conformance;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod fanout;
 pub mod sqlite;
 
 /// A global, monotonically increasing write counter; `metadata.resourceVersion` is its decimal form.

@@ -219,6 +219,16 @@ async fn conformance_suite() {
     conformance::run_all(store).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_suite_through_the_shared_watch() {
+    let etcd = TestEtcd::start().await;
+    let store = etcd.store(DEFAULT_PREFIX).await;
+    let shared = crate::fanout::FanoutStore::new(store, "/conformance/")
+        .await
+        .expect("shared watch");
+    conformance::run_all(shared).await;
+}
+
 #[tokio::test]
 async fn conformance_suite_current_thread() {
     let etcd = TestEtcd::start().await;
