@@ -546,42 +546,12 @@ pub fn regexp_syntax_error(pattern: &str) -> Option<String> {
     regexp::go_regexp_error(pattern)
 }
 
-/// String formats the CRD validator recognizes, `-` stripped (upstream `formats.go`).
-const STRING_FORMATS: [&str; 26] = [
-    "bsonobjectid",
-    "uri",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "cidr",
-    "mac",
-    "uuid",
-    "uuid3",
-    "uuid4",
-    "uuid5",
-    "isbn",
-    "isbn10",
-    "isbn13",
-    "creditcard",
-    "ssn",
-    "hexcolor",
-    "rgbcolor",
-    "byte",
-    "password",
-    "date",
-    "duration",
-    "datetime",
-    "k8sshortname",
-    "k8slongname",
-];
-
 fn is_unrecognized_format(ty: &str, format: &str) -> bool {
     if format.is_empty() {
         return false;
     }
     match ty {
-        "string" => !STRING_FORMATS.contains(&format.replace('-', "").as_str()),
+        "string" => !crate::validate::formats::is_supported(format),
         "integer" => !matches!(format, "int32" | "int64"),
         "number" => !matches!(format, "float" | "double"),
         _ => false,

@@ -13,7 +13,7 @@
 //! schema or value: a pattern that does not compile is reported as an `Invalid` error.
 
 mod embedded;
-mod formats;
+pub(crate) mod formats;
 mod gofmt;
 mod listtype;
 mod openapi;
