@@ -12,10 +12,14 @@
 //!
 //! Architecture Invariant: this crate does no IO; schemas and objects in, field errors out.
 
+mod compile;
+mod eval;
+mod parse;
 mod types;
+mod validator;
 
 use crd_core::{ErrorList, FieldError, Path};
-use kube_cel::{CompiledSchema, ErrorKind, compile_schema};
+use kube_cel::compile_schema;
 use serde_json::Value;
 
 /// The reasons a rule may give (`reason`).
@@ -26,80 +30,24 @@ const REASONS: [&str; 4] = [
     "FieldValueRequired",
 ];
 
-/// Every rule of one version's `openAPIV3Schema`, compiled.
+/// Every rule of one version's `openAPIV3Schema`, compiled once per CRD revision.
+#[derive(Debug)]
 pub struct CompiledRules {
-    compiled: CompiledSchema,
-    schema: Value,
-    empty: bool,
-}
-
-impl std::fmt::Debug for CompiledRules {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompiledRules")
-            .field("empty", &self.empty)
-            .finish_non_exhaustive()
-    }
-}
-
-fn has_rules(schema: &Value) -> bool {
-    match schema {
-        Value::Object(m) => {
-            m.get("x-kubernetes-validations")
-                .and_then(Value::as_array)
-                .is_some_and(|a| !a.is_empty())
-                || m.values().any(has_rules)
-        }
-        Value::Array(a) => a.iter().any(has_rules),
-        _ => false,
-    }
+    root: Option<compile::Node>,
 }
 
 impl CompiledRules {
     /// Compiles every rule and `messageExpression` in the schema.
     pub fn compile(schema: &Value) -> Self {
         CompiledRules {
-            compiled: compile_schema(schema),
-            schema: schema.clone(),
-            empty: !has_rules(schema),
+            root: compile::tree(schema, true),
         }
     }
 
     /// Whether the schema has no rule at all (the server then skips evaluation).
     pub fn is_empty(&self) -> bool {
-        self.empty
+        self.root.is_none()
     }
-}
-
-/// The schema node at a dotted error path (`spec.list[0].name`), for the type string upstream
-/// prints as the bad value.
-fn type_at(schema: &Value, path: &str) -> String {
-    let mut node = schema;
-    let mut rest = path;
-    while !rest.is_empty() {
-        let (seg, tail) = match rest.find(['.', '[']) {
-            Some(0) if rest.starts_with('[') => {
-                let end = rest.find(']').unwrap_or(rest.len() - 1);
-                node = node
-                    .get("items")
-                    .or_else(|| node.get("additionalProperties"))
-                    .unwrap_or(&Value::Null);
-                rest = rest[end + 1..].trim_start_matches('.');
-                continue;
-            }
-            Some(i) => (&rest[..i], rest[i..].trim_start_matches('.')),
-            None => (rest, ""),
-        };
-        node = node
-            .get("properties")
-            .and_then(|p| p.get(seg))
-            .or_else(|| node.get("additionalProperties").filter(|a| a.is_object()))
-            .unwrap_or(&Value::Null);
-        rest = tail;
-    }
-    node.get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("object")
-        .to_string()
 }
 
 /// Evaluates the rules against an object; `old` is the current object on update (transition
@@ -110,58 +58,11 @@ pub fn validate(
     new: &Value,
     old: Option<&Value>,
 ) -> (ErrorList, Vec<String>) {
-    let mut errs = ErrorList::new();
-    let mut warnings = Vec::new();
-    if rules.empty {
-        return (errs, warnings);
-    }
-    let Err(failures) = kube_cel::validate_compiled(&rules.compiled, new, old) else {
-        return (errs, warnings);
+    let Some(root) = &rules.root else {
+        return (ErrorList::new(), Vec::new());
     };
-    for f in failures.into_vec() {
-        let path = if f.field_path.is_empty() {
-            Path::root()
-        } else {
-            Path::new(&f.field_path)
-        };
-        let ty = type_at(&rules.schema, &f.field_path);
-        let error = match f.kind {
-            ErrorKind::ValidationFailure => match f.reason.as_deref() {
-                Some("FieldValueForbidden") => FieldError::forbidden(&path, f.message.trim()),
-                Some("FieldValueRequired") => FieldError::required(&path, f.message.trim()),
-                Some("FieldValueDuplicate") => FieldError::duplicate(&path, ty),
-                _ => FieldError::invalid(&path, ty, f.message.trim()),
-            },
-            _ => FieldError::invalid(&path, ty, f.message.trim()),
-        };
-        // Ratcheting: a rule without oldSelf failing on a value equal to the old one warns.
-        let ratchet = f.kind == ErrorKind::ValidationFailure
-            && !f.rule.contains("oldSelf")
-            && old.is_some_and(|o| value_at(o, &f.field_path) == value_at(new, &f.field_path));
-        if ratchet {
-            warnings.push(error.to_string());
-        } else {
-            errs.push(error);
-        }
-    }
-    (errs, warnings)
-}
-
-fn value_at<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    let mut cur = obj;
-    for part in path.split('.').filter(|p| !p.is_empty()) {
-        let (field, index) = match part.split_once('[') {
-            Some((f, rest)) => (f, rest.trim_end_matches(']').parse::<usize>().ok()),
-            None => (part, None),
-        };
-        if !field.is_empty() {
-            cur = cur.get(field)?;
-        }
-        if let Some(i) = index {
-            cur = cur.get(i)?;
-        }
-    }
-    Some(cur)
+    let run = validator::Run::validate(root, new, old);
+    (run.errs, run.warnings)
 }
 
 /// The checks run when a CRD is written, for the rules of the schema at `path`
@@ -173,7 +74,7 @@ pub fn check_rules(schema: &Value, path: &Path) -> ErrorList {
 }
 
 /// Escapes a property name as the Kubernetes CEL environment exposes it.
-fn escape(name: &str) -> Option<String> {
+pub(crate) fn escape(name: &str) -> Option<String> {
     const RESERVED: [&str; 22] = [
         "true",
         "false",
@@ -361,25 +262,22 @@ fn check_one(
             ),
         ));
     }
-    if let Err(e) = kube_cel::cel::Program::compile(rule) {
+    if let Err(e) = parse::parse(rule) {
         errs.push(FieldError::invalid(
             &p.child("rule"),
             rule,
-            format!("compilation failed: {}", e.to_string().trim()),
+            format!("compilation failed: {e}"),
         ));
         return;
     }
     if let Some(me) = r.get("messageExpression").and_then(Value::as_str)
         && !me.trim().is_empty()
-        && let Err(e) = kube_cel::cel::Program::compile(me)
+        && let Err(e) = parse::parse(me)
     {
         errs.push(FieldError::invalid(
             &p.child("messageExpression"),
             me,
-            format!(
-                "messageExpression compilation failed: {}",
-                e.to_string().trim()
-            ),
+            format!("messageExpression compilation failed: {e}"),
         ));
     }
     if let Some(e) = types::type_errors(rule, node) {

@@ -240,3 +240,245 @@ fn has_on_self_is_refused_at_crd_write() {
         "{got:?}"
     );
 }
+
+/// One rule at `spec` against a valid and an invalid `spec`, for features the old engine lacked.
+#[test]
+fn language_features_kubernetes_enables() {
+    let int = json!({"type": "integer"});
+    let string = json!({"type": "string"});
+    let ios = json!({"x-kubernetes-int-or-string": true});
+    let set =
+        json!({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "integer"}});
+    let map_list = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+        "items": {"type": "object", "properties": {"name": {"type": "string"}, "v": {"type": "integer"}}}});
+    let strings = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    let cases: Vec<(&str, Value, Value, Value)> = vec![
+        // The seed's int-or-string rule: type() and type identifiers.
+        (
+            "type(self.v) == string ? self.v == '100%' : self.v == 1000",
+            json!({"v": ios}),
+            json!({"v": "100%"}),
+            json!({"v": 999}),
+        ),
+        (
+            "type(self.v) == string ? self.v == '100%' : self.v == 1000",
+            json!({"v": ios}),
+            json!({"v": 1000}),
+            json!({"v": "99%"}),
+        ),
+        // Optional syntax.
+        (
+            "self.?a.orValue('none') != 'bad'",
+            json!({"a": string}),
+            json!({}),
+            json!({"a": "bad"}),
+        ),
+        (
+            "self.m[?'k'].orValue('') == ''",
+            json!({"m": strings}),
+            json!({"m": {"j": "x"}}),
+            json!({"m": {"k": "x"}}),
+        ),
+        // cel.bind.
+        (
+            "cel.bind(x, self.a, x + x) == 'abab'",
+            json!({"a": string}),
+            json!({"a": "ab"}),
+            json!({"a": "a"}),
+        ),
+        // Two-variable comprehensions.
+        (
+            "self.l.all(i, v, v > i)",
+            json!({"l": set}),
+            json!({"l": [1, 2, 3]}),
+            json!({"l": [1, 1]}),
+        ),
+        (
+            "self.m.exists(k, v, k == v)",
+            json!({"m": strings}),
+            json!({"m": {"a": "a", "b": "c"}}),
+            json!({"m": {"a": "b"}}),
+        ),
+        (
+            "self.l.existsOne(i, v, v == 3)",
+            json!({"l": set}),
+            json!({"l": [1, 3]}),
+            json!({"l": [1, 2]}),
+        ),
+        (
+            "self.l.transformList(i, v, v * 2) == [2, 4]",
+            json!({"l": {"type": "array", "items": int}}),
+            json!({"l": [1, 2]}),
+            json!({"l": [2, 1]}),
+        ),
+        (
+            "self.m.transformMap(k, v, v + '!') == {'a': 'x!'}",
+            json!({"m": strings}),
+            json!({"m": {"a": "x"}}),
+            json!({"m": {"a": "y"}}),
+        ),
+        // Set and map lists compare regardless of order; atomic lists do not.
+        (
+            "self.a == self.b",
+            json!({"a": set, "b": set}),
+            json!({"a": [1, 2], "b": [2, 1]}),
+            json!({"a": [1, 2], "b": [2, 3]}),
+        ),
+        (
+            "self.a == self.b",
+            json!({"a": map_list, "b": map_list}),
+            json!({"a": [{"name": "x", "v": 1}, {"name": "y", "v": 2}], "b": [{"name": "y", "v": 2}, {"name": "x", "v": 1}]}),
+            json!({"a": [{"name": "x", "v": 1}], "b": [{"name": "x", "v": 2}]}),
+        ),
+        (
+            "self.a != self.b",
+            json!({"a": {"type": "array", "items": int}, "b": {"type": "array", "items": int}}),
+            json!({"a": [1, 2], "b": [2, 1]}),
+            json!({"a": [1, 2], "b": [1, 2]}),
+        ),
+        // Concatenation: union for sets, merge by key for map lists.
+        (
+            "self.a + self.b == [1, 2, 3]",
+            json!({"a": set, "b": set}),
+            json!({"a": [1, 2], "b": [2, 3]}),
+            json!({"a": [1, 2], "b": [4]}),
+        ),
+        (
+            "(self.a + self.b).map(e, e.v) == [9, 2, 3]",
+            json!({"a": map_list, "b": map_list}),
+            json!({"a": [{"name": "x", "v": 1}, {"name": "y", "v": 2}], "b": [{"name": "x", "v": 9}, {"name": "z", "v": 3}]}),
+            json!({"a": [{"name": "x", "v": 1}], "b": [{"name": "z", "v": 3}]}),
+        ),
+        // Formats become timestamps and durations.
+        (
+            "has(self.expired) && self.created + self.ttl < self.expired",
+            json!({"created": {"type": "string", "format": "date-time"}, "ttl": {"type": "string", "format": "duration"}, "expired": {"type": "string", "format": "date-time"}}),
+            json!({"created": "2024-01-01T00:00:00Z", "ttl": "1h", "expired": "2024-01-01T02:00:00Z"}),
+            json!({"created": "2024-01-01T00:00:00Z", "ttl": "3h", "expired": "2024-01-01T02:00:00Z"}),
+        ),
+        // Escaped property names.
+        (
+            "self.__namespace__ > 0 && self.x__dash__prop > 0 && self.redact__underscores__d > 0",
+            json!({"namespace": int, "x-prop": int, "redact__d": int}),
+            json!({"namespace": 1, "x-prop": 1, "redact__d": 1}),
+            json!({"namespace": 1, "x-prop": 0, "redact__d": 1}),
+        ),
+    ];
+    for (rule, props, good, bad) in cases {
+        let schema = root(rule, &props);
+        assert_eq!(
+            errors(&schema, &wrap(&good), None),
+            Vec::<String>::new(),
+            "{rule} (valid: {good})"
+        );
+        assert_eq!(
+            errors(&schema, &wrap(&bad), None),
+            vec![format!(
+                "spec: Invalid value: \"object\": failed rule: {rule}"
+            )],
+            "{rule} (invalid: {bad})"
+        );
+    }
+}
+
+#[test]
+fn optional_old_self_runs_on_create() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "n": {"type": "integer", "x-kubernetes-validations": [
+            {"rule": "!oldSelf.hasValue() || self >= oldSelf.value()", "optionalOldSelf": true, "message": "must not decrease"},
+            {"rule": "oldSelf.hasValue() || self < 100", "optionalOldSelf": true, "message": "starts below 100"}]}}}}});
+    let rules = CompiledRules::compile(&schema);
+    let at = |n: i64| wrap(&json!({"n": n}));
+    let msgs = |(errs, _): (ErrorList, Vec<String>)| -> Vec<String> {
+        errs.iter().map(ToString::to_string).collect()
+    };
+    assert_eq!(
+        msgs(validate(&rules, &at(200), None)),
+        vec!["spec.n: Invalid value: \"integer\": starts below 100"]
+    );
+    assert!(msgs(validate(&rules, &at(5), None)).is_empty());
+    assert!(msgs(validate(&rules, &at(200), Some(&at(5)))).is_empty());
+    assert_eq!(
+        msgs(validate(&rules, &at(4), Some(&at(5)))),
+        vec!["spec.n: Invalid value: \"integer\": must not decrease"]
+    );
+}
+
+#[test]
+fn runtime_errors_read_as_upstream() {
+    let cases = [
+        (
+            "self.m['missing'] == 'x'",
+            json!({"m": {"type": "object", "additionalProperties": {"type": "string"}}}),
+            json!({"m": {}}),
+            "spec: Invalid value: \"object\": no such key: missing evaluating rule: self.m['missing'] == 'x'",
+        ),
+        (
+            "self.v == 1",
+            json!({"v": {"x-kubernetes-int-or-string": true}}),
+            json!({"v": "one"}),
+            "",
+        ),
+        (
+            "self.v > 1",
+            json!({"v": {"x-kubernetes-int-or-string": true}}),
+            json!({"v": "one"}),
+            "spec: Invalid value: \"object\": 'no such overload': call arguments did not match a supported operator, function or macro signature for rule: self.v > 1",
+        ),
+        (
+            "1 / self.n == 1",
+            json!({"n": {"type": "integer"}}),
+            json!({"n": 0}),
+            "spec: Invalid value: \"object\": division by zero evaluating rule: 1 / self.n == 1",
+        ),
+    ];
+    for (rule, props, obj, want) in cases {
+        let got = errors(&root(rule, &props), &wrap(&obj), None);
+        if want.is_empty() {
+            // `==` across types is false, not an error.
+            assert_eq!(
+                got,
+                vec![format!(
+                    "spec: Invalid value: \"object\": failed rule: {rule}"
+                )]
+            );
+        } else {
+            assert_eq!(got, vec![want.to_string()], "{rule}");
+        }
+    }
+}
+
+/// The runtime budget: each rule fits the per-call limit, but together they pass the per-object
+/// budget, which stops evaluation with upstream's error.
+#[test]
+fn runtime_cost_budget_stops_evaluation() {
+    // Each rule scans 100 strings of 10,000 bytes 8 times: ~800k, under the 1M per-call limit;
+    // 20 such rules pass the 10M budget.
+    let heavy = ["self.l.all(x, !x.contains('b'))"; 8].join(" && ");
+    let rules: Vec<Value> = (0..20).map(|_| json!({"rule": heavy})).collect();
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": rules,
+        "properties": {"l": {"type": "array", "items": {"type": "string"}}}}}});
+    let long = "a".repeat(10_000);
+    let got = errors(&schema, &wrap(&json!({"l": vec![long.clone(); 100]})), None);
+    assert_eq!(
+        got,
+        vec![
+            "spec: Invalid value: \"object\": validation failed due to running out of cost budget, no further validation rules will be run"
+        ]
+    );
+    // The same rules on a smaller object pass.
+    assert!(errors(&schema, &wrap(&json!({"l": vec![long.clone(); 10]})), None).is_empty());
+    // One rule whose evaluation alone passes the per-call limit.
+    let rule = "self.l.all(x, self.l.all(y, !y.contains('b')))";
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [{"rule": rule}],
+        "properties": {"l": {"type": "array", "items": {"type": "string"}}}}}});
+    let got = errors(&schema, &wrap(&json!({"l": vec![long; 40]})), None);
+    assert_eq!(
+        got,
+        vec![format!(
+            "spec: Invalid value: \"object\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {rule}"
+        )]
+    );
+}

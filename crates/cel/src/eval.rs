@@ -1,0 +1,755 @@
+//! Step 4 of a rule's pipeline: lower the checked AST to what cel 0.13's interpreter runs, and
+//! run it with Kubernetes' runtime cost accounting.
+//!
+//! Lowering is a set of named rewrites, each for something the interpreter lacks:
+//! - [`instrument`]: every identifier, selection, literal aggregate and call charges its cost to
+//!   the evaluation's [`Tracker`] (cel-go's runtime cost tracker), and an evaluation that passes
+//!   the per-call limit stops with cel-go's `operation cancelled: actual cost limit exceeded`;
+//! - [`list_semantics`]: `==`, `!=` and `+` on `x-kubernetes-list-type: set|map` lists follow the
+//!   list type (order-insensitive equality, union and merge);
+//! - [`two_variable`]: comprehensions with a second variable iterate over `(key, value)` pairs.
+//!
+//! `type()`, `dyn()`, type identifiers and cel-go's internal `cel.@mapInsert` are functions and
+//! variables of the base context.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kube_cel::KubeCelExt;
+use kube_cel::cel::common::ast::{CallExpr, Expr, IdedExpr, ListExpr, LiteralValue};
+use kube_cel::cel::objects::{Key, Map, Opaque, OptionalValue};
+use kube_cel::cel::{Context, ExecutionError, FunctionContext, ResolveResult, Value};
+use serde_json::Value as Json;
+
+use crate::parse::{MAP_INSERT, children_mut};
+
+/// cel-go's `SelectAndIdentCost`.
+const SELECT_AND_IDENT_COST: i64 = 1;
+/// cel-go's `ListCreateBaseCost`.
+const LIST_CREATE_COST: i64 = 10;
+/// cel-go's `MapCreateBaseCost`.
+const MAP_CREATE_COST: i64 = 30;
+
+/// The error text cel-go gives an evaluation stopped by its cost limit; Kubernetes matches on it.
+pub(crate) const COST_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
+
+/// Namespaces of qualified functions (`sets.contains(...)`): their "target" is not a value.
+const NAMESPACES: [&str; 8] = [
+    "cel", "sets", "optional", "math", "strings", "base64", "format", "lists",
+];
+
+thread_local! {
+    /// The running evaluation's cost and limit (evaluation is synchronous on one thread).
+    static TRACKER: Tracker = const { Tracker { cost: Cell::new(0), limit: Cell::new(i64::MAX), exceeded: Cell::new(false) } };
+    /// The base context: Kubernetes' libraries plus this module's functions, built once per thread.
+    static BASE: Context<'static> = base_context();
+}
+
+/// The runtime cost of one evaluation, as cel-go's `CostTracker` counts it.
+struct Tracker {
+    cost: Cell<i64>,
+    limit: Cell<i64>,
+    exceeded: Cell<bool>,
+}
+
+fn charge(n: i64) -> Result<(), ExecutionError> {
+    TRACKER.with(|t| {
+        let cost = t.cost.get().saturating_add(n);
+        t.cost.set(cost);
+        if cost > t.limit.get() {
+            t.exceeded.set(true);
+            Err(ExecutionError::function_error("cost", COST_LIMIT_EXCEEDED))
+        } else {
+            Ok(())
+        }
+    })
+}
+
+/// A lowered expression, ready to run.
+#[derive(Debug, Clone)]
+pub(crate) struct Program {
+    expr: IdedExpr,
+}
+
+/// Why an evaluation did not produce a value.
+#[derive(Debug, PartialEq)]
+pub(crate) enum EvalError {
+    /// The per-call cost limit was passed.
+    CostLimit,
+    /// Any other runtime error, in cel-go's words (`no such key: x`, `no such overload`).
+    Runtime(String),
+}
+
+/// Lowers a checked expression; `schemas` maps expression ids to the schema node they denote.
+pub(crate) fn lower(mut expr: IdedExpr, schemas: &HashMap<u64, Json>) -> Program {
+    let mut next = max_id(&expr);
+    list_semantics(&mut expr, schemas, &mut next);
+    optional_select(&mut expr);
+    instrument(&mut expr, &mut next);
+    two_variable(&mut expr, &mut next);
+    Program { expr }
+}
+
+fn max_id(e: &IdedExpr) -> u64 {
+    let mut max = e.id;
+    let mut e = e.clone();
+    children_mut(&mut e, &mut |c| max = max.max(max_id(c)));
+    max
+}
+
+fn node(next: &mut u64, expr: Expr) -> IdedExpr {
+    *next += 1;
+    IdedExpr { id: *next, expr }
+}
+
+fn call(next: &mut u64, func: &str, target: Option<IdedExpr>, args: Vec<IdedExpr>) -> IdedExpr {
+    node(
+        next,
+        Expr::Call(CallExpr {
+            func_name: func.into(),
+            target: target.map(Box::new),
+            args,
+        }),
+    )
+}
+
+fn string(next: &mut u64, s: &str) -> IdedExpr {
+    node(next, Expr::Literal(LiteralValue::String(s.into())))
+}
+
+fn int(next: &mut u64, i: i64) -> IdedExpr {
+    node(next, Expr::Literal(LiteralValue::Int(i.into())))
+}
+
+/// Rewrite: `==`, `!=` and `+` whose left operand is a set or map list use the list type's
+/// semantics (Kubernetes' `unstructuredSetList` / `unstructuredMapList`).
+fn list_semantics(e: &mut IdedExpr, schemas: &HashMap<u64, Json>, next: &mut u64) {
+    children_mut(e, &mut |c| list_semantics(c, schemas, next));
+    let Expr::Call(c) = &mut e.expr else {
+        return;
+    };
+    let op = match c.func_name.as_str() {
+        "_==_" => "@listEq",
+        "_!=_" => "@listNe",
+        "_+_" => "@listAdd",
+        _ => return,
+    };
+    let Some(schema) = c.args.first().and_then(|l| schemas.get(&l.id)) else {
+        return;
+    };
+    let list_type = schema
+        .get("x-kubernetes-list-type")
+        .and_then(Json::as_str)
+        .unwrap_or("atomic");
+    if c.args.len() != 2 || !matches!(list_type, "set" | "map") {
+        return;
+    }
+    let keys: Vec<IdedExpr> = schema
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Json::as_str)
+        .map(|k| string(next, k))
+        .collect::<Vec<_>>();
+    let keys = node(next, Expr::List(ListExpr::new(keys)));
+    c.func_name = op.into();
+    c.args.push(keys);
+}
+
+/// Rewrite: `x.?f` is `optional.none()` when `x` has no field `f` (cel 0.13's interpreter
+/// raises `no such key` instead).
+fn optional_select(e: &mut IdedExpr) {
+    children_mut(e, &mut optional_select);
+    if let Expr::Call(c) = &mut e.expr
+        && c.func_name == "_?._"
+    {
+        c.func_name = "@optSelect".into();
+    }
+}
+
+/// Rewrite: charge cel-go's runtime costs. Identifiers and selections cost 1, list and map
+/// literals their creation cost, calls what [`crate::cost`]'s runtime function says given their
+/// evaluated arguments. `&&`, `||` and `?:` cost nothing themselves (they short-circuit).
+fn instrument(e: &mut IdedExpr, next: &mut u64) {
+    // Namespace targets (`sets.contains`) are names, not values: leave them as they are.
+    let namespace_target = matches!(&e.expr, Expr::Call(c)
+        if matches!(c.target.as_deref(), Some(IdedExpr { expr: Expr::Ident(n), .. }) if NAMESPACES.contains(&n.as_str())));
+    match &mut e.expr {
+        Expr::Call(c) if namespace_target => c.args.iter_mut().for_each(|a| instrument(a, next)),
+        Expr::Comprehension(c) => {
+            instrument(&mut c.iter_range, next);
+            instrument(&mut c.accu_init, next);
+            instrument(&mut c.loop_cond, next);
+            instrument(&mut c.loop_step, next);
+            instrument(&mut c.result, next);
+            return;
+        }
+        _ => children_mut(e, &mut |c| instrument(c, next)),
+    }
+    let taken = std::mem::take(&mut e.expr);
+    e.expr = match taken {
+        Expr::Ident(_) | Expr::Select(_) => {
+            let is_test = matches!(&taken, Expr::Select(s) if s.test);
+            if is_test {
+                taken
+            } else {
+                let inner = node(next, taken);
+                let n = int(next, SELECT_AND_IDENT_COST);
+                Expr::Call(CallExpr {
+                    func_name: "@t".into(),
+                    target: None,
+                    args: vec![n, inner],
+                })
+            }
+        }
+        Expr::List(_) | Expr::Map(_) => {
+            let cost = if matches!(taken, Expr::List(_)) {
+                LIST_CREATE_COST
+            } else {
+                MAP_CREATE_COST
+            };
+            let inner = node(next, taken);
+            let n = int(next, cost);
+            Expr::Call(CallExpr {
+                func_name: "@t".into(),
+                target: None,
+                args: vec![n, inner],
+            })
+        }
+        Expr::Call(c)
+            if !matches!(
+                c.func_name.as_str(),
+                "_&&_" | "_||_" | "_?_:_" | "@not_strictly_false"
+            ) =>
+        {
+            // @c(name, template, [target,] args...): the template is the call over variables
+            // @tg and @a0.. that @c binds to the evaluated operands.
+            let name = c.func_name.clone();
+            let mut operands = Vec::new();
+            let target = match c.target {
+                Some(t) if namespace_target => Some(*t),
+                Some(t) => {
+                    operands.push(*t);
+                    Some(node(next, Expr::Ident("@tg".into())))
+                }
+                None => None,
+            };
+            let has_target = target.is_some() && !namespace_target;
+            let vars = (0..c.args.len())
+                .map(|i| node(next, Expr::Ident(format!("@a{i}"))))
+                .collect();
+            operands.extend(c.args);
+            let template = call(next, &name, target, vars);
+            let name = string(next, &name);
+            let flag = node(
+                next,
+                Expr::Literal(LiteralValue::Boolean(has_target.into())),
+            );
+            let mut args = vec![name, template, flag];
+            args.extend(operands);
+            Expr::Call(CallExpr {
+                func_name: "@c".into(),
+                target: None,
+                args,
+            })
+        }
+        other => other,
+    };
+}
+
+/// Rewrite: a comprehension with two variables iterates over `@pairs(range)` (`[key, value]`
+/// lists) with its variables replaced by `@itN[0]` and `@itN[1]`.
+fn two_variable(e: &mut IdedExpr, next: &mut u64) {
+    children_mut(e, &mut |c| two_variable(c, next));
+    let Expr::Comprehension(c) = &mut e.expr else {
+        return;
+    };
+    let Some(second) = c.iter_var2.take() else {
+        return;
+    };
+    let first = std::mem::replace(&mut c.iter_var, format!("@it{}", e.id));
+    let range = std::mem::take(&mut c.iter_range);
+    c.iter_range = call(next, "@pairs", None, vec![range]);
+    for part in [&mut c.loop_cond, &mut c.loop_step] {
+        substitute(part, &first, &c.iter_var, 0, next);
+        substitute(part, &second, &c.iter_var, 1, next);
+    }
+}
+
+/// Replaces identifier `name` by `pair[index]`, except below a comprehension that rebinds it.
+fn substitute(e: &mut IdedExpr, name: &str, pair: &str, index: i64, next: &mut u64) {
+    if let Expr::Comprehension(c) = &e.expr
+        && (c.iter_var == name || c.iter_var2.as_deref() == Some(name) || c.accu_var == name)
+    {
+        if let Expr::Comprehension(c) = &mut e.expr {
+            substitute(&mut c.iter_range, name, pair, index, next);
+            substitute(&mut c.accu_init, name, pair, index, next);
+        }
+        return;
+    }
+    if matches!(&e.expr, Expr::Ident(n) if n == name) {
+        let p = node(next, Expr::Ident(pair.into()));
+        let i = int(next, index);
+        e.expr = Expr::Call(CallExpr {
+            func_name: "_[_]".into(),
+            target: None,
+            args: vec![p, i],
+        });
+        return;
+    }
+    children_mut(e, &mut |c| substitute(c, name, pair, index, next));
+}
+
+/// A CEL type value (`int`, `type(x)`), for `type()` comparisons.
+#[derive(Debug, PartialEq, Eq)]
+struct TypeValue(String);
+
+impl Opaque for TypeValue {
+    fn runtime_type_name(&self) -> &'static str {
+        "type"
+    }
+}
+
+fn type_name(v: &Value) -> String {
+    match v {
+        Value::List(_) => "list".into(),
+        Value::Map(_) => "map".into(),
+        Value::Function(..) => "function".into(),
+        Value::Int(_) => "int".into(),
+        Value::UInt(_) => "uint".into(),
+        Value::Float(_) => "double".into(),
+        Value::String(_) => "string".into(),
+        Value::Bytes(_) => "bytes".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Duration(_) => "google.protobuf.Duration".into(),
+        Value::Timestamp(_) => "google.protobuf.Timestamp".into(),
+        Value::Opaque(o) => o.runtime_type_name().into(),
+        Value::Null => "null_type".into(),
+    }
+}
+
+fn arg(ftx: &FunctionContext, i: usize) -> ResolveResult {
+    let e = ftx
+        .args
+        .get(i)
+        .ok_or(ExecutionError::MissingArgumentOrTarget)?;
+    ftx.ptx.resolve(e)
+}
+
+fn base_context() -> Context<'static> {
+    let mut ctx = Context::default().with_all();
+    for t in [
+        "int",
+        "uint",
+        "double",
+        "bool",
+        "string",
+        "bytes",
+        "list",
+        "map",
+        "null_type",
+        "type",
+    ] {
+        ctx.add_variable_from_value(t, Value::Opaque(Arc::new(TypeValue(t.into()))));
+    }
+    ctx.add_function("type", |ftx: &FunctionContext| -> ResolveResult {
+        let v = arg(ftx, 0)?;
+        Ok(Value::Opaque(Arc::new(TypeValue(type_name(&v)))))
+    });
+    ctx.add_function("dyn", |ftx: &FunctionContext| -> ResolveResult {
+        arg(ftx, 0)
+    });
+    ctx.add_function("@t", |ftx: &FunctionContext| -> ResolveResult {
+        let n = match ftx.args.first().map(|a| &a.expr) {
+            Some(Expr::Literal(LiteralValue::Int(n))) => *n.inner(),
+            _ => 0,
+        };
+        let v = arg(ftx, 1)?;
+        charge(n)?;
+        Ok(v)
+    });
+    ctx.add_function("@c", call_with_cost);
+    ctx.add_function("@pairs", |ftx: &FunctionContext| -> ResolveResult {
+        Ok(match arg(ftx, 0)? {
+            Value::List(l) => Value::List(Arc::new(
+                l.iter()
+                    .enumerate()
+                    .map(|(i, v)| Value::List(Arc::new(vec![Value::Int(i as i64), v.clone()])))
+                    .collect(),
+            )),
+            Value::Map(m) => Value::List(Arc::new(
+                m.map
+                    .iter()
+                    .map(|(k, v)| Value::List(Arc::new(vec![key_value(k), v.clone()])))
+                    .collect(),
+            )),
+            _ => return Err(ExecutionError::NoSuchOverload),
+        })
+    });
+    ctx.add_function(MAP_INSERT, |ftx: &FunctionContext| -> ResolveResult {
+        let Value::Map(m) = arg(ftx, 0)? else {
+            return Err(ExecutionError::NoSuchOverload);
+        };
+        let mut map = (*m.map).clone();
+        let entries: Vec<(Value, Value)> = if ftx.args.len() == 3 {
+            vec![(arg(ftx, 1)?, arg(ftx, 2)?)]
+        } else {
+            let Value::Map(entry) = arg(ftx, 1)? else {
+                return Err(ExecutionError::NoSuchOverload);
+            };
+            entry
+                .map
+                .iter()
+                .map(|(k, v)| (key_value(k), v.clone()))
+                .collect()
+        };
+        for (k, v) in entries {
+            let key = value_key(k)?;
+            if map.contains_key(&key) {
+                return Err(ExecutionError::function_error(
+                    MAP_INSERT,
+                    format!("insert failed: key {key:?} already exists"),
+                ));
+            }
+            map.insert(key, v);
+        }
+        Ok(Value::Map(Map { map: Arc::new(map) }))
+    });
+    ctx.add_function("@listEq", |ftx: &FunctionContext| -> ResolveResult {
+        list_eq(ftx).map(Value::Bool)
+    });
+    ctx.add_function("@listNe", |ftx: &FunctionContext| -> ResolveResult {
+        list_eq(ftx).map(|b| Value::Bool(!b))
+    });
+    ctx.add_function("@listAdd", list_add);
+    ctx.add_function("@optSelect", |ftx: &FunctionContext| -> ResolveResult {
+        let operand = arg(ftx, 0)?;
+        let Value::String(field) = arg(ftx, 1)? else {
+            return Err(ExecutionError::NoSuchOverload);
+        };
+        let inner = match &operand {
+            Value::Opaque(o) => match o.downcast_ref::<OptionalValue>() {
+                Some(opt) => opt.value().cloned(),
+                None => return Err(ExecutionError::NoSuchOverload),
+            },
+            other => Some(other.clone()),
+        };
+        let found = match inner {
+            None => None,
+            Some(Value::Map(m)) => m.map.get(&Key::String(field)).cloned(),
+            Some(_) => return Err(ExecutionError::NoSuchOverload),
+        };
+        let opt = match found {
+            Some(v) => OptionalValue::of(v),
+            None => OptionalValue::none(),
+        };
+        Ok(Value::Opaque(Arc::new(opt)))
+    });
+    ctx
+}
+
+fn key_value(k: &Key) -> Value {
+    match k {
+        Key::Int(i) => Value::Int(*i),
+        Key::Uint(u) => Value::UInt(*u),
+        Key::Bool(b) => Value::Bool(*b),
+        Key::String(s) => Value::String(s.clone()),
+    }
+}
+
+fn value_key(v: Value) -> Result<Key, ExecutionError> {
+    Ok(match v {
+        Value::Int(i) => Key::Int(i),
+        Value::UInt(u) => Key::Uint(u),
+        Value::Bool(b) => Key::Bool(b),
+        Value::String(s) => Key::String(s),
+        other => return Err(ExecutionError::UnsupportedKeyType(other)),
+    })
+}
+
+/// `@c(name, template, has_target, operands...)`: evaluates the operands, runs the template
+/// with them bound, and charges the call's cost.
+fn call_with_cost(ftx: &FunctionContext) -> ResolveResult {
+    let name = match ftx.args.first().map(|a| &a.expr) {
+        Some(Expr::Literal(LiteralValue::String(s))) => s.inner().to_string(),
+        _ => String::new(),
+    };
+    let has_target = matches!(
+        ftx.args.get(2).map(|a| &a.expr),
+        Some(Expr::Literal(LiteralValue::Boolean(b))) if *b.inner()
+    );
+    let template = ftx
+        .args
+        .get(1)
+        .ok_or(ExecutionError::MissingArgumentOrTarget)?;
+    let mut values = Vec::with_capacity(ftx.args.len().saturating_sub(3));
+    for e in ftx.args.iter().skip(3) {
+        values.push(ftx.ptx.resolve(e)?);
+    }
+    let mut scope = ftx.ptx.new_inner_scope();
+    let (target, args) = if has_target && !values.is_empty() {
+        let (t, rest) = values.split_at(1);
+        (t.first(), rest)
+    } else {
+        (None, values.as_slice())
+    };
+    if let Some(t) = target {
+        scope.add_variable_from_value("@tg", t.clone());
+    }
+    for (i, v) in args.iter().enumerate() {
+        scope.add_variable_from_value(format!("@a{i}"), v.clone());
+    }
+    let result = scope.resolve(template)?;
+    charge(call_cost(&name, target, args, &result))?;
+    Ok(result)
+}
+
+/// The runtime cost of one call (cel-go's `CostTracker.actualCost` with Kubernetes' library
+/// costs): 1, plus a tenth of the traversed size for string and list operations.
+fn call_cost(name: &str, target: Option<&Value>, args: &[Value], _result: &Value) -> i64 {
+    let size = |v: &Value| -> i64 {
+        match v {
+            Value::String(s) => s.len() as i64,
+            Value::Bytes(b) => b.len() as i64,
+            Value::List(l) => l.len() as i64,
+            Value::Map(m) => m.map.len() as i64,
+            _ => 0,
+        }
+    };
+    let traversed: i64 = target.into_iter().chain(args).map(size).sum();
+    match name {
+        "matches" | "find" | "findAll" => 1 + traversed / 4,
+        _ => 1 + (traversed + 9) / 10,
+    }
+}
+
+/// The list-type keys of `@listEq(a, b, keys)`: empty for sets.
+fn list_keys(ftx: &FunctionContext) -> Result<Vec<String>, ExecutionError> {
+    Ok(match arg(ftx, 2)? {
+        Value::List(l) => l
+            .iter()
+            .filter_map(|k| match k {
+                Value::String(s) => Some(s.to_string()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+fn key_of(item: &Value, keys: &[String]) -> Vec<Option<Value>> {
+    keys.iter()
+        .map(|k| match item {
+            Value::Map(m) => m.map.get(&Key::String(Arc::new(k.clone()))).cloned(),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Set lists are equal when they hold the same elements; map lists when they hold the same
+/// items by key, in any order.
+fn list_eq(ftx: &FunctionContext) -> Result<bool, ExecutionError> {
+    let (a, b) = (arg(ftx, 0)?, arg(ftx, 1)?);
+    let keys = list_keys(ftx)?;
+    let (Value::List(a), Value::List(b)) = (&a, &b) else {
+        return Ok(a == b);
+    };
+    if a.len() != b.len() {
+        return Ok(false);
+    }
+    Ok(if keys.is_empty() {
+        a.iter().all(|x| b.contains(x)) && b.iter().all(|x| a.contains(x))
+    } else {
+        a.iter().all(|x| {
+            let k = key_of(x, &keys);
+            b.iter().find(|y| key_of(y, &keys) == k) == Some(x)
+        })
+    })
+}
+
+/// `X + Y` on a set list is a union keeping X's order; on a map list a merge where Y's items
+/// replace X's items with the same keys in place and the rest are appended.
+fn list_add(ftx: &FunctionContext) -> ResolveResult {
+    let (a, b) = (arg(ftx, 0)?, arg(ftx, 1)?);
+    let keys = list_keys(ftx)?;
+    let (Value::List(a), Value::List(b)) = (&a, &b) else {
+        return Err(ExecutionError::NoSuchOverload);
+    };
+    let mut out: Vec<Value> = a.to_vec();
+    for y in b.iter() {
+        if keys.is_empty() {
+            if !out.contains(y) {
+                out.push(y.clone());
+            }
+        } else {
+            let k = key_of(y, &keys);
+            match out.iter().position(|x| key_of(x, &keys) == k) {
+                Some(i) => out[i] = y.clone(),
+                None => out.push(y.clone()),
+            }
+        }
+    }
+    Ok(Value::List(Arc::new(out)))
+}
+
+/// Runs a program with variables bound, under a cost limit; returns the value (or the error)
+/// and the actual cost.
+pub(crate) fn run(
+    program: &Program,
+    vars: &[(&str, Value)],
+    limit: i64,
+) -> (Result<Value, EvalError>, i64) {
+    TRACKER.with(|t| {
+        t.cost.set(0);
+        t.limit.set(limit);
+        t.exceeded.set(false);
+    });
+    let result = BASE.with(|base| {
+        let mut ctx = base.new_inner_scope();
+        for (name, v) in vars {
+            ctx.add_variable_from_value(*name, v.clone());
+        }
+        ctx.resolve(&program.expr)
+    });
+    let (cost, exceeded) = TRACKER.with(|t| (t.cost.get(), t.exceeded.get()));
+    let result = match result {
+        Ok(v) => Ok(v),
+        Err(_) if exceeded => Err(EvalError::CostLimit),
+        Err(e) => Err(EvalError::Runtime(go_error(&e))),
+    };
+    (result, cost)
+}
+
+/// cel 0.13's runtime errors in cel-go's words, which Kubernetes matches on and prints.
+fn go_error(e: &ExecutionError) -> String {
+    match e {
+        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
+        ExecutionError::NoSuchOverload
+        | ExecutionError::UnsupportedBinaryOperator(..)
+        | ExecutionError::UnsupportedUnaryOperator(..)
+        | ExecutionError::ValuesNotComparable(..)
+        | ExecutionError::UnsupportedTargetType { .. }
+        | ExecutionError::NotSupportedAsMethod { .. }
+        | ExecutionError::UnexpectedType { .. } => "no such overload".into(),
+        ExecutionError::DivisionByZero(_) => "division by zero".into(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
+        ExecutionError::Overflow(..) => "integer overflow".into(),
+        ExecutionError::IndexOutOfBounds(i) => format!("index out of bounds: {}", plain(i)),
+        ExecutionError::FunctionError { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => u.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The CEL value of a JSON value under its schema (Kubernetes' `UnstructuredToVal`): declared
+/// properties only, under their escaped names; `null` properties absent; formats typed.
+/// `resource` adds what the root and embedded resources expose of their type and metadata.
+pub(crate) fn to_cel(v: &Json, schema: &Json, resource: bool) -> Value {
+    let int_or_string = schema
+        .get("x-kubernetes-int-or-string")
+        .and_then(Json::as_bool)
+        == Some(true);
+    let ty = schema.get("type").and_then(Json::as_str).unwrap_or("");
+    match v {
+        Json::Null => Value::Null,
+        Json::Bool(b) => Value::Bool(*b),
+        Json::Number(n) => match (ty, n.as_i64()) {
+            ("number", _) | (_, None) => n.as_f64().map_or(Value::Null, Value::Float),
+            (_, Some(i)) => Value::Int(i),
+        },
+        Json::String(s) if !int_or_string => string_value(s, schema),
+        Json::String(s) => Value::String(Arc::new(s.clone())),
+        Json::Array(items) => {
+            let item_schema = schema.get("items").unwrap_or(&Json::Null);
+            Value::List(Arc::new(
+                items
+                    .iter()
+                    .map(|i| to_cel(i, item_schema, embedded(item_schema)))
+                    .collect(),
+            ))
+        }
+        Json::Object(m) => {
+            let mut out = HashMap::new();
+            if let Some(props) = schema.get("properties").and_then(Json::as_object) {
+                for (k, s) in props {
+                    if let (Some(v), Some(name)) = (m.get(k), crate::escape(k))
+                        && !v.is_null()
+                    {
+                        out.insert(Key::String(Arc::new(name)), to_cel(v, s, embedded(s)));
+                    }
+                }
+            } else if let Some(ap) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                for (k, v) in m {
+                    out.insert(
+                        Key::String(Arc::new(k.clone())),
+                        to_cel(v, ap, embedded(ap)),
+                    );
+                }
+            }
+            if resource {
+                for k in ["apiVersion", "kind"] {
+                    if let Some(Json::String(s)) = m.get(k) {
+                        out.insert(
+                            Key::String(Arc::new(k.into())),
+                            Value::String(Arc::new(s.clone())),
+                        );
+                    }
+                }
+                let mut meta = HashMap::new();
+                for k in ["name", "generateName"] {
+                    if let Some(Json::String(s)) = m.get("metadata").and_then(|md| md.get(k)) {
+                        meta.insert(
+                            Key::String(Arc::new(k.into())),
+                            Value::String(Arc::new(s.clone())),
+                        );
+                    }
+                }
+                if m.contains_key("metadata") {
+                    out.insert(
+                        Key::String(Arc::new("metadata".into())),
+                        Value::Map(Map {
+                            map: Arc::new(meta),
+                        }),
+                    );
+                }
+            }
+            Value::Map(Map { map: Arc::new(out) })
+        }
+    }
+}
+
+fn embedded(schema: &Json) -> bool {
+    schema
+        .get("x-kubernetes-embedded-resource")
+        .and_then(Json::as_bool)
+        == Some(true)
+}
+
+fn string_value(s: &str, schema: &Json) -> Value {
+    use kube_cel::cel::functions::time;
+    let format = schema.get("format").and_then(Json::as_str).unwrap_or("");
+    let text = Arc::new(s.to_string());
+    let typed = match format {
+        "date-time" | "datetime" => time::timestamp(text.clone()).ok(),
+        "date" => time::timestamp(Arc::new(format!("{s}T00:00:00Z"))).ok(),
+        "duration" => time::duration(text.clone()).ok(),
+        "byte" => {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .ok()
+                .map(|b| Value::Bytes(Arc::new(b)))
+        }
+        _ => None,
+    };
+    typed.unwrap_or(Value::String(text))
+}
