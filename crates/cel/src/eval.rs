@@ -189,35 +189,22 @@ fn instrument(e: &mut IdedExpr, next: &mut u64) {
         _ => children_mut(e, &mut |c| instrument(c, next)),
     }
     let taken = std::mem::take(&mut e.expr);
+    // `@t(n, x)`: x, charging n.
+    let charged = |next: &mut u64, n: i64, inner: Expr| {
+        let inner = node(next, inner);
+        let n = int(next, n);
+        Expr::Call(CallExpr {
+            func_name: "@t".into(),
+            target: None,
+            args: vec![n, inner],
+        })
+    };
     e.expr = match taken {
-        Expr::Ident(_) | Expr::Select(_) => {
-            let is_test = matches!(&taken, Expr::Select(s) if s.test);
-            if is_test {
-                taken
-            } else {
-                let inner = node(next, taken);
-                let n = int(next, SELECT_AND_IDENT_COST);
-                Expr::Call(CallExpr {
-                    func_name: "@t".into(),
-                    target: None,
-                    args: vec![n, inner],
-                })
-            }
-        }
-        Expr::List(_) | Expr::Map(_) => {
-            let cost = if matches!(taken, Expr::List(_)) {
-                LIST_CREATE_COST
-            } else {
-                MAP_CREATE_COST
-            };
-            let inner = node(next, taken);
-            let n = int(next, cost);
-            Expr::Call(CallExpr {
-                func_name: "@t".into(),
-                target: None,
-                args: vec![n, inner],
-            })
-        }
+        // Presence tests cost nothing in Kubernetes (`PresenceTestHasCost(false)`).
+        Expr::Select(s) if s.test => Expr::Select(s),
+        Expr::Ident(_) | Expr::Select(_) => charged(next, SELECT_AND_IDENT_COST, taken),
+        Expr::List(_) => charged(next, LIST_CREATE_COST, taken),
+        Expr::Map(_) => charged(next, MAP_CREATE_COST, taken),
         Expr::Call(c)
             if !matches!(
                 c.func_name.as_str(),
