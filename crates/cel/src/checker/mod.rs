@@ -108,6 +108,9 @@ pub(crate) fn check(expr: &IdedExpr, source: &str, env: &Env) -> Result<Checked,
         types.insert(*id, substitute(&c.subs, t, true));
     }
     if c.errors.is_empty() {
+        // Kubernetes' AST validators (base.go, 1.29): literal arguments of duration(),
+        // timestamp() and matches(), then homogeneous aggregate literals.
+        literal_arguments(expr, &mut c.errors);
         homogeneous_literals(expr, &types, false, &mut c.errors);
     }
     if !c.errors.is_empty() {
@@ -931,7 +934,7 @@ fn most_general(a: &Type, b: &Type) -> Type {
 
 /// cel-go's `ValidateHomogeneousAggregateLiterals` (enabled by Kubernetes): every element of a
 /// list literal, and every key and value of a map literal, must have the same type as the
-/// first, except within `format()` arguments.
+/// first, except anywhere below a `format()` call (the exemption ext strings configures).
 fn homogeneous_literals(
     e: &IdedExpr,
     types: &HashMap<u64, Type>,
@@ -1001,15 +1004,15 @@ fn homogeneous_literals(
             }
         }
         Expr::Call(call) => {
-            let fmt = call.func_name == "format";
+            let exempt = in_format || call.func_name == "format";
             if let Some(t) = &call.target {
-                homogeneous_literals(t, types, false, errors);
+                homogeneous_literals(t, types, exempt, errors);
             }
             for a in &call.args {
-                homogeneous_literals(a, types, fmt, errors);
+                homogeneous_literals(a, types, exempt, errors);
             }
         }
-        Expr::Select(sel) => homogeneous_literals(&sel.operand, types, false, errors),
+        Expr::Select(sel) => homogeneous_literals(&sel.operand, types, in_format, errors),
         Expr::Comprehension(c) => {
             for part in [
                 &c.iter_range,
@@ -1018,9 +1021,156 @@ fn homogeneous_literals(
                 &c.loop_step,
                 &c.result,
             ] {
-                homogeneous_literals(part, types, false, errors);
+                homogeneous_literals(part, types, in_format, errors);
             }
         }
         Expr::Struct(_) | Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
     }
+}
+
+/// cel-go's `ValidateDurationLiterals`, `ValidateTimestampLiterals` and `ValidateRegexLiterals`:
+/// a literal first argument of `duration()`, `timestamp()` or `matches()` must be valid
+/// (`invalid duration argument`, …). As upstream, the first argument of the global
+/// `matches(s, re)` is the one checked.
+fn literal_arguments(e: &IdedExpr, errors: &mut Vec<(u64, String)>) {
+    if let Expr::Call(call) = &e.expr
+        && let Some(arg) = call.args.first()
+        && let Expr::Literal(LiteralValue::String(s)) = &arg.expr
+    {
+        let text: &str = s.as_ref();
+        let valid = match call.func_name.as_str() {
+            "duration" => parse_duration(text).is_some(),
+            "timestamp" => valid_timestamp(text),
+            "matches" => valid_regex(text),
+            _ => true,
+        };
+        if !valid {
+            errors.push((arg.id, format!("invalid {} argument", call.func_name)));
+        }
+    }
+    for child in positions::children(e) {
+        literal_arguments(child, errors);
+    }
+}
+
+/// Nanoseconds of a Go `time.ParseDuration` string (`1h30m`, `-1.5s`, `300ms`), if valid and
+/// within Go's int64 range.
+fn parse_duration(s: &str) -> Option<i128> {
+    let (neg, mut rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if rest == "0" {
+        return Some(0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: f64 = 0.0;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let num = &rest[..num_len];
+        if num.is_empty() || num == "." || num.matches('.').count() > 1 {
+            return None;
+        }
+        let value: f64 = num.parse().ok()?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale: f64 = match &rest[..unit_len] {
+            "ns" => 1.0,
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total += value * scale;
+    }
+    if total > 9.223_372_036_854_776e18 {
+        return None;
+    }
+    let n = total as i128;
+    Some(if neg { -n } else { n })
+}
+
+/// Whether a string is an RFC 3339 timestamp Go's `time.Parse(time.RFC3339, _)` accepts, within
+/// CEL's range (years 1 through 9999).
+fn valid_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits = |from: usize, len: usize| -> Option<u32> {
+        let part = s.get(from..from + len)?;
+        if !part.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        part.parse().ok()
+    };
+    let (Some(year), Some(month), Some(day), Some(hour), Some(min), Some(sec)) = (
+        digits(0, 4),
+        digits(5, 2),
+        digits(8, 2),
+        digits(11, 2),
+        digits(14, 2),
+        digits(17, 2),
+    ) else {
+        return false;
+    };
+    if b.get(4) != Some(&b'-')
+        || b.get(7) != Some(&b'-')
+        || !matches!(b.get(10), Some(b'T' | b't'))
+        || b.get(13) != Some(&b':')
+        || b.get(16) != Some(&b':')
+    {
+        return false;
+    }
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    if year == 0 || day == 0 || day > days || hour > 23 || min > 59 || sec > 59 {
+        return false;
+    }
+    let mut i = 19;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+    }
+    match b.get(i) {
+        Some(b'Z' | b'z') => i + 1 == b.len(),
+        Some(b'+' | b'-') => {
+            b.get(i + 3) == Some(&b':')
+                && digits(i + 1, 2).is_some_and(|h| h < 24)
+                && digits(i + 4, 2).is_some_and(|m| m < 60)
+                && i + 6 == b.len()
+        }
+        _ => false,
+    }
+}
+
+/// Whether a pattern compiles as a regular expression (RE2 syntax; checked with the regex
+/// engine cel 0.13's `matches` runs).
+fn valid_regex(pattern: &str) -> bool {
+    let Ok(program) = kube_cel::cel::Program::compile("''.matches(p)") else {
+        return true;
+    };
+    let mut ctx = kube_cel::cel::Context::default();
+    if ctx.add_variable("p", pattern).is_err() {
+        return true;
+    }
+    program.execute(&ctx).is_ok()
 }

@@ -570,7 +570,8 @@ fn assign_all(e: &IdedExpr, pos: usize, out: &mut HashMap<u64, usize>) {
     }
 }
 
-fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+/// The direct sub-expressions of an expression, in source-like order.
+pub(super) fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
     match &e.expr {
         Expr::Call(c) => c.target.iter().map(|t| &**t).chain(&c.args).collect(),
         Expr::Select(s) => vec![&*s.operand],

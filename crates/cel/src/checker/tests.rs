@@ -718,3 +718,37 @@ fn no_panics_on_odd_input() {
         Err("ERROR: <input>:1:6: found no matching overload for '_==_' applied to '(string, int)'\n | '\u{e9}\u{e9}' == 1\n | .\u{ff0e}\u{ff0e}..^".into())
     );
 }
+
+#[test]
+fn literal_argument_validators() {
+    let s = json!({"type": "string"});
+    let cases: [(&str, &str); 4] = [
+        (
+            "duration('1x') > duration('1h')",
+            "ERROR: <input>:1:10: invalid duration argument\n | duration('1x') > duration('1h')\n | .........^",
+        ),
+        (
+            "timestamp('2024-13-01T00:00:00Z') == timestamp(0)",
+            "ERROR: <input>:1:11: invalid timestamp argument\n | timestamp('2024-13-01T00:00:00Z') == timestamp(0)\n | ..........^",
+        ),
+        (
+            "self.matches('[')",
+            "ERROR: <input>:1:14: invalid matches argument\n | self.matches('[')\n | .............^",
+        ),
+        (
+            "[1, 2].size() == 2 && ['%d', 1].size() == 2",
+            "ERROR: <input>:1:30: expected type 'string' but found 'int'\n | [1, 2].size() == 2 && ['%d', 1].size() == 2\n | .............................^",
+        ),
+    ];
+    for (rule, want) in cases {
+        assert_eq!(run(rule, &s), Err(want.into()), "{rule}");
+    }
+    for rule in [
+        "duration('1h30m') > duration('-1.5s') && duration('300ms') < duration('0')",
+        "timestamp('2024-02-29T10:00:00.123+01:00') > timestamp('2024-01-01T00:00:00Z')",
+        "self.matches('^[a-z]+$')",
+        "'%s %d'.format(['a', 1]) == 'a 1'",
+    ] {
+        assert_eq!(run(rule, &s), Ok("bool".into()), "{rule}");
+    }
+}
