@@ -12,6 +12,7 @@
 //!
 //! Architecture Invariant: this crate does no IO; schemas and objects in, field errors out.
 
+mod checker;
 mod compile;
 mod eval;
 mod parse;
