@@ -1,11 +1,13 @@
 //! The compiled form of one version's schema: a tree of the nodes that hold rules (or lead to
 //! nodes that do), each rule parsed, checked and lowered once per CRD revision.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use kube_cel::cel::common::ast::{Expr, IdedExpr};
 use serde_json::Value as Json;
 
+use crate::checker::types::Compat;
+use crate::checker::{Env, check};
 use crate::eval::{Program, lower};
 use crate::parse::{children, parse};
 
@@ -81,12 +83,24 @@ pub(crate) fn uses_old_self(e: &IdedExpr) -> bool {
     found
 }
 
-/// Compiles one expression for evaluation at `node`: parse, check, lower.
-pub(crate) fn program(source: &str, node: &Json, resource: bool) -> Option<Program> {
+/// Compiles one expression for evaluation at `node`: parse, check (with every library, as
+/// Kubernetes evaluates stored rules), lower. `None` when it does not compile.
+pub(crate) fn program(
+    source: &str,
+    node: &Json,
+    resource: bool,
+    optional_old_self: bool,
+) -> Option<Program> {
     let expr = parse(source).ok()?;
-    let _ = resource;
-    let schemas = self_schemas(&expr, node);
-    Some(lower(expr, &schemas))
+    let env = Env {
+        self_schema: node,
+        resource_root: resource,
+        old_self: true,
+        optional_old_self,
+        compat: Compat::StoredExpressions,
+    };
+    let checked = check(&expr, source, &env).ok()?;
+    Some(lower(expr, &checked.schemas))
 }
 
 fn normalize_field_path(fp: &str) -> String {
@@ -120,18 +134,19 @@ fn rule(r: &Json, node: &Json, resource: bool) -> Option<CompiledRule> {
     let parsed = parse(&source).ok();
     let uses_old = parsed.as_ref().is_some_and(uses_old_self);
     let message_expression = str_field("messageExpression").filter(|m| !m.trim().is_empty());
+    let optional_old_self = r.get("optionalOldSelf").and_then(Json::as_bool) == Some(true);
     Some(CompiledRule {
-        program: program(&source, node, resource),
+        program: program(&source, node, resource, optional_old_self),
         message: str_field("message").map(|m| m.trim().to_string()),
         message_program: message_expression
             .as_deref()
-            .and_then(|m| program(m, node, resource)),
+            .and_then(|m| program(m, node, resource, optional_old_self)),
         message_expression,
         reason: str_field("reason"),
         field_path: str_field("fieldPath")
             .filter(|f| !f.is_empty())
             .map(|f| normalize_field_path(&f)),
-        optional_old_self: r.get("optionalOldSelf").and_then(Json::as_bool) == Some(true),
+        optional_old_self,
         uses_old_self: uses_old,
         source,
     })
@@ -204,36 +219,4 @@ pub(crate) fn tree(node: &Json, resource: bool) -> Option<Node> {
         additional,
         map_keys,
     })
-}
-
-/// The schema nodes expressions denote, until the checker provides them: `self`, `oldSelf`
-/// and field selections on them.
-pub(crate) fn self_schemas(e: &IdedExpr, node: &Json) -> HashMap<u64, Json> {
-    fn walk(e: &IdedExpr, node: &Json, out: &mut HashMap<u64, Json>) {
-        children(e, &mut |c| walk(c, node, out));
-        match &e.expr {
-            Expr::Ident(n) if n == "self" || n == "oldSelf" => {
-                out.insert(e.id, node.clone());
-            }
-            Expr::Select(s) if !s.test => {
-                let prop = out
-                    .get(&s.operand.id)
-                    .and_then(|parent| parent.get("properties"))
-                    .and_then(Json::as_object)
-                    .and_then(|props| {
-                        props
-                            .iter()
-                            .find(|(k, _)| crate::escape(k).as_deref() == Some(s.field.as_str()))
-                    })
-                    .map(|(_, v)| v.clone());
-                if let Some(p) = prop {
-                    out.insert(e.id, p);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = HashMap::new();
-    walk(e, node, &mut out);
-    out
 }

@@ -668,7 +668,7 @@ pub(crate) fn to_cel(v: &Json, schema: &Json, resource: bool) -> Value {
             let mut out = HashMap::new();
             if let Some(props) = schema.get("properties").and_then(Json::as_object) {
                 for (k, s) in props {
-                    if let (Some(v), Some(name)) = (m.get(k), crate::escape(k))
+                    if let (Some(v), Some(name)) = (m.get(k), crate::checker::types::escape(k))
                         && !v.is_null()
                     {
                         out.insert(Key::String(Arc::new(name)), to_cel(v, s, embedded(s)));

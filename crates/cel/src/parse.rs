@@ -1,6 +1,7 @@
 //! Step 1 of a rule's pipeline: parse with the optional syntax Kubernetes enables (`.?`, `[?]`)
 //! and expand the macros cel 0.13's parser leaves as calls into the comprehensions cel-go builds
-//! for them (`cel.bind`, the two-variable comprehensions of `ext.TwoVarComprehensions`).
+//! for them (the two-variable comprehensions of `ext.TwoVarComprehensions`, Kubernetes 1.32).
+//! `cel.bind` is not expanded: Kubernetes' environment does not include `ext.Bindings`.
 //!
 //! The result is the AST the checker, the cost estimator and the evaluator all read.
 
@@ -21,10 +22,31 @@ pub(crate) fn parse(source: &str) -> Result<IdedExpr, String> {
     let mut expr = Parser::new()
         .enable_optional_syntax(true)
         .parse(source)
-        .map_err(|e| e.to_string().trim().to_string())?;
+        .map_err(|errs| {
+            errs.errors
+                .iter()
+                .map(|e| go_parse_error(source, e.pos, &e.msg))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })?;
     let mut ids = Ids(max_id(&expr));
     expand(&mut expr, &mut ids)?;
     Ok(expr)
+}
+
+/// A parse error as cel-go displays it. cel 0.13 places `has()` argument errors on the argument;
+/// cel-go on the macro call's `(`.
+fn go_parse_error(source: &str, (line, column): (isize, isize), msg: &str) -> String {
+    let line = usize::try_from(line).unwrap_or(1).max(1);
+    let mut col0 = usize::try_from(column).unwrap_or(1).saturating_sub(1);
+    if msg == "invalid argument to has() macro"
+        && let Some(text) = source.split('\n').nth(line - 1)
+        && let Some(head) = text.get(..col0)
+        && let Some(i) = head.rfind("has(")
+    {
+        col0 = i + 3;
+    }
+    crate::checker::display_error(source, line, col0, msg)
 }
 
 /// Fresh expression ids above every id the parser assigned.
@@ -157,30 +179,8 @@ fn expand(e: &mut IdedExpr, ids: &mut Ids) -> Result<(), String> {
     let Some(target) = c.target.as_deref() else {
         return Ok(());
     };
-    let is_cel = matches!(&target.expr, Expr::Ident(n) if n == "cel");
+    let _ = target;
     let expansion = match (c.func_name.as_str(), c.args.len()) {
-        ("bind", 3) if is_cel => {
-            // cel.bind(v, init, body): a comprehension over nothing whose accumulator is `v`.
-            let var = ident_of(&c.args[0], "cel.bind() variable name")?;
-            let mut args = std::mem::take(&mut c.args).into_iter().skip(1);
-            let (init, body) = (args.next(), args.next());
-            let (Some(init), Some(body)) = (init, body) else {
-                return Ok(());
-            };
-            let range = ids.node(Expr::List(ListExpr::new(Vec::new())));
-            let cond = boolean(ids, false);
-            let step = ident(ids, &var);
-            ComprehensionExpr {
-                iter_range: range,
-                iter_var: "#unused".into(),
-                iter_var2: None,
-                accu_var: var,
-                accu_init: init,
-                loop_cond: cond,
-                loop_step: step,
-                result: body,
-            }
-        }
         (
             "all" | "exists" | "existsOne" | "exists_one" | "transformList" | "transformMap"
             | "transformMapEntry",
@@ -360,10 +360,6 @@ mod tests {
     fn macros_expand_as_cel_go_expands_them() {
         let cases = [
             (
-                "cel.bind(x, self.a, x + x)",
-                "fold([], #unused, x=self.a, false, x, _+_(x, x))",
-            ),
-            (
                 "self.l.all(i, v, v > i)",
                 "fold(self.l, i,v, @result=true, @not_strictly_false(@result), _&&_(@result, _>_(v, i)), @result)",
             ),
@@ -402,7 +398,7 @@ mod tests {
         assert!(parse("self.m[?'k'].hasValue()").is_ok());
         let err = parse("self.a >").unwrap_err();
         assert!(err.starts_with("ERROR: <input>:1:"), "{err}");
-        let err = parse("cel.bind(1, 2, 3)").unwrap_err();
+        let err = parse("self.l.all(1, v, true)").unwrap_err();
         assert!(err.contains("must be a simple identifier"), "{err}");
     }
 }

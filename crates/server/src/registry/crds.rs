@@ -102,7 +102,7 @@ fn validate_typed(obj: &Value, old: Option<&Value>) -> ErrorList {
         let mut found = crd_schema::checks::check_schema(schema, &loc.path, &opts);
         // CEL rules compile only when the schema itself is sound, as upstream.
         if found.is_empty() {
-            found = crd_cel::check_rules(schema, &loc.path);
+            found = crd_cel::check_rules(schema, &loc.path, &old_schemas);
         }
         for e in found {
             // A spec-level error (preserveUnknownFields with defaults) is reported once.
