@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::checker::types::Compat;
 use crate::checker::{Env, check as type_check, require_bool, require_string};
 use crate::compile::uses_old_self;
+use crate::cost;
 use crate::parse::parse;
 
 /// The reasons a rule may give (`reason`).
@@ -65,56 +66,75 @@ impl Preexisting {
 pub(crate) fn check(schema: &Value, path: &Path, old_schemas: &[Value]) -> ErrorList {
     let mut errs = ErrorList::new();
     let pre = Preexisting::of(old_schemas);
-    walk(schema, path, None, true, &pre, &mut errs);
+    let mut totals = Totals::default();
+    let mut w = Walk {
+        pre: &pre,
+        totals: &mut totals,
+        errs: &mut errs,
+    };
+    w.node(schema, path, None, true, 1);
+    totals.report(path, &mut errs);
     errs
 }
 
-fn walk(
-    node: &Value,
-    path: &Path,
-    uncorrelatable: Option<&Path>,
-    root: bool,
-    pre: &Preexisting,
-    errs: &mut ErrorList,
-) {
-    let Some(m) = node.as_object() else {
-        return;
-    };
-    if let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) {
-        let base = path.child("x-kubernetes-validations");
-        for (i, r) in rules.iter().enumerate() {
-            let at = Site {
-                node,
-                root,
-                path: base.index(i),
-                uncorrelatable,
-            };
-            check_one(r, &at, pre, errs);
-        }
-    }
-    let list_type = m
-        .get("x-kubernetes-list-type")
-        .and_then(Value::as_str)
-        .unwrap_or("atomic");
-    if let Some(props) = m.get("properties").and_then(Value::as_object) {
-        for (k, v) in props {
-            let p = path.child("properties").key(k);
-            walk(v, &p, uncorrelatable, false, pre, errs);
-        }
-    }
-    if let Some(items) = m.get("items") {
-        let lost;
-        let below = if list_type == "map" {
-            uncorrelatable
-        } else {
-            lost = uncorrelatable.cloned().unwrap_or_else(|| path.clone());
-            Some(&lost)
+/// The walk over a schema's nodes.
+struct Walk<'a> {
+    pre: &'a Preexisting,
+    totals: &'a mut Totals,
+    errs: &'a mut ErrorList,
+}
+
+impl Walk<'_> {
+    fn node(
+        &mut self,
+        node: &Value,
+        path: &Path,
+        uncorrelatable: Option<&Path>,
+        root: bool,
+        cardinality: u64,
+    ) {
+        let Some(m) = node.as_object() else {
+            return;
         };
-        walk(items, &path.child("items"), below, false, pre, errs);
-    }
-    if let Some(ap) = m.get("additionalProperties").filter(|a| a.is_object()) {
-        let p = path.child("additionalProperties");
-        walk(ap, &p, uncorrelatable, false, pre, errs);
+        if let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) {
+            let base = path.child("x-kubernetes-validations");
+            for (i, r) in rules.iter().enumerate() {
+                let at = Site {
+                    node,
+                    root,
+                    path: base.index(i),
+                    uncorrelatable,
+                    cardinality,
+                };
+                check_one(r, &at, self.pre, self.totals, self.errs);
+            }
+        }
+        let list_type = m
+            .get("x-kubernetes-list-type")
+            .and_then(Value::as_str)
+            .unwrap_or("atomic");
+        if let Some(props) = m.get("properties").and_then(Value::as_object) {
+            for (k, v) in props {
+                let p = path.child("properties").key(k);
+                self.node(v, &p, uncorrelatable, false, cardinality);
+            }
+        }
+        // Items and map values run once per element.
+        let many = cardinality.saturating_mul(cost::schema_size(node).max(1));
+        if let Some(items) = m.get("items") {
+            let lost;
+            let below = if list_type == "map" {
+                uncorrelatable
+            } else {
+                lost = uncorrelatable.cloned().unwrap_or_else(|| path.clone());
+                Some(&lost)
+            };
+            self.node(items, &path.child("items"), below, false, many);
+        }
+        if let Some(ap) = m.get("additionalProperties").filter(|a| a.is_object()) {
+            let p = path.child("additionalProperties");
+            self.node(ap, &p, uncorrelatable, false, many);
+        }
     }
 }
 
@@ -124,6 +144,44 @@ struct Site<'a> {
     root: bool,
     path: Path,
     uncorrelatable: Option<&'a Path>,
+    /// How many times a rule here can run for one object (upstream `MaxCardinality`).
+    cardinality: u64,
+}
+
+/// The estimated cost of every expression of one schema (upstream `TotalCost`).
+#[derive(Default)]
+struct Totals {
+    total: u64,
+    costs: Vec<(Path, u64)>,
+}
+
+impl Totals {
+    fn observe(&mut self, path: Path, cost: u64) {
+        self.total = self.total.saturating_add(cost);
+        self.costs.push((path, cost));
+    }
+
+    /// Upstream keeps the four most expensive expressions to name them.
+    fn report(mut self, schema_path: &Path, errs: &mut ErrorList) {
+        if self.total <= cost::CRD_LIMIT {
+            return;
+        }
+        self.costs.sort_by_key(|c| std::cmp::Reverse(c.1));
+        for (path, _) in self.costs.iter().take(4) {
+            errs.push(FieldError::forbidden(
+                path,
+                "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+            ));
+        }
+        errs.push(FieldError::forbidden(
+            schema_path,
+            cost::error_message(
+                "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+                self.total,
+                cost::CRD_LIMIT,
+            ),
+        ));
+    }
 }
 
 fn check_fields(r: &Value, rule: &str, p: &Path, errs: &mut ErrorList) {
@@ -167,7 +225,13 @@ fn check_fields(r: &Value, rule: &str, p: &Path, errs: &mut ErrorList) {
     }
 }
 
-fn check_one(r: &Value, at: &Site<'_>, pre: &Preexisting, errs: &mut ErrorList) {
+fn check_one(
+    r: &Value,
+    at: &Site<'_>,
+    pre: &Preexisting,
+    totals: &mut Totals,
+    errs: &mut ErrorList,
+) {
     let p = &at.path;
     let rule = r.get("rule").and_then(Value::as_str).unwrap_or("");
     if rule.trim().is_empty() {
@@ -234,60 +298,36 @@ fn check_one(r: &Value, at: &Site<'_>, pre: &Preexisting, errs: &mut ErrorList) 
         };
         let result = parse(me).and_then(|e| {
             let c = type_check(&e, me, &env)?;
-            require_string(&c)
+            require_string(&c)?;
+            Ok(cost::estimate(&e, &c).saturating_mul(at.cardinality))
         });
-        if let Err(e) = result {
-            errs.push(FieldError::invalid(
+        match result {
+            Err(e) => errs.push(FieldError::invalid(
                 &p.child("messageExpression"),
                 me,
                 format!("messageExpression compilation failed: {e}"),
-            ));
+            )),
+            Ok(cost) => {
+                totals.observe(p.child("messageExpression"), cost);
+                if cost > cost::RULE_LIMIT {
+                    errs.push(FieldError::forbidden(
+                        &p.child("messageExpression"),
+                        cost::error_message(
+                            "estimated messageExpression cost",
+                            cost,
+                            cost::RULE_LIMIT,
+                        ),
+                    ));
+                }
+            }
         }
     }
-    let _ = checked;
-    for w in legacy_cost(r, rule, at.node) {
-        errs.push(FieldError::forbidden(&p.child("rule"), w));
-    }
-}
-
-fn legacy_cost(r: &Value, rule: &str, node: &Value) -> Vec<String> {
-    let mut single = node.clone();
-    if let Some(m) = single.as_object_mut() {
-        m.insert(
-            "x-kubernetes-validations".into(),
-            Value::Array(vec![r.clone()]),
-        );
-    }
-    let compiled = kube_cel::compile_schema(&single);
-    kube_cel::estimate_rule_cost(rule, &compiled)
-        .into_iter()
-        .filter(|w| w.kind == kube_cel::WarningKind::CostExceeded)
-        .map(|w| format!(
-            "estimated rule cost exceeds budget by factor of {} (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
-            cost_factor(&w.message)
-        ))
-        .collect()
-}
-/// Upstream's factor text from kube-cel's `estimated cost N exceeds K8s budget M`:
-/// `more than 100x`, `%fx` below 1.5, else `%.1fx`.
-fn cost_factor(message: &str) -> String {
-    let after = |word: &str| -> Option<f64> {
-        let rest = &message[message.find(word)? + word.len()..];
-        rest.split_whitespace()
-            .next()?
-            .trim_end_matches([';', ','])
-            .parse()
-            .ok()
-    };
-    let factor = match (after("cost "), after("budget ")) {
-        (Some(cost), Some(budget)) if budget > 0.0 => cost / budget,
-        _ => f64::INFINITY,
-    };
-    if factor > 100.0 {
-        "more than 100x".into()
-    } else if factor < 1.5 {
-        format!("{factor:.6}x")
-    } else {
-        format!("{factor:.1}x")
+    let cost = cost::estimate(&parsed, &checked).saturating_mul(at.cardinality);
+    totals.observe(p.child("rule"), cost);
+    if cost > cost::RULE_LIMIT {
+        errs.push(FieldError::forbidden(
+            &p.child("rule"),
+            cost::error_message("estimated rule cost", cost, cost::RULE_LIMIT),
+        ));
     }
 }

@@ -35,7 +35,7 @@ const MAP_CREATE_COST: i64 = 30;
 pub(crate) const COST_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
 
 /// Namespaces of qualified functions (`sets.contains(...)`): their "target" is not a value.
-const NAMESPACES: [&str; 8] = [
+pub(crate) const NAMESPACES: [&str; 8] = [
     "cel", "sets", "optional", "math", "strings", "base64", "format", "lists",
 ];
 
@@ -489,26 +489,20 @@ fn call_with_cost(ftx: &FunctionContext) -> ResolveResult {
         scope.add_variable_from_value(format!("@a{i}"), v.clone());
     }
     let result = scope.resolve(template)?;
-    charge(call_cost(&name, target, args, &result))?;
+    let sizes: Vec<u64> = args.iter().map(size).collect();
+    let cost = crate::cost::call(&name, target.map(size), &sizes);
+    charge(i64::try_from(cost).unwrap_or(i64::MAX))?;
     Ok(result)
 }
 
-/// The runtime cost of one call (cel-go's `CostTracker.actualCost` with Kubernetes' library
-/// costs): 1, plus a tenth of the traversed size for string and list operations.
-fn call_cost(name: &str, target: Option<&Value>, args: &[Value], _result: &Value) -> i64 {
-    let size = |v: &Value| -> i64 {
-        match v {
-            Value::String(s) => s.len() as i64,
-            Value::Bytes(b) => b.len() as i64,
-            Value::List(l) => l.len() as i64,
-            Value::Map(m) => m.map.len() as i64,
-            _ => 0,
-        }
-    };
-    let traversed: i64 = target.into_iter().chain(args).map(size).sum();
-    match name {
-        "matches" | "find" | "findAll" => 1 + traversed / 4,
-        _ => 1 + (traversed + 9) / 10,
+/// The size the cost model charges for: string and bytes lengths, list and map lengths.
+fn size(v: &Value) -> u64 {
+    match v {
+        Value::String(s) => s.len() as u64,
+        Value::Bytes(b) => b.len() as u64,
+        Value::List(l) => l.len() as u64,
+        Value::Map(m) => m.map.len() as u64,
+        _ => 0,
     }
 }
 

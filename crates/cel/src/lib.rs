@@ -14,6 +14,7 @@
 
 mod checker;
 mod compile;
+mod cost;
 mod crd_checks;
 mod eval;
 mod parse;

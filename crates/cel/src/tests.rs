@@ -475,3 +475,89 @@ fn runtime_cost_budget_stops_evaluation() {
         )]
     );
 }
+
+fn crd_errors(schema: &Value) -> Vec<String> {
+    let path = Path::new("spec")
+        .child("validation")
+        .child("openAPIV3Schema");
+    check_rules(schema, &path, &[])
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// The seed's "Resource use by validation functions" examples.
+#[test]
+fn the_seeds_cost_examples() {
+    let tail = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    let rule_at = |foo: Value| json!({"type": "object", "properties": {"foo": foo}});
+    // Unbounded list of unbounded strings: over the per-rule limit, and so over the total.
+    let unbounded = rule_at(json!({"type": "array", "items": {"type": "string"},
+        "x-kubernetes-validations": [{"rule": "self.all(x, x.contains('a string'))"}]}));
+    assert_eq!(
+        crd_errors(&unbounded),
+        vec![
+            format!("spec.validation.openAPIV3Schema.properties[foo].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x {tail}"),
+            "spec.validation.openAPIV3Schema.properties[foo].x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema".to_string(),
+            format!("spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {tail}"),
+        ]
+    );
+    // Limits make it affordable, whether the rule sits on the list or on its items.
+    let bounded = rule_at(
+        json!({"type": "array", "maxItems": 25, "items": {"type": "string", "maxLength": 10},
+        "x-kubernetes-validations": [{"rule": "self.all(x, x.contains('a string'))"}]}),
+    );
+    assert_eq!(crd_errors(&bounded), Vec::<String>::new());
+    let on_items = rule_at(
+        json!({"type": "array", "maxItems": 25, "items": {"type": "string", "maxLength": 10,
+        "x-kubernetes-validations": [{"rule": "self.contains('a string')"}]}}),
+    );
+    assert_eq!(crd_errors(&on_items), Vec::<String>::new());
+    // A flat list of integers is fine; the same rule on a nested list is not.
+    let flat = json!({"type": "object", "properties": {"foo": {"type": "array", "items": {"type": "integer"}}},
+        "x-kubernetes-validations": [{"rule": "self.foo.all(x, x == 5)"}]});
+    assert_eq!(crd_errors(&flat), Vec::<String>::new());
+    let nested = rule_at(
+        json!({"type": "array", "items": {"type": "array", "items": {"type": "integer"},
+        "x-kubernetes-validations": [{"rule": "self.all(x, x == 5)"}]}}),
+    );
+    let got = crd_errors(&nested);
+    assert!(
+        got.first().is_some_and(|e| e.starts_with("spec.validation.openAPIV3Schema.properties[foo].items.x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x")),
+        "{got:?}"
+    );
+}
+
+/// Each rule fits the per-rule limit; together they pass the per-schema total.
+#[test]
+fn the_total_of_a_schema_is_limited() {
+    let tail = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    let props: serde_json::Map<String, Value> = (0..14)
+        .map(|i| {
+            (
+                format!("l{i:02}"),
+                json!({"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 20000},
+                   "x-kubernetes-validations": [{"rule": "self.all(x, x.contains('a'))"}]}),
+            )
+        })
+        .collect();
+    let schema = json!({"type": "object", "properties": props});
+    let got = crd_errors(&schema);
+    assert_eq!(got.len(), 5, "{got:?}");
+    assert!(got[..4].iter().all(|e| e.ends_with("].x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema")), "{got:?}");
+    assert!(
+        got[4].starts_with("spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of 1.1")
+            && got[4].ends_with(tail),
+        "{got:?}"
+    );
+    // Twelve of them fit.
+    let mut fewer = schema.clone();
+    if let Some(p) = fewer
+        .pointer_mut("/properties")
+        .and_then(Value::as_object_mut)
+    {
+        p.remove("l12");
+        p.remove("l13");
+    }
+    assert_eq!(crd_errors(&fewer), Vec::<String>::new());
+}

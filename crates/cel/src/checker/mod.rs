@@ -11,7 +11,6 @@
 //! the parsed one ([`positions`]).
 
 // Wired in by the integrator; until then only the tests use the checker.
-#![allow(dead_code)] // TODO(integration): remove once every item is used
 
 mod decls;
 mod positions;

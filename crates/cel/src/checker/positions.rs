@@ -216,9 +216,6 @@ impl Parser {
     fn peek(&self) -> Option<&Tok> {
         self.tokens.get(self.pos).map(|(t, _)| t)
     }
-    fn peek_at(&self, n: usize) -> Option<&Tok> {
-        self.tokens.get(self.pos + n).map(|(t, _)| t)
-    }
     fn offset(&self) -> usize {
         self.tokens.get(self.pos).map_or(0, |(_, o)| *o)
     }
