@@ -100,7 +100,7 @@ pub(crate) fn program(
         compat: Compat::StoredExpressions,
     };
     let checked = check(&expr, source, &env).ok()?;
-    Some(lower(expr, &checked.schemas))
+    Some(lower(expr, &checked))
 }
 
 fn normalize_field_path(fp: &str) -> String {

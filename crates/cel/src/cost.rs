@@ -70,6 +70,11 @@ pub(crate) fn call(name: &str, target: Option<u64>, args: &[u64]) -> u64 {
     }
 }
 
+/// Whether [`call`]'s cost for `name` depends on operand sizes.
+pub(crate) fn size_dependent(name: &str) -> bool {
+    call(name, Some(1_000), &[1_000, 1_000]) != call(name, Some(0), &[0, 0])
+}
+
 /// A schema node's size: the most elements (bytes of a string) it can hold.
 pub(crate) fn schema_size(node: &Value) -> u64 {
     let n = |k: &str| node.get(k).and_then(Value::as_u64);

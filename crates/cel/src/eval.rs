@@ -18,10 +18,13 @@ use std::sync::Arc;
 
 use kube_cel::KubeCelExt;
 use kube_cel::cel::common::ast::{CallExpr, Expr, IdedExpr, ListExpr, LiteralValue};
+use kube_cel::cel::extractors::This;
 use kube_cel::cel::objects::{Key, Map, Opaque, OptionalValue};
 use kube_cel::cel::{Context, ExecutionError, FunctionContext, ResolveResult, Value};
 use serde_json::Value as Json;
 
+use crate::checker::Checked;
+use crate::checker::types::Type;
 use crate::parse::{MAP_INSERT, children_mut};
 
 /// cel-go's `SelectAndIdentCost`.
@@ -81,12 +84,12 @@ pub(crate) enum EvalError {
     Runtime(String),
 }
 
-/// Lowers a checked expression; `schemas` maps expression ids to the schema node they denote.
-pub(crate) fn lower(mut expr: IdedExpr, schemas: &HashMap<u64, Json>) -> Program {
+/// Lowers a checked expression (its types and the schema nodes its expressions denote).
+pub(crate) fn lower(mut expr: IdedExpr, checked: &Checked) -> Program {
     let mut next = max_id(&expr);
-    list_semantics(&mut expr, schemas, &mut next);
+    list_semantics(&mut expr, &checked.schemas, &mut next);
     optional_select(&mut expr);
-    instrument(&mut expr, &mut next);
+    instrument(&mut expr, &mut next, &checked.types);
     two_variable(&mut expr, &mut next);
     Program { expr }
 }
@@ -169,81 +172,127 @@ fn optional_select(e: &mut IdedExpr) {
     }
 }
 
-/// Rewrite: charge cel-go's runtime costs. Identifiers and selections cost 1, list and map
-/// literals their creation cost, calls what [`crate::cost`]'s runtime function says given their
-/// evaluated arguments. `&&`, `||` and `?:` cost nothing themselves (they short-circuit).
-fn instrument(e: &mut IdedExpr, next: &mut u64) {
-    // Namespace targets (`sets.contains`) are names, not values: leave them as they are.
-    let namespace_target = matches!(&e.expr, Expr::Call(c)
-        if matches!(c.target.as_deref(), Some(IdedExpr { expr: Expr::Ident(n), .. }) if NAMESPACES.contains(&n.as_str())));
-    match &mut e.expr {
-        Expr::Call(c) if namespace_target => c.args.iter_mut().for_each(|a| instrument(a, next)),
-        Expr::Comprehension(c) => {
-            instrument(&mut c.iter_range, next);
-            instrument(&mut c.accu_init, next);
-            instrument(&mut c.loop_cond, next);
-            instrument(&mut c.loop_step, next);
-            instrument(&mut c.result, next);
-            return;
-        }
-        _ => children_mut(e, &mut |c| instrument(c, next)),
+/// Rewrite: charge cel-go's runtime costs. Costs that do not depend on values (identifiers and
+/// selections 1, list and map literals 10 and 30, most calls 1) are summed per evaluation region
+/// and charged once per region: the whole expression, and each comprehension iteration (on its
+/// loop condition). Calls whose cost depends on operand sizes (string and list operations) are
+/// wrapped in `@c`, which charges what [`crate::cost::call`] says for the evaluated operands.
+/// Short-circuited branches are charged as if taken: an upper bound, never an undercount.
+fn instrument(e: &mut IdedExpr, next: &mut u64, types: &HashMap<u64, Type>) {
+    let mut region = 0i64;
+    instrument_in(e, next, types, &mut region);
+    charge_region(e, next, region);
+}
+
+/// Wraps `e` as `@t(n, e)`: `e`, charging `n`.
+fn charge_region(e: &mut IdedExpr, next: &mut u64, n: i64) {
+    if n == 0 {
+        return;
     }
-    let taken = std::mem::take(&mut e.expr);
-    // `@t(n, x)`: x, charging n.
-    let charged = |next: &mut u64, n: i64, inner: Expr| {
-        let inner = node(next, inner);
-        let n = int(next, n);
+    let inner = std::mem::take(e);
+    let n = int(next, n);
+    *e = node(
+        next,
         Expr::Call(CallExpr {
             func_name: "@t".into(),
             target: None,
             args: vec![n, inner],
-        })
-    };
-    e.expr = match taken {
-        // Presence tests cost nothing in Kubernetes (`PresenceTestHasCost(false)`).
-        Expr::Select(s) if s.test => Expr::Select(s),
-        Expr::Ident(_) | Expr::Select(_) => charged(next, SELECT_AND_IDENT_COST, taken),
-        Expr::List(_) => charged(next, LIST_CREATE_COST, taken),
-        Expr::Map(_) => charged(next, MAP_CREATE_COST, taken),
-        Expr::Call(c)
-            if !matches!(
-                c.func_name.as_str(),
-                "_&&_" | "_||_" | "_?_:_" | "@not_strictly_false"
-            ) =>
-        {
-            // @c(name, template, [target,] args...): the template is the call over variables
-            // @tg and @a0.. that @c binds to the evaluated operands.
-            let name = c.func_name.clone();
-            let mut operands = Vec::new();
-            let target = match c.target {
-                Some(t) if namespace_target => Some(*t),
-                Some(t) => {
-                    operands.push(*t);
-                    Some(node(next, Expr::Ident("@tg".into())))
-                }
-                None => None,
-            };
-            let has_target = target.is_some() && !namespace_target;
-            let vars = (0..c.args.len())
-                .map(|i| node(next, Expr::Ident(format!("@a{i}"))))
-                .collect();
-            operands.extend(c.args);
-            let template = call(next, &name, target, vars);
-            let name = string(next, &name);
-            let flag = node(
-                next,
-                Expr::Literal(LiteralValue::Boolean(has_target.into())),
-            );
-            let mut args = vec![name, template, flag];
-            args.extend(operands);
-            Expr::Call(CallExpr {
-                func_name: "@c".into(),
-                target: None,
-                args,
-            })
+        }),
+    );
+}
+
+/// Whether a call's cost depends on the sizes of its operands.
+fn size_dependent(c: &CallExpr, types: &HashMap<u64, Type>) -> bool {
+    if !crate::cost::size_dependent(&c.func_name) {
+        return false;
+    }
+    c.target.as_deref().into_iter().chain(&c.args).any(|a| {
+        !matches!(
+            types.get(&a.id),
+            Some(
+                Type::Bool
+                    | Type::Int
+                    | Type::Uint
+                    | Type::Double
+                    | Type::Null
+                    | Type::Timestamp
+                    | Type::Duration
+            )
+        )
+    })
+}
+
+fn instrument_in(e: &mut IdedExpr, next: &mut u64, types: &HashMap<u64, Type>, region: &mut i64) {
+    // Namespace targets (`sets.contains`) are names, not values: leave them as they are.
+    let namespace_target = matches!(&e.expr, Expr::Call(c)
+        if matches!(c.target.as_deref(), Some(IdedExpr { expr: Expr::Ident(n), .. }) if NAMESPACES.contains(&n.as_str())));
+    match &mut e.expr {
+        Expr::Comprehension(c) => {
+            instrument_in(&mut c.iter_range, next, types, region);
+            instrument_in(&mut c.accu_init, next, types, region);
+            instrument_in(&mut c.result, next, types, region);
+            let mut iteration = 0i64;
+            instrument_in(&mut c.loop_cond, next, types, &mut iteration);
+            instrument_in(&mut c.loop_step, next, types, &mut iteration);
+            charge_region(&mut c.loop_cond, next, iteration);
+            return;
         }
-        other => other,
+        Expr::Call(c) if namespace_target => {
+            c.args
+                .iter_mut()
+                .for_each(|a| instrument_in(a, next, types, region));
+        }
+        _ => children_mut(e, &mut |c| instrument_in(c, next, types, region)),
+    }
+    match &e.expr {
+        // Presence tests cost nothing in Kubernetes (`PresenceTestHasCost(false)`).
+        Expr::Select(s) if s.test => return,
+        Expr::Ident(_) | Expr::Select(_) => *region += SELECT_AND_IDENT_COST,
+        Expr::List(_) => *region += LIST_CREATE_COST,
+        Expr::Map(_) => *region += MAP_CREATE_COST,
+        Expr::Call(c) if matches!(c.func_name.as_str(), "_&&_" | "_||_" | "_?_:_") => {}
+        Expr::Call(c) if !size_dependent(c, types) => *region += 1,
+        _ => {}
+    }
+    let Expr::Call(c) = &e.expr else {
+        return;
     };
+    if matches!(c.func_name.as_str(), "_&&_" | "_||_" | "_?_:_") || !size_dependent(c, types) {
+        return;
+    }
+    let Expr::Call(c) = std::mem::take(&mut e.expr) else {
+        return;
+    };
+    // @c(name, template, has_target, [target,] args...): the template is the call over
+    // variables @tg and @a0.. that @c binds to the evaluated operands.
+    let name = c.func_name.clone();
+    let mut operands = Vec::new();
+    let target = match c.target {
+        Some(t) if namespace_target => Some(*t),
+        Some(t) => {
+            operands.push(*t);
+            Some(node(next, Expr::Ident("@tg".into())))
+        }
+        None => None,
+    };
+    let has_target = target.is_some() && !namespace_target;
+    let vars = (0..c.args.len())
+        .map(|i| node(next, Expr::Ident(format!("@a{i}"))))
+        .collect();
+    operands.extend(c.args);
+    let template = call(next, &name, target, vars);
+    let name = string(next, &name);
+    let flag = node(
+        next,
+        Expr::Literal(LiteralValue::Boolean(has_target.into())),
+    );
+    let mut args = vec![name, template, flag];
+    args.extend(operands);
+    e.expr = Expr::Call(CallExpr {
+        func_name: "@c".into(),
+        target: None,
+        args,
+    });
 }
 
 /// Rewrite: a comprehension with two variables iterates over `@pairs(range)` (`[key, value]`
@@ -411,6 +460,7 @@ fn base_context() -> Context<'static> {
         list_eq(ftx).map(|b| Value::Bool(!b))
     });
     ctx.add_function("@listAdd", list_add);
+    ctx.add_function("matches", matches);
     ctx.add_function("@optSelect", |ftx: &FunctionContext| -> ResolveResult {
         let operand = arg(ftx, 0)?;
         let Value::String(field) = arg(ftx, 1)? else {
@@ -453,6 +503,33 @@ fn value_key(v: Value) -> Result<Key, ExecutionError> {
         Value::Bool(b) => Key::Bool(b),
         Value::String(s) => Key::String(s),
         other => return Err(ExecutionError::UnsupportedKeyType(other)),
+    })
+}
+
+/// `string.matches(regex)` with compiled patterns cached per thread: cel 0.13 compiles the
+/// pattern on every call, which dominated evaluation time.
+#[allow(clippy::needless_pass_by_value)] // cel's argument extractors hand over owned values
+fn matches(
+    ftx: &FunctionContext,
+    This(this): This<Arc<String>>,
+    pattern: Arc<String>,
+) -> Result<bool, ExecutionError> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<HashMap<String, regex::Regex>> = std::cell::RefCell::new(HashMap::new());
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(re) = cache.get(pattern.as_str()) {
+            return Ok(re.is_match(&this));
+        }
+        let re = regex::Regex::new(&pattern)
+            .map_err(|e| ftx.error(format!("'{pattern}' not a valid regex:\n{e}")))?;
+        let hit = re.is_match(&this);
+        if cache.len() >= 256 {
+            cache.clear();
+        }
+        cache.insert(pattern.to_string(), re);
+        Ok(hit)
     })
 }
 
