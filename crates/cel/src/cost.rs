@@ -70,6 +70,22 @@ pub(crate) fn call(name: &str, target: Option<u64>, args: &[u64]) -> u64 {
     }
 }
 
+/// Whether values of a type have no size the cost model charges for (numbers, booleans, times).
+pub(crate) fn sizeless(t: Option<&Type>) -> bool {
+    matches!(
+        t,
+        Some(
+            Type::Bool
+                | Type::Int
+                | Type::Uint
+                | Type::Double
+                | Type::Null
+                | Type::Timestamp
+                | Type::Duration
+        )
+    )
+}
+
 /// Whether [`call`]'s cost for `name` depends on operand sizes.
 pub(crate) fn size_dependent(name: &str) -> bool {
     call(name, Some(1_000), &[1_000, 1_000]) != call(name, Some(0), &[0, 0])
@@ -180,18 +196,7 @@ impl Estimator<'_> {
     }
 
     fn scalar(&self, e: &IdedExpr) -> bool {
-        matches!(
-            self.checked.types.get(&e.id),
-            Some(
-                Type::Bool
-                    | Type::Int
-                    | Type::Uint
-                    | Type::Double
-                    | Type::Null
-                    | Type::Timestamp
-                    | Type::Duration
-            )
-        )
+        sizeless(self.checked.types.get(&e.id))
     }
 
     fn cost(&self, e: &IdedExpr) -> u64 {

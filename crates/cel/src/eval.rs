@@ -206,20 +206,11 @@ fn size_dependent(c: &CallExpr, types: &HashMap<u64, Type>) -> bool {
     if !crate::cost::size_dependent(&c.func_name) {
         return false;
     }
-    c.target.as_deref().into_iter().chain(&c.args).any(|a| {
-        !matches!(
-            types.get(&a.id),
-            Some(
-                Type::Bool
-                    | Type::Int
-                    | Type::Uint
-                    | Type::Double
-                    | Type::Null
-                    | Type::Timestamp
-                    | Type::Duration
-            )
-        )
-    })
+    c.target
+        .as_deref()
+        .into_iter()
+        .chain(&c.args)
+        .any(|a| !crate::cost::sizeless(types.get(&a.id)))
 }
 
 fn instrument_in(e: &mut IdedExpr, next: &mut u64, types: &HashMap<u64, Type>, region: &mut i64) {
