@@ -195,8 +195,13 @@ impl Estimator<'_> {
         }
     }
 
+    /// Values without a size (numbers, booleans, times, types, optionals of them) cost nothing
+    /// to traverse.
     fn scalar(&self, e: &IdedExpr) -> bool {
-        sizeless(self.checked.types.get(&e.id))
+        !matches!(
+            self.checked.types.get(&e.id),
+            Some(Type::String | Type::Bytes | Type::List(_) | Type::Map(..) | Type::Dyn) | None
+        )
     }
 
     fn cost(&self, e: &IdedExpr) -> u64 {

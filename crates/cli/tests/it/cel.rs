@@ -110,3 +110,155 @@ fn cel_rules_through_kubectl() {
         "{err}"
     );
 }
+
+fn crd_with(rule_at_spec: &str, props: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{plural: widgets, singular: widget, kind: Widget}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: {rule_at_spec:?}
+            properties:
+{props}
+"
+    )
+}
+
+/// The seed's three compilation errors and its cost rejection, as kubectl prints them.
+#[test]
+fn the_seeds_crd_errors_through_kubectl() {
+    let s = TestServer::start();
+    let at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule";
+    let cases = [
+        (
+            "self.replicas == true",
+            "              replicas: {type: integer}",
+            format!(
+                "{at}: Invalid value: \"self.replicas == true\": compilation failed: ERROR: <input>:1:15: found no matching overload for '_==_' applied to '(int, bool)'\n | self.replicas == true\n | ..............^"
+            ),
+        ),
+        (
+            "self.nonExistingField > 0",
+            "              replicas: {type: integer}",
+            format!(
+                "{at}: Invalid value: \"self.nonExistingField > 0\": compilation failed: ERROR: <input>:1:5: undefined field 'nonExistingField'\n | self.nonExistingField > 0\n | ....^"
+            ),
+        ),
+        (
+            "has(self)",
+            "              replicas: {type: integer}",
+            format!(
+                "{at}: Invalid value: \"has(self)\": compilation failed: ERROR: <input>:1:4: invalid argument to has() macro\n | has(self)\n | ...^"
+            ),
+        ),
+        (
+            "self.foo.all(x, x.contains('a string'))",
+            "              foo: {type: array, items: {type: string}}",
+            format!(
+                "{at}: Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+            ),
+        ),
+        (
+            "cel.bind(x, self.replicas, x > 0)",
+            "              replicas: {type: integer}",
+            format!(
+                "{at}: Invalid value: \"cel.bind(x, self.replicas, x > 0)\": compilation failed: ERROR: <input>:1:"
+            ),
+        ),
+    ];
+    for (rule, props, want) in cases {
+        s.write("crd.yaml", &crd_with(rule, props));
+        let out = s.kubectl(&["apply", "-f", "crd.yaml"]);
+        assert!(!out.status.success(), "{rule} was accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&want), "{rule}\nwant: {want}\ngot: {err}");
+    }
+    // With limits the seed's expensive rule is accepted.
+    s.write(
+        "crd.yaml",
+        &crd_with(
+            "self.foo.all(x, x.contains('a string'))",
+            "              foo: {type: array, maxItems: 25, items: {type: string, maxLength: 10}}",
+        ),
+    );
+    s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
+}
+
+/// Optional syntax, type(), two-variable comprehensions, set-list equality and the runtime
+/// budget, on objects written through kubectl.
+#[test]
+fn kubernetes_cel_features_through_kubectl() {
+    let s = TestServer::start();
+    let props = "              port: {x-kubernetes-int-or-string: true}
+              a: {type: array, maxItems: 10, x-kubernetes-list-type: set, items: {type: integer}}
+              b: {type: array, maxItems: 10, x-kubernetes-list-type: set, items: {type: integer}}
+              m: {type: object, maxProperties: 10, additionalProperties: {type: string, maxLength: 10}}
+              l:
+                type: array
+                items: {type: string}
+                x-kubernetes-validations:
+                - rule: \"self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b'))\"";
+    let rule = "(type(self.port) == string ? self.port == 'http' : self.port == 80) && (!self.?m.hasValue() || self.m.all(k, v, k != v)) && self.a == self.b";
+    let mut crd = crd_with(rule, props);
+    // The expensive list rule needs bounds to be accepted at all.
+    crd = crd.replace(
+        "                items: {type: string}\n",
+        "                maxItems: 100\n                items: {type: string, maxLength: 3000}\n",
+    );
+    s.apply_crd("crd.yaml", &crd, "widgets.example.com");
+    let widget = |name: &str, spec: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {name}\nspec: {spec}\n"
+        )
+    };
+    s.write(
+        "ok.yaml",
+        &widget("ok", "{port: http, a: [1, 2], b: [2, 1], m: {x: z}}"),
+    );
+    s.kubectl_ok(&["apply", "-f", "ok.yaml"]);
+    s.write("ok2.yaml", &widget("ok2", "{port: 80, a: [], b: []}"));
+    s.kubectl_ok(&["apply", "-f", "ok2.yaml"]);
+    for spec in [
+        "{port: 81, a: [], b: []}",
+        "{port: http, a: [1], b: [2]}",
+        "{port: http, a: [], b: [], m: {x: x}}",
+    ] {
+        s.write("bad.yaml", &widget("bad", spec));
+        let out = s.kubectl(&["apply", "-f", "bad.yaml"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "The Widget \"bad\" is invalid: spec: Invalid value: \"object\": failed rule: {rule}"
+            )),
+            "{spec}: {err}"
+        );
+    }
+    // 100 strings of 2,900 bytes: each of the 8 scans charges ~300 per item; the rule's cost
+    // (~240k) fits the per-call limit and the budget.
+    let long = "a".repeat(2_900);
+    let items: Vec<String> = (0..100).map(|_| format!("\"{long}\"")).collect();
+    s.write(
+        "big.yaml",
+        &widget(
+            "big",
+            &format!("{{port: 80, a: [], b: [], l: [{}]}}", items.join(", ")),
+        ),
+    );
+    // `create`: `apply` would store the whole object again in an annotation (256 KiB limit).
+    s.kubectl_ok(&["create", "-f", "big.yaml"]);
+}
