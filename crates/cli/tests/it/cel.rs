@@ -199,7 +199,7 @@ fn the_seeds_crd_errors_through_kubectl() {
     s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
 }
 
-/// Optional syntax, type(), two-variable comprehensions, set-list equality and the runtime
+/// Optional syntax, `type()`, two-variable comprehensions, set-list equality and the runtime
 /// budget, on objects written through kubectl.
 #[test]
 fn kubernetes_cel_features_through_kubectl() {
