@@ -99,6 +99,13 @@ struct ServeArgs {
     /// How often storage history is compacted; watches older than one to two intervals get 410.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     etcd_compaction_interval: Duration,
+    /// Non-mutating requests in flight at once; more get 429 (0: no limit). Watches are not
+    /// counted.
+    #[arg(long, default_value_t = 400)]
+    max_requests_inflight: usize,
+    /// Mutating requests in flight at once; more get 429 (0: no limit).
+    #[arg(long, default_value_t = 200)]
+    max_mutating_requests_inflight: usize,
     /// How long one conversion-webhook call may take (Go duration: `500ms`, `2s`, `1m`).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     conversion_webhook_timeout: Duration,
@@ -194,6 +201,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             tls,
             token_file: args.token_auth_file,
             compaction_interval: args.etcd_compaction_interval,
+            limits: crd_server::limits::Limits {
+                max_requests_inflight: args.max_requests_inflight,
+                max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+                ..crd_server::limits::Limits::default()
+            },
             client_ca_file: args.client_ca_file.clone(),
             authorization_policy_file: args.authorization_policy_file.clone(),
             conversion: crd_server::conversion::ConversionOptions {

@@ -15,18 +15,23 @@
 
 pub mod auth;
 pub mod authz;
+pub mod body;
 pub mod controllers;
 pub mod conversion;
 pub mod discovery;
+pub mod error;
 pub mod handlers;
 pub mod http;
 pub mod kubeconfig;
+pub mod limits;
 pub mod openapi;
 pub mod protobuf;
 pub mod registry;
+pub mod request;
 pub mod state;
 pub mod table;
 pub mod tls;
+pub mod version;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -63,6 +68,8 @@ pub struct ServerConfig {
     pub authorization_policy_file: Option<PathBuf>,
     /// `--etcd-compaction-interval`: how often storage history is compacted.
     pub compaction_interval: std::time::Duration,
+    /// Bounds on connections and requests in flight.
+    pub limits: limits::Limits,
 }
 
 /// What a started server tells its caller.
@@ -104,6 +111,7 @@ pub async fn run(
     let addr = listener.local_addr()?;
     let mut state = AppState::new(store.clone(), auth, config.conversion.clone());
     state.authorizer = authorizer;
+    state.limits = limits::InFlight::new(&config.limits);
     let state = Arc::new(state);
 
     controllers::namespaces_bootstrap(&state).await?;
@@ -125,6 +133,13 @@ pub async fn run(
     state.set_ready();
     on_ready(&Started { addr, kubeconfig });
     let acceptor = tokio_rustls::TlsAcceptor::from(tls.config);
-    http::serve(listener, acceptor, state, shutdown).await;
+    http::serve(
+        listener,
+        acceptor,
+        state,
+        config.limits.max_connections.max(1),
+        shutdown,
+    )
+    .await;
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! Main types: [`OpenApiCache`], [`Documents`].
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha512};
@@ -39,27 +39,48 @@ impl Documents {
     }
 }
 
-/// Documents rebuilt lazily whenever the CRD registry changes.
+/// Documents rebuilt lazily whenever the CRD registry changes. A rebuild runs on the blocking
+/// pool, one at a time; requests for the documents wait for it asynchronously, and nothing else
+/// (health checks, resource requests) waits at all.
 #[derive(Default)]
 pub struct OpenApiCache {
-    cached: Mutex<Option<(u64, Arc<Documents>)>>,
+    cached: std::sync::RwLock<Option<(u64, Arc<Documents>)>>,
+    rebuilding: tokio::sync::Mutex<()>,
 }
 
 impl OpenApiCache {
-    /// The documents for the registry's current state.
-    pub fn get(&self, registry: &Registry) -> Arc<Documents> {
-        let generation = registry.generation();
-        let mut guard = self
+    fn cached_at(&self, generation: u64) -> Option<Arc<Documents>> {
+        let guard = self
             .cached
-            .lock()
+            .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((g, docs)) = guard.as_ref()
-            && *g == generation
-        {
-            return docs.clone();
+        match guard.as_ref() {
+            Some((g, docs)) if *g >= generation => Some(docs.clone()),
+            _ => None,
         }
-        let docs = Arc::new(build(registry));
-        *guard = Some((generation, docs.clone()));
+    }
+
+    /// The documents for the registry's current state (or a newer one).
+    pub async fn get(&self, registry: &Arc<Registry>) -> Arc<Documents> {
+        let generation = registry.generation();
+        if let Some(docs) = self.cached_at(generation) {
+            return docs;
+        }
+        let _single_flight = self.rebuilding.lock().await;
+        if let Some(docs) = self.cached_at(generation) {
+            return docs;
+        }
+        // The generation is read before the build, so a change during it triggers another.
+        let generation = registry.generation();
+        let registry = registry.clone();
+        let docs = match tokio::task::spawn_blocking(move || build(&registry)).await {
+            Ok(d) => Arc::new(d),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        };
+        *self
+            .cached
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((generation, docs.clone()));
         docs
     }
 }
@@ -231,7 +252,7 @@ fn swagger_v2<'a>(docs: impl Iterator<Item = &'a Value>) -> Value {
     }
     let mut doc = json!({
         "swagger": "2.0",
-        "info": {"title": "Kubernetes", "version": format!("v1.{}.0", crate::http::KUBE_MINOR)},
+        "info": {"title": "Kubernetes", "version": format!("v1.{}.0", crate::version::KUBE_MINOR)},
         "paths": paths,
         "definitions": definitions,
     });

@@ -8,7 +8,9 @@ use crd_storage::Store;
 use crate::auth::TokenAuthenticator;
 use crate::conversion::ConversionOptions;
 use crate::openapi::OpenApiCache;
+use crate::registry::Strategy;
 use crate::registry::crds::CrdStrategy;
+use crate::registry::kinds::Kinds;
 use crate::registry::migrations::MigrationStrategy;
 use crate::registry::namespaces::NamespaceStrategy;
 use crate::registry::serving::Registry;
@@ -19,12 +21,13 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     /// The serving state of every CRD.
     pub registry: Arc<Registry>,
-    /// The CRD strategy.
-    pub crds: Arc<CrdStrategy>,
-    /// The namespace strategy.
+    /// The namespace strategy (namespace lifecycle admission and the namespace controller
+    /// read namespaces through it).
     pub namespaces: Arc<NamespaceStrategy>,
-    /// The StorageVersionMigration strategy.
-    pub migrations: Arc<MigrationStrategy>,
+    /// The kinds with fixed strategies (everything but custom resources).
+    pub kinds: Kinds,
+    /// Requests in flight.
+    pub limits: crate::limits::InFlight,
     /// Bearer tokens.
     pub auth: TokenAuthenticator,
     /// Who may do what.
@@ -41,12 +44,19 @@ impl AppState {
         auth: TokenAuthenticator,
         conversion: ConversionOptions,
     ) -> Self {
+        let registry = Arc::new(Registry::new(conversion));
+        let namespaces = Arc::new(NamespaceStrategy::default());
+        let kinds = Kinds::new([
+            namespaces.clone() as Arc<dyn Strategy>,
+            Arc::new(CrdStrategy::new(store.clone(), registry.clone())),
+            Arc::new(MigrationStrategy::default()),
+        ]);
         AppState {
             store,
-            registry: Arc::new(Registry::new(conversion)),
-            crds: Arc::new(CrdStrategy::default()),
-            namespaces: Arc::new(NamespaceStrategy::default()),
-            migrations: Arc::new(MigrationStrategy::default()),
+            registry,
+            namespaces,
+            kinds,
+            limits: crate::limits::InFlight::new(&crate::limits::Limits::default()),
             auth,
             authorizer: crate::authz::Authorizer::allow_all(),
             openapi: OpenApiCache::default(),

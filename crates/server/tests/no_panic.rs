@@ -116,7 +116,7 @@ fn seed_crd() -> Value {
 
 #[test]
 fn request_decoding_never_panics() {
-    use crd_server::http::negotiate::{BodyFormat, decode_document};
+    use crd_server::request::negotiate::{BodyFormat, decode_document};
     let mut rng = StdRng::seed_from_u64(1);
     for _ in 0..ROUNDS {
         let mut bytes = serde_json::to_vec(&random_value(&mut rng, 0)).unwrap();

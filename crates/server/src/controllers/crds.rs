@@ -13,7 +13,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::{CLEANUP_POLL, conditions, guaranteed_update, purge_prefix};
+use super::{CLEANUP_POLL, guaranteed_update, purge_prefix};
+use crate::registry::conditions;
 use crate::registry::crds::{CLEANUP_FINALIZER, CRD_KEY_ROOT};
 use crate::registry::meta;
 use crate::registry::serving::Registry;

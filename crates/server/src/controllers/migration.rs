@@ -4,7 +4,6 @@
 //! objects and resumes unfinished ones after a restart (migrating is idempotent: objects already
 //! at the storage version are skipped).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,52 +13,18 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::{conditions, get_json, guaranteed_update};
+use super::{get_json, guaranteed_update};
+use crate::registry::conditions;
 use crate::registry::crds::CRD_KEY_ROOT;
 use crate::registry::meta;
 use crate::registry::migrations::{KEY_ROOT, target};
 use crate::registry::pipeline::{ConversionPlan, to_storage};
 use crate::registry::serving::ServingCrd;
+use crate::registry::storage_versions::count_stored_versions;
 use crate::state::AppState;
 
 /// How many objects one page of a migration reads.
-pub const PAGE: usize = 500;
-
-/// How many objects of a CRD are stored at each version (`apiVersion` of the stored bytes).
-pub async fn count_stored_versions(
-    store: &dyn Store,
-    crd: &ServingCrd,
-) -> Result<BTreeMap<String, u64>, StorageError> {
-    let mut counts = BTreeMap::new();
-    let prefix = format!("{}/", crd.key_root());
-    let mut start_after = None;
-    loop {
-        let page = store
-            .list(ListRequest {
-                prefix: prefix.clone(),
-                start_after: start_after.clone(),
-                limit: Some(PAGE),
-                revision: None,
-            })
-            .await?;
-        for kv in &page.items {
-            let version = serde_json::from_slice::<Value>(&kv.value)
-                .ok()
-                .and_then(|v| {
-                    v.get("apiVersion")
-                        .and_then(Value::as_str)
-                        .map(String::from)
-                })
-                .map(|av| av.rsplit('/').next().unwrap_or("").to_string())
-                .unwrap_or_default();
-            *counts.entry(version).or_insert(0) += 1;
-        }
-        start_after = page.items.last().map(|kv| kv.key.clone());
-        if page.remaining == 0 || page.items.is_empty() {
-            return Ok(counts);
-        }
-    }
-}
+pub const PAGE: usize = crate::registry::storage_versions::PAGE;
 
 /// What a migration did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -133,7 +98,7 @@ pub async fn migrate(
     }
 }
 
-fn describe(e: &crate::http::error::ApiError) -> String {
+fn describe(e: &crate::error::ApiError) -> String {
     e.to_status()
         .map_or_else(|| "conversion failed".to_string(), |s| s.message)
 }

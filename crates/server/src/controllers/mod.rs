@@ -12,7 +12,6 @@
 //! handlers; handlers never drive controllers.
 
 pub mod compaction;
-pub mod conditions;
 pub mod crds;
 pub mod migration;
 pub mod namespaces;

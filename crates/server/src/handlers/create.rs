@@ -8,9 +8,9 @@ use rand::Rng;
 use serde_json::Value;
 
 use super::{Ctx, Reply, invalid, read_object, render_object, storage_bytes};
-use crate::http::error::ApiError;
-use crate::http::negotiate::{BodyFormat, body_format, decode_document};
+use crate::error::ApiError;
 use crate::registry::{Strategy, Subresource, meta};
+use crate::request::negotiate::decode_object;
 
 /// How many names `generateName` tries before giving up, as upstream.
 const GENERATE_NAME_ATTEMPTS: usize = 8;
@@ -21,10 +21,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     let mut obj = decode_body(ctx, strategy)?;
     let how = crate::registry::Admission {
         sub: Subresource::Main,
-        field_validation: crate::registry::pipeline::FieldValidation::parse(
-            ctx.query,
-            "CreateOptions",
-        )?,
+        field_validation: ctx.opts.write.field_validation,
         patch: false,
     };
     let mut warnings = strategy.admit(&mut obj, &how)?;
@@ -108,39 +105,12 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     Ok(Reply::value(201, render_object(ctx, strategy, out)?).with_warnings(warnings))
 }
 
-/// Decodes the request body into an object (JSON, YAML, or protobuf for namespaces).
+/// Decodes the request body into an object (JSON, YAML, or protobuf where the kind decodes it).
 pub fn decode_body(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Value, ApiError> {
     let info = strategy.info();
-    let format = body_format(ctx.headers)?;
-    let obj = if format == BodyFormat::Protobuf {
-        if info.group.is_empty() && info.resource == "namespaces" {
-            crate::protobuf::decode_namespace(&ctx.body).map_err(|e| {
-                Status::bad_request(format!(
-                    "Namespace in version \"v1\" cannot be handled as a Namespace: {e}"
-                ))
-            })?
-        } else {
-            return Err(
-                Status::unsupported_media_type(&["application/json", "application/yaml"]).into(),
-            );
-        }
-    } else {
-        decode_document(format, &ctx.body).map_err(|e| {
-            Status::bad_request(format!(
-                "{kind} in version {v} cannot be handled as a {kind}: {e}",
-                kind = info.kind,
-                v = go_quote(&info.version)
-            ))
-        })?
-    };
-    if !obj.is_object() {
-        return Err(Status::bad_request(format!(
-            "{kind} in version {v} cannot be handled as a {kind}: the body must be a JSON object",
-            kind = info.kind,
-            v = go_quote(&info.version)
-        ))
-        .into());
-    }
+    let obj = decode_object(ctx.headers, &ctx.body, &info.kind, &info.version, &|b| {
+        strategy.decode_protobuf(b)
+    })?;
     if let Some(m) = obj.get("metadata")
         && !m.is_object()
         && !m.is_null()

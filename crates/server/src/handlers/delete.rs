@@ -6,67 +6,13 @@ use crd_storage::{KeyValue, StorageError};
 use serde_json::Value;
 
 use super::{Ctx, Reply, ReplyBody, read_object, render_object, storage_bytes};
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::registry::{DeleteOutcome, Strategy, meta};
-
-/// `DeleteOptions` fields that matter here.
-#[derive(Debug, Default)]
-pub struct DeleteOptions {
-    /// `preconditions.uid`.
-    pub uid: Option<String>,
-    /// `preconditions.resourceVersion`.
-    pub resource_version: Option<String>,
-    /// `dryRun: ["All"]` (in the body, as kubectl sends it) or `?dryRun=All`.
-    pub dry_run: bool,
-}
-
-impl DeleteOptions {
-    /// Reads options from the body (a `DeleteOptions` object) or the query.
-    pub fn parse(ctx: &Ctx<'_>) -> Result<Self, ApiError> {
-        let mut opts = DeleteOptions {
-            dry_run: ctx.dry_run(),
-            ..DeleteOptions::default()
-        };
-        if !ctx.body.is_empty() {
-            let v: Value = serde_json::from_slice(&ctx.body).map_err(|e| {
-                Status::bad_request(format!(
-                    "DeleteOptions in version \"v1\" cannot be handled as a DeleteOptions: {e}"
-                ))
-            })?;
-            opts.uid = v
-                .pointer("/preconditions/uid")
-                .and_then(Value::as_str)
-                .map(String::from);
-            opts.resource_version = v
-                .pointer("/preconditions/resourceVersion")
-                .and_then(Value::as_str)
-                .map(String::from);
-            match v.get("dryRun") {
-                None | Some(Value::Null) => {}
-                Some(Value::Array(a)) if a.is_empty() => {}
-                Some(Value::Array(a)) if a.len() == 1 && a[0] == "All" => opts.dry_run = true,
-                Some(other) => {
-                    let errors = crd_core::ErrorList(vec![crd_core::FieldError::not_supported(
-                        &crd_core::Path::new("dryRun"),
-                        other.clone(),
-                        &["All"],
-                    )]);
-                    return Err(Status::invalid(
-                        &crd_core::GroupResource::new("meta.k8s.io", "DeleteOptions"),
-                        "",
-                        &errors,
-                    )
-                    .into());
-                }
-            }
-        }
-        Ok(opts)
-    }
-}
+use crate::request::options::DeleteOptions;
 
 /// Deletes one object.
 pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
-    let opts = DeleteOptions::parse(ctx)?;
+    let opts = &ctx.opts.delete;
     let info = strategy.info();
     let key = info.key(ctx.namespace(), ctx.name());
     let current = ctx
@@ -75,7 +21,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
         .await
         .map_err(|e| ApiError::storage(&info.group_resource(), ctx.name(), e))?
         .ok_or_else(|| Status::not_found(&info.group_resource(), ctx.name()))?;
-    delete_object(ctx, strategy, &current, &opts).await
+    delete_object(ctx, strategy, &current, opts).await
 }
 
 /// Deletes a stored object, honouring preconditions and finalizers.

@@ -3,16 +3,16 @@
 
 use serde_json::json;
 
-use super::delete::{DeleteOptions, delete_object};
-use super::list::{ListOptions, read_page};
+use super::delete::delete_object;
+use super::list::{list_options, read_page};
 use super::{Ctx, Reply};
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
 
 /// Deletes all matching objects.
 pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
-    let opts = ListOptions::parse(ctx, strategy)?;
-    let delete_opts = DeleteOptions::parse(ctx)?;
+    let opts = list_options(ctx, strategy)?;
+    let delete_opts = &ctx.opts.delete;
     let page = read_page(ctx, strategy, &opts).await?;
     let info = strategy.info();
     for obj in &page.items {
@@ -25,7 +25,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
         else {
             continue;
         };
-        match delete_object(ctx, strategy, &kv, &delete_opts).await {
+        match delete_object(ctx, strategy, &kv, delete_opts).await {
             Ok(_) => {}
             Err(e) if e.to_status().is_some_and(|s| s.code == 404) => {}
             Err(e) => return Err(e),

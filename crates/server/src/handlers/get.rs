@@ -3,7 +3,7 @@
 use crd_core::Status;
 
 use super::{Ctx, Reply, read_object, render_object};
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::registry::Strategy;
 
 /// Reads one object.

@@ -2,169 +2,36 @@
 //! snapshot, and `resourceVersion` semantics. Also [`ListOptions`], shared with watch and
 //! deletecollection.
 
-use base64::Engine;
 use crd_core::Status;
-use crd_core::fields::FieldSelector;
-use crd_core::labels::Selector;
 use crd_storage::{ListRequest, Revision};
 use serde_json::{Value, json};
 
 use super::{Ctx, Reply, read_objects};
-use crate::http::error::ApiError;
-use crate::http::negotiate::Output;
+use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
-use crate::table::{self, IncludeObject};
+use crate::request::negotiate::Output;
+use crate::request::options::{ContinueToken, ListOptions, ResourceVersionMatch};
+use crate::table;
 
 /// How many stored items are read per round while filling a page through selectors.
 const SCAN_CHUNK: usize = 500;
 
-/// Selectors and paging options of list, watch and deletecollection.
-pub struct ListOptions {
-    /// `labelSelector`.
-    pub labels: Selector,
-    /// `fieldSelector`.
-    pub fields: FieldSelector,
-    /// `limit` (0 = none).
-    pub limit: usize,
-    /// `continue`, decoded.
-    pub continue_token: Option<ContinueToken>,
-    /// `resourceVersion`.
-    pub resource_version: String,
-    /// `resourceVersionMatch`.
-    pub resource_version_match: String,
-    /// A watch (`?watch=true` or `/watch/`): other rules apply to `resourceVersionMatch`.
-    pub watch: bool,
-    /// `sendInitialEvents`, when given.
-    pub send_initial_events: Option<bool>,
-}
-
+/// The strategy-dependent parts of [`ListOptions`].
 impl ListOptions {
-    /// Parses the query, with Kubernetes' 400 errors for bad selectors.
-    pub fn parse(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Self, ApiError> {
-        let q = ctx.query;
-        let labels = Selector::parse(q.str("labelSelector")).map_err(Status::bad_request)?;
-        let fields = FieldSelector::parse(q.str("fieldSelector")).map_err(Status::bad_request)?;
-        for f in fields.fields() {
+    /// Rejects field selectors on fields the resource does not support (400, as upstream).
+    pub fn check_fields(&self, strategy: &dyn Strategy) -> Result<(), ApiError> {
+        for f in self.fields.fields() {
             if strategy.field_value(&Value::Null, f).is_err() {
                 return Err(Status::bad_request(format!("field label not supported: {f}")).into());
             }
         }
-        let limit = match q.get("limit") {
-            None | Some("") => 0,
-            Some(l) => l.parse::<i64>().map_err(|_| {
-                Status::bad_request(format!("unable to parse quantity's suffix: limit={l}"))
-            })?,
-        };
-        let continue_token = match q.get("continue") {
-            None | Some("") => None,
-            Some(t) => Some(ContinueToken::decode(t)?),
-        };
-        let opts = ListOptions {
-            labels,
-            fields,
-            limit: usize::try_from(limit.max(0)).unwrap_or(0),
-            continue_token,
-            resource_version: q.str("resourceVersion").to_string(),
-            resource_version_match: q.str("resourceVersionMatch").to_string(),
-            watch: ctx.req.verb == crate::http::route::Verb::Watch,
-            send_initial_events: q
-                .get("sendInitialEvents")
-                .map(|_| q.bool("sendInitialEvents")),
-        };
-        opts.validate()?;
-        Ok(opts)
-    }
-
-    fn validate(&self) -> Result<(), ApiError> {
-        let mut errs = crd_core::ErrorList::new();
-        let path = crd_core::Path::new("resourceVersionMatch");
-        if self.watch {
-            // `validateWatchOptions`.
-            if self.send_initial_events.is_some() && self.resource_version_match != "NotOlderThan" {
-                errs.push(crd_core::FieldError::forbidden(
-                    &path,
-                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                ));
-            }
-            if !self.resource_version_match.is_empty() {
-                if self.send_initial_events.is_none() {
-                    errs.push(crd_core::FieldError::forbidden(
-                        &path,
-                        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-                    ));
-                }
-                if self.resource_version_match != "NotOlderThan" {
-                    errs.push(crd_core::FieldError::not_supported(
-                        &path,
-                        self.resource_version_match.as_str(),
-                        &["NotOlderThan"],
-                    ));
-                }
-            }
-        } else if self.send_initial_events.is_some() {
-            errs.push(crd_core::FieldError::forbidden(
-                &crd_core::Path::new("sendInitialEvents"),
-                "sendInitialEvents is forbidden for list",
-            ));
-        }
-        if !self.watch && !self.resource_version_match.is_empty() {
-            if self.resource_version.is_empty() {
-                errs.push(crd_core::FieldError::forbidden(
-                    &path,
-                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
-                ));
-            }
-            if self.continue_token.is_some() {
-                errs.push(crd_core::FieldError::forbidden(
-                    &path,
-                    "resourceVersionMatch is forbidden when continue is provided",
-                ));
-            }
-            if !matches!(
-                self.resource_version_match.as_str(),
-                "Exact" | "NotOlderThan"
-            ) {
-                errs.push(crd_core::FieldError::not_supported(
-                    &path,
-                    self.resource_version_match.as_str(),
-                    &["Exact", "NotOlderThan", ""],
-                ));
-            }
-            if self.resource_version_match == "Exact" && self.resource_version == "0" {
-                errs.push(crd_core::FieldError::forbidden(
-                    &path,
-                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-                ));
-            }
-        }
-        if !self.resource_version.is_empty() && self.resource_version.parse::<i64>().is_err() {
-            return Err(Status::bad_request(format!(
-                "invalid resource version: {}",
-                self.resource_version
-            ))
-            .into());
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(Status::invalid(
-                &crd_core::GroupResource::new("meta.k8s.io", "ListOptions"),
-                "",
-                &errs,
-            )
-            .into())
-        }
+        Ok(())
     }
 
     /// Whether an object passes both selectors.
     pub fn matches(&self, strategy: &dyn Strategy, obj: &Value) -> bool {
         self.labels.matches_json(meta::labels(obj))
             && self.fields.matches(|f| strategy.field_value(obj, f).ok())
-    }
-
-    /// Whether any selector is set.
-    pub fn has_selectors(&self) -> bool {
-        !self.labels.is_empty() || !self.fields.requirements.is_empty()
     }
 
     /// The storage prefix to scan: the URL's namespace, or one narrowed by a
@@ -179,53 +46,6 @@ impl ListOptions {
             }
         });
         info.prefix(ns)
-    }
-}
-
-/// The `continue` token, in kube-apiserver's format: base64url of
-/// `{"v":"meta.k8s.io/v1","rv":N,"start":"<key after prefix>\u0000"}`.
-pub struct ContinueToken {
-    /// The snapshot revision.
-    pub rv: Revision,
-    /// The key (relative to the prefix) to start at, inclusive.
-    pub start: String,
-}
-
-impl ContinueToken {
-    fn invalid() -> ApiError {
-        Status::bad_request("invalid continue token: continue key is not valid").into()
-    }
-
-    /// Decodes a token.
-    pub fn decode(token: &str) -> Result<Self, ApiError> {
-        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(token.trim_end_matches('='))
-            .map_err(|_| Self::invalid())?;
-        let v: Value = serde_json::from_slice(&raw).map_err(|_| Self::invalid())?;
-        if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
-            return Err(Self::invalid());
-        }
-        let rv = v
-            .get("rv")
-            .and_then(Value::as_i64)
-            .ok_or_else(Self::invalid)?;
-        let start = v
-            .get("start")
-            .and_then(Value::as_str)
-            .ok_or_else(Self::invalid)?;
-        if start.contains("..") || start.starts_with('/') {
-            return Err(Self::invalid());
-        }
-        Ok(ContinueToken {
-            rv,
-            start: start.to_string(),
-        })
-    }
-
-    /// Encodes a token.
-    pub fn encode(rv: Revision, start: &str) -> String {
-        let v = json!({ "v": "meta.k8s.io/v1", "rv": rv, "start": start });
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
     }
 }
 
@@ -343,8 +163,8 @@ async fn snapshot_revision(
         return Ok(None);
     }
     let n: Revision = rv.parse().unwrap_or(0);
-    let exact = opts.resource_version_match == "Exact"
-        || (opts.resource_version_match.is_empty() && opts.limit > 0);
+    let exact = opts.resource_version_match == ResourceVersionMatch::Exact
+        || (opts.resource_version_match == ResourceVersionMatch::Unset && opts.limit > 0);
     if exact {
         return Ok(Some(n));
     }
@@ -366,9 +186,20 @@ async fn snapshot_revision(
     Ok(None)
 }
 
+/// The request's list options, checked against the strategy's field labels.
+pub fn list_options(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<ListOptions, ApiError> {
+    let opts = ctx
+        .opts
+        .list
+        .clone()
+        .ok_or_else(|| Status::internal("list options were not parsed for this verb"))?;
+    opts.check_fields(strategy)?;
+    Ok(opts)
+}
+
 /// Lists a collection.
 pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
-    let opts = ListOptions::parse(ctx, strategy)?;
+    let opts = list_options(ctx, strategy)?;
     if ctx.output == Output::Json && !opts.has_selectors() && strategy.verbatim_reads() {
         return verbatim_list(ctx, strategy, &opts).await;
     }
@@ -382,17 +213,13 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     }
     let info = strategy.info();
     let body = match ctx.output {
-        Output::Table => {
-            let include = IncludeObject::parse(ctx.query.str("includeObject"))
-                .map_err(Status::bad_request)?;
-            table::render(
-                &strategy.table_columns(),
-                &page.items,
-                include,
-                !ctx.query.bool("noHeaders"),
-                list_meta,
-            )
-        }
+        Output::Table => table::render(
+            &strategy.table_columns(),
+            &page.items,
+            ctx.opts.table.include_object,
+            ctx.opts.table.with_headers,
+            list_meta,
+        ),
         Output::PartialObjectMetadata => json!({
             "kind": "PartialObjectMetadataList",
             "apiVersion": "meta.k8s.io/v1",
@@ -539,26 +366,5 @@ mod tests {
         assert!(super::splice_resource_version(stored, "g/v2", "K", 1).is_none());
         let other = br#"{"apiVersion":"g/v1","data":1,"kind":"K","metadata":{}}"#;
         assert!(super::splice_resource_version(other, "g/v1", "K", 1).is_none());
-    }
-
-    use super::*;
-
-    #[test]
-    fn continue_tokens_round_trip_in_kubernetes_format() {
-        let t = ContinueToken::encode(42, "ns/b\0");
-        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(&t)
-            .unwrap();
-        assert_eq!(
-            serde_json::from_slice::<Value>(&raw).unwrap(),
-            json!({"v": "meta.k8s.io/v1", "rv": 42, "start": "ns/b\u{0}"})
-        );
-        let d = ContinueToken::decode(&t).unwrap();
-        assert_eq!((d.rv, d.start.as_str()), (42, "ns/b\0"));
-        assert!(ContinueToken::decode("!!!").is_err());
-        assert!(
-            ContinueToken::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("{}"))
-                .is_err()
-        );
     }
 }

@@ -22,13 +22,13 @@ use crd_storage::{KeyValue, Store};
 use http::HeaderMap;
 use serde_json::Value;
 
-use crate::http::error::ApiError;
-use crate::http::negotiate::Output;
-use crate::http::route::{Query, ResourceRequest, Verb};
-use crate::registry::custom::CustomResourceStrategy;
+use crate::error::ApiError;
 use crate::registry::{Scope, Strategy, Subresource, meta, pipeline};
+use crate::request::negotiate::Output;
+use crate::request::options::RequestOptions;
+use crate::request::route::{ResourceRequest, Verb};
 use crate::state::AppState;
-use crate::table::{self, IncludeObject};
+use crate::table;
 
 /// Everything a handler needs about one request.
 pub struct Ctx<'a> {
@@ -36,8 +36,8 @@ pub struct Ctx<'a> {
     pub state: &'a AppState,
     /// The parsed resource request.
     pub req: &'a ResourceRequest,
-    /// The query parameters.
-    pub query: &'a Query,
+    /// The typed query options.
+    pub opts: RequestOptions,
     /// The request headers.
     pub headers: &'a HeaderMap,
     /// The request body (already size-limited).
@@ -66,36 +66,8 @@ impl Ctx<'_> {
 
     /// Whether the request is `dryRun=All`: the whole pipeline runs, nothing is stored.
     pub fn dry_run(&self) -> bool {
-        self.query.get("dryRun") == Some("All")
+        self.opts.write.dry_run
     }
-}
-
-/// Checks the `dryRun` parameter of a write (only `All` exists), as `ValidateCreateOptions` and
-/// its siblings do.
-fn check_dry_run(query: &Query, verb: Verb) -> Result<(), ApiError> {
-    let Some(v) = query.get("dryRun") else {
-        return Ok(());
-    };
-    if v == "All" || v.is_empty() {
-        return Ok(());
-    }
-    let options = match verb {
-        Verb::Create => "CreateOptions",
-        Verb::Update => "UpdateOptions",
-        Verb::Patch => "PatchOptions",
-        _ => "DeleteOptions",
-    };
-    let errors = crd_core::ErrorList(vec![crd_core::FieldError::not_supported(
-        &crd_core::Path::new("dryRun"),
-        Value::from(vec![v.to_string()]),
-        &["All"],
-    )]);
-    Err(Status::invalid(
-        &crd_core::GroupResource::new("meta.k8s.io", options),
-        "",
-        &errors,
-    )
-    .into())
 }
 
 /// Decodes the bytes a dry-run write would have stored, as the response would show them.
@@ -125,7 +97,7 @@ pub enum ReplyBody {
     /// A Kubernetes Status (success bodies of delete).
     Status(Box<Status>),
     /// A streaming response (watch).
-    Stream(crate::http::BoxBody),
+    Stream(crate::body::BoxBody),
     /// JSON bytes assembled by the handler (the verbatim list path).
     RawJson(Bytes),
 }
@@ -161,83 +133,67 @@ impl Reply {
     }
 }
 
-/// Resolves the strategy for a resource request and runs the verb's handler.
-pub async fn dispatch(ctx: &mut Ctx<'_>) -> Result<Reply, ApiError> {
-    let req = ctx.req;
-    if !matches!(req.verb, Verb::Get | Verb::List | Verb::Watch) {
-        check_dry_run(ctx.query, req.verb)?;
-    }
-    let strategy: Arc<dyn Strategy> = match (
-        req.group.as_str(),
-        req.version.as_str(),
-        req.resource.as_str(),
-    ) {
-        ("", "v1", "namespaces") => ctx.state.namespaces.clone(),
-        ("", _, _) => return Err(ApiError::NoRoute),
-        ("apiextensions.k8s.io", "v1", "customresourcedefinitions") => ctx.state.crds.clone(),
-        ("storagemigration.k8s.io", "v1alpha1", "storageversionmigrations") => {
-            ctx.state.migrations.clone()
-        }
-        (group, version, resource) => {
-            let crd = ctx
-                .state
+/// Finds the strategy serving a request: the table of fixed kinds first, then the CRDs.
+/// Anything unknown, unserved or addressed at the wrong scope is the plain `404 page not found`.
+pub fn resolve(state: &AppState, req: &ResourceRequest) -> Result<Arc<dyn Strategy>, ApiError> {
+    let strategy: Arc<dyn Strategy> =
+        match state.kinds.lookup(&req.group, &req.version, &req.resource) {
+            Some(s) => s,
+            None => state
                 .registry
-                .lookup(group, resource)
-                .ok_or(ApiError::NoRoute)?;
-            if !crd.serving() {
-                return Err(ApiError::NoRoute);
-            }
-            let served = crd
-                .served_version(version)
-                .ok_or(ApiError::NoRoute)?
-                .clone();
-            match (crd.scope, req.namespace.is_some()) {
-                (Scope::Cluster, true) => return Err(ApiError::NoRoute),
-                (Scope::Namespaced, false) if !matches!(req.verb, Verb::List | Verb::Watch) => {
-                    return Err(ApiError::NoRoute);
-                }
-                _ => {}
-            }
-            if req.subresource.as_deref() == Some("scale") {
-                let Some(paths) = served.scale.clone() else {
-                    let gr = crd_core::GroupResource::new(&crd.group, &crd.plural);
-                    return Err(Status::not_found(&gr, ctx.name()).into());
-                };
-                let strategy = CustomResourceStrategy::new(crd, &served);
-                if !matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch) {
-                    return Err(Status::method_not_supported(
-                        &strategy.info().group_resource(),
-                        req.verb.as_str(),
-                    )
-                    .into());
-                }
-                let warnings = strategy.warnings();
-                ctx.sub = Subresource::Main;
-                return scale::handle(ctx, &strategy, &paths)
-                    .await
-                    .map(|r| r.with_warnings(warnings));
-            }
-            Arc::new(CustomResourceStrategy::new(crd, &served))
+                .strategy(&req.group, &req.resource, &req.version)
+                .ok_or(ApiError::NoRoute)?,
+        };
+    match (strategy.info().scope, req.namespace.is_some()) {
+        (Scope::Cluster, true) => Err(ApiError::NoRoute),
+        (Scope::Namespaced, false) if !matches!(req.verb, Verb::List | Verb::Watch) => {
+            Err(ApiError::NoRoute)
         }
-    };
-    let info = strategy.info();
-    if info.scope == Scope::Cluster && req.namespace.is_some() {
-        return Err(ApiError::NoRoute);
+        _ => Ok(strategy),
     }
-    ctx.sub = match req.subresource.as_deref() {
-        None => Subresource::Main,
-        Some("status") if info.status_subresource => Subresource::Status,
-        Some(_) => {
-            return Err(Status::not_found(&info.group_resource(), ctx.name()).into());
-        }
-    };
-    if ctx.sub == Subresource::Status && !matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch)
-    {
+}
+
+/// Runs the verb's handler for a resolved strategy. Warnings the strategy attaches to every
+/// request (deprecated versions) are returned with errors too, through [`Dispatched`].
+pub async fn dispatch(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Dispatched {
+    let warnings = strategy.warnings();
+    let result = run(ctx, strategy)
+        .await
+        .map(|r| r.with_warnings(warnings.clone()));
+    Dispatched { result, warnings }
+}
+
+/// The outcome of [`dispatch`].
+pub struct Dispatched {
+    /// The reply or the error.
+    pub result: Result<Reply, ApiError>,
+    /// Warnings to send with an error.
+    pub warnings: Vec<String>,
+}
+
+async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, ApiError> {
+    let req = ctx.req;
+    let info = strategy.info();
+    let name = req.name.as_deref().unwrap_or("");
+    let not_found = || -> ApiError { Status::not_found(&info.group_resource(), name).into() };
+    let single_object_verbs = matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch);
+    ctx.sub = req.endpoint();
+    let s = strategy.as_ref();
+    match ctx.sub {
+        Subresource::Main => {}
+        Subresource::Status if info.status_subresource => {}
+        Subresource::Scale if s.scale().is_some() => {}
+        Subresource::Status | Subresource::Scale | Subresource::Other => return Err(not_found()),
+    }
+    if ctx.sub != Subresource::Main && !single_object_verbs {
         return Err(Status::method_not_supported(&info.group_resource(), req.verb.as_str()).into());
     }
-    let warnings = strategy.warnings();
-    let s = strategy.as_ref();
-    let reply = match req.verb {
+    if let (Subresource::Scale, Some(paths)) = (ctx.sub, s.scale()) {
+        // A scale write is a write of the main object's replica count.
+        ctx.sub = Subresource::Main;
+        return scale::handle(ctx, s, paths).await;
+    }
+    match req.verb {
         Verb::Get => get::handle(ctx, s).await,
         Verb::List => list::handle(ctx, s).await,
         Verb::Watch => watch::handle(ctx, strategy.clone()).await,
@@ -246,8 +202,7 @@ pub async fn dispatch(ctx: &mut Ctx<'_>) -> Result<Reply, ApiError> {
         Verb::Patch => patch::handle(ctx, s).await,
         Verb::Delete => delete::handle(ctx, s).await,
         Verb::DeleteCollection => delete_collection::handle(ctx, s).await,
-    };
-    reply.map(|r| r.with_warnings(warnings))
+    }
 }
 
 /// Decodes stored values into the request version, with their resourceVersions set. All
@@ -298,14 +253,12 @@ pub fn render_object(
 ) -> Result<Value, ApiError> {
     match ctx.output {
         Output::Table => {
-            let include = IncludeObject::parse(ctx.query.str("includeObject"))
-                .map_err(Status::bad_request)?;
             let rv = meta::resource_version(&obj).to_string();
             Ok(table::render(
                 &strategy.table_columns(),
                 &[obj],
-                include,
-                !ctx.query.bool("noHeaders"),
+                ctx.opts.table.include_object,
+                ctx.opts.table.with_headers,
                 serde_json::json!({ "resourceVersion": rv }),
             ))
         }

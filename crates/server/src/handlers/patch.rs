@@ -8,9 +8,9 @@ use serde_json::Value;
 
 use super::update::write_update;
 use super::{Ctx, Reply, read_object, render_object};
-use crate::http::error::ApiError;
-use crate::http::negotiate::{PatchType, patch_type};
+use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
+use crate::request::negotiate::{PatchType, patch_type};
 
 /// How often a patch is re-applied after losing a race with another writer.
 const MAX_ATTEMPTS: usize = 5;
@@ -26,8 +26,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     let kind = patch_kind(ctx, custom)?;
     let patch: Value = serde_json::from_slice(&ctx.body)
         .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
-    let field_validation =
-        crate::registry::pipeline::FieldValidation::parse(ctx.query, "PatchOptions")?;
+    let field_validation = ctx.opts.write.field_validation;
     let key = info.key(ctx.namespace(), name);
     let gr = info.group_resource();
     for attempt in 0..MAX_ATTEMPTS {

@@ -9,10 +9,10 @@ use super::create::decode_body;
 use super::patch::{apply, patch_kind};
 use super::update::write_update;
 use super::{Ctx, Reply, read_object};
-use crate::http::error::ApiError;
-use crate::http::route::Verb;
+use crate::error::ApiError;
 use crate::registry::serving::ScalePaths;
 use crate::registry::{Strategy, meta};
+use crate::request::route::Verb;
 use crate::table::lookup;
 
 /// Answers GET, PUT and PATCH of `/scale`.

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::create::decode_body;
 use super::{Ctx, Reply, invalid, read_object, render_object, storage_bytes};
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
 
 /// Replaces one object.
@@ -18,10 +18,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     let mut new = decode_body(ctx, strategy)?;
     let how = crate::registry::Admission {
         sub: ctx.sub,
-        field_validation: crate::registry::pipeline::FieldValidation::parse(
-            ctx.query,
-            "UpdateOptions",
-        )?,
+        field_validation: ctx.opts.write.field_validation,
         patch: false,
     };
     let mut warnings = strategy.admit(&mut new, &how)?;
@@ -86,9 +83,7 @@ pub async fn write_update(
     if !errors.is_empty() {
         return Err(invalid(strategy, name, &errors));
     }
-    if info.group == "apiextensions.k8s.io" {
-        crate::registry::crds::guard_stored_versions(ctx.state, &new, &old).await?;
-    }
+    strategy.guard_update(&new, &old).await?;
     let mut warnings = crd_core::validation::finalizer_warnings(&new, Some(&old));
     warnings.extend(strategy.write_warnings(&new, Some(&old)));
     let gr = info.group_resource();

@@ -14,11 +14,11 @@ use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::list::ListOptions;
 use super::{Ctx, Reply, ReplyBody, read_object, read_objects};
-use crate::http::error::ApiError;
-use crate::http::negotiate::Output;
+use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
+use crate::request::negotiate::Output;
+use crate::request::options::{ListOptions, ResourceVersionMatch};
 use crate::table::{self, IncludeObject};
 
 /// kube-apiserver's default `--min-request-timeout`; a watch without `timeoutSeconds` lasts
@@ -46,7 +46,7 @@ struct WatchTask {
 
 /// Starts a watch.
 pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, ApiError> {
-    let mut opts = ListOptions::parse(ctx, strategy.as_ref())?;
+    let mut opts = super::list::list_options(ctx, strategy.as_ref())?;
     if let Some(name) = ctx.req.name.as_deref() {
         match opts.fields.exact_match("metadata.name") {
             Some(n) if n != name => {
@@ -56,32 +56,22 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
                 .into());
             }
             _ => {
-                opts.fields = crd_core::fields::FieldSelector::parse(&format!(
-                    "metadata.name={name}{}",
-                    if opts.fields.requirements.is_empty() {
-                        String::new()
-                    } else {
-                        format!(",{}", ctx.query.str("fieldSelector"))
-                    }
-                ))
-                .map_err(Status::bad_request)?;
+                let mut fields =
+                    crd_core::fields::FieldSelector::parse(&format!("metadata.name={name}"))
+                        .map_err(Status::bad_request)?;
+                fields.requirements.append(&mut opts.fields.requirements);
+                opts.fields = fields;
             }
         }
     }
-    let q = ctx.query;
-    let timeout = match q.get("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()) {
-        Some(t) if t > 0 => Duration::from_secs(t),
-        _ => {
-            Duration::from_secs_f64(MIN_REQUEST_TIMEOUT as f64 * rand::rng().random_range(1.0..2.0))
-        }
-    };
+    let timeout = ctx.opts.watch.timeout.unwrap_or_else(|| {
+        Duration::from_secs_f64(MIN_REQUEST_TIMEOUT as f64 * rand::rng().random_range(1.0..2.0))
+    });
     let rv = opts.resource_version.clone();
-    let send_initial = match q.get("sendInitialEvents") {
-        Some(v) => crate::http::route::Query::parse(Some(&format!("x={v}"))).bool("x"),
-        None => rv.is_empty() || rv == "0",
-    };
-    let include = IncludeObject::parse(q.str("includeObject")).map_err(Status::bad_request)?;
-    let bookmarks = q.bool("allowWatchBookmarks");
+    let asked_initial = opts.send_initial_events;
+    let send_initial = asked_initial.unwrap_or(rv.is_empty() || rv == "0");
+    let include = ctx.opts.table.include_object;
+    let bookmarks = ctx.opts.watch.bookmarks;
 
     // Initial state and the revision to follow from.
     // The initial state is streamed page by page from a snapshot (never held whole).
@@ -90,7 +80,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
             limit: 0,
             continue_token: None,
             resource_version: String::new(),
-            resource_version_match: String::new(),
+            resource_version_match: ResourceVersionMatch::Unset,
             ..opts
         };
         let revision = ctx
@@ -119,7 +109,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
         output: ctx.output,
         include,
         bookmarks,
-        initial_end_bookmark: bookmarks && q.get("sendInitialEvents").is_some() && send_initial,
+        initial_end_bookmark: bookmarks && asked_initial.is_some() && send_initial,
     };
     let store = ctx.state.store.clone();
     tokio::spawn(async move {
@@ -130,7 +120,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
             () = tx.closed() => {}
         }
     });
-    let body = crate::http::stream_body(rx);
+    let body = crate::body::stream_body(rx);
     Ok(Reply {
         code: 200,
         body: ReplyBody::Stream(body),

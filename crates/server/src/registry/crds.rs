@@ -2,12 +2,16 @@
 //! `registry/customresourcedefinition/strategy.go`): v1 defaulting, status reset on create,
 //! storedVersions bookkeeping, generation, and the cleanup finalizer on delete.
 
+use std::sync::Arc;
+
 use crd_core::{ErrorList, Status};
+use crd_storage::Store;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
 
+use super::serving::Registry;
 use super::{DeleteOutcome, ResourceInfo, Scope, Strategy, Subresource, meta};
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::table::{Cell, TableColumn};
 
 /// The finalizer that keeps a CRD until all its objects are deleted.
@@ -19,11 +23,16 @@ pub const CRD_KEY_ROOT: &str = "/registry/apiextensions.k8s.io/customresourcedef
 /// CustomResourceDefinitions.
 pub struct CrdStrategy {
     info: ResourceInfo,
+    store: Arc<dyn Store>,
+    registry: Arc<Registry>,
 }
 
-impl Default for CrdStrategy {
-    fn default() -> Self {
+impl CrdStrategy {
+    /// The strategy, with the store and registry its update guard reads.
+    pub fn new(store: Arc<dyn Store>, registry: Arc<Registry>) -> Self {
         CrdStrategy {
+            store,
+            registry,
             info: ResourceInfo {
                 group: "apiextensions.k8s.io".into(),
                 version: "v1".into(),
@@ -136,9 +145,18 @@ fn schema_warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
     out
 }
 
+#[async_trait::async_trait]
 impl Strategy for CrdStrategy {
     fn info(&self) -> &ResourceInfo {
         &self.info
+    }
+
+    fn patch_types(&self) -> &'static [crate::request::negotiate::PatchType] {
+        super::BUILTIN_PATCH_TYPES
+    }
+
+    async fn guard_update(&self, new: &Value, old: &Value) -> Result<(), ApiError> {
+        guard_stored_versions(self.store.as_ref(), &self.registry, new, old).await
     }
 
     fn write_warnings(&self, new: &Value, old: Option<&Value>) -> Vec<String> {
@@ -176,7 +194,7 @@ impl Strategy for CrdStrategy {
 
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         match sub {
-            Subresource::Main => {
+            Subresource::Main | Subresource::Scale | Subresource::Other => {
                 let mut status = old.get("status").cloned().unwrap_or_else(|| json!({}));
                 if let Some(sv) = storage_version(new) {
                     let list = status
@@ -214,7 +232,9 @@ impl Strategy for CrdStrategy {
 
     fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {
         match sub {
-            Subresource::Main => validate_typed(new, Some(old)),
+            Subresource::Main | Subresource::Scale | Subresource::Other => {
+                validate_typed(new, Some(old))
+            }
             Subresource::Status => {
                 let mut errs = crd_core::validation::validate_object_meta_update(
                     new.get("metadata").unwrap_or(&Value::Null),
@@ -235,7 +255,7 @@ impl Strategy for CrdStrategy {
             finalizers.push(CLEANUP_FINALIZER.to_string());
             meta::set_finalizers(obj, &finalizers);
         }
-        crate::controllers::conditions::set(
+        super::conditions::set(
             obj,
             "Terminating",
             "True",
@@ -275,7 +295,8 @@ fn stored_versions(obj: &Value) -> Vec<String> {
 /// The storedVersions safety check: a version may leave `status.storedVersions` only when no
 /// object is stored at it any more, unless the update carries the force annotation.
 pub async fn guard_stored_versions(
-    state: &crate::state::AppState,
+    store: &dyn Store,
+    registry: &Registry,
     new: &Value,
     old: &Value,
 ) -> Result<(), ApiError> {
@@ -293,11 +314,11 @@ pub async fn guard_stored_versions(
         return Ok(());
     }
     let name = meta::name(new);
-    let Some(crd) = state.registry.get(name) else {
+    let Some(crd) = registry.get(name) else {
         return Ok(());
     };
     let gr = crd_core::GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
-    let counts = crate::controllers::migration::count_stored_versions(state.store.as_ref(), &crd)
+    let counts = super::storage_versions::count_stored_versions(store, &crd)
         .await
         .map_err(|e| ApiError::storage(&gr, name, e))?;
     let blocking: Vec<String> = removed

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::serving::{ServedVersion, ServingCrd};
 use super::{ResourceInfo, Scope, Strategy, Subresource, meta, pipeline};
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::table::TableColumn;
 
 /// Custom objects of one CRD at one served version.
@@ -87,9 +87,14 @@ fn differs_outside_metadata(a: &Value, b: &Value) -> bool {
     strip(a) != strip(b)
 }
 
+#[async_trait::async_trait]
 impl Strategy for CustomResourceStrategy {
     fn info(&self) -> &ResourceInfo {
         &self.info
+    }
+
+    fn scale(&self) -> Option<&super::serving::ScalePaths> {
+        self.version.scale.as_ref()
     }
 
     fn admit(&self, obj: &mut Value, how: &super::Admission) -> Result<Vec<String>, ApiError> {
@@ -139,7 +144,7 @@ impl Strategy for CustomResourceStrategy {
 
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         match sub {
-            Subresource::Main => {
+            Subresource::Main | Subresource::Scale | Subresource::Other => {
                 if self.version.status_subresource {
                     let old_status = old.get("status").cloned();
                     if let Some(m) = new.as_object_mut() {

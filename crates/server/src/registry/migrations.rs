@@ -7,7 +7,7 @@ use crd_core::{ErrorList, FieldError, Path, Status};
 use serde_json::{Value, json};
 
 use super::{ResourceInfo, Scope, Strategy, Subresource, meta};
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::table::{Cell, TableColumn};
 
 /// The API group of storage-version migrations.
@@ -51,9 +51,14 @@ pub fn target(obj: &Value) -> (String, String) {
     (s("group"), s("resource"))
 }
 
+#[async_trait::async_trait]
 impl Strategy for MigrationStrategy {
     fn info(&self) -> &ResourceInfo {
         &self.info
+    }
+
+    fn patch_types(&self) -> &'static [crate::request::negotiate::PatchType] {
+        super::BUILTIN_PATCH_TYPES
     }
 
     fn admit(&self, obj: &mut Value, _how: &super::Admission) -> Result<Vec<String>, ApiError> {
@@ -94,7 +99,7 @@ impl Strategy for MigrationStrategy {
 
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         let keep = match sub {
-            Subresource::Main => "status",
+            Subresource::Main | Subresource::Scale | Subresource::Other => "status",
             Subresource::Status => "spec",
         };
         if let Some(m) = new.as_object_mut() {

@@ -4,32 +4,30 @@
 //!
 //! Main types: [`ResourceInfo`], [`Strategy`], [`Subresource`], [`Scope`].
 //! Modules: [`serving`] (per-CRD compiled state), [`pipeline`] (the custom-object transforms),
-//! [`crds`], [`namespaces`] and [`custom`] (the three strategies), [`meta`] (metadata access).
+//! [`kinds`] (the table of kinds with fixed strategies), the strategies [`crds`],
+//! [`namespaces`], [`migrations`] and [`custom`], and [`meta`] (metadata access).
 
+pub mod conditions;
 pub mod crds;
 pub mod custom;
+pub mod kinds;
 pub mod meta;
 pub mod migrations;
 pub mod namespaces;
 pub mod pipeline;
 pub mod serving;
+pub mod storage_versions;
 
 use crd_core::{ErrorList, GroupResource};
 use serde_json::Value;
 
-use crate::http::error::ApiError;
+use crate::error::ApiError;
+use crate::request::negotiate::PatchType;
 use crate::table::TableColumn;
 
 pub use crd_core::validation::Scope;
 
-/// Which endpoint of a resource a write goes through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Subresource {
-    /// The object itself.
-    Main,
-    /// `/status`: only status changes.
-    Status,
-}
+pub use crate::request::route::Subresource;
 
 /// How a body is being admitted: which endpoint, the `fieldValidation` mode, and whether it is
 /// the result of a patch (strict errors are then 422, as upstream).
@@ -121,8 +119,24 @@ pub enum DeleteOutcome {
     Graceful,
 }
 
+/// The patch types a custom resource (and any kind without strategic-merge metadata) accepts,
+/// in the order kube-apiserver lists them in its 415.
+pub const CUSTOM_PATCH_TYPES: &[PatchType] = &[PatchType::Json, PatchType::Merge, PatchType::Apply];
+
+/// The patch types a built-in kind accepts.
+pub const BUILTIN_PATCH_TYPES: &[PatchType] = &[
+    PatchType::Json,
+    PatchType::Merge,
+    PatchType::StrategicMerge,
+    PatchType::Apply,
+];
+
 /// Per-kind behaviour at each step of a request. Implementations are immutable and cheap to
-/// share; handlers call the steps in a fixed order.
+/// share; handlers call the steps in a fixed order and never ask which kind they serve.
+///
+/// Architecture Invariant: adding a kind means adding a strategy and a row in [`kinds::Kinds`];
+/// no handler names a group, resource or kind.
+#[async_trait::async_trait]
 pub trait Strategy: Send + Sync {
     /// The resource this strategy serves.
     fn info(&self) -> &ResourceInfo;
@@ -200,5 +214,27 @@ pub trait Strategy: Send + Sync {
     /// Warnings every request through this strategy carries (deprecated versions).
     fn warnings(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// The patch types PATCH accepts, in the order a 415 lists them.
+    fn patch_types(&self) -> &'static [PatchType] {
+        CUSTOM_PATCH_TYPES
+    }
+
+    /// Decodes a protobuf body, for the kinds whose protobuf encoding clients send (kubectl
+    /// sends namespaces as protobuf); `None` when the kind takes only JSON and YAML.
+    fn decode_protobuf(&self, _body: &[u8]) -> Option<Result<Value, String>> {
+        None
+    }
+
+    /// A check of an update that needs to read storage (for CRDs: no stored version may leave
+    /// `status.storedVersions` while objects are stored at it). Runs after validation.
+    async fn guard_update(&self, _new: &Value, _old: &Value) -> Result<(), ApiError> {
+        Ok(())
+    }
+
+    /// The paths of the `/scale` subresource, when the kind has one.
+    fn scale(&self) -> Option<&serving::ScalePaths> {
+        None
     }
 }

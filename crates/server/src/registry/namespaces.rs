@@ -6,7 +6,7 @@ use crd_core::{ErrorList, Path, Status};
 use serde_json::{Value, json};
 
 use super::{DeleteOutcome, ResourceInfo, Scope, Strategy, Subresource, UnsupportedField, meta};
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::table::{Cell, TableColumn};
 
 /// The finalizer in `spec.finalizers` that the namespace controller removes.
@@ -60,9 +60,18 @@ fn set_name_label(obj: &mut Value) {
     labels[NAME_LABEL] = Value::String(name);
 }
 
+#[async_trait::async_trait]
 impl Strategy for NamespaceStrategy {
     fn info(&self) -> &ResourceInfo {
         &self.info
+    }
+
+    fn patch_types(&self) -> &'static [crate::request::negotiate::PatchType] {
+        super::BUILTIN_PATCH_TYPES
+    }
+
+    fn decode_protobuf(&self, body: &[u8]) -> Option<Result<Value, String>> {
+        Some(crate::protobuf::decode_namespace(body).map_err(|e| e.clone()))
     }
 
     fn admit(&self, obj: &mut Value, _how: &super::Admission) -> Result<Vec<String>, ApiError> {
@@ -109,7 +118,7 @@ impl Strategy for NamespaceStrategy {
 
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         let keep = match sub {
-            Subresource::Main => ["status", "spec"],
+            Subresource::Main | Subresource::Scale | Subresource::Other => ["status", "spec"],
             Subresource::Status => ["spec", "spec"],
         };
         if let Some(m) = new.as_object_mut() {

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::serving::{ServedVersion, ServingCrd};
 use super::{Admission, Subresource};
 use crate::conversion::Converter;
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 
 /// Checks `kind` and `apiVersion` of a decoded body against the URL, with kube-apiserver's
 /// decode errors (400).
@@ -43,40 +43,7 @@ pub fn check_type_meta(crd: &ServingCrd, version: &str, obj: &Value) -> Result<(
     Ok(())
 }
 
-/// The `fieldValidation` query parameter: what to do with unknown fields in a body.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FieldValidation {
-    /// Drop them silently.
-    Ignore,
-    /// Drop them and warn (the server default).
-    Warn,
-    /// Reject the request (kubectl's default).
-    Strict,
-}
-
-impl FieldValidation {
-    /// Parses `fieldValidation`; `options` names the options kind in the 422 (`CreateOptions`...).
-    pub fn parse(query: &crate::http::route::Query, options: &str) -> Result<Self, ApiError> {
-        match query.get("fieldValidation").unwrap_or("") {
-            "" | "Warn" => Ok(FieldValidation::Warn),
-            "Ignore" => Ok(FieldValidation::Ignore),
-            "Strict" => Ok(FieldValidation::Strict),
-            other => {
-                let errors = ErrorList(vec![crd_core::FieldError::not_supported(
-                    &Path::new("fieldValidation"),
-                    other,
-                    &["", "Ignore", "Strict", "Warn"],
-                )]);
-                Err(Status::invalid(
-                    &crd_core::GroupResource::new("meta.k8s.io", options),
-                    "",
-                    &errors,
-                )
-                .into())
-            }
-        }
-    }
-}
+pub use crate::request::options::FieldValidation;
 
 /// Step: removes fields the request version's schema does not know (and non-nullable nulls
 /// without defaults), then answers `fieldValidation`: warnings (Warn), nothing (Ignore), or
@@ -177,8 +144,6 @@ pub fn cel_warnings(version: &ServedVersion, obj: &Value, old: Option<&Value>) -
 
 fn openapi_errors(schema: &Value, obj: &Value, old: Option<&Value>, sub: Subresource) -> ErrorList {
     match (sub, old) {
-        (Subresource::Main, None) => crd_schema::validate::validate(schema, obj),
-        (Subresource::Main, Some(old)) => crd_schema::validate::validate_update(schema, obj, old),
         (Subresource::Status, _) => match (schema.pointer("/properties/status"), obj.get("status"))
         {
             (Some(status_schema), Some(status)) => crd_schema::validate::validate_update_at(
@@ -189,6 +154,8 @@ fn openapi_errors(schema: &Value, obj: &Value, old: Option<&Value>, sub: Subreso
             ),
             _ => ErrorList::new(),
         },
+        (_, None) => crd_schema::validate::validate(schema, obj),
+        (_, Some(old)) => crd_schema::validate::validate_update(schema, obj, old),
     }
 }
 

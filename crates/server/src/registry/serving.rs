@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::Scope;
+use super::custom::CustomResourceStrategy;
 use crate::conversion::{ConversionOptions, Converter};
 use crate::table::{Cell, TableColumn};
 
@@ -290,10 +291,35 @@ fn columns_of(
     }
 }
 
+/// One CRD's serving state and its strategies, one per served version, built once per CRD
+/// revision (upstream's `crdInfo.storages[version]`), so requests share them.
+struct Entry {
+    crd: Arc<ServingCrd>,
+    strategies: HashMap<String, Arc<CustomResourceStrategy>>,
+}
+
+impl Entry {
+    fn new(crd: ServingCrd) -> Self {
+        let crd = Arc::new(crd);
+        let strategies = crd
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| {
+                (
+                    v.name.clone(),
+                    Arc::new(CustomResourceStrategy::new(crd.clone(), v)),
+                )
+            })
+            .collect();
+        Entry { crd, strategies }
+    }
+}
+
 /// All CRDs known to this server, by name, with a generation counter that increases on every
 /// change (discovery and OpenAPI caches key on it).
 pub struct Registry {
-    crds: RwLock<Arc<HashMap<String, Arc<ServingCrd>>>>,
+    crds: RwLock<Arc<HashMap<String, Arc<Entry>>>>,
     generation: watch::Sender<u64>,
     conversion: ConversionOptions,
 }
@@ -323,22 +349,38 @@ impl Registry {
 
     /// Finds a CRD by group and plural (its name is `<plural>.<group>`).
     pub fn lookup(&self, group: &str, plural: &str) -> Option<Arc<ServingCrd>> {
-        self.snapshot().get(&format!("{plural}.{group}")).cloned()
+        self.get(&format!("{plural}.{group}"))
     }
 
     /// Finds a CRD by name.
     pub fn get(&self, name: &str) -> Option<Arc<ServingCrd>> {
-        self.snapshot().get(name).cloned()
+        self.snapshot().get(name).map(|e| e.crd.clone())
+    }
+
+    /// The strategy serving `<plural>.<group>` at `version`: only for a CRD whose names are
+    /// accepted and that is established, at a served version.
+    pub fn strategy(
+        &self,
+        group: &str,
+        plural: &str,
+        version: &str,
+    ) -> Option<Arc<CustomResourceStrategy>> {
+        let snapshot = self.snapshot();
+        let entry = snapshot.get(&format!("{plural}.{group}"))?;
+        if !entry.crd.serving() {
+            return None;
+        }
+        entry.strategies.get(version).cloned()
     }
 
     /// Every CRD, sorted by name.
     pub fn all(&self) -> Vec<Arc<ServingCrd>> {
-        let mut v: Vec<_> = self.snapshot().values().cloned().collect();
+        let mut v: Vec<_> = self.snapshot().values().map(|e| e.crd.clone()).collect();
         v.sort_by(|a, b| a.name.cmp(&b.name));
         v
     }
 
-    fn snapshot(&self) -> Arc<HashMap<String, Arc<ServingCrd>>> {
+    fn snapshot(&self) -> Arc<HashMap<String, Arc<Entry>>> {
         self.crds
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -347,8 +389,9 @@ impl Registry {
 
     /// Installs or replaces a CRD's serving state.
     pub fn apply(&self, crd: ServingCrd) {
+        let entry = Arc::new(Entry::new(crd));
         self.modify(|m| {
-            m.insert(crd.name.clone(), Arc::new(crd));
+            m.insert(entry.crd.name.clone(), entry);
         });
     }
 
@@ -359,7 +402,7 @@ impl Registry {
         });
     }
 
-    fn modify(&self, f: impl FnOnce(&mut HashMap<String, Arc<ServingCrd>>)) {
+    fn modify(&self, f: impl FnOnce(&mut HashMap<String, Arc<Entry>>)) {
         let mut guard = self
             .crds
             .write()

@@ -7,7 +7,7 @@ use crd_core::Status;
 use http::HeaderMap;
 use serde_json::Value;
 
-use super::error::ApiError;
+use crate::error::ApiError;
 
 /// The representation a response is rendered in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,6 +164,57 @@ pub enum PatchType {
     StrategicMerge,
     /// Server-side apply.
     Apply,
+}
+
+impl PatchType {
+    /// The media type that selects this patch type.
+    pub fn media_type(self) -> &'static str {
+        match self {
+            PatchType::Json => "application/json-patch+json",
+            PatchType::Merge => "application/merge-patch+json",
+            PatchType::StrategicMerge => "application/strategic-merge-patch+json",
+            PatchType::Apply => "application/apply-patch+yaml",
+        }
+    }
+}
+
+/// A kind's protobuf decoder: `None` when the kind takes no protobuf.
+pub type ProtobufDecoder<'a> = &'a dyn Fn(&[u8]) -> Option<Result<Value, String>>;
+
+/// Decodes a create or update body into an object: JSON, YAML, or protobuf through the kind's
+/// decoder. Errors carry the message kube-apiserver uses for the kind (`<Kind> in version "v1"
+/// cannot be handled as a <Kind>: ...`).
+pub fn decode_object(
+    headers: &HeaderMap,
+    body: &[u8],
+    kind: &str,
+    version: &str,
+    protobuf: ProtobufDecoder<'_>,
+) -> Result<Value, ApiError> {
+    let cannot = |e: &dyn std::fmt::Display| -> ApiError {
+        Status::bad_request(format!(
+            "{kind} in version {v} cannot be handled as a {kind}: {e}",
+            v = crd_core::field::go_quote(version)
+        ))
+        .into()
+    };
+    let obj = match body_format(headers)? {
+        BodyFormat::Protobuf => match protobuf(body) {
+            Some(decoded) => decoded.map_err(|e| cannot(&e))?,
+            None => {
+                return Err(Status::unsupported_media_type(&[
+                    "application/json",
+                    "application/yaml",
+                ])
+                .into());
+            }
+        },
+        format => decode_document(format, body).map_err(|e| cannot(&e))?,
+    };
+    if !obj.is_object() {
+        return Err(cannot(&"the body must be a JSON object"));
+    }
+    Ok(obj)
 }
 
 /// Reads the patch type from the Content-Type.

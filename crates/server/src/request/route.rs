@@ -77,6 +77,19 @@ impl Verb {
     }
 }
 
+/// Which endpoint of a resource a request addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subresource {
+    /// The object itself.
+    Main,
+    /// `/status`: only status changes.
+    Status,
+    /// `/scale`: an `autoscaling/v1` Scale view of the replica count.
+    Scale,
+    /// Any other subresource name (served by no kind yet: 404).
+    Other,
+}
+
 /// A request for a resource: `/api/v1/...` or `/apis/<group>/<version>/...`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResourceRequest {
@@ -94,6 +107,18 @@ pub struct ResourceRequest {
     pub subresource: Option<String>,
     /// What to do.
     pub verb: Verb,
+}
+
+impl ResourceRequest {
+    /// The endpoint addressed.
+    pub fn endpoint(&self) -> Subresource {
+        match self.subresource.as_deref() {
+            None => Subresource::Main,
+            Some("status") => Subresource::Status,
+            Some("scale") => Subresource::Scale,
+            Some(_) => Subresource::Other,
+        }
+    }
 }
 
 /// Decoded query parameters (the last value wins, as Go's `url.Values.Get` reads the first;

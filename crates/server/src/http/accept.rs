@@ -1,0 +1,106 @@
+//! The TLS accept loop: HTTP/1.1 and HTTP/2 (ALPN) connections, bounded in number, with a
+//! header-read timeout for HTTP/1, and graceful shutdown that drains requests in flight for a
+//! bounded time.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio_rustls::TlsAcceptor;
+
+use crate::auth::User;
+use crate::state::AppState;
+
+/// How long shutdown waits for requests in flight.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a TLS handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long an HTTP/1 client may take to send a request's headers.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Accepts TLS connections until `shutdown` turns true, then drains for a bounded time. At most
+/// `max_connections` are open at once; further clients wait in the listen backlog.
+pub async fn serve(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    state: Arc<AppState>,
+    max_connections: usize,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let connections = Arc::new(Semaphore::new(max_connections));
+    let local = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    loop {
+        let permit = tokio::select! {
+            p = connections.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            _ = shutdown.changed() => break,
+        };
+        let (tcp, _peer) = tokio::select! {
+            conn = listener.accept() => match conn {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => break,
+        };
+        let _ = tcp.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let state = state.clone();
+        let local = local.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
+            else {
+                return;
+            };
+            // A verified client certificate (`--client-ca-file`) is an identity for the
+            // whole connection.
+            let cert_user: Option<Arc<User>> = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|chain| chain.first())
+                .and_then(|leaf| crate::tls::user_of_certificate(leaf.as_ref()))
+                .map(Arc::new);
+            let service = hyper::service::service_fn(move |req| {
+                let state = state.clone();
+                let local = local.clone();
+                let cert_user = cert_user.clone();
+                async move {
+                    Ok::<_, Infallible>(
+                        super::handle(state, &local, cert_user.as_deref(), req).await,
+                    )
+                }
+            });
+            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            builder.http2().max_concurrent_streams(1000);
+            let conn = builder.serve_connection(TokioIo::new(tls), service);
+            let _ = watcher.watch(conn.into_owned()).await;
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::info!("shutdown grace period over; closing remaining connections");
+    }
+}

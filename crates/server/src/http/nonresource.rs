@@ -1,0 +1,157 @@
+//! Non-resource endpoints: health (`/healthz`, `/livez`, `/readyz`), `/version`, discovery
+//! (`/api`, `/apis`, ...), OpenAPI (`/openapi/v2`, `/openapi/v3/...`) and the debug endpoints.
+
+use std::sync::Arc;
+
+use http::{HeaderValue, Method, Response, StatusCode, header};
+
+use super::render::{aggregated_response, json_response, text};
+use crate::body::{BoxBody, full};
+use crate::discovery;
+use crate::error::ApiError;
+use crate::request::negotiate::{self, Output};
+use crate::request::route::{Query, Route};
+use crate::state::AppState;
+
+/// Serves a non-resource route.
+pub async fn handle(
+    state: &Arc<AppState>,
+    server_address: &str,
+    parts: &http::request::Parts,
+    route: Route,
+    query: &Query,
+) -> Result<Response<BoxBody>, ApiError> {
+    let get_only = |m: &Method| m == Method::GET || m == Method::HEAD;
+    match route {
+        Route::Health => {
+            let path = parts.uri.path();
+            if path.starts_with("/readyz") && !state.is_ready() {
+                return Ok(text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "[-]storage not ready\nreadyz check failed\n",
+                ));
+            }
+            Ok(text(StatusCode::OK, "ok"))
+        }
+        Route::Version => Ok(json_response(
+            StatusCode::OK,
+            &crate::version::version_info(),
+            "application/json",
+            &[],
+        )),
+        Route::CoreVersions | Route::Groups if get_only(&parts.method) => {
+            let output = negotiate::choose_output(&parts.headers, true)?;
+            let core = route == Route::CoreVersions;
+            if output == Output::AggregatedDiscovery {
+                let doc = discovery::aggregated(&state.registry, core);
+                return Ok(aggregated_response(&doc, &parts.headers));
+            }
+            let doc = if core {
+                discovery::core_versions(server_address)
+            } else {
+                discovery::groups(&state.registry)
+            };
+            Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
+        }
+        Route::CoreResources if get_only(&parts.method) => Ok(json_response(
+            StatusCode::OK,
+            &discovery::core_resources(),
+            "application/json",
+            &[],
+        )),
+        Route::Group(g) if get_only(&parts.method) => {
+            let doc = discovery::group(&state.registry, &g).ok_or(ApiError::NoRoute)?;
+            Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
+        }
+        Route::GroupVersion(g, v) if get_only(&parts.method) => {
+            let doc = discovery::group_version(&state.registry, &g, &v).ok_or(ApiError::NoRoute)?;
+            Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
+        }
+        Route::DebugStorage(key) if get_only(&parts.method) => {
+            let gr = crd_core::GroupResource::new("", "storage");
+            let kv = state
+                .store
+                .get(&key)
+                .await
+                .map_err(|e| ApiError::storage(&gr, &key, e))?
+                .ok_or_else(|| crd_core::Status::not_found(&gr, &key))?;
+            let value: serde_json::Value = serde_json::from_slice(&kv.value).unwrap_or_else(|_| {
+                serde_json::Value::String(String::from_utf8_lossy(&kv.value).into())
+            });
+            let doc = serde_json::json!({
+                "key": kv.key,
+                "createRevision": kv.create_revision,
+                "modRevision": kv.mod_revision,
+                "value": value,
+            });
+            Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
+        }
+        Route::DebugStorageVersions(name) if get_only(&parts.method) => {
+            let gr =
+                crd_core::GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+            let crd = state
+                .registry
+                .get(&name)
+                .ok_or_else(|| crd_core::Status::not_found(&gr, &name))?;
+            let counts = crate::registry::storage_versions::count_stored_versions(
+                state.store.as_ref(),
+                &crd,
+            )
+            .await
+            .map_err(|e| ApiError::storage(&gr, &name, e))?;
+            let doc = serde_json::json!({
+                "crd": name,
+                "storageVersion": crd.storage_version,
+                "counts": counts,
+            });
+            Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
+        }
+        Route::OpenApiV2 if get_only(&parts.method) => {
+            let docs = state.openapi.get(&state.registry).await;
+            let (hash, bytes) = &docs.v2;
+            let mut resp = Response::new(full(bytes.as_ref().clone()));
+            let headers = resp.headers_mut();
+            headers.insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+            if let Ok(etag) = http::HeaderValue::from_str(&format!("\"{hash}\"")) {
+                headers.insert(http::header::ETAG, etag);
+            }
+            Ok(resp)
+        }
+        Route::OpenApiIndex if get_only(&parts.method) => {
+            let docs = state.openapi.get(&state.registry).await;
+            Ok(json_response(
+                StatusCode::OK,
+                &docs.index(),
+                "application/json",
+                &[],
+            ))
+        }
+        Route::OpenApiDocument(path) if get_only(&parts.method) => {
+            let docs = state.openapi.get(&state.registry).await;
+            let (hash, bytes) = docs.docs.get(&path).ok_or(ApiError::NoRoute)?;
+            let mut resp = Response::new(full(bytes.as_ref().clone()));
+            let h = resp.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            if let Ok(v) = HeaderValue::from_str(&format!("\"{hash}\"")) {
+                h.insert(header::ETAG, v);
+            }
+            let immutable = query.get("hash") == Some(hash.as_str());
+            h.insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static(if immutable {
+                    "public, immutable"
+                } else {
+                    "no-cache, private"
+                }),
+            );
+            Ok(resp)
+        }
+        _ => Err(ApiError::NoRoute),
+    }
+}

@@ -1,0 +1,182 @@
+//! Rendering: handler replies, Status errors, plain text and discovery documents become HTTP
+//! responses here, and only here.
+//!
+//! Architecture Invariant: every error leaving the server is a `Status`, produced in
+//! [`error_response`], except the plain `404 page not found` kube-apiserver itself sends for
+//! unknown paths.
+
+use bytes::Bytes;
+use crd_core::Status;
+use http::{HeaderValue, Response, StatusCode, header};
+use serde_json::Value;
+use sha2::{Digest, Sha512};
+
+use crate::body::{BoxBody, full};
+use crate::error::ApiError;
+use crate::handlers::{Reply, ReplyBody};
+use crate::request::negotiate::Output;
+
+/// Renders a handler's reply in the negotiated output.
+pub fn render(reply: Reply, output: Output) -> Response<BoxBody> {
+    let code = StatusCode::from_u16(reply.code).unwrap_or(StatusCode::OK);
+    let mut resp = match reply.body {
+        ReplyBody::Value(v) => {
+            let ct = reply.content_type.unwrap_or(match output {
+                Output::Table => "application/json;as=Table;v=v1;g=meta.k8s.io",
+                Output::PartialObjectMetadata => {
+                    "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+                }
+                _ => "application/json",
+            });
+            if output == Output::Yaml {
+                match serde_saphyr::to_string(&v) {
+                    Ok(y) => with_type(Response::new(full(y)), "application/yaml"),
+                    Err(e) => return status_response(&Status::internal(e), &[]),
+                }
+            } else {
+                json_response(code, &v, ct, &[])
+            }
+        }
+        ReplyBody::Status(s) => status_response(&s, &[]),
+        ReplyBody::Stream(body) => with_type(Response::new(body), "application/json"),
+        ReplyBody::RawJson(bytes) => with_type(Response::new(full(bytes)), "application/json"),
+    };
+    *resp.status_mut() = code;
+    add_warnings(resp.headers_mut(), &reply.warnings);
+    resp
+}
+
+/// Sets the content type and `Cache-Control: no-cache, private`.
+pub fn with_type(mut resp: Response<BoxBody>, ct: &'static str) -> Response<BoxBody> {
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    resp
+}
+
+/// A JSON response with a content type and warnings.
+pub fn json_response(
+    code: StatusCode,
+    v: &Value,
+    ct: &'static str,
+    warnings: &[String],
+) -> Response<BoxBody> {
+    let Ok(bytes) = serde_json::to_vec(v) else {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "encoding the response failed\n",
+        );
+    };
+    let mut resp = with_type(Response::new(full(bytes)), ct);
+    *resp.status_mut() = code;
+    add_warnings(resp.headers_mut(), warnings);
+    resp
+}
+
+/// Renders a Status with its HTTP code.
+pub fn status_response(s: &Status, warnings: &[String]) -> Response<BoxBody> {
+    let v = serde_json::to_value(s).unwrap_or(Value::Null);
+    json_response(
+        StatusCode::from_u16(s.http_code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        &v,
+        "application/json",
+        warnings,
+    )
+}
+
+/// The single place where errors become HTTP responses.
+pub fn error_response(e: &ApiError) -> Response<BoxBody> {
+    if let Some(s) = e.to_status() {
+        status_response(&s, &[])
+    } else {
+        let mut resp = text(StatusCode::NOT_FOUND, "404 page not found\n");
+        resp.headers_mut().insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        resp
+    }
+}
+
+/// A plain-text response.
+pub fn text(code: StatusCode, body: &'static str) -> Response<BoxBody> {
+    let mut resp = Response::new(full(body));
+    *resp.status_mut() = code;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp
+}
+
+/// Aggregated discovery, with kube-apiserver's `ETag` and 304 handling.
+pub fn aggregated_response(doc: &Value, headers: &http::HeaderMap) -> Response<BoxBody> {
+    let Ok(bytes) = serde_json::to_vec(doc) else {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "encoding the response failed\n",
+        );
+    };
+    let etag = format!("\"{}\"", crate::openapi::hex_upper(&Sha512::digest(&bytes)));
+    let matches = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        == Some(etag.as_str());
+    let mut resp = if matches {
+        let mut r = Response::new(full(Bytes::new()));
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        Response::new(full(bytes))
+    };
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        ),
+    );
+    h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    resp
+}
+
+/// Adds `Warning: 299 - "<text>"` headers, escaped as an RFC 7230 quoted-string, deduplicated.
+pub fn add_warnings(headers: &mut http::HeaderMap, warnings: &[String]) {
+    let mut seen = std::collections::HashSet::new();
+    for w in warnings {
+        if !seen.insert(w) {
+            continue;
+        }
+        let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            headers.append(header::WARNING, v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_are_escaped_and_deduplicated() {
+        let mut h = http::HeaderMap::new();
+        add_warnings(
+            &mut h,
+            &[
+                "unknown field \"spec.foo\"".into(),
+                "unknown field \"spec.foo\"".into(),
+            ],
+        );
+        let all: Vec<_> = h.get_all(header::WARNING).iter().collect();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0], "299 - \"unknown field \\\"spec.foo\\\"\"");
+    }
+}

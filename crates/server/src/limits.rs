@@ -1,0 +1,88 @@
+//! `--max-requests-inflight` and `--max-mutating-requests-inflight`, as kube-apiserver's
+//! max-in-flight filter: requests beyond the limit are refused with 429 at once rather than
+//! queued, so a burst cannot exhaust memory. Long-running requests (watches) are not counted.
+
+use std::sync::Arc;
+
+use http::Method;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Limits on requests in flight; 0 means no limit, as upstream.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Non-mutating requests (GET, HEAD, OPTIONS) at once.
+    pub max_requests_inflight: usize,
+    /// Mutating requests (POST, PUT, PATCH, DELETE) at once.
+    pub max_mutating_requests_inflight: usize,
+    /// Open client connections at once.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    /// kube-apiserver's defaults (400 and 200), and 10,000 connections.
+    fn default() -> Self {
+        Limits {
+            max_requests_inflight: 400,
+            max_mutating_requests_inflight: 200,
+            max_connections: 10_000,
+        }
+    }
+}
+
+/// The semaphores behind [`Limits`].
+pub struct InFlight {
+    read: Option<Arc<Semaphore>>,
+    mutating: Option<Arc<Semaphore>>,
+}
+
+impl InFlight {
+    /// Semaphores for the limits.
+    pub fn new(limits: &Limits) -> Self {
+        let sem = |n: usize| (n > 0).then(|| Arc::new(Semaphore::new(n)));
+        InFlight {
+            read: sem(limits.max_requests_inflight),
+            mutating: sem(limits.max_mutating_requests_inflight),
+        }
+    }
+
+    /// A slot for a request, or `None` when the limit is reached. Unlimited kinds get
+    /// `Some(None)`.
+    pub fn try_acquire(&self, method: &Method) -> Option<Option<OwnedSemaphorePermit>> {
+        let sem = if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+            &self.read
+        } else {
+            &self.mutating
+        };
+        match sem {
+            None => Some(None),
+            Some(s) => s.clone().try_acquire_owned().ok().map(Some),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_refuse_past_the_bound_and_release() {
+        let f = InFlight::new(&Limits {
+            max_requests_inflight: 1,
+            max_mutating_requests_inflight: 0,
+            max_connections: 1,
+        });
+        let first = f.try_acquire(&Method::GET).expect("first read fits");
+        assert!(
+            f.try_acquire(&Method::GET).is_none(),
+            "second read is refused"
+        );
+        for _ in 0..3 {
+            assert!(
+                f.try_acquire(&Method::POST).is_some(),
+                "mutating is unlimited"
+            );
+        }
+        drop(first);
+        assert!(f.try_acquire(&Method::GET).is_some(), "slot released");
+    }
+}

@@ -1,0 +1,48 @@
+//! The table of kinds whose strategies are fixed at start-up (CRDs, namespaces,
+//! StorageVersionMigrations, and the built-in kinds), keyed by group, version and plural.
+//! Custom resources are resolved through [`super::serving::Registry`] instead, because they come
+//! and go with their CRDs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::Strategy;
+
+/// Strategies by `(group, version, plural)`.
+#[derive(Default)]
+pub struct Kinds {
+    by_resource: HashMap<(String, String, String), Arc<dyn Strategy>>,
+}
+
+impl Kinds {
+    /// Builds the table from its rows.
+    pub fn new(rows: impl IntoIterator<Item = Arc<dyn Strategy>>) -> Self {
+        let by_resource = rows
+            .into_iter()
+            .map(|s| {
+                let info = s.info();
+                (
+                    (
+                        info.group.clone(),
+                        info.version.clone(),
+                        info.resource.clone(),
+                    ),
+                    s,
+                )
+            })
+            .collect();
+        Kinds { by_resource }
+    }
+
+    /// The strategy serving a resource, if it is in the table.
+    pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<Arc<dyn Strategy>> {
+        self.by_resource
+            .get(&(group.to_string(), version.to_string(), resource.to_string()))
+            .cloned()
+    }
+
+    /// Every row, in no particular order.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<dyn Strategy>> {
+        self.by_resource.values()
+    }
+}
