@@ -13,6 +13,7 @@
 //! Architecture Invariant: only the CLI chooses a concrete storage engine; this crate sees
 //! `Arc<dyn Store>`.
 
+pub mod admission;
 pub mod auth;
 pub mod authz;
 pub mod body;

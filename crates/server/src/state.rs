@@ -26,6 +26,8 @@ pub struct AppState {
     pub namespaces: Arc<NamespaceStrategy>,
     /// The kinds with fixed strategies (everything but custom resources).
     pub kinds: Kinds,
+    /// The admission chain.
+    pub admission: crate::admission::Admission,
     /// Requests in flight.
     pub limits: crate::limits::InFlight,
     /// Bearer tokens.
@@ -52,6 +54,7 @@ impl AppState {
             Arc::new(MigrationStrategy::default()),
         ]);
         AppState {
+            admission: crate::admission::Admission::new(store.clone(), namespaces.clone()),
             store,
             registry,
             namespaces,

@@ -93,16 +93,7 @@ pub async fn purge_prefix(store: &dyn Store, prefix: &str) -> Result<u64, Storag
         } else if meta::is_deleting(&obj) {
             Ok(())
         } else {
-            let generation = meta::generation(&obj);
-            let m = meta::meta_mut(&mut obj);
-            m.insert(
-                "deletionTimestamp".into(),
-                Value::String(meta::now_rfc3339()),
-            );
-            m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-            if generation > 0 {
-                m.insert("generation".into(), Value::from(generation + 1));
-            }
+            meta::mark_deleting(&mut obj);
             let bytes = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
             store
                 .update(&kv.key, bytes, kv.mod_revision)

@@ -52,9 +52,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     warnings.extend(crd_core::validation::finalizer_warnings(&obj, None));
     warnings.extend(strategy.write_warnings(&obj, None));
     strategy.check_create_allowed(&name)?;
-    if info.namespaced() {
-        admit_namespace(ctx, strategy, meta::namespace(&obj).to_string(), &name).await?;
-    }
+    ctx.state.admission.admit_create(strategy, &obj).await?;
     let mut attempt = 0;
     let stored = loop {
         let current = meta::name(&obj).to_string();
@@ -194,42 +192,6 @@ fn generated_name(obj: &Value) -> String {
         .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
         .collect();
     format!("{base}{suffix}")
-}
-
-/// The `NamespaceLifecycle` admission check: the namespace must exist and not be terminating.
-async fn admit_namespace(
-    ctx: &Ctx<'_>,
-    strategy: &dyn Strategy,
-    namespace: String,
-    name: &str,
-) -> Result<(), ApiError> {
-    let ns_info = ctx.state.namespaces.info();
-    let gr = ns_info.group_resource();
-    let kv = ctx
-        .store()
-        .get(&ns_info.key(None, &namespace))
-        .await
-        .map_err(|e| ApiError::storage(&gr, &namespace, e))?
-        .ok_or_else(|| Status::not_found(&gr, &namespace))?;
-    let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
-    if meta::is_deleting(&ns) {
-        let mut status = Status::forbidden(
-            &strategy.info().group_resource(),
-            name,
-            &format!(
-                "unable to create new content in namespace {namespace} because it is being terminated"
-            ),
-        );
-        if let Some(d) = status.details.as_mut() {
-            d.causes.push(crd_core::StatusCause {
-                reason: "NamespaceTerminating".into(),
-                message: format!("namespace {namespace} is being terminated"),
-                field: "metadata.namespace".into(),
-            });
-        }
-        return Err(status.into());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 
 use crd_core::Status;
 use crd_storage::{KeyValue, StorageError};
-use serde_json::Value;
 
 use super::{Ctx, Reply, ReplyBody, read_object, render_object, storage_bytes};
 use crate::error::ApiError;
@@ -105,18 +104,7 @@ pub async fn delete_object(
             })
         }
         DeleteOutcome::Graceful => {
-            if !meta::is_deleting(&obj) {
-                let generation = meta::generation(&obj);
-                let m = meta::meta_mut(&mut obj);
-                m.insert(
-                    "deletionTimestamp".into(),
-                    Value::String(meta::now_rfc3339()),
-                );
-                m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-                if generation > 0 {
-                    m.insert("generation".into(), Value::from(generation + 1));
-                }
-            }
+            meta::mark_deleting(&mut obj);
             let original = read_object(strategy, current).await?;
             if meta::same_ignoring_rv(&obj, &original) {
                 return Ok(Reply::value(200, render_object(ctx, strategy, original)?));

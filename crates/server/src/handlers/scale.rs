@@ -37,7 +37,7 @@ pub async fn handle(
         Verb::Get => return Ok(Reply::value(200, scale)),
         Verb::Update => decode_body(ctx, strategy)?,
         Verb::Patch => {
-            let kind = patch_kind(ctx, true)?;
+            let kind = patch_kind(ctx, strategy)?;
             let patch: Value = serde_json::from_slice(&ctx.body)
                 .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
             apply(kind, scale.clone(), &patch)?

@@ -145,7 +145,7 @@ impl WatchTask {
         if self.initial_end_bookmark {
             let mut b = self.bookmark(after);
             b["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
-            if !send_line(&tx, &json!({"type": "BOOKMARK", "object": b})).await {
+            if !send_line(&tx, &watch_event(EventType::Bookmark, b)).await {
                 return;
             }
         }
@@ -169,7 +169,7 @@ impl WatchTask {
                     if self.bookmarks {
                         send_line(
                             &tx,
-                            &json!({"type": "BOOKMARK", "object": self.bookmark(revision)}),
+                            &watch_event(EventType::Bookmark, self.bookmark(revision)),
                         )
                         .await
                     } else {
@@ -202,11 +202,11 @@ impl WatchTask {
                     });
                     match (new_match, old_match) {
                         (true, Some((true, _))) => {
-                            self.send(&tx, "MODIFIED", new, &mut first).await
+                            self.send(&tx, EventType::Modified, new, &mut first).await
                         }
-                        (true, _) => self.send(&tx, "ADDED", new, &mut first).await,
+                        (true, _) => self.send(&tx, EventType::Added, new, &mut first).await,
                         (false, Some((true, old))) => {
-                            self.send(&tx, "DELETED", old, &mut first).await
+                            self.send(&tx, EventType::Deleted, old, &mut first).await
                         }
                         (false, _) => true,
                     }
@@ -221,7 +221,7 @@ impl WatchTask {
                     };
                     if self.opts.matches(self.strategy.as_ref(), &old) {
                         meta::set_resource_version(&mut old, revision);
-                        self.send(&tx, "DELETED", old, &mut first).await
+                        self.send(&tx, EventType::Deleted, old, &mut first).await
                     } else {
                         true
                     }
@@ -268,7 +268,7 @@ impl WatchTask {
             };
             for obj in objs {
                 if self.opts.matches(self.strategy.as_ref(), &obj)
-                    && !self.send(tx, "ADDED", obj, first).await
+                    && !self.send(tx, EventType::Added, obj, first).await
                 {
                     return false;
                 }
@@ -289,7 +289,7 @@ impl WatchTask {
     async fn send(
         &self,
         tx: &mpsc::Sender<Bytes>,
-        kind: &str,
+        kind: EventType,
         obj: Value,
         first: &mut bool,
     ) -> bool {
@@ -309,7 +309,7 @@ impl WatchTask {
             Output::PartialObjectMetadata => table::partial_object_metadata(&obj),
             _ => obj,
         };
-        send_line(tx, &json!({"type": kind, "object": object})).await
+        send_line(tx, &watch_event(kind, object)).await
     }
 
     /// Ends the watch with an ERROR event carrying the request's Status (a failed conversion).
@@ -317,7 +317,7 @@ impl WatchTask {
         let status = err
             .to_status()
             .unwrap_or_else(|| Status::internal("watch failed"));
-        let _ = send_line(tx, &json!({"type": "ERROR", "object": status})).await;
+        let _ = send_line(tx, &watch_event(EventType::Error, json!(status))).await;
     }
 
     async fn send_error(&self, tx: &mpsc::Sender<Bytes>, err: &StorageError, after: i64) {
@@ -330,12 +330,50 @@ impl WatchTask {
             )),
             other => Status::internal(other),
         };
-        let _ = send_line(tx, &json!({"type": "ERROR", "object": status})).await;
+        let _ = send_line(tx, &watch_event(EventType::Error, json!(status))).await;
     }
 }
 
+/// The type of a watch event, as `metav1.WatchEvent` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// An object appeared (or started matching the selectors).
+    Added,
+    /// An object changed.
+    Modified,
+    /// An object went (or stopped matching the selectors).
+    Deleted,
+    /// A revision marker with no object change.
+    Bookmark,
+    /// The watch ended with a Status.
+    Error,
+}
+
+impl EventType {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+            EventType::Bookmark => "BOOKMARK",
+            EventType::Error => "ERROR",
+        }
+    }
+}
+
+/// A `WatchEvent` value.
+fn watch_event(kind: EventType, object: Value) -> Value {
+    let mut m = serde_json::Map::with_capacity(2);
+    m.insert("type".into(), Value::String(kind.as_str().into()));
+    m.insert("object".into(), object);
+    Value::Object(m)
+}
+
 async fn send_line(tx: &mpsc::Sender<Bytes>, event: &Value) -> bool {
-    let mut line = serde_json::to_vec(event).unwrap_or_default();
+    let Ok(mut line) = serde_json::to_vec(event) else {
+        return false;
+    };
     line.push(b'\n');
     tx.send(Bytes::from(line)).await.is_ok()
 }

@@ -57,6 +57,22 @@ pub fn uid(obj: &Value) -> &str {
     meta_str(obj, "uid")
 }
 
+/// Marks an object as being deleted, as the generic store's graceful deletion does:
+/// `deletionTimestamp` now, `deletionGracePeriodSeconds: 0`, and `generation` bumped when the
+/// kind tracks it. An object already being deleted is left as it is.
+pub fn mark_deleting(obj: &mut Value) {
+    if is_deleting(obj) {
+        return;
+    }
+    let generation = generation(obj);
+    let m = meta_mut(obj);
+    m.insert("deletionTimestamp".into(), Value::String(now_rfc3339()));
+    m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+    if generation > 0 {
+        m.insert("generation".into(), Value::from(generation + 1));
+    }
+}
+
 /// Whether `metadata.deletionTimestamp` is set.
 pub fn is_deleting(obj: &Value) -> bool {
     !meta_str(obj, "deletionTimestamp").is_empty()
