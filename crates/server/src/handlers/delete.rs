@@ -4,7 +4,7 @@
 use crd_core::Status;
 use crd_storage::{KeyValue, StorageError};
 
-use super::{Ctx, Reply, ReplyBody, read_object, render_object, storage_bytes};
+use super::{Ctx, Reply, ReplyBody, get_stored, read_object, render_object, storage_bytes};
 use crate::error::ApiError;
 use crate::registry::{DeleteOutcome, Strategy, meta};
 use crate::request::options::DeleteOptions;
@@ -12,14 +12,7 @@ use crate::request::options::DeleteOptions;
 /// Deletes one object.
 pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
     let opts = &ctx.opts.delete;
-    let info = strategy.info();
-    let key = info.key(ctx.namespace(), ctx.name());
-    let current = ctx
-        .store()
-        .get(&key)
-        .await
-        .map_err(|e| ApiError::storage(&info.group_resource(), ctx.name(), e))?
-        .ok_or_else(|| Status::not_found(&info.group_resource(), ctx.name()))?;
+    let current = get_stored(ctx, strategy).await?;
     delete_object(ctx, strategy, &current, opts).await
 }
 

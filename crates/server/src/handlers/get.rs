@@ -1,21 +1,12 @@
 //! GET of one object (and of `/status`, which returns the whole object).
 
-use crd_core::Status;
-
-use super::{Ctx, Reply, read_object, render_object};
+use super::{Ctx, Reply, get_stored, read_object, render_object};
 use crate::error::ApiError;
 use crate::registry::Strategy;
 
 /// Reads one object.
 pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
-    let info = strategy.info();
-    let key = info.key(ctx.namespace(), ctx.name());
-    let kv = ctx
-        .store()
-        .get(&key)
-        .await
-        .map_err(|e| ApiError::storage(&info.group_resource(), ctx.name(), e))?
-        .ok_or_else(|| Status::not_found(&info.group_resource(), ctx.name()))?;
+    let kv = get_stored(ctx, strategy).await?;
     let obj = read_object(strategy, &kv).await?;
     Ok(Reply::value(200, render_object(ctx, strategy, obj)?))
 }

@@ -205,6 +205,17 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
     }
 }
 
+/// The stored object the request's URL names, or the resource's 404.
+pub async fn get_stored(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<KeyValue, ApiError> {
+    let info = strategy.info();
+    let key = info.key(ctx.namespace(), ctx.name());
+    ctx.store()
+        .get(&key)
+        .await
+        .map_err(|e| ApiError::storage(&info.group_resource(), ctx.name(), e))?
+        .ok_or_else(|| Status::not_found(&info.group_resource(), ctx.name()).into())
+}
+
 /// Decodes stored values into the request version, with their resourceVersions set. All
 /// objects that need a conversion webhook go in one call.
 pub async fn read_objects(

@@ -7,7 +7,7 @@ use crd_core::Status;
 use serde_json::Value;
 
 use super::update::write_update;
-use super::{Ctx, Reply, read_object, render_object};
+use super::{Ctx, Reply, get_stored, read_object, render_object};
 use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
 use crate::request::negotiate::{PatchType, patch_type};
@@ -26,15 +26,9 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     let patch: Value = serde_json::from_slice(&ctx.body)
         .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
     let field_validation = ctx.opts.write.field_validation;
-    let key = info.key(ctx.namespace(), name);
     let gr = info.group_resource();
     for attempt in 0..MAX_ATTEMPTS {
-        let current = ctx
-            .store()
-            .get(&key)
-            .await
-            .map_err(|e| ApiError::storage(&gr, name, e))?
-            .ok_or_else(|| Status::not_found(&gr, name))?;
+        let current = get_stored(ctx, strategy).await?;
         let current_obj = read_object(strategy, &current).await?;
         let mut patched = apply(kind, current_obj, &patch)?;
         let how = crate::registry::Admission {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::create::decode_body;
 use super::patch::{apply, patch_kind};
 use super::update::write_update;
-use super::{Ctx, Reply, read_object};
+use super::{Ctx, Reply, get_stored, read_object};
 use crate::error::ApiError;
 use crate::registry::serving::ScalePaths;
 use crate::registry::{Strategy, meta};
@@ -24,13 +24,7 @@ pub async fn handle(
     let info = strategy.info();
     let name = ctx.name();
     let gr = info.group_resource();
-    let key = info.key(ctx.namespace(), name);
-    let current = ctx
-        .store()
-        .get(&key)
-        .await
-        .map_err(|e| ApiError::storage(&gr, name, e))?
-        .ok_or_else(|| Status::not_found(&gr, name))?;
+    let current = get_stored(ctx, strategy).await?;
     let obj = read_object(strategy, &current).await?;
     let scale = scale_of(&obj, paths)?;
     let requested = match ctx.req.verb {

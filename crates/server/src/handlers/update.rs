@@ -7,7 +7,7 @@ use crd_storage::{KeyValue, StorageError};
 use serde_json::Value;
 
 use super::create::decode_body;
-use super::{Ctx, Reply, invalid, read_object, render_object, storage_bytes};
+use super::{Ctx, Reply, get_stored, invalid, read_object, render_object, storage_bytes};
 use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
 
@@ -41,13 +41,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
             .into());
         }
     }
-    let key = info.key(ctx.namespace(), name);
-    let current = ctx
-        .store()
-        .get(&key)
-        .await
-        .map_err(|e| ApiError::storage(&info.group_resource(), name, e))?
-        .ok_or_else(|| Status::not_found(&info.group_resource(), name))?;
+    let current = get_stored(ctx, strategy).await?;
     let rv = meta::resource_version(&new).to_string();
     if rv.is_empty() {
         if !strategy.allow_unconditional_update() {
