@@ -21,7 +21,7 @@
 //! - every failing operation is reported as 422 `Invalid` "the server rejected our request due
 //!   to an error in our request" (the library's text is dropped by the apiserver).
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use serde_json::{Map, Value};
 
@@ -170,7 +170,6 @@ fn decode(patch: &[u8], validation: FieldValidation) -> Result<Vec<Value>, Patch
     // Go keeps decoding after a type error and reports the first one.
     for op in &ops {
         match op {
-            Value::Null => {}
             Value::Object(fields) if strict => {
                 for name in ["op", "path", "from"] {
                     if let Some(v) = fields.get(name).filter(|v| !v.is_null() && !v.is_string()) {
@@ -181,7 +180,7 @@ fn decode(patch: &[u8], validation: FieldValidation) -> Result<Vec<Value>, Patch
                     }
                 }
             }
-            Value::Object(_) => {}
+            Value::Null | Value::Object(_) => {}
             other => {
                 let ty = if strict {
                     "handlers.jsonPatchOp"
@@ -230,9 +229,8 @@ fn run(doc: &mut Value, op: &Value, copied: &mut usize) -> Result<(), String> {
     };
     match kind {
         "add" => {
-            let path = field(fields, "path").map_err(|_| {
-                "add operation failed to decode path: missing value".to_string()
-            })?;
+            let path = field(fields, "path")
+                .map_err(|_| "add operation failed to decode path: missing value".to_string())?;
             let Some((con, key)) = find_object(doc, &path) else {
                 return Err(format!(
                     "add operation does not apply: doc is missing path: \"{path}\": missing value"
@@ -242,9 +240,8 @@ fn run(doc: &mut Value, op: &Value, copied: &mut usize) -> Result<(), String> {
                 .map_err(|e| format!("error in add for path: '{path}': {e}"))
         }
         "remove" => {
-            let path = field(fields, "path").map_err(|_| {
-                "remove operation failed to decode path: missing value".to_string()
-            })?;
+            let path = field(fields, "path")
+                .map_err(|_| "remove operation failed to decode path: missing value".to_string())?;
             let Some((con, key)) = find_object(doc, &path) else {
                 return Err(format!(
                     "remove operation does not apply: doc is missing path: \"{path}\": missing value"
@@ -296,7 +293,8 @@ fn run(doc: &mut Value, op: &Value, copied: &mut usize) -> Result<(), String> {
                     "move operation does not apply: doc is missing from path: {from}: missing value"
                 ));
             };
-            let val = remove(con, &key).map_err(|e| format!("error in move for path: '{key}': {e}"))?;
+            let val =
+                remove(con, &key).map_err(|e| format!("error in move for path: '{key}': {e}"))?;
             let path = field(fields, "path")
                 .map_err(|e| format!("move operation failed to decode path: {e}"))?;
             let Some((con, key)) = find_object(doc, &path) else {
@@ -323,7 +321,8 @@ fn run(doc: &mut Value, op: &Value, copied: &mut usize) -> Result<(), String> {
                     "test operation does not apply: is missing path: {path}: missing value"
                 ));
             };
-            let got = get(con, &key).map_err(|e| format!("error in test for path: '{path}': {e}"))?;
+            let got =
+                get(con, &key).map_err(|e| format!("error in test for path: '{path}': {e}"))?;
             match (got.filter(|g| !g.is_null()), want) {
                 (None, None | Some(Value::Null)) => Ok(()),
                 (Some(g), Some(w)) if go_equal(g, w) => Ok(()),
@@ -464,12 +463,8 @@ fn atoi(s: &str) -> Result<i64, String> {
             go_quote(s)
         ));
     }
-    s.parse::<i64>().map_err(|_| {
-        format!(
-            "strconv.Atoi: parsing {}: value out of range",
-            go_quote(s)
-        )
-    })
+    s.parse::<i64>()
+        .map_err(|_| format!("strconv.Atoi: parsing {}: value out of range", go_quote(s)))
 }
 
 /// Go `strconv.Quote` for the strings that appear in error texts.
@@ -488,9 +483,11 @@ pub(crate) fn go_quote(s: &str) -> String {
             '\u{c}' => out.push_str("\\f"),
             '\u{b}' => out.push_str("\\v"),
             c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
+                let _ = write!(out, "\\x{:02x}", c as u32);
             }
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
             c => out.push(c),
         }
     }
@@ -797,7 +794,10 @@ fn scan_number(data: &[u8], start: usize) -> Result<usize, String> {
             None => return Err(eof()),
             Some(b'0'..=b'9') => {}
             Some(&c) => {
-                return Err(format!("invalid character {} in numeric literal", quote_char(c)));
+                return Err(format!(
+                    "invalid character {} in numeric literal",
+                    quote_char(c)
+                ));
             }
         }
     }

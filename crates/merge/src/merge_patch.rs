@@ -30,7 +30,9 @@ pub fn apply_with(
     let patch = match parse(patch) {
         Ok(p) => p,
         Err(e) if strict => {
-            return Err(PatchError::bad_request(format!("error decoding patch: {e}")));
+            return Err(PatchError::bad_request(format!(
+                "error decoding patch: {e}"
+            )));
         }
         Err(_) => return Err(bad_patch()),
     };
@@ -78,7 +80,7 @@ fn bad_patch() -> PatchError {
     PatchError::bad_request("Invalid JSON Patch")
 }
 
-/// RFC 7386 MergePatch on objects, taking the patch by value so nothing is cloned.
+/// RFC 7386 `MergePatch` on objects, taking the patch by value so nothing is cloned.
 pub(crate) fn merge_docs(doc: &mut Map<String, Value>, patch: Map<String, Value>) {
     for (k, v) in patch {
         if v.is_null() {

@@ -4,7 +4,7 @@
 //! `interpretStrategicMergePatchError`).
 //!
 //! Upstream types the patch with Go struct tags; here the type is a schema given as
-//! JSONSchemaProps JSON (`properties`, `additionalProperties`, `items`) carrying
+//! `JSONSchemaProps` JSON (`properties`, `additionalProperties`, `items`) carrying
 //! `x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key` (as in the OpenAPI the
 //! apiserver publishes). Without those, `x-kubernetes-list-type: map` (merge on the first
 //! `x-kubernetes-list-map-keys` entry) and `set` (merge) are used as fallbacks; any other list is
@@ -28,7 +28,7 @@ const ORDER_PREFIX: &str = "$setElementOrder";
 
 static NO_SCHEMA: Value = Value::Null;
 
-/// Applies a strategic merge patch body to `doc`, typed by `schema` (JSONSchemaProps JSON of the
+/// Applies a strategic merge patch body to `doc`, typed by `schema` (`JSONSchemaProps` JSON of the
 /// kind), with the default `fieldValidation`. On error `doc` is left unspecified: callers patch
 /// a copy of the stored object.
 pub fn apply(doc: &mut Value, patch: &[u8], schema: &Value) -> Result<(), PatchError> {
@@ -84,8 +84,7 @@ impl SmpError {
 
 type Result<T, E = SmpError> = std::result::Result<T, E>;
 
-const BAD_PRIMITIVE_LIST: SmpError =
-    SmpError::BadRequest("invalid patch format of primitive list");
+const BAD_PRIMITIVE_LIST: SmpError = SmpError::BadRequest("invalid patch format of primitive list");
 const BAD_RETAIN_KEYS: SmpError = SmpError::BadRequest("invalid patch format of retainKeys");
 const BAD_ORDER_LIST: SmpError =
     SmpError::BadRequest("invalid patch format of setElementOrder list");
@@ -812,10 +811,10 @@ fn go_float(f: f64) -> String {
     let e = format!("{f:e}");
     let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..6).contains(&exp) {
+    if (-4..6).contains(&exp) {
+        format!("{f}")
+    } else {
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{mantissa}e{sign}{:02}", exp.abs())
-    } else {
-        format!("{f}")
     }
 }

@@ -50,7 +50,7 @@ const CASES: &[(&str, &str, &str, Want)] = &[
     ("add at +1 (Atoi accepts a sign)", r#"{"l":[1,2,3]}"#, r#"[{"op":"add","path":"/l/+1","value":9}]"#, Doc(r#"{"l":[1,9,2,3]}"#)),
     ("add at a non-index", r#"{"l":[1]}"#, r#"[{"op":"add","path":"/l/x","value":9}]"#,
      Rejected(r#"error in add for path: '/l/x': value was not a proper array index: 'x': strconv.Atoi: parsing "x": invalid syntax"#)),
-    ("add without value adds null", r#"{}"#, r#"[{"op":"add","path":"/a"}]"#, Doc(r#"{"a":null}"#)),
+    ("add without value adds null", "{}", r#"[{"op":"add","path":"/a"}]"#, Doc(r#"{"a":null}"#)),
     ("add under a scalar", DOC, r#"[{"op":"add","path":"/metadata/name/x","value":1}]"#,
      Rejected(r#"add operation does not apply: doc is missing path: "/metadata/name/x": missing value"#)),
     ("add under a null member", DOC, r#"[{"op":"add","path":"/metadata/gone/x","value":1}]"#,
@@ -58,9 +58,9 @@ const CASES: &[(&str, &str, &str, Want)] = &[
     ("add with ~1 and ~0", r#"{"a":{}}"#, r#"[{"op":"add","path":"/a/b~1c~0d","value":1}]"#, Doc(r#"{"a":{"b/c~d":1}}"#)),
     ("~01 unescapes to ~1", r#"{"a":{}}"#, r#"[{"op":"add","path":"/a/~01","value":1}]"#, Doc(r#"{"a":{"~1":1}}"#)),
     ("a path without leading slash addresses the root", r#"{"a":{}}"#, r#"[{"op":"add","path":"x/b","value":1}]"#, Doc(r#"{"a":{},"b":1}"#)),
-    ("a path without any slash is missing", r#"{}"#, r#"[{"op":"add","path":"b","value":1}]"#,
+    ("a path without any slash is missing", "{}", r#"[{"op":"add","path":"b","value":1}]"#,
      Rejected(r#"add operation does not apply: doc is missing path: "b": missing value"#)),
-    ("add without path", r#"{}"#, r#"[{"op":"add","value":1}]"#, Rejected("add operation failed to decode path: missing value")),
+    ("add without path", "{}", r#"[{"op":"add","value":1}]"#, Rejected("add operation failed to decode path: missing value")),
     ("remove -1 removes the last", r#"{"l":[1,2,3]}"#, r#"[{"op":"remove","path":"/l/-1"}]"#, Doc(r#"{"l":[1,2]}"#)),
     ("remove past the end", r#"{"l":[1,2,3]}"#, r#"[{"op":"remove","path":"/l/3"}]"#,
      Rejected("error in remove for path: '/l/3': Unable to access invalid index: 3: invalid index referenced")),
@@ -72,49 +72,49 @@ const CASES: &[(&str, &str, &str, Want)] = &[
     ("replace at -1", r#"{"l":[1,2,3]}"#, r#"[{"op":"replace","path":"/l/-1","value":9}]"#, Doc(r#"{"l":[1,2,9]}"#)),
     ("replace past the end", r#"{"l":[1,2,3]}"#, r#"[{"op":"replace","path":"/l/5","value":9}]"#,
      Rejected("replace operation does not apply: doc is missing key: /l/5: missing value")),
-    ("replace under a missing parent", r#"{}"#, r#"[{"op":"replace","path":"/a/b","value":9}]"#,
+    ("replace under a missing parent", "{}", r#"[{"op":"replace","path":"/a/b","value":9}]"#,
      Rejected("replace operation does not apply: doc is missing path: /a/b: missing value")),
     ("replace the root with an object", r#"{"a":1}"#, r#"[{"op":"replace","path":"","value":{"b":2}}]"#, Doc(r#"{"b":2}"#)),
     ("replace the root with a scalar does nothing", r#"{"a":1}"#, r#"[{"op":"replace","path":"","value":5}]"#, Doc(r#"{"a":1}"#)),
-    ("replace with a non-string path", r#"{}"#, r#"[{"op":"replace","path":5,"value":9}]"#, Error(400,
+    ("replace with a non-string path", "{}", r#"[{"op":"replace","path":5,"value":9}]"#, Error(400,
      "error decoding patch: json: cannot unmarshal number into Go struct field jsonPatchOp.path of type string")),
     ("move", r#"{"a":{"k":"v"}}"#, r#"[{"op":"move","from":"/a/k","path":"/b"}]"#, Doc(r#"{"a":{},"b":"v"}"#)),
     ("move from a missing member", r#"{"a":{}}"#, r#"[{"op":"move","from":"/a/nope","path":"/b"}]"#,
      Rejected("error in move for path: 'nope': Unable to remove nonexistent key: nope: missing value")),
     ("move into its own child", r#"{"a":{"k":"v"}}"#, r#"[{"op":"move","from":"/a","path":"/a/x"}]"#,
      Rejected("move operation does not apply: doc is missing destination path: /a/x: missing value")),
-    ("move without from", r#"{}"#, r#"[{"op":"move","path":"/b"}]"#,
+    ("move without from", "{}", r#"[{"op":"move","path":"/b"}]"#,
      Rejected("move operation failed to decode from: operation, missing from field: missing value")),
     ("move within an array with negative indices", r#"{"l":[1,2,3]}"#, r#"[{"op":"move","from":"/l/-1","path":"/l/0"}]"#, Doc(r#"{"l":[3,1,2]}"#)),
     ("copy", r#"{"a":{"k":"v"}}"#, r#"[{"op":"copy","from":"/a","path":"/b"}]"#, Doc(r#"{"a":{"k":"v"},"b":{"k":"v"}}"#)),
     ("copy from a missing member copies null", r#"{"a":{}}"#, r#"[{"op":"copy","from":"/a/nope","path":"/b"}]"#, Doc(r#"{"a":{},"b":null}"#)),
     ("copy from past the end", r#"{"l":[1]}"#, r#"[{"op":"copy","from":"/l/1","path":"/b"}]"#,
      Rejected("error in copy for from: '/l/1': Unable to access invalid index: 1: invalid index referenced")),
-    ("unknown op", r#"{}"#, r#"[{"op":"frob","path":"/a"}]"#, Rejected("Unexpected kind: frob")),
-    ("missing op", r#"{}"#, r#"[{"path":"/a"}]"#, Rejected("Unexpected kind: unknown")),
-    ("null operation", r#"{}"#, r#"[null]"#, Rejected("Unexpected kind: unknown")),
+    ("unknown op", "{}", r#"[{"op":"frob","path":"/a"}]"#, Rejected("Unexpected kind: frob")),
+    ("missing op", "{}", r#"[{"path":"/a"}]"#, Rejected("Unexpected kind: unknown")),
+    ("null operation", "{}", "[null]", Rejected("Unexpected kind: unknown")),
     ("null body is no operation", r#"{"a":1}"#, "null", Doc(r#"{"a":1}"#)),
     ("empty list", r#"{"a":1}"#, "[]", Doc(r#"{"a":1}"#)),
-    ("truncated body", r#"{}"#, r#"[{"op":"add""#, Error(400, "error decoding patch: unexpected end of JSON input")),
-    ("empty body", r#"{}"#, "", Error(400, "error decoding patch: unexpected end of JSON input")),
-    ("object body", r#"{}"#, r#"{"op":"add"}"#,
+    ("truncated body", "{}", r#"[{"op":"add""#, Error(400, "error decoding patch: unexpected end of JSON input")),
+    ("empty body", "{}", "", Error(400, "error decoding patch: unexpected end of JSON input")),
+    ("object body", "{}", r#"{"op":"add"}"#,
      Error(400, "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp")),
-    ("string element", r#"{}"#, r#"["add"]"#,
+    ("string element", "{}", r#"["add"]"#,
      Error(400, "error decoding patch: json: cannot unmarshal string into Go value of type handlers.jsonPatchOp")),
-    ("numeric op", r#"{}"#, r#"[{"op":1}]"#,
+    ("numeric op", "{}", r#"[{"op":1}]"#,
      Error(400, "error decoding patch: json: cannot unmarshal number into Go struct field jsonPatchOp.op of type string")),
-    ("missing value", r#"{}"#, r#"[{"op":}]"#, Error(400, "error decoding patch: invalid character '}' looking for beginning of value")),
-    ("trailing comma", r#"{}"#, "[1,]", Error(400, "error decoding patch: invalid character ']' looking for beginning of value")),
-    ("trailing data", r#"{}"#, "[] x", Error(400, "error decoding patch: invalid character 'x' after top-level value")),
-    ("bad literal", r#"{}"#, "[tru]", Error(400, "error decoding patch: invalid character ']' in literal true (expecting 'e')")),
-    ("single quotes", r#"{}"#, "['a']", Error(400, r"error decoding patch: invalid character '\'' looking for beginning of value")),
-    ("bad object key", r#"{}"#, "[{op:1}]", Error(400, "error decoding patch: invalid character 'o' looking for beginning of object key string")),
-    ("missing colon", r#"{}"#, r#"[{"op" 1}]"#, Error(400, "error decoding patch: invalid character '1' after object key")),
-    ("missing comma in object", r#"{}"#, r#"[{"op":1 "a":2}]"#, Error(400, "error decoding patch: invalid character '\"' after object key:value pair")),
-    ("missing comma in array", r#"{}"#, "[1 2]", Error(400, "error decoding patch: invalid character '2' after array element")),
-    ("leading zero", r#"{}"#, "[01]", Error(400, "error decoding patch: invalid character '1' after array element")),
-    ("bad escape", r#"{}"#, r#"["\x"]"#, Error(400, "error decoding patch: invalid character 'x' in string escape code")),
-    ("control character in string", r#"{}"#, "[\"a\tb\"]", Error(400, r"error decoding patch: invalid character '\t' in string literal")),
+    ("missing value", "{}", r#"[{"op":}]"#, Error(400, "error decoding patch: invalid character '}' looking for beginning of value")),
+    ("trailing comma", "{}", "[1,]", Error(400, "error decoding patch: invalid character ']' looking for beginning of value")),
+    ("trailing data", "{}", "[] x", Error(400, "error decoding patch: invalid character 'x' after top-level value")),
+    ("bad literal", "{}", "[tru]", Error(400, "error decoding patch: invalid character ']' in literal true (expecting 'e')")),
+    ("single quotes", "{}", "['a']", Error(400, r"error decoding patch: invalid character '\'' looking for beginning of value")),
+    ("bad object key", "{}", "[{op:1}]", Error(400, "error decoding patch: invalid character 'o' looking for beginning of object key string")),
+    ("missing colon", "{}", r#"[{"op" 1}]"#, Error(400, "error decoding patch: invalid character '1' after object key")),
+    ("missing comma in object", "{}", r#"[{"op":1 "a":2}]"#, Error(400, "error decoding patch: invalid character '\"' after object key:value pair")),
+    ("missing comma in array", "{}", "[1 2]", Error(400, "error decoding patch: invalid character '2' after array element")),
+    ("leading zero", "{}", "[01]", Error(400, "error decoding patch: invalid character '1' after array element")),
+    ("bad escape", "{}", r#"["\x"]"#, Error(400, "error decoding patch: invalid character 'x' in string escape code")),
+    ("control character in string", "{}", "[\"a\tb\"]", Error(400, r"error decoding patch: invalid character '\t' in string literal")),
 ];
 
 fn run(doc: &str, patch: &str, validation: FieldValidation) -> (Value, Result<(), PatchError>) {
@@ -144,30 +144,51 @@ fn json_patch_table() {
             failures.push(format!("{name}: got {res:?} / {got}"));
         }
     }
-    assert!(failures.is_empty(), "{} failing:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failing:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn ignore_validation_reports_library_types_without_prefix() {
     let cases = [
-        (r#"{"op":"add"}"#, "json: cannot unmarshal object into Go value of type jsonpatch.Patch"),
-        (r#"["add"]"#, "json: cannot unmarshal string into Go value of type jsonpatch.Operation"),
+        (
+            r#"{"op":"add"}"#,
+            "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
+        ),
+        (
+            r#"["add"]"#,
+            "json: cannot unmarshal string into Go value of type jsonpatch.Operation",
+        ),
         ("[", "unexpected end of JSON input"),
     ];
     for (patch, message) in cases {
         let (_, res) = run("{}", patch, FieldValidation::Ignore);
         let e = res.expect_err(patch);
-        assert_eq!((e.code, e.reason, e.message.as_str()), (400, "BadRequest", message));
+        assert_eq!(
+            (e.code, e.reason, e.message.as_str()),
+            (400, "BadRequest", message)
+        );
     }
     // Without the strict pass, a numeric op is just an unknown kind.
     let (_, res) = run("{}", r#"[{"op":1}]"#, FieldValidation::Ignore);
-    assert_eq!(res.expect_err("op").cause.as_deref(), Some("Unexpected kind: unknown"));
+    assert_eq!(
+        res.expect_err("op").cause.as_deref(),
+        Some("Unexpected kind: unknown")
+    );
 }
 
 #[test]
 fn operation_count_limit() {
     let ops = vec![json!({"op": "test", "path": "/a", "value": 1}); 10_001];
-    let (_, res) = run(r#"{"a":1}"#, &serde_json::to_string(&ops).expect("ops"), FieldValidation::Warn);
+    let (_, res) = run(
+        r#"{"a":1}"#,
+        &serde_json::to_string(&ops).expect("ops"),
+        FieldValidation::Warn,
+    );
     let e = res.expect_err("too many");
     assert_eq!((e.code, e.reason), (413, "RequestEntityTooLarge"));
     assert_eq!(
@@ -175,7 +196,11 @@ fn operation_count_limit() {
         "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
     );
     let ops = vec![json!({"op": "test", "path": "/a", "value": 1}); 10_000];
-    let (_, res) = run(r#"{"a":1}"#, &serde_json::to_string(&ops).expect("ops"), FieldValidation::Warn);
+    let (_, res) = run(
+        r#"{"a":1}"#,
+        &serde_json::to_string(&ops).expect("ops"),
+        FieldValidation::Warn,
+    );
     assert!(res.is_ok());
 }
 
@@ -185,7 +210,8 @@ fn copy_size_accumulates_over_the_patch() {
     let doc = json!({ "big": big }).to_string();
     let one = r#"[{"op":"copy","from":"/big","path":"/c1"}]"#;
     assert!(run(&doc, one, FieldValidation::Warn).1.is_ok());
-    let two = r#"[{"op":"copy","from":"/big","path":"/c1"},{"op":"copy","from":"/big","path":"/c2"}]"#;
+    let two =
+        r#"[{"op":"copy","from":"/big","path":"/c1"},{"op":"copy","from":"/big","path":"/c2"}]"#;
     let e = run(&doc, two, FieldValidation::Warn).1.expect_err("limit");
     assert_eq!(e.code, 422);
     assert_eq!(
@@ -205,7 +231,11 @@ fn large_arrays_stay_fast() {
     let ops: Vec<Value> = (0..10_000)
         .map(|i| json!({"op": "replace", "path": format!("/l/{}", i * 5), "value": -1}))
         .collect();
-    let (got, res) = run(&doc, &serde_json::to_string(&ops).expect("ops"), FieldValidation::Warn);
+    let (got, res) = run(
+        &doc,
+        &serde_json::to_string(&ops).expect("ops"),
+        FieldValidation::Warn,
+    );
     assert!(res.is_ok());
     assert_eq!(got["l"][5], json!(-1));
 }

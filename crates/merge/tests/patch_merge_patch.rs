@@ -19,9 +19,9 @@ const CASES: &[(&str, &str, &str, FieldValidation, Want)] = &[
     ("null deletes a member", r#"{"a":1,"b":2}"#, r#"{"a":null}"#, FieldValidation::Warn, Doc(r#"{"b":2}"#)),
     ("null for a missing member", r#"{"a":1}"#, r#"{"z":null}"#, FieldValidation::Warn, Doc(r#"{"a":1}"#)),
     ("arrays are replaced", r#"{"l":[1,2]}"#, r#"{"l":[3]}"#, FieldValidation::Warn, Doc(r#"{"l":[3]}"#)),
-    ("new member loses nested nulls", r#"{}"#, r#"{"a":{"b":null,"c":{"d":null,"e":1}}}"#, FieldValidation::Warn,
+    ("new member loses nested nulls", "{}", r#"{"a":{"b":null,"c":{"d":null,"e":1}}}"#, FieldValidation::Warn,
      Doc(r#"{"a":{"c":{"e":1}}}"#)),
-    ("new array keeps null elements, prunes their members", r#"{}"#, r#"{"a":[null,{"x":null,"y":1}]}"#, FieldValidation::Warn,
+    ("new array keeps null elements, prunes their members", "{}", r#"{"a":[null,{"x":null,"y":1}]}"#, FieldValidation::Warn,
      Doc(r#"{"a":[null,{"y":1}]}"#)),
     ("an object replaced by an array keeps nested nulls", r#"{"a":{"b":1}}"#, r#"{"a":[{"x":null}]}"#, FieldValidation::Warn,
      Doc(r#"{"a":[{"x":null}]}"#)),
@@ -32,16 +32,16 @@ const CASES: &[(&str, &str, &str, FieldValidation, Want)] = &[
     ("empty patch", r#"{"a":1}"#, "{}", FieldValidation::Warn, Doc(r#"{"a":1}"#)),
     ("deep merge keeps siblings", r#"{"m":{"labels":{"a":"1","b":"2"}}}"#, r#"{"m":{"labels":{"b":"3","c":"4"}}}"#, FieldValidation::Warn,
      Doc(r#"{"m":{"labels":{"a":"1","b":"3","c":"4"}}}"#)),
-    ("null body", r#"{}"#, "null", FieldValidation::Warn, Error(400, "Invalid JSON Patch")),
-    ("array body, strict decode", r#"{}"#, "[1]", FieldValidation::Warn,
+    ("null body", "{}", "null", FieldValidation::Warn, Error(400, "Invalid JSON Patch")),
+    ("array body, strict decode", "{}", "[1]", FieldValidation::Warn,
      Error(400, "error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}")),
-    ("string body, strict decode", r#"{}"#, r#""x""#, FieldValidation::Strict,
+    ("string body, strict decode", "{}", r#""x""#, FieldValidation::Strict,
      Error(400, "error decoding patch: json: cannot unmarshal string into Go value of type map[string]interface {}")),
-    ("string body, no strict decode", r#"{}"#, r#""x""#, FieldValidation::Ignore, Error(400, "Invalid JSON Patch")),
-    ("syntax error, strict decode", r#"{}"#, "{x}", FieldValidation::Warn,
+    ("string body, no strict decode", "{}", r#""x""#, FieldValidation::Ignore, Error(400, "Invalid JSON Patch")),
+    ("syntax error, strict decode", "{}", "{x}", FieldValidation::Warn,
      Error(400, "error decoding patch: invalid character 'x' looking for beginning of object key string")),
-    ("syntax error, no strict decode", r#"{}"#, "{x}", FieldValidation::Ignore, Error(400, "Invalid JSON Patch")),
-    ("array body, no strict decode: the result is not an object", r#"{}"#, "[1,null]", FieldValidation::Ignore,
+    ("syntax error, no strict decode", "{}", "{x}", FieldValidation::Ignore, Error(400, "Invalid JSON Patch")),
+    ("array body, no strict decode: the result is not an object", "{}", "[1,null]", FieldValidation::Ignore,
      Error(422, r#" "" is invalid: patch: Invalid value: "[1,null]": json: cannot unmarshal array into Go value of type map[string]interface {}"#)),
 ];
 
@@ -60,5 +60,10 @@ fn merge_patch_table() {
             failures.push(format!("{name}: got {res:?} / {got}"));
         }
     }
-    assert!(failures.is_empty(), "{} failing:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failing:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

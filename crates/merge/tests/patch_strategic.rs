@@ -154,8 +154,8 @@ const CASES: &[(&str, &str, &str, Want)] = &[
      Error(500, "list element types are not identical: [[a] [1]]")),
     ("lists of lists", r#"{"spec":{"matrix":[[1]]}}"#, r#"{"spec":{"matrix":[[2]]}}"#, Error(422, "lists of lists are not supported")),
     ("null body", r#"{"a":1}"#, "null", Doc(r#"{"a":1}"#)),
-    ("array body", r#"{}"#, "[]", Error(400, "json: cannot unmarshal array into Go value of type map[string]interface {}")),
-    ("syntax error", r#"{}"#, "{", Error(400, "unexpected end of JSON input")),
+    ("array body", "{}", "[]", Error(400, "json: cannot unmarshal array into Go value of type map[string]interface {}")),
+    ("syntax error", "{}", "{", Error(400, "unexpected end of JSON input")),
 ];
 
 #[test]
@@ -175,16 +175,26 @@ fn strategic_merge_patch_table() {
             failures.push(format!("{name}: got {res:?} / {got}"));
         }
     }
-    assert!(failures.is_empty(), "{} failing:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failing:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn large_merge_lists_stay_linear() {
     let schema: Value = serde_json::from_str(SCHEMA).expect("schema");
     let n = 20_000;
-    let containers: Vec<Value> = (0..n).map(|i| serde_json::json!({"name": format!("c{i}")})).collect();
+    let containers: Vec<Value> = (0..n)
+        .map(|i| serde_json::json!({"name": format!("c{i}")}))
+        .collect();
     let mut doc = serde_json::json!({"spec": {"containers": containers}});
-    let patch: Vec<Value> = (0..n).step_by(2).map(|i| serde_json::json!({"name": format!("c{i}"), "image": "x"})).collect();
+    let patch: Vec<Value> = (0..n)
+        .step_by(2)
+        .map(|i| serde_json::json!({"name": format!("c{i}"), "image": "x"}))
+        .collect();
     let patch = serde_json::json!({"spec": {"containers": patch}}).to_string();
     strategic::apply(&mut doc, patch.as_bytes(), &schema).expect("patch");
     assert_eq!(doc["spec"]["containers"][0]["image"], "x");
