@@ -46,6 +46,20 @@ pub struct PatchError {
     pub empty_details: bool,
     /// The underlying library error upstream computes but does not send (for logs and tests).
     pub cause: Option<String>,
+    /// The single `details.causes` entry of upstream's `Invalid` statuses built from a field
+    /// error (`field.Invalid(field.NewPath("patch"), …)`), with empty group, kind and name.
+    pub field_cause: Option<Box<FieldCause>>,
+}
+
+/// A `StatusCause` of an `Invalid` status: `reason` (`FieldValueInvalid`), `message` and `field`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldCause {
+    /// The cause type, e.g. `FieldValueInvalid`.
+    pub reason: &'static str,
+    /// The field error's body (`Invalid value: "…": detail`).
+    pub message: String,
+    /// The field path, `patch`.
+    pub field: &'static str,
 }
 
 impl PatchError {
@@ -57,6 +71,7 @@ impl PatchError {
             message: message.into(),
             empty_details: false,
             cause: None,
+            field_cause: None,
         }
     }
 
@@ -69,6 +84,7 @@ impl PatchError {
             message: "the server rejected our request due to an error in our request".into(),
             empty_details: true,
             cause: Some(cause.into()),
+            field_cause: None,
         }
     }
 
@@ -80,6 +96,25 @@ impl PatchError {
             message: format!("Request entity too large: {message}"),
             empty_details: false,
             cause: None,
+            field_cause: None,
+        }
+    }
+
+    /// 422 `Invalid` for a bad value of the field `patch` (`errors.NewInvalid(GroupKind{}, "",
+    /// field.ErrorList{field.Invalid(field.NewPath("patch"), value, detail)})`).
+    pub(crate) fn invalid_patch(value: &str, detail: &str) -> Self {
+        let body = format!("Invalid value: {}: {detail}", go_quote(value));
+        Self {
+            code: 422,
+            reason: "Invalid",
+            message: format!(" \"\" is invalid: patch: {body}"),
+            empty_details: false,
+            cause: None,
+            field_cause: Some(Box::new(FieldCause {
+                reason: "FieldValueInvalid",
+                message: body,
+                field: "patch",
+            })),
         }
     }
 
@@ -91,6 +126,7 @@ impl PatchError {
             message: message.into(),
             empty_details: false,
             cause: None,
+            field_cause: None,
         }
     }
 }
@@ -121,19 +157,35 @@ pub enum FieldValidation {
     Strict,
 }
 
-/// Applies a JSON patch body to `doc` with the default `fieldValidation` (`Warn`).
-pub fn apply(doc: &mut Value, patch: &[u8]) -> Result<(), PatchError> {
-    apply_with(doc, patch, FieldValidation::Warn)
+/// The error upstream answers with `fieldValidation=Strict` when decoding found `problems`
+/// (the strings the `apply_with` functions return, plus the server's own strict problems with
+/// the patched object): 422 `Invalid` on the field `patch`, whose value is the patched object
+/// (its compact JSON for JSON and merge patches, Go's `%+v` of the patch map for strategic
+/// merge patches).
+pub fn strict_decoding_error(problems: &[String], value: &str) -> PatchError {
+    PatchError::invalid_patch(
+        value,
+        &format!("strict decoding error: {}", problems.join(", ")),
+    )
 }
 
-/// Applies a JSON patch body to `doc`, decoding it as upstream does for `validation`.
+/// Applies a JSON patch body to `doc` with the default `fieldValidation` (`Warn`), dropping the
+/// strict-decoding problems.
+pub fn apply(doc: &mut Value, patch: &[u8]) -> Result<(), PatchError> {
+    apply_with(doc, patch, FieldValidation::Warn).map(drop)
+}
+
+/// Applies a JSON patch body to `doc`, decoding it as upstream does for `validation`. Returns
+/// the strict-decoding problems of the body (`json patch unknown field "x"`, `json patch
+/// duplicate field "op"`; none with `Ignore`): warnings with `Warn`, an error
+/// ([`strict_decoding_error`]) with `Strict`.
 /// On error `doc` may be partly patched; callers patch a copy of the stored object.
 pub fn apply_with(
     doc: &mut Value,
     patch: &[u8],
     validation: FieldValidation,
-) -> Result<(), PatchError> {
-    let ops = decode(patch, validation)?;
+) -> Result<Vec<String>, PatchError> {
+    let (ops, problems) = decode(patch, validation)?;
     if ops.len() > MAX_OPERATIONS {
         return Err(PatchError::too_large(&format!(
             "The allowed maximum operations in a JSON patch is {MAX_OPERATIONS}, got {}",
@@ -141,19 +193,33 @@ pub fn apply_with(
         )));
     }
     let mut copied = 0usize;
-    for op in &ops {
+    for op in ops {
         run(doc, op, &mut copied).map_err(PatchError::rejected)?;
     }
-    Ok(())
+    Ok(problems)
 }
 
-/// Decodes the body into operations (JSON `null` and `null` elements included, as Go does).
-fn decode(patch: &[u8], validation: FieldValidation) -> Result<Vec<Value>, PatchError> {
+/// Decodes the body into operations (JSON `null` and `null` elements included, as Go does)
+/// and the strict-decoding problems.
+fn decode(
+    patch: &[u8],
+    validation: FieldValidation,
+) -> Result<(Vec<Value>, Vec<String>), PatchError> {
     let strict = validation != FieldValidation::Ignore;
     let prefix = if strict { "error decoding patch: " } else { "" };
-    let value = parse(patch).map_err(|e| PatchError::bad_request(format!("{prefix}{e}")))?;
+    let mode = if strict {
+        Strict::JsonPatch
+    } else {
+        Strict::Off
+    };
+    let (value, problems) =
+        parse(patch, mode).map_err(|e| PatchError::bad_request(format!("{prefix}{e}")))?;
+    let problems = problems
+        .into_iter()
+        .map(|p| format!("json patch {p}"))
+        .collect();
     let ops = match value {
-        Value::Null => return Ok(Vec::new()),
+        Value::Null => return Ok((Vec::new(), problems)),
         Value::Array(ops) => ops,
         other => {
             let ty = if strict {
@@ -194,17 +260,21 @@ fn decode(patch: &[u8], validation: FieldValidation) -> Result<Vec<Value>, Patch
             }
         }
     }
-    Ok(ops)
+    Ok((ops, problems))
 }
 
-/// Parses a body as Go's `encoding/json` would accept it, with Go's syntax error text.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Value, String> {
-    go_syntax_check(bytes)?;
-    match serde_json::from_slice(bytes) {
-        Ok(v) => Ok(v),
+/// Parses a body as Go's `encoding/json` would accept it, with Go's syntax error text, and
+/// the strict-decoding problems `strict` asks for.
+pub(crate) fn parse(bytes: &[u8], strict: Strict) -> Result<(Value, Vec<String>), String> {
+    let problems = go_scan(bytes, strict)?;
+    let value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
         // Go replaces invalid UTF-8 with U+FFFD instead of failing.
-        Err(_) => serde_json::from_str(&String::from_utf8_lossy(bytes)).map_err(|e| e.to_string()),
-    }
+        Err(_) => {
+            serde_json::from_str(&String::from_utf8_lossy(bytes)).map_err(|e| e.to_string())?
+        }
+    };
+    Ok((value, problems))
 }
 
 /// The word Go's `UnmarshalTypeError` uses for a JSON value's kind.
@@ -220,14 +290,17 @@ pub(crate) fn go_kind(v: &Value) -> &'static str {
 }
 
 /// One operation, with evanphx's error text on failure.
-fn run(doc: &mut Value, op: &Value, copied: &mut usize) -> Result<(), String> {
-    let empty = Map::new();
-    let fields = op.as_object().unwrap_or(&empty);
-    let kind = match fields.get("op") {
-        Some(Value::String(s)) => s.as_str(),
-        _ => "unknown",
+fn run(doc: &mut Value, op: Value, copied: &mut usize) -> Result<(), String> {
+    let mut fields = match op {
+        Value::Object(fields) => fields,
+        _ => Map::new(),
     };
-    match kind {
+    let fields = &mut fields;
+    let kind = match fields.get("op") {
+        Some(Value::String(s)) => s.clone(),
+        _ => "unknown".to_string(),
+    };
+    match kind.as_str() {
         "add" => {
             let path = field(fields, "path")
                 .map_err(|_| "add operation failed to decode path: missing value".to_string())?;
@@ -256,8 +329,8 @@ fn run(doc: &mut Value, op: &Value, copied: &mut usize) -> Result<(), String> {
                 .map_err(|e| format!("replace operation failed to decode path: {e}"))?;
             if path.is_empty() {
                 // Upstream wraps a nil error here, which is no error: non-containers are ignored.
-                if let Some(v @ (Value::Object(_) | Value::Array(_))) = fields.get("value") {
-                    *doc = v.clone();
+                if let Some(v @ (Value::Object(_) | Value::Array(_))) = fields.remove("value") {
+                    *doc = v;
                 }
                 return Ok(());
             }
@@ -378,8 +451,8 @@ fn field(fields: &Map<String, Value>, name: &str) -> Result<String, String> {
 }
 
 /// An operation's `value`; a missing one is `null` (a nil node in Go).
-fn value_of(fields: &Map<String, Value>) -> Value {
-    fields.get("value").cloned().unwrap_or(Value::Null)
+fn value_of(fields: &mut Map<String, Value>) -> Value {
+    fields.remove("value").unwrap_or(Value::Null)
 }
 
 /// RFC 6901 unescaping as evanphx does it (`~1` then `~0`, in one pass).
@@ -604,15 +677,92 @@ fn go_string_len(s: &str) -> usize {
         .sum::<usize>()
 }
 
-/// Go `encoding/json`'s syntax check (`checkValid`), with its error messages.
-pub(crate) fn go_syntax_check(data: &[u8]) -> Result<(), String> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Ctx {
-        ObjectKey,
-        ObjectValue,
-        Array,
+/// Which strict-decoding problems a scan collects, as `sigs.k8s.io/json` `UnmarshalStrict`
+/// reports them for upstream's decode targets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Strict {
+    /// No strict decode (`fieldValidation=Ignore`).
+    Off,
+    /// A JSON patch into `[]jsonPatchOp`: unknown and duplicate op fields, duplicates in values.
+    JsonPatch,
+    /// A map (`map[string]interface{}`): duplicate fields anywhere.
+    Map,
+}
+
+/// What the objects of a value are checked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The top-level JSON patch list: its elements are operations.
+    PatchList,
+    /// A JSON patch operation (a struct with `op`, `path`, `from`, `value`).
+    Op,
+    /// Decoded into `interface{}`: duplicate keys are reported.
+    Free,
+    /// Skipped by the decoder (unknown struct fields' values) or not checked.
+    Skip,
+}
+
+struct Frame {
+    array: bool,
+    mode: Mode,
+    keys: std::collections::HashSet<String>,
+}
+
+/// Collected strict-decoding problems: deduplicated, at most 100 (as upstream).
+struct Problems(Vec<String>);
+
+impl Problems {
+    fn push(&mut self, p: String) {
+        if self.0.len() < 100 && !self.0.contains(&p) {
+            self.0.push(p);
+        }
     }
-    let mut stack: Vec<Ctx> = Vec::new();
+}
+
+/// The member key a scanned string token holds.
+fn key_text(raw: &[u8]) -> String {
+    let inner = &raw[1..raw.len() - 1];
+    if inner.contains(&b'\\') {
+        serde_json::from_slice::<String>(raw)
+            .unwrap_or_else(|_| String::from_utf8_lossy(inner).into_owned())
+    } else {
+        String::from_utf8_lossy(inner).into_owned()
+    }
+}
+
+/// Records a member key of the innermost object; returns the mode of its value.
+fn on_key(frame: &mut Frame, key: String, problems: &mut Problems) -> Mode {
+    match frame.mode {
+        Mode::Free => {
+            if frame.keys.contains(&key) {
+                problems.push(format!("duplicate field {}", go_quote(&key)));
+            } else {
+                frame.keys.insert(key);
+            }
+            Mode::Free
+        }
+        Mode::Op => {
+            if matches!(key.as_str(), "op" | "path" | "from" | "value") {
+                if frame.keys.contains(&key) {
+                    problems.push(format!("duplicate field {}", go_quote(&key)));
+                } else {
+                    frame.keys.insert(key);
+                }
+                Mode::Free
+            } else {
+                problems.push(format!("unknown field {}", go_quote(&key)));
+                Mode::Skip
+            }
+        }
+        Mode::PatchList | Mode::Skip => Mode::Skip,
+    }
+}
+
+/// Go `encoding/json`'s syntax check (`checkValid`), with its error messages, collecting the
+/// strict-decoding problems `strict` asks for on the way.
+pub(crate) fn go_scan(data: &[u8], strict: Strict) -> Result<Vec<String>, String> {
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut problems = Problems(Vec::new());
     let mut i = 0usize;
     let n = data.len();
     let err = |c: u8, ctx: &str| format!("invalid character {} {ctx}", quote_char(c));
@@ -622,7 +772,12 @@ pub(crate) fn go_syntax_check(data: &[u8]) -> Result<(), String> {
             *i += 1;
         }
     };
-    // Expecting a value.
+    let mut mode = match strict {
+        Strict::Off => Mode::Skip,
+        Strict::JsonPatch => Mode::PatchList,
+        Strict::Map => Mode::Free,
+    };
+    // Expecting a value whose objects are checked as `mode`.
     'value: loop {
         skip_ws(&mut i);
         let Some(&c) = data.get(i) else {
@@ -636,16 +791,24 @@ pub(crate) fn go_syntax_check(data: &[u8]) -> Result<(), String> {
                     None => return Err(eof()),
                     Some(b'}') => i += 1,
                     Some(b'"') => {
-                        stack.push(Ctx::ObjectKey);
+                        let start = i;
                         i = scan_string(data, i)?;
+                        let mut frame = Frame {
+                            array: false,
+                            mode: if mode == Mode::PatchList {
+                                Mode::Skip
+                            } else {
+                                mode
+                            },
+                            keys: std::collections::HashSet::new(),
+                        };
+                        mode = on_key(&mut frame, key_text(&data[start..i]), &mut problems);
+                        stack.push(frame);
                         skip_ws(&mut i);
                         match data.get(i) {
                             None => return Err(eof()),
                             Some(b':') => {
                                 i += 1;
-                                if let Some(top) = stack.last_mut() {
-                                    *top = Ctx::ObjectValue;
-                                }
                                 continue 'value;
                             }
                             Some(&c) => return Err(err(c, "after object key")),
@@ -661,7 +824,12 @@ pub(crate) fn go_syntax_check(data: &[u8]) -> Result<(), String> {
                     None => return Err(eof()),
                     Some(b']') => i += 1,
                     Some(_) => {
-                        stack.push(Ctx::Array);
+                        stack.push(Frame {
+                            array: true,
+                            mode,
+                            keys: std::collections::HashSet::new(),
+                        });
+                        mode = element_mode(mode);
                         continue 'value;
                     }
                 }
@@ -676,23 +844,25 @@ pub(crate) fn go_syntax_check(data: &[u8]) -> Result<(), String> {
         // After a value.
         loop {
             skip_ws(&mut i);
-            let Some(top) = stack.last().copied() else {
+            let Some(top) = stack.last_mut() else {
                 return match data.get(i) {
-                    None => Ok(()),
+                    None => Ok(problems.0),
                     Some(&c) => Err(err(c, "after top-level value")),
                 };
             };
             let Some(&c) = data.get(i) else {
                 return Err(eof());
             };
-            match (top, c) {
-                (Ctx::ObjectValue, b',') => {
+            match (top.array, c) {
+                (false, b',') => {
                     i += 1;
                     skip_ws(&mut i);
                     match data.get(i) {
                         None => return Err(eof()),
                         Some(b'"') => {
+                            let start = i;
                             i = scan_string(data, i)?;
+                            mode = on_key(top, key_text(&data[start..i]), &mut problems);
                             skip_ws(&mut i);
                             match data.get(i) {
                                 None => return Err(eof()),
@@ -708,19 +878,28 @@ pub(crate) fn go_syntax_check(data: &[u8]) -> Result<(), String> {
                         }
                     }
                 }
-                (Ctx::ObjectValue, b'}') | (Ctx::Array, b']') => {
+                (false, b'}') | (true, b']') => {
                     i += 1;
                     stack.pop();
                 }
-                (Ctx::ObjectValue, c) => return Err(err(c, "after object key:value pair")),
-                (Ctx::Array, b',') => {
+                (false, c) => return Err(err(c, "after object key:value pair")),
+                (true, b',') => {
                     i += 1;
+                    mode = element_mode(top.mode);
                     continue 'value;
                 }
-                (Ctx::Array, c) => return Err(err(c, "after array element")),
-                (Ctx::ObjectKey, c) => return Err(err(c, "after object key")),
+                (true, c) => return Err(err(c, "after array element")),
             }
         }
+    }
+}
+
+/// The mode of an array's elements.
+fn element_mode(array: Mode) -> Mode {
+    match array {
+        Mode::PatchList => Mode::Op,
+        Mode::Op => Mode::Skip,
+        other => other,
     }
 }
 

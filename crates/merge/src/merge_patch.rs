@@ -13,21 +13,25 @@
 
 use serde_json::{Map, Value};
 
-use crate::json_patch::{FieldValidation, PatchError, go_kind, go_quote, parse};
+use crate::json_patch::{FieldValidation, PatchError, Strict, go_kind, parse};
 
-/// Applies a merge patch body to `doc` with the default `fieldValidation` (`Warn`).
+/// Applies a merge patch body to `doc` with the default `fieldValidation` (`Warn`), dropping
+/// the strict-decoding problems.
 pub fn apply(doc: &mut Value, patch: &[u8]) -> Result<(), PatchError> {
-    apply_with(doc, patch, FieldValidation::Warn)
+    apply_with(doc, patch, FieldValidation::Warn).map(drop)
 }
 
-/// Applies a merge patch body to `doc`, decoding it as upstream does for `validation`.
+/// Applies a merge patch body to `doc`, decoding it as upstream does for `validation`. Returns
+/// the strict-decoding problems of the body (`duplicate field "x"`; none with `Ignore`), for
+/// warnings (`Warn`) or [`crate::json_patch::strict_decoding_error`] (`Strict`).
 pub fn apply_with(
     doc: &mut Value,
     patch: &[u8],
     validation: FieldValidation,
-) -> Result<(), PatchError> {
+) -> Result<Vec<String>, PatchError> {
     let strict = validation != FieldValidation::Ignore;
-    let patch = match parse(patch) {
+    let mode = if strict { Strict::Map } else { Strict::Off };
+    let (patch, problems) = match parse(patch, mode) {
         Ok(p) => p,
         Err(e) if strict => {
             return Err(PatchError::bad_request(format!(
@@ -46,7 +50,7 @@ pub fn apply_with(
                     *other = patch;
                 }
             }
-            Ok(())
+            Ok(problems)
         }
         Value::Null => Err(bad_patch()),
         other if strict => Err(PatchError::bad_request(format!(
@@ -60,16 +64,10 @@ pub fn apply_with(
                 prune_nulls(item);
             }
             let text = serde_json::to_string(&items).unwrap_or_default();
-            Err(PatchError {
-                code: 422,
-                reason: "Invalid",
-                message: format!(
-                    " \"\" is invalid: patch: Invalid value: {}: json: cannot unmarshal array into Go value of type map[string]interface {{}}",
-                    go_quote(&text)
-                ),
-                empty_details: false,
-                cause: None,
-            })
+            Err(PatchError::invalid_patch(
+                &text,
+                "json: cannot unmarshal array into Go value of type map[string]interface {}",
+            ))
         }
         _ => Err(bad_patch()),
     }

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use crate::json_patch::{FieldValidation, PatchError, go_kind, parse};
+use crate::json_patch::{FieldValidation, PatchError, Strict, go_kind, parse};
 
 const DIRECTIVE: &str = "$patch";
 const RETAIN_KEYS: &str = "$retainKeys";
@@ -29,22 +29,30 @@ const ORDER_PREFIX: &str = "$setElementOrder";
 static NO_SCHEMA: Value = Value::Null;
 
 /// Applies a strategic merge patch body to `doc`, typed by `schema` (`JSONSchemaProps` JSON of the
-/// kind), with the default `fieldValidation`. On error `doc` is left unspecified: callers patch
-/// a copy of the stored object.
+/// kind), with the default `fieldValidation`, dropping the strict-decoding problems. On error
+/// `doc` is left unspecified: callers patch a copy of the stored object.
 pub fn apply(doc: &mut Value, patch: &[u8], schema: &Value) -> Result<(), PatchError> {
-    apply_with(doc, patch, schema, FieldValidation::Warn)
+    apply_with(doc, patch, schema, FieldValidation::Warn).map(drop)
 }
 
-/// Applies a strategic merge patch body to `doc`; `validation` does not change which bodies are
-/// accepted (strict-decoding warnings are not computed here).
+/// Applies a strategic merge patch body to `doc`. `validation` changes no error text (upstream
+/// reports decode errors of both decoders alike) but `Warn`/`Strict` return the body's
+/// strict-decoding problems (`duplicate field "x"`) for warnings or
+/// [`crate::json_patch::strict_decoding_error`].
 pub fn apply_with(
     doc: &mut Value,
     patch: &[u8],
     schema: &Value,
-    _validation: FieldValidation,
-) -> Result<(), PatchError> {
-    let patch = match parse(patch).map_err(PatchError::bad_request)? {
-        Value::Null => return Ok(()),
+    validation: FieldValidation,
+) -> Result<Vec<String>, PatchError> {
+    let mode = if validation == FieldValidation::Ignore {
+        Strict::Off
+    } else {
+        Strict::Map
+    };
+    let (patch, problems) = parse(patch, mode).map_err(PatchError::bad_request)?;
+    let patch = match patch {
+        Value::Null => return Ok(problems),
         Value::Object(map) => map,
         other => {
             return Err(PatchError::bad_request(format!(
@@ -59,7 +67,7 @@ pub fn apply_with(
     };
     let merged = merge_map(original, patch, schema).map_err(SmpError::into_patch_error)?;
     *doc = Value::Object(merged);
-    Ok(())
+    Ok(problems)
 }
 
 /// The errors of `strategicpatch`, by how the apiserver reports them.

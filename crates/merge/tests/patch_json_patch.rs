@@ -117,7 +117,11 @@ const CASES: &[(&str, &str, &str, Want)] = &[
     ("control character in string", "{}", "[\"a\tb\"]", Error(400, r"error decoding patch: invalid character '\t' in string literal")),
 ];
 
-fn run(doc: &str, patch: &str, validation: FieldValidation) -> (Value, Result<(), PatchError>) {
+fn run(
+    doc: &str,
+    patch: &str,
+    validation: FieldValidation,
+) -> (Value, Result<Vec<String>, PatchError>) {
     let mut doc: Value = serde_json::from_str(doc).expect("test document");
     let res = json_patch::apply_with(&mut doc, patch.as_bytes(), validation);
     (doc, res)
@@ -129,7 +133,7 @@ fn json_patch_table() {
     for (name, doc, patch, want) in CASES {
         let (got, res) = run(doc, patch, FieldValidation::Warn);
         let ok = match (want, &res) {
-            (Doc(want), Ok(())) => got == serde_json::from_str::<Value>(want).expect("want"),
+            (Doc(want), Ok(_)) => got == serde_json::from_str::<Value>(want).expect("want"),
             (Rejected(cause), Err(e)) => {
                 e.code == 422
                     && e.reason == "Invalid"
@@ -238,4 +242,35 @@ fn large_arrays_stay_fast() {
     );
     assert!(res.is_ok());
     assert_eq!(got["l"][5], json!(-1));
+}
+
+#[test]
+fn strict_decoding_problems() {
+    let patch = r#"[{"op":"add","path":"/a","value":{"x":1,"x":2},"op":"add","Path":"/b","extra":{"y":1,"y":2}},{"op":"test","path":"/zz","foo":1,"foo":2}]"#;
+    let (got, res) = run("{}", patch, FieldValidation::Warn);
+    assert_eq!(got, json!({"a": {"x": 2}}));
+    assert_eq!(
+        res.expect("patched"),
+        [
+            r#"json patch duplicate field "x""#,
+            r#"json patch duplicate field "op""#,
+            r#"json patch unknown field "Path""#,
+            r#"json patch unknown field "extra""#,
+            r#"json patch unknown field "foo""#,
+        ]
+    );
+    let (_, res) = run("{}", patch, FieldValidation::Ignore);
+    assert_eq!(res.expect("patched"), Vec::<String>::new());
+
+    let e = json_patch::strict_decoding_error(
+        &[r#"json patch unknown field "foo""#.to_string()],
+        r#"{"a":"b"}"#,
+    );
+    assert_eq!((e.code, e.reason), (422, "Invalid"));
+    assert_eq!(
+        e.message,
+        r#" "" is invalid: patch: Invalid value: "{\"a\":\"b\"}": strict decoding error: json patch unknown field "foo""#
+    );
+    let cause = e.field_cause.expect("cause");
+    assert_eq!((cause.reason, cause.field), ("FieldValueInvalid", "patch"));
 }

@@ -52,7 +52,7 @@ fn merge_patch_table() {
         let mut got: Value = serde_json::from_str(doc).expect("test document");
         let res = merge_patch::apply_with(&mut got, patch.as_bytes(), *validation);
         let ok = match (want, &res) {
-            (Doc(want), Ok(())) => got == serde_json::from_str::<Value>(want).expect("want"),
+            (Doc(want), Ok(_)) => got == serde_json::from_str::<Value>(want).expect("want"),
             (Error(code, message), Err(e)) => e.code == *code && e.message == *message,
             _ => false,
         };
@@ -65,5 +65,18 @@ fn merge_patch_table() {
         "{} failing:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+#[test]
+fn duplicate_fields_are_strict_decoding_problems() {
+    let mut doc: Value = serde_json::from_str(r#"{"a":1}"#).expect("doc");
+    let patch = br#"{"a":2,"b":{"c":1,"c":3},"a":4}"#;
+    let problems =
+        merge_patch::apply_with(&mut doc, patch, FieldValidation::Warn).expect("patched");
+    assert_eq!(doc, serde_json::json!({"a": 4, "b": {"c": 3}}));
+    assert_eq!(
+        problems,
+        [r#"duplicate field "c""#, r#"duplicate field "a""#]
     );
 }
