@@ -97,13 +97,31 @@ const BAD_RETAIN_KEYS: SmpError = SmpError::BadRequest("invalid patch format of 
 const BAD_ORDER_LIST: SmpError =
     SmpError::BadRequest("invalid patch format of setElementOrder list");
 
+/// The schema that carries a schema's structure: itself, or the single `allOf` entry that
+/// OpenAPI v3 uses to wrap a `$ref`'d type (resolved by the caller).
+fn structural(schema: &Value) -> &Value {
+    let has_structure = ["properties", "additionalProperties", "items"]
+        .iter()
+        .any(|k| schema.get(k).is_some());
+    match schema.get("allOf").and_then(Value::as_array) {
+        Some(all) if !has_structure && all.len() == 1 => &all[0],
+        _ => schema,
+    }
+}
+
 /// The schema of member `key` of an object schema.
 fn member_schema<'a>(schema: &'a Value, key: &str) -> &'a Value {
+    let schema = structural(schema);
     schema
         .get("properties")
         .and_then(|p| p.get(key))
         .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()))
         .unwrap_or(&NO_SCHEMA)
+}
+
+/// The schema of a list's elements.
+fn items_schema(field: &Value) -> &Value {
+    structural(field).get("items").unwrap_or(&NO_SCHEMA)
 }
 
 /// The patch strategy (without `retainKeys`) and merge key of a field
@@ -203,7 +221,7 @@ fn merge_map(
                 let (strategy, merge_key) = patch_meta(field)?;
                 if strategy == "merge" || delete_list {
                     let o = take_array(cur);
-                    let items = field.get("items").unwrap_or(&NO_SCHEMA);
+                    let items = items_schema(field);
                     *cur = Value::Array(merge_slice(o, p, items, merge_key, delete_list)?);
                 } else {
                     *cur = Value::Array(p);
@@ -381,7 +399,7 @@ fn merge_ordered_lists(
             },
             (Some(Value::Array(o)), Some(Value::Array(p))) => {
                 if strategy == "merge" {
-                    let items = field.get("items").unwrap_or(&NO_SCHEMA);
+                    let items = items_schema(field);
                     merge_slice(o, p, items, merge_key, false)?
                 } else {
                     p

@@ -200,3 +200,45 @@ fn large_merge_lists_stay_linear() {
     assert_eq!(doc["spec"]["containers"][0]["image"], "x");
     assert_eq!(doc["spec"]["containers"].as_array().map(Vec::len), Some(n));
 }
+
+#[test]
+fn all_of_wrapped_types_are_followed() {
+    // OpenAPI v3 wraps `$ref`'d types in a single-entry `allOf`; the patch tags stay outside.
+    let schema: Value = serde_json::from_str(
+        r#"{"properties": {"spec": {"allOf": [{"properties": {
+            "containers": {"type": "array", "x-kubernetes-patch-strategy": "merge",
+                "x-kubernetes-patch-merge-key": "name",
+                "items": {"allOf": [{"properties": {"ports": {"type": "array",
+                    "x-kubernetes-patch-strategy": "merge", "x-kubernetes-patch-merge-key": "containerPort"}}}]}}
+        }}]}}}"#,
+    )
+    .expect("schema");
+    let mut doc: Value = serde_json::from_str(
+        r#"{"spec":{"containers":[{"name":"a","ports":[{"containerPort":80}]}]}}"#,
+    )
+    .expect("doc");
+    let patch = br#"{"spec":{"containers":[{"name":"a","ports":[{"containerPort":80,"name":"http"},{"containerPort":443}]}]}}"#;
+    strategic::apply(&mut doc, patch, &schema).expect("patch");
+    assert_eq!(
+        doc,
+        serde_json::json!({"spec": {"containers": [{"name": "a", "ports": [
+            {"containerPort": 80, "name": "http"}, {"containerPort": 443}
+        ]}]}})
+    );
+}
+
+#[test]
+fn duplicate_fields_are_strict_decoding_problems() {
+    let schema: Value = serde_json::from_str(SCHEMA).expect("schema");
+    let mut doc: Value = serde_json::from_str(r#"{"metadata":{}}"#).expect("doc");
+    let patch = br#"{"metadata":{"labels":{"a":"1","a":"2"}}}"#;
+    let problems = strategic::apply_with(
+        &mut doc,
+        patch,
+        &schema,
+        crd_merge::json_patch::FieldValidation::Strict,
+    )
+    .expect("patched");
+    assert_eq!(doc, serde_json::json!({"metadata": {"labels": {"a": "2"}}}));
+    assert_eq!(problems, [r#"duplicate field "a""#]);
+}
