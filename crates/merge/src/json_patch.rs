@@ -18,6 +18,9 @@
 //! - `replace` of the root (`""`) with an object or array replaces the document, with anything
 //!   else it does nothing; `test` of the root compares the whole document;
 //! - a missing `value` is `null`;
+//! - `test` compares scalars by their JSON text: the stored value as Go encodes it (strings
+//!   with `<`, `>`, `&` as `\u003c`…, floats in Go's shortest form) against the value as sent,
+//!   so `1.0` does not equal a stored `1` and `"a&b"` does not equal a stored `a&b`;
 //! - every failing operation is reported as 422 `Invalid` "the server rejected our request due
 //!   to an error in our request" (the library's text is dropped by the apiserver).
 
@@ -192,9 +195,26 @@ pub fn apply_with(
             ops.len()
         )));
     }
+    // `test` compares against the value's JSON text as sent, so keep it for those operations.
+    let has_test = ops
+        .iter()
+        .any(|op| op.get("op").and_then(Value::as_str) == Some("test"));
+    let raw_ops = if has_test {
+        let mut i = 0;
+        match raw_parse(patch, &mut i) {
+            Raw::Arr(items) => items,
+            _ => Vec::new(),
+        }
+    } else {
+        Vec::new()
+    };
     let mut copied = 0usize;
-    for op in ops {
-        run(doc, op, &mut copied).map_err(PatchError::rejected)?;
+    for (n, op) in ops.into_iter().enumerate() {
+        let raw_value = match raw_ops.get(n) {
+            Some(Raw::Obj(fields)) => fields.get("value"),
+            _ => None,
+        };
+        run(doc, op, raw_value, &mut copied).map_err(PatchError::rejected)?;
     }
     Ok(problems)
 }
@@ -290,7 +310,12 @@ pub(crate) fn go_kind(v: &Value) -> &'static str {
 }
 
 /// One operation, with evanphx's error text on failure.
-fn run(doc: &mut Value, op: Value, copied: &mut usize) -> Result<(), String> {
+fn run(
+    doc: &mut Value,
+    op: Value,
+    raw_value: Option<&Raw<'_>>,
+    copied: &mut usize,
+) -> Result<(), String> {
     let mut fields = match op {
         Value::Object(fields) => fields,
         _ => Map::new(),
@@ -382,8 +407,13 @@ fn run(doc: &mut Value, op: Value, copied: &mut usize) -> Result<(), String> {
                 .map_err(|e| format!("test operation failed to decode path: {e}"))?;
             let failed = || format!("testing value {path} failed: test failed");
             let want = fields.get("value");
+            let equal = |got: &Value| match (raw_value, want) {
+                (Some(raw), _) => go_equal_raw(got, raw),
+                (None, Some(w)) => go_equal(got, w),
+                (None, None) => false,
+            };
             if path.is_empty() {
-                return if want.is_some_and(|w| go_equal(doc, w)) {
+                return if want.is_some() && equal(doc) {
                     Ok(())
                 } else {
                     Err(failed())
@@ -398,7 +428,7 @@ fn run(doc: &mut Value, op: Value, copied: &mut usize) -> Result<(), String> {
                 get(con, &key).map_err(|e| format!("error in test for path: '{path}': {e}"))?;
             match (got.filter(|g| !g.is_null()), want) {
                 (None, None | Some(Value::Null)) => Ok(()),
-                (Some(g), Some(w)) if go_equal(g, w) => Ok(()),
+                (Some(g), Some(_)) if equal(g) => Ok(()),
                 _ => Err(failed()),
             }
         }
@@ -635,6 +665,164 @@ fn go_equal(doc: &Value, patch: &Value) -> bool {
             }
         }
         (a, b) => a == b,
+    }
+}
+
+/// A JSON value as sent, its scalars kept as their text: what evanphx compares `test` values
+/// against (`lazyNode.equal` compares scalars by their compact bytes).
+enum Raw<'a> {
+    Obj(std::collections::BTreeMap<String, Raw<'a>>),
+    Arr(Vec<Raw<'a>>),
+    Scalar(&'a [u8]),
+}
+
+/// Parses already-validated JSON (depth bounded by the earlier full parse) into [`Raw`];
+/// duplicate members keep the last, as Go maps do.
+fn raw_parse<'a>(data: &'a [u8], i: &mut usize) -> Raw<'a> {
+    let skip_ws = |i: &mut usize| {
+        while data
+            .get(*i)
+            .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            *i += 1;
+        }
+    };
+    skip_ws(i);
+    match data.get(*i) {
+        Some(b'{') => {
+            *i += 1;
+            let mut map = std::collections::BTreeMap::new();
+            loop {
+                skip_ws(i);
+                match data.get(*i) {
+                    Some(b'"') => {
+                        let start = *i;
+                        *i = scan_string(data, *i).unwrap_or(data.len());
+                        let key = key_text(&data[start..*i]);
+                        skip_ws(i);
+                        *i += 1; // ':'
+                        let v = raw_parse(data, i);
+                        map.insert(key, v);
+                    }
+                    Some(b',') => *i += 1,
+                    _ => {
+                        *i += 1; // '}'
+                        return Raw::Obj(map);
+                    }
+                }
+            }
+        }
+        Some(b'[') => {
+            *i += 1;
+            let mut items = Vec::new();
+            loop {
+                skip_ws(i);
+                match data.get(*i) {
+                    Some(b']') | None => {
+                        *i += 1;
+                        return Raw::Arr(items);
+                    }
+                    Some(b',') => *i += 1,
+                    Some(_) => items.push(raw_parse(data, i)),
+                }
+            }
+        }
+        Some(b'"') => {
+            let start = *i;
+            *i = scan_string(data, *i).unwrap_or(data.len());
+            Raw::Scalar(&data[start..*i])
+        }
+        Some(_) => {
+            let start = *i;
+            while data
+                .get(*i)
+                .is_some_and(|b| !matches!(b, b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r'))
+            {
+                *i += 1;
+            }
+            Raw::Scalar(&data[start..*i])
+        }
+        None => Raw::Scalar(b""),
+    }
+}
+
+/// evanphx `lazyNode.equal` of a stored value (as Go encodes it) and a patch value (as sent):
+/// objects by members, arrays by position, scalars by their bytes. So `1` and `1.0` differ, a
+/// stored `2.0` (encoded `2`) equals `2`, and a stored string with `<`, `>` or `&` (encoded as
+/// `\u003c`…) equals only a value sent with the same escapes.
+fn go_equal_raw(doc: &Value, raw: &Raw<'_>) -> bool {
+    match (doc, raw) {
+        (Value::Object(a), Raw::Obj(b)) => {
+            a.len() == b.len()
+                && a.iter().all(|(k, v)| {
+                    b.get(k).is_some_and(|w| match (v, w) {
+                        (Value::Null, Raw::Scalar(s)) => *s == b"null",
+                        (Value::Null, _) => false,
+                        (_, Raw::Scalar(s)) if *s == b"null" => false,
+                        _ => go_equal_raw(v, w),
+                    })
+                })
+        }
+        (Value::Array(a), Raw::Arr(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(v, w)| go_equal_raw(v, w))
+        }
+        (Value::Object(_) | Value::Array(_), _) => false,
+        (scalar, Raw::Scalar(s)) => go_encode_scalar(scalar).as_bytes() == *s,
+        _ => false,
+    }
+}
+
+/// Go `encoding/json`'s text for a scalar (HTML-safe string escapes, Go float format).
+fn go_encode_scalar(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() => go_json_float(f),
+            _ => n.to_string(),
+        },
+        Value::String(s) => {
+            let mut out = String::with_capacity(s.len() + 2);
+            out.push('"');
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    '\u{8}' => out.push_str("\\b"),
+                    '\u{c}' => out.push_str("\\f"),
+                    '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                        let _ = write!(out, "\\u{:04x}", c as u32);
+                    }
+                    c if (c as u32) < 0x20 => {
+                        let _ = write!(out, "\\u{:04x}", c as u32);
+                    }
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+        Value::Array(_) | Value::Object(_) => String::new(),
+    }
+}
+
+/// Go `encoding/json`'s float64 text: shortest decimal, exponent form outside [1e-6, 1e21).
+fn go_json_float(f: f64) -> String {
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let e = format!("{f:e}");
+        let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        if exp < 0 {
+            format!("{mantissa}e-{}", -exp)
+        } else {
+            format!("{mantissa}e+{exp:02}")
+        }
+    } else {
+        format!("{f}")
     }
 }
 
