@@ -838,7 +838,7 @@ fn go_encoded_len(v: &Value) -> usize {
                 5
             }
         }
-        Value::Number(n) => n.to_string().len(),
+        Value::Number(_) => go_encode_scalar(v).len(),
         Value::String(s) => go_string_len(s),
         Value::Array(items) => {
             2 + items.iter().map(go_encoded_len).sum::<usize>() + items.len().saturating_sub(1)
