@@ -772,6 +772,43 @@ fn go_equal_raw(doc: &Value, raw: &Raw<'_>) -> bool {
     }
 }
 
+/// Go `json.Marshal` of a value (compact, keys sorted, `<`, `>`, `&` escaped, Go float format):
+/// the text upstream puts in messages that quote a patched object, such as
+/// [`strict_decoding_error`]'s value for JSON and merge patches.
+pub fn go_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_go_json(v, &mut out);
+    out
+}
+
+fn write_go_json(v: &Value, out: &mut String) {
+    match v {
+        Value::Array(items) => {
+            out.push('[');
+            for (n, item) in items.iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                write_go_json(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (n, (k, item)) in map.iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                out.push_str(&go_encode_scalar(&Value::String(k.clone())));
+                out.push(':');
+                write_go_json(item, out);
+            }
+            out.push('}');
+        }
+        scalar => out.push_str(&go_encode_scalar(scalar)),
+    }
+}
+
 /// Go `encoding/json`'s text for a scalar (HTML-safe string escapes, Go float format).
 fn go_encode_scalar(v: &Value) -> String {
     match v {

@@ -63,7 +63,7 @@ pub fn apply_with(
             for item in &mut items {
                 prune_nulls(item);
             }
-            let text = serde_json::to_string(&items).unwrap_or_default();
+            let text = crate::json_patch::go_json(&Value::Array(items));
             Err(PatchError::invalid_patch(
                 &text,
                 "json: cannot unmarshal array into Go value of type map[string]interface {}",

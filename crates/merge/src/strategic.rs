@@ -808,8 +808,10 @@ fn go_s(v: &Value) -> String {
     }
 }
 
-/// Go `%v` of a decoded value (`map[k:v …]` with sorted keys, `[a b]`, `<nil>`).
-pub(crate) fn go_v(v: &Value) -> String {
+/// Go `%v` of a decoded value (`map[k:v …]` with sorted keys, `[a b]`, `<nil>`): how upstream
+/// quotes patch maps in messages, such as the value of
+/// [`crate::json_patch::strict_decoding_error`] for strategic merge patches.
+pub fn go_v(v: &Value) -> String {
     match v {
         Value::Null => "<nil>".into(),
         Value::Bool(b) => b.to_string(),

@@ -289,3 +289,14 @@ fn strict_decoding_problems() {
     let cause = e.field_cause.expect("cause");
     assert_eq!((cause.reason, cause.field), ("FieldValueInvalid", "patch"));
 }
+
+#[test]
+fn go_json_matches_go_encoding() {
+    let v: Value =
+        serde_json::from_str(r#"{"b":[1,2.5,1e21,1e-7,2.0],"a":"x<y>&z\u2028","c":null}"#)
+            .expect("v");
+    assert_eq!(
+        json_patch::go_json(&v),
+        r#"{"a":"x\u003cy\u003e\u0026z\u2028","b":[1,2.5,1e+21,1e-7,2],"c":null}"#
+    );
+}
