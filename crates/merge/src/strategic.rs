@@ -576,6 +576,8 @@ fn merge_special_elements(
 ) -> Result<(Vec<Value>, Vec<Value>)> {
     let mut plain = Vec::with_capacity(patch.len());
     let mut replace = false;
+    // Merge key values to delete (every matching entry goes, duplicates included).
+    let mut deleted: HashSet<String> = HashSet::new();
     for v in patch {
         let Value::Object(m) = &v else {
             plain.push(v);
@@ -590,12 +592,7 @@ fn merge_special_elements(
                 let Some(key_value) = m.get(merge_key) else {
                     return Err(no_merge_key(m, merge_key));
                 };
-                for (i, o) in original.iter().enumerate() {
-                    if !o.is_object() {
-                        return Err(SmpError::Other(format!("value for key {i} is not a map")));
-                    }
-                }
-                original.retain(|o| o.get(merge_key) != Some(key_value));
+                deleted.insert(scalar_key(key_value));
             }
             Some("replace") => replace = true,
             Some("merge") => {
@@ -608,6 +605,12 @@ fn merge_special_elements(
     }
     if replace {
         return Ok((plain, Vec::new()));
+    }
+    if !deleted.is_empty() {
+        original.retain(|o| {
+            o.get(merge_key)
+                .is_none_or(|k| !deleted.contains(&scalar_key(k)))
+        });
     }
     Ok((original, plain))
 }

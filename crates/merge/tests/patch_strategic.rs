@@ -199,6 +199,17 @@ fn large_merge_lists_stay_linear() {
     strategic::apply(&mut doc, patch.as_bytes(), &schema).expect("patch");
     assert_eq!(doc["spec"]["containers"][0]["image"], "x");
     assert_eq!(doc["spec"]["containers"].as_array().map(Vec::len), Some(n));
+    let deletes: Vec<Value> = (0..n)
+        .step_by(2)
+        .map(|i| serde_json::json!({"name": format!("c{i}"), "$patch": "delete"}))
+        .collect();
+    let patch = serde_json::json!({"spec": {"containers": deletes}}).to_string();
+    strategic::apply(&mut doc, patch.as_bytes(), &schema).expect("patch");
+    assert_eq!(
+        doc["spec"]["containers"].as_array().map(Vec::len),
+        Some(n / 2)
+    );
+    assert_eq!(doc["spec"]["containers"][0]["name"], "c1");
 }
 
 #[test]
