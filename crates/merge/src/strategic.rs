@@ -14,6 +14,13 @@
 //! `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>`, with upstream's errors
 //! (400 for malformed directives, 422 for lists of lists, 500 with an empty reason for the
 //! errors upstream does not map).
+//!
+//! Order of merged lists, as upstream: `$setElementOrder` first, then the patch list's order,
+//! then the stored order; items the patch names come before the stored-only items that follow
+//! them in the stored list (so without `$setElementOrder` a new item lands first, not last).
+//! Nulls in values the original lacks are dropped, maps carrying `$patch` in such values vanish;
+//! other directives inside new values are kept, as upstream keeps them (typed decoding drops
+//! them there).
 
 use std::collections::{HashMap, HashSet};
 
