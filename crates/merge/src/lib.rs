@@ -2,3 +2,7 @@
 //! JSON values and errors out.
 //!
 //! Architecture Invariant: this crate does no IO and knows no HTTP, async runtime or storage.
+
+pub mod json_patch;
+pub mod merge_patch;
+pub mod strategic;
