@@ -11,32 +11,35 @@ use super::{Ctx, Reply, get_stored, read_object, render_object};
 use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
 use crate::request::negotiate::{PatchType, patch_type};
+use crate::request::options::FieldValidation;
+use crd_merge as merge;
 
 /// How often a patch is re-applied after losing a race with another writer.
 const MAX_ATTEMPTS: usize = 5;
-
-/// The most operations a JSON patch may carry.
-const MAX_JSON_PATCH_OPS: usize = 10_000;
 
 /// Patches one object.
 pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
     let info = strategy.info();
     let name = ctx.name();
     let kind = patch_kind(ctx, strategy)?;
-    let patch: Value = serde_json::from_slice(&ctx.body)
-        .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
     let field_validation = ctx.opts.write.field_validation;
     let gr = info.group_resource();
     for attempt in 0..MAX_ATTEMPTS {
         let current = get_stored(ctx, strategy).await?;
         let current_obj = read_object(strategy, &current).await?;
-        let mut patched = apply(kind, current_obj, &patch)?;
+        let (mut patched, mut warnings) = apply(
+            kind,
+            current_obj,
+            &ctx.body,
+            field_validation,
+            strategy.schema(),
+        )?;
         let how = crate::registry::Admission {
             sub: ctx.sub,
             field_validation,
             patch: true,
         };
-        let mut warnings = strategy.admit(&mut patched, &how)?;
+        warnings.extend(strategy.admit(&mut patched, &how)?);
         let patched_rv = meta::resource_version(&patched).to_string();
         let precondition = patched_rv != current.mod_revision.to_string();
         if precondition && !patched_rv.is_empty() {
@@ -75,27 +78,63 @@ pub(super) fn patch_kind(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Patch
     }
 }
 
-/// Applies a patch document to an object.
-pub(super) fn apply(kind: PatchType, mut obj: Value, patch: &Value) -> Result<Value, ApiError> {
-    match kind {
-        PatchType::Json => {
-            let ops: json_patch::Patch = serde_json::from_value(patch.clone())
-                .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
-            if ops.0.len() > MAX_JSON_PATCH_OPS {
-                return Err(Status::too_large(MAX_JSON_PATCH_OPS).into());
-            }
-            json_patch::patch(&mut obj, &ops)
-                .map_err(|e| Status::failure(422, "Invalid", e.to_string()))?;
-        }
-        PatchType::Merge | PatchType::StrategicMerge | PatchType::Apply => {
-            if !patch.is_object() {
-                return Err(Status::bad_request(
-                    "error decoding patch: the patch must be a JSON object",
-                )
-                .into());
-            }
-            json_patch::merge(&mut obj, patch);
+/// Applies a patch body to an object as kube-apiserver does (`crd_merge`), returning the
+/// patched object and the body's strict-decoding problems as warnings (`Warn`); with `Strict`
+/// they are the 422 upstream answers.
+pub(super) fn apply(
+    kind: PatchType,
+    mut obj: Value,
+    body: &[u8],
+    validation: FieldValidation,
+    schema: Option<&Value>,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let v = match validation {
+        FieldValidation::Ignore => merge::json_patch::FieldValidation::Ignore,
+        FieldValidation::Warn => merge::json_patch::FieldValidation::Warn,
+        FieldValidation::Strict => merge::json_patch::FieldValidation::Strict,
+    };
+    let empty = Value::Object(serde_json::Map::new());
+    let problems = match kind {
+        PatchType::Json => merge::json_patch::apply_with(&mut obj, body, v),
+        PatchType::Merge | PatchType::Apply => merge::merge_patch::apply_with(&mut obj, body, v),
+        PatchType::StrategicMerge => {
+            merge::strategic::apply_with(&mut obj, body, schema.unwrap_or(&empty), v)
         }
     }
-    Ok(obj)
+    .map_err(patch_error)?;
+    if problems.is_empty() {
+        return Ok((obj, Vec::new()));
+    }
+    match validation {
+        FieldValidation::Strict => {
+            let shown = match kind {
+                PatchType::StrategicMerge => serde_json::from_slice::<Value>(body)
+                    .map(|p| merge::strategic::go_v(&p))
+                    .unwrap_or_default(),
+                _ => merge::json_patch::go_json(&obj),
+            };
+            Err(patch_error(merge::json_patch::strict_decoding_error(
+                &problems, &shown,
+            )))
+        }
+        FieldValidation::Warn => Ok((obj, problems)),
+        FieldValidation::Ignore => Ok((obj, Vec::new())),
+    }
+}
+
+/// A patch engine's error as the Status upstream sends.
+fn patch_error(e: merge::json_patch::PatchError) -> ApiError {
+    let mut status = Status::failure(e.code, e.reason, e.message);
+    if e.empty_details || e.field_cause.is_some() {
+        let mut details = crd_core::StatusDetails::default();
+        if let Some(c) = e.field_cause {
+            details.causes.push(crd_core::StatusCause {
+                reason: c.reason.to_string(),
+                message: c.message,
+                field: c.field.to_string(),
+            });
+        }
+        status.details = Some(details);
+    }
+    status.into()
 }

@@ -32,9 +32,16 @@ pub async fn handle(
         Verb::Update => decode_body(ctx, strategy)?,
         Verb::Patch => {
             let kind = patch_kind(ctx, strategy)?;
-            let patch: Value = serde_json::from_slice(&ctx.body)
-                .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
-            apply(kind, scale.clone(), &patch)?
+            // The Scale kind is typed by no schema here: a strategic merge patch of its scalar
+            // fields is a merge.
+            apply(
+                kind,
+                scale.clone(),
+                &ctx.body,
+                ctx.opts.write.field_validation,
+                None,
+            )?
+            .0
         }
         _ => return Err(Status::method_not_supported(&gr, ctx.req.verb.as_str()).into()),
     };

@@ -93,6 +93,10 @@ impl Strategy for CustomResourceStrategy {
         &self.info
     }
 
+    fn schema(&self) -> Option<&Value> {
+        self.version.schema.as_ref()
+    }
+
     fn scale(&self) -> Option<&super::serving::ScalePaths> {
         self.version.scale.as_ref()
     }

@@ -233,6 +233,12 @@ pub trait Strategy: Send + Sync {
         Ok(())
     }
 
+    /// The object's schema at the request version (`JSONSchemaProps` JSON), typing strategic
+    /// merge patches and server-side apply; `None` when the kind has none (untyped merge).
+    fn schema(&self) -> Option<&Value> {
+        None
+    }
+
     /// The paths of the `/scale` subresource, when the kind has one.
     fn scale(&self) -> Option<&serving::ScalePaths> {
         None
