@@ -465,150 +465,15 @@ fn decode_expression(expr: &Value) -> Result<(&str, &str, Vec<String>), String> 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Label key and value validation (apimachinery `pkg/api/validate/content`).
+// Label key and value validation: the apimachinery helpers in `validation.rs`; a key with more
+// than one '/' is worded as a label key, as `pkg/api/validate/content` words it.
 
-const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_KEY_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must \
-                             start and end with an alphanumeric character";
-const LABEL_KEY_MAX_LEN: usize = 63;
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric \
-                               characters, '-', '_' or '.', and must start and end with an \
-                               alphanumeric character";
-const LABEL_VALUE_MAX_LEN: usize = 63;
-const DNS1123_SUBDOMAIN_FMT: &str =
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
-                                     alphanumeric characters, '-' or '.', and must start and end \
-                                     with an alphanumeric character";
-const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
-
-/// Upstream's `RegexError`: `<msg> (e.g. 'a',  or 'b', regex used for validation is '<re>')`.
-fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
-    let mut out = msg.to_string();
-    if examples.is_empty() {
-        out.push_str(" (regex used for validation is '");
-    } else {
-        out.push_str(" (e.g. ");
-        for (i, e) in examples.iter().enumerate() {
-            if i > 0 {
-                out.push_str(" or ");
-            }
-            out.push('\'');
-            out.push_str(e);
-            out.push_str("', ");
-        }
-        out.push_str("regex used for validation is '");
-    }
-    out.push_str(re);
-    out.push_str("')");
-    out
-}
-
-/// Upstream's `MaxLenError`, worded as in the reference snapshot.
-fn max_len_error(n: usize) -> String {
-    format!("must be no more than {n} characters")
-}
-
-/// Matches `^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$` (ASCII only).
-fn is_label_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    match (b.first(), b.last()) {
-        (Some(first), Some(last)) => {
-            first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && b.iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-/// Matches upstream's DNS-1123 subdomain regex (without the length limit).
-fn is_dns1123_subdomain(s: &str) -> bool {
-    s.split('.').all(|label| {
-        let b = label.as_bytes();
-        let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-        match (b.first(), b.last()) {
-            (Some(first), Some(last)) => {
-                alnum(first) && alnum(last) && b.iter().all(|c| alnum(c) || *c == b'-')
-            }
-            _ => false,
-        }
-    })
-}
-
-/// Upstream's `IsDNS1123Subdomain` messages.
-fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > DNS1123_SUBDOMAIN_MAX_LEN {
-        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LEN));
-    }
-    if !is_dns1123_subdomain(s) {
-        errs.push(regex_error(
-            DNS1123_SUBDOMAIN_ERR,
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
-    }
-    errs
-}
-
-/// Upstream's `IsLabelKey` (formerly `IsQualifiedName`) messages: `[prefix/]name`, prefix a
-/// DNS-1123 subdomain, name at most 63 bytes of `[-A-Za-z0-9_.]` with alphanumeric ends.
 fn label_key_errors(key: &str) -> Vec<String> {
-    const EXAMPLES: [&str; 3] = ["MyName", "my.name", "123-abc"];
-    let mut errs = Vec::new();
-    let name = match key.split_once('/') {
-        None => key,
-        Some((_, suffix)) if suffix.contains('/') => {
-            return vec![format!(
-                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. \
-                 'example.com/MyName')",
-                regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &EXAMPLES)
-            )];
-        }
-        Some((prefix, suffix)) => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                errs.extend(
-                    dns1123_subdomain_errors(prefix)
-                        .into_iter()
-                        .map(|m| format!("prefix part {m}")),
-                );
-            }
-            suffix
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > LABEL_KEY_MAX_LEN {
-        errs.push(format!("name part {}", max_len_error(LABEL_KEY_MAX_LEN)));
-    }
-    if !is_label_name(name) {
-        errs.push(format!(
-            "name part {}",
-            regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &EXAMPLES)
-        ));
-    }
-    errs
+    crate::validation::qualified_name_errors(key, "a valid label key")
 }
 
-/// Upstream's `IsLabelValue` messages: empty, or at most 63 bytes shaped like a label name.
 fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > LABEL_VALUE_MAX_LEN {
-        errs.push(max_len_error(LABEL_VALUE_MAX_LEN));
-    }
-    if !value.is_empty() && !is_label_name(value) {
-        errs.push(regex_error(
-            LABEL_VALUE_ERR,
-            LABEL_VALUE_FMT,
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errs
+    crate::validation::is_valid_label_value(value)
 }
 
 // ---------------------------------------------------------------------------------------------

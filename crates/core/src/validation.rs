@@ -133,6 +133,12 @@ pub fn is_dns1035_label(v: &str) -> Vec<String> {
 
 /// `IsQualifiedName` (label keys, annotation keys, finalizers).
 pub fn is_qualified_name(v: &str) -> Vec<String> {
+    qualified_name_errors(v, "a qualified name")
+}
+
+/// `IsQualifiedName`'s messages, naming what was checked (`a qualified name`, `a valid label
+/// key`) in the message for a value with more than one '/'.
+pub fn qualified_name_errors(v: &str, what: &str) -> Vec<String> {
     let msg = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
     let mut errs = Vec::new();
     let parts: Vec<&str> = v.split('/').collect();
@@ -152,7 +158,7 @@ pub fn is_qualified_name(v: &str) -> Vec<String> {
         }
         _ => {
             errs.push(format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                "{what} {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                 regex_error(msg, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"])
             ));
             return errs;

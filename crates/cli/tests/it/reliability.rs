@@ -230,23 +230,55 @@ async fn hostile_inputs_get_a_status_and_the_server_stays_healthy() {
     )
     .await;
     assert_eq!(code, 201);
-    let patch = json!([
+    // Patches that grow the object past the storage limit (6 MiB) are refused with 413
+    // RequestEntityTooLarge; each patch body stays under the 3 MiB request limit.
+    let patch_status = |ops: Value| {
+        let s = &s;
+        async move {
+            let r = s
+                .client(HttpVersion::Http2)
+                .patch(format!("{}{BASE}/big", s.url))
+                .bearer_auth(&s.token)
+                .header("Content-Type", "application/json-patch+json")
+                .body(ops.to_string())
+                .send()
+                .await
+                .unwrap();
+            let code = r.status();
+            let mut status = r.json::<Value>().await.unwrap();
+            status["message"] = Value::String(
+                status["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .chars()
+                    .take(200)
+                    .collect(),
+            );
+            status["spec"] = Value::Null;
+            (code, status)
+        }
+    };
+    let (code, status) =
+        patch_status(json!([{"op": "add", "path": "/spec/b", "value": big}])).await;
+    assert_eq!(code, 200, "{status}");
+    let (code, status) =
+        patch_status(json!([{"op": "add", "path": "/spec/c", "value": big}])).await;
+    assert_eq!(code, 413, "{status}");
+    assert_eq!(status["reason"], "RequestEntityTooLarge", "{status}");
+    // Three copies exceed the copy budget: evanphx/json-patch refuses them, and kube-apiserver
+    // answers 422 with its generic message.
+    let (code, status) = patch_status(json!([
         {"op": "copy", "from": "/spec/a", "path": "/spec/b"},
         {"op": "copy", "from": "/spec/a", "path": "/spec/c"},
         {"op": "copy", "from": "/spec/a", "path": "/spec/d"},
-    ]);
-    let r = s
-        .client(HttpVersion::Http2)
-        .patch(format!("{}{BASE}/big", s.url))
-        .bearer_auth(&s.token)
-        .header("Content-Type", "application/json-patch+json")
-        .body(patch.to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 413);
-    let status: Value = r.json().await.unwrap();
-    assert_eq!(status["reason"], "RequestEntityTooLarge", "{status}");
+    ]))
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(status["reason"], "Invalid", "{status}");
+    assert_eq!(
+        status["message"],
+        "the server rejected our request due to an error in our request"
+    );
 
     // Still healthy.
     let r = s
