@@ -1437,3 +1437,206 @@ fn pod_cells(obj: &Value, name: Value, age: Value, now: Timestamp) -> Vec<Value>
         json!(gates_str),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{KINDS, get};
+
+    const NOW: &str = "2024-01-01T01:00:00Z";
+    const CREATED: &str = "2024-01-01T00:55:00Z"; // 5m before NOW
+
+    fn now() -> Timestamp {
+        NOW.parse().unwrap()
+    }
+
+    fn headers(id: KindId) -> Vec<&'static str> {
+        get(id).columns.iter().map(|c| c.name).collect()
+    }
+
+    #[test]
+    fn columns_match_kube_apiserver() {
+        let cases: &[(KindId, &[&str])] = &[
+            (KindId::ConfigMap, &["Name", "Data", "Age"]),
+            (KindId::Secret, &["Name", "Type", "Data", "Age"]),
+            (KindId::ServiceAccount, &["Name", "Secrets", "Age"]),
+            (KindId::Service, &["Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]),
+            (KindId::Endpoints, &["Name", "Endpoints", "Age"]),
+            (KindId::Pod, &["Name", "Ready", "Status", "Restarts", "Age", "IP", "Node", "Nominated Node", "Readiness Gates"]),
+            (KindId::PersistentVolumeClaim, &["Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass", "VolumeAttributesClass", "Age", "VolumeMode"]),
+            (KindId::Event, &["Last Seen", "Type", "Reason", "Object", "Subobject", "Source", "Message", "First Seen", "Count", "Name"]),
+            (KindId::Deployment, &["Name", "Ready", "Up-to-date", "Available", "Age", "Containers", "Images", "Selector"]),
+            (KindId::StatefulSet, &["Name", "Ready", "Age", "Containers", "Images"]),
+            (KindId::DaemonSet, &["Name", "Desired", "Current", "Ready", "Up-to-date", "Available", "Node Selector", "Age", "Containers", "Images", "Selector"]),
+            (KindId::ReplicaSet, &["Name", "Desired", "Current", "Ready", "Age", "Containers", "Images", "Selector"]),
+            (KindId::Job, &["Name", "Status", "Completions", "Duration", "Age", "Containers", "Images", "Selector"]),
+            (KindId::CronJob, &["Name", "Schedule", "Timezone", "Suspend", "Active", "Last Schedule", "Age", "Containers", "Images", "Selector"]),
+            (KindId::Ingress, &["Name", "Class", "Hosts", "Address", "Ports", "Age"]),
+            (KindId::EndpointSlice, &["Name", "AddressType", "Ports", "Endpoints", "Age"]),
+            (KindId::PodDisruptionBudget, &["Name", "Min Available", "Max Unavailable", "Allowed Disruptions", "Age"]),
+            (KindId::Lease, &["Name", "Holder", "Age"]),
+        ];
+        for (id, want) in cases {
+            assert_eq!(headers(*id), *want, "{id:?}");
+        }
+        let pod = get(KindId::Pod).column_definitions();
+        assert_eq!(pod[0]["format"], json!("name"));
+        assert_eq!(pod[5]["priority"], json!(1));
+        assert!(pod[5]["description"].as_str().unwrap().starts_with("podIP address allocated to the pod"));
+        assert!(pod[4]["description"].as_str().unwrap().starts_with("CreationTimestamp is a timestamp"));
+        for k in KINDS {
+            for c in k.columns {
+                assert!(!c.description().is_empty(), "{} {}", k.kind, c.name);
+            }
+        }
+    }
+
+    #[test]
+    fn cells_match_kube_apiserver_rows() {
+        let cases: Vec<(KindId, Value, Value)> = vec![
+            (KindId::ConfigMap,
+             json!({"metadata": {"name": "cm", "creationTimestamp": CREATED}, "data": {"a": "1", "b": "2"}, "binaryData": {"c": ""}}),
+             json!(["cm", 3, "5m"])),
+            (KindId::Secret,
+             json!({"metadata": {"name": "s", "creationTimestamp": CREATED}, "type": "Opaque", "data": {"a": "MQ=="}}),
+             json!(["s", "Opaque", 1, "5m"])),
+            (KindId::ServiceAccount,
+             json!({"metadata": {"name": "default"}}),
+             json!(["default", 0, "<unknown>"])),
+            (KindId::Service,
+             json!({"metadata": {"name": "web", "creationTimestamp": CREATED},
+                    "spec": {"type": "NodePort", "clusterIP": "10.0.0.10", "selector": {"app": "web"},
+                             "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080}, {"port": 53, "protocol": "UDP"}]}}),
+             json!(["web", "NodePort", "10.0.0.10", "<none>", "80:30080/TCP,53/UDP", "5m", "app=web"])),
+            (KindId::Service,
+             json!({"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "clusterIP": "None"}}),
+             json!(["lb", "LoadBalancer", "None", "<pending>", "<none>", "<unknown>", "<none>"])),
+            (KindId::Service,
+             json!({"metadata": {"name": "ext"}, "spec": {"type": "ExternalName", "externalName": "example.com"}}),
+             json!(["ext", "ExternalName", "<none>", "example.com", "<none>", "<unknown>", "<none>"])),
+            (KindId::Endpoints,
+             json!({"metadata": {"name": "web"}, "subsets": [{"addresses": [{"ip": "10.1.0.1"}, {"ip": "10.1.0.2"}, {"ip": "10.1.0.3"}, {"ip": "10.1.0.4"}], "ports": [{"port": 8080}]}]}),
+             json!(["web", "10.1.0.1:8080,10.1.0.2:8080,10.1.0.3:8080 + 1 more...", "<unknown>"])),
+            (KindId::Endpoints, json!({"metadata": {"name": "e"}}), json!(["e", "<none>", "<unknown>"])),
+            (KindId::Pod,
+             json!({"metadata": {"name": "p", "creationTimestamp": CREATED},
+                    "spec": {"containers": [{"name": "a"}, {"name": "b"}], "nodeName": "node-1"},
+                    "status": {"phase": "Running", "podIPs": [{"ip": "10.1.0.5"}],
+                               "conditions": [{"type": "Ready", "status": "True"}],
+                               "containerStatuses": [
+                                 {"name": "a", "ready": true, "restartCount": 2, "state": {"running": {}},
+                                  "lastState": {"terminated": {"finishedAt": "2024-01-01T00:58:00Z"}}},
+                                 {"name": "b", "ready": false, "restartCount": 0, "state": {"running": {}}}]}}),
+             json!(["p", "1/2", "Running", "2 (2m ago)", "5m", "10.1.0.5", "node-1", "<none>", "<none>"])),
+            (KindId::Pod,
+             json!({"metadata": {"name": "new"}, "spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Pending"}}),
+             json!(["new", "0/1", "Pending", "0", "<unknown>", "<none>", "<none>", "<none>", "<none>"])),
+            (KindId::Pod,
+             json!({"metadata": {"name": "crash"}, "spec": {"containers": [{"name": "a"}], "readinessGates": [{"conditionType": "x"}]},
+                    "status": {"phase": "Running", "conditions": [{"type": "x", "status": "True"}],
+                               "containerStatuses": [{"name": "a", "restartCount": 4, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}}),
+             json!(["crash", "0/1", "CrashLoopBackOff", "4", "<unknown>", "<none>", "<none>", "<none>", "1/1"])),
+            (KindId::Pod,
+             json!({"metadata": {"name": "init"}, "spec": {"initContainers": [{"name": "i1"}, {"name": "i2"}], "containers": [{"name": "a"}]},
+                    "status": {"phase": "Pending", "initContainerStatuses": [
+                        {"name": "i1", "state": {"terminated": {"exitCode": 0}}},
+                        {"name": "i2", "state": {"running": {}}}]}}),
+             json!(["init", "0/1", "Init:1/2", "0", "<unknown>", "<none>", "<none>", "<none>", "<none>"])),
+            (KindId::Pod,
+             json!({"metadata": {"name": "done"}, "spec": {"containers": [{"name": "a"}]},
+                    "status": {"phase": "Succeeded", "containerStatuses": [{"name": "a", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}}),
+             json!(["done", "0/1", "Completed", "0", "<unknown>", "<none>", "<none>", "<none>", "<none>"])),
+            (KindId::Pod,
+             json!({"metadata": {"name": "bye", "deletionTimestamp": NOW}, "spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running"}}),
+             json!(["bye", "0/1", "Terminating", "0", "<unknown>", "<none>", "<none>", "<none>", "<none>"])),
+            (KindId::PersistentVolumeClaim,
+             json!({"metadata": {"name": "data"}, "spec": {"volumeName": "pv1", "storageClassName": "standard", "volumeMode": "Filesystem"},
+                    "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce", "ReadOnlyMany"]}}),
+             json!(["data", "Bound", "pv1", "1Gi", "RWO,ROX", "standard", "<unset>", "<unknown>", "Filesystem"])),
+            (KindId::Event,
+             json!({"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "p", "fieldPath": "spec.containers{a}"},
+                    "reason": "Pulled", "message": " pulled \n", "type": "Normal", "source": {"component": "kubelet", "host": "n1"},
+                    "firstTimestamp": "2024-01-01T00:50:00Z", "lastTimestamp": CREATED, "count": 3}),
+             json!(["5m", "Normal", "Pulled", "pod/p", "spec.containers{a}", "kubelet, n1", "pulled", "10m", 3, "e1"])),
+            (KindId::EventsV1Event,
+             json!({"metadata": {"name": "e2"}, "regarding": {"kind": "Deployment", "name": "web"}, "reason": "Scaled",
+                    "note": "up", "type": "Normal", "eventTime": "2024-01-01T00:55:00.000000Z", "reportingController": "ctl",
+                    "reportingInstance": "ctl-1", "series": {"count": 4, "lastObservedTime": "2024-01-01T00:59:00.000000Z"}}),
+             json!(["60s", "Normal", "Scaled", "deployment/web", "", "ctl, ctl-1", "up", "5m", 4, "e2"])),
+            (KindId::Deployment,
+             json!({"metadata": {"name": "web", "creationTimestamp": CREATED},
+                    "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                             "template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}, {"name": "side", "image": "busybox"}]}}},
+                    "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}}),
+             json!(["web", "2/3", 3, 2, "5m", "nginx,side", "nginx:1.25,busybox", "app=web"])),
+            (KindId::StatefulSet,
+             json!({"metadata": {"name": "db"}, "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "pg", "image": "postgres"}]}}}}),
+             json!(["db", "0/1", "<unknown>", "pg", "postgres"])),
+            (KindId::DaemonSet,
+             json!({"metadata": {"name": "agent"}, "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["b", "a"]}]},
+                    "template": {"spec": {"nodeSelector": {"os": "linux"}, "containers": [{"name": "a", "image": "agent"}]}}},
+                    "status": {"desiredNumberScheduled": 2, "currentNumberScheduled": 2, "numberReady": 1, "updatedNumberScheduled": 2, "numberAvailable": 1}}),
+             json!(["agent", 2, 2, 1, 2, 1, "os=linux", "<unknown>", "a", "agent", "app in (a,b)"])),
+            (KindId::ReplicaSet,
+             json!({"metadata": {"name": "web-1"}, "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}}, "status": {"replicas": 2}}),
+             json!(["web-1", 2, 2, 0, "<unknown>", "", "", "app=web"])),
+            (KindId::Job,
+             json!({"metadata": {"name": "pi"}, "spec": {"completions": 1, "template": {"spec": {"containers": [{"name": "pi", "image": "perl"}]}}},
+                    "status": {"succeeded": 1, "startTime": "2024-01-01T00:50:00Z", "completionTime": "2024-01-01T00:50:30Z",
+                               "conditions": [{"type": "Complete", "status": "True"}]}}),
+             json!(["pi", "Complete", "1/1", "30s", "<unknown>", "pi", "perl", ""])),
+            (KindId::Job,
+             json!({"metadata": {"name": "par"}, "spec": {"parallelism": 3}, "status": {"startTime": "2024-01-01T00:55:00Z"}}),
+             json!(["par", "Running", "0/1 of 3", "5m", "<unknown>", "", "", ""])),
+            (KindId::CronJob,
+             json!({"metadata": {"name": "hello"}, "spec": {"schedule": "*/1 * * * *", "suspend": false,
+                    "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}},
+                    "status": {"lastScheduleTime": "2024-01-01T00:59:00Z", "active": [{"name": "j"}]}}),
+             json!(["hello", "*/1 * * * *", "<none>", "False", 1, "60s", "<unknown>", "c", "busybox", "<none>"])),
+            (KindId::Ingress,
+             json!({"metadata": {"name": "ing"}, "spec": {"ingressClassName": "nginx", "rules": [{"host": "a.example.com"}, {}], "tls": [{}]},
+                    "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}}),
+             json!(["ing", "nginx", "a.example.com", "1.2.3.4", "80, 443", "<unknown>"])),
+            (KindId::Ingress,
+             json!({"metadata": {"name": "bare"}, "spec": {}}),
+             json!(["bare", "<none>", "*", "", "80", "<unknown>"])),
+            (KindId::EndpointSlice,
+             json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4", "ports": [{"port": 80}, {"name": "x"}],
+                    "endpoints": [{"addresses": ["10.1.0.1"]}, {"addresses": ["10.1.0.2"]}]}),
+             json!(["web-abc", "IPv4", "80,<unset>", "10.1.0.1,10.1.0.2", "<unknown>"])),
+            (KindId::PodDisruptionBudget,
+             json!({"metadata": {"name": "pdb"}, "spec": {"minAvailable": "50%"}, "status": {"disruptionsAllowed": 1}}),
+             json!(["pdb", "50%", "N/A", 1, "<unknown>"])),
+            (KindId::Lease,
+             json!({"metadata": {"name": "leader", "creationTimestamp": CREATED}, "spec": {"holderIdentity": "node-1_abc"}}),
+             json!(["leader", "node-1_abc", "5m"])),
+        ];
+        for (id, obj, want) in cases {
+            let got = Value::from(get(id).cells(&obj, now()));
+            assert_eq!(got, want, "{id:?} {obj}");
+            assert_eq!(got.as_array().map(Vec::len), Some(get(id).columns.len()), "{id:?}");
+        }
+    }
+
+    #[test]
+    fn pod_row_conditions() {
+        let pod = get(KindId::Pod);
+        assert_eq!(
+            pod.row_conditions(&json!({"status": {"phase": "Failed"}})),
+            Some(json!([{"type": "Completed", "status": "True", "reason": "Failed", "message": "The pod failed."}]))
+        );
+        assert_eq!(pod.row_conditions(&json!({"status": {"phase": "Running"}})), None);
+    }
+
+    #[test]
+    fn human_durations_match_apimachinery() {
+        for (s, want) in [
+            (-5, "<invalid>"), (-1, "0s"), (0, "0s"), (119, "119s"), (120, "2m"), (125, "2m5s"),
+            (600, "10m"), (3 * 3600, "3h"), (3 * 3600 + 60, "3h1m"), (8 * 3600, "8h"),
+            (48 * 3600, "2d"), (50 * 3600, "2d2h"), (8 * 24 * 3600, "8d"),
+            (2 * 365 * 24 * 3600, "2y"), (9 * 365 * 24 * 3600, "9y"),
+        ] {
+            assert_eq!(human_duration(s), want, "{s}");
+        }
+    }
+}
