@@ -17,8 +17,16 @@ use serde_json::{Map, Value, json};
 
 /// Lists upstream declares `+listType=map` with keys the strategic merge key does not show.
 const LIST_MAPS: &[(&str, &str, &[&str])] = &[
-    ("io.k8s.api.core.v1.Container", "ports", &["containerPort", "protocol"]),
-    ("io.k8s.api.core.v1.ServiceSpec", "ports", &["port", "protocol"]),
+    (
+        "io.k8s.api.core.v1.Container",
+        "ports",
+        &["containerPort", "protocol"],
+    ),
+    (
+        "io.k8s.api.core.v1.ServiceSpec",
+        "ports",
+        &["port", "protocol"],
+    ),
     (
         "io.k8s.api.core.v1.PodSpec",
         "topologySpreadConstraints",
@@ -26,13 +34,37 @@ const LIST_MAPS: &[(&str, &str, &[&str])] = &[
     ),
     ("io.k8s.api.core.v1.PodSpec", "resourceClaims", &["name"]),
     ("io.k8s.api.core.v1.PodSpec", "schedulingGates", &["name"]),
-    ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "ownerReferences", &["uid"]),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+        "ownerReferences",
+        &["uid"],
+    ),
     ("io.k8s.api.core.v1.ServiceStatus", "conditions", &["type"]),
-    ("io.k8s.api.apps.v1.DeploymentStatus", "conditions", &["type"]),
-    ("io.k8s.api.apps.v1.ReplicaSetStatus", "conditions", &["type"]),
-    ("io.k8s.api.apps.v1.StatefulSetStatus", "conditions", &["type"]),
-    ("io.k8s.api.apps.v1.DaemonSetStatus", "conditions", &["type"]),
-    ("io.k8s.api.policy.v1.PodDisruptionBudgetStatus", "conditions", &["type"]),
+    (
+        "io.k8s.api.apps.v1.DeploymentStatus",
+        "conditions",
+        &["type"],
+    ),
+    (
+        "io.k8s.api.apps.v1.ReplicaSetStatus",
+        "conditions",
+        &["type"],
+    ),
+    (
+        "io.k8s.api.apps.v1.StatefulSetStatus",
+        "conditions",
+        &["type"],
+    ),
+    (
+        "io.k8s.api.apps.v1.DaemonSetStatus",
+        "conditions",
+        &["type"],
+    ),
+    (
+        "io.k8s.api.policy.v1.PodDisruptionBudgetStatus",
+        "conditions",
+        &["type"],
+    ),
 ];
 
 /// Lists upstream declares `+listType=atomic` although they have a strategic merge key.
@@ -41,9 +73,21 @@ const ATOMIC_LISTS: &[(&str, &str)] = &[("io.k8s.api.batch.v1.JobStatus", "condi
 /// Fields whose strategic patch strategy is not plain `merge`.
 const PATCH_STRATEGIES: &[(&str, &str, &str)] = &[
     ("io.k8s.api.core.v1.PodSpec", "volumes", "merge,retainKeys"),
-    ("io.k8s.api.core.v1.PodSpec", "resourceClaims", "merge,retainKeys"),
-    ("io.k8s.api.apps.v1.DeploymentSpec", "strategy", "retainKeys"),
-    ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers", "merge"),
+    (
+        "io.k8s.api.core.v1.PodSpec",
+        "resourceClaims",
+        "merge,retainKeys",
+    ),
+    (
+        "io.k8s.api.apps.v1.DeploymentSpec",
+        "strategy",
+        "retainKeys",
+    ),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+        "finalizers",
+        "merge",
+    ),
 ];
 
 /// Structs upstream marks `+structType=atomic` (`x-kubernetes-map-type: atomic`).

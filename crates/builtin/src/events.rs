@@ -81,7 +81,14 @@ fn convert(obj: &Value, to_core: bool) -> Value {
                 out.remove(k);
             }
         }
-        for k in ["reportingController", "reportingInstance", "note", "action", "reason", "type"] {
+        for k in [
+            "reportingController",
+            "reportingInstance",
+            "note",
+            "action",
+            "reason",
+            "type",
+        ] {
             if out.get(k).and_then(Value::as_str) == Some("") {
                 out.remove(k);
             }
@@ -157,7 +164,9 @@ mod tests {
                 "deprecatedLastTimestamp": "2024-01-01T00:00:00Z"})
         );
         assert_eq!(
-            to_core(&json!({"metadata": {"name": "e"}, "eventTime": "2024-01-01T00:00:00.000000Z"})),
+            to_core(
+                &json!({"metadata": {"name": "e"}, "eventTime": "2024-01-01T00:00:00.000000Z"})
+            ),
             json!({"kind": "Event", "apiVersion": "v1", "metadata": {"name": "e"},
                 "eventTime": "2024-01-01T00:00:00.000000Z", "involvedObject": {}, "source": {},
                 "firstTimestamp": null, "lastTimestamp": null,

@@ -79,7 +79,8 @@ mod tests {
             "spec": {"nodeName": "n1", "restartPolicy": "Always", "schedulerName": "default-scheduler",
                      "serviceAccountName": "sa"},
             "status": {"phase": "Running", "podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}]}});
-        let secret = json!({"metadata": {"name": "s", "namespace": "ns"}, "type": "kubernetes.io/tls"});
+        let secret =
+            json!({"metadata": {"name": "s", "namespace": "ns"}, "type": "kubernetes.io/tls"});
         let event = json!({"metadata": {"name": "e", "namespace": "ns"},
             "involvedObject": {"kind": "Pod", "name": "p", "namespace": "ns", "uid": "u1", "apiVersion": "v1"},
             "reason": "Started", "source": {"component": "kubelet", "host": "n1"}, "type": "Normal",
@@ -94,7 +95,12 @@ mod tests {
             (KindId::Pod, &pod, "metadata.namespace", Some("ns")),
             (KindId::Pod, &pod, "spec.nodeName", Some("n1")),
             (KindId::Pod, &pod, "spec.restartPolicy", Some("Always")),
-            (KindId::Pod, &pod, "spec.schedulerName", Some("default-scheduler")),
+            (
+                KindId::Pod,
+                &pod,
+                "spec.schedulerName",
+                Some("default-scheduler"),
+            ),
             (KindId::Pod, &pod, "spec.serviceAccountName", Some("sa")),
             (KindId::Pod, &pod, "spec.hostNetwork", Some("false")),
             (KindId::Pod, &pod, "status.phase", Some("Running")),
@@ -109,16 +115,34 @@ mod tests {
             (KindId::Event, &event, "reportingComponent", Some("kubelet")),
             (KindId::Event, &event, "type", Some("Normal")),
             (KindId::EventsV1Event, &ev1, "regarding.name", Some("p")),
-            (KindId::EventsV1Event, &ev1, "deprecatedSource", Some("kubelet")),
-            (KindId::EventsV1Event, &ev1, "reportingController", Some("kubelet")),
+            (
+                KindId::EventsV1Event,
+                &ev1,
+                "deprecatedSource",
+                Some("kubelet"),
+            ),
+            (
+                KindId::EventsV1Event,
+                &ev1,
+                "reportingController",
+                Some("kubelet"),
+            ),
             (KindId::EventsV1Event, &ev1, "involvedObject.name", None),
             (KindId::ReplicaSet, &rs, "status.replicas", Some("3")),
             (KindId::Job, &job, "status.successful", Some("1")),
             (KindId::ConfigMap, &cm, "data", None),
         ];
         for (id, obj, field, want) in cases {
-            assert_eq!(get(*id).field_value(obj, field).as_deref(), *want, "{id:?} {field}");
-            assert_eq!(get(*id).supports_field(field), want.is_some(), "{id:?} {field}");
+            assert_eq!(
+                get(*id).field_value(obj, field).as_deref(),
+                *want,
+                "{id:?} {field}"
+            );
+            assert_eq!(
+                get(*id).supports_field(field),
+                want.is_some(),
+                "{id:?} {field}"
+            );
         }
     }
 }

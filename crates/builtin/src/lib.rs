@@ -1,4 +1,4 @@
-//! The built-in kinds (ConfigMap, Secret, Deployment, Lease, ...) as data, so the server drives
+//! The built-in kinds (`ConfigMap`, `Secret`, `Deployment`, `Lease`, ...) as data, so the server drives
 //! them from one table on the same machinery as custom resources.
 //!
 //! Main items: [`Kind`] (one row per kind: names, scope, subresources, etcd key root, printer
@@ -63,11 +63,11 @@ pub struct ScalePaths {
 /// How `metadata.generation` moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Generation {
-    /// Not set by the server (ConfigMap, Pod, Lease, ...).
+    /// Not set by the server (`ConfigMap`, `Pod`, `Lease`, ...).
     None,
     /// 1 on create; +1 when `spec` changes (apps, batch, policy, networking).
     Spec,
-    /// 1 on create; +1 when anything outside `metadata` changes (EndpointSlice).
+    /// 1 on create; +1 when anything outside `metadata` changes (`EndpointSlice`).
     NonMetadata,
 }
 
@@ -253,7 +253,9 @@ pub static KINDS: &[Kind] = &[
 
 /// The kind served at `group`/`plural` (any version here is `v1`).
 pub fn lookup(group: &str, plural: &str) -> Option<&'static Kind> {
-    KINDS.iter().find(|k| k.group == group && k.plural == plural)
+    KINDS
+        .iter()
+        .find(|k| k.group == group && k.plural == plural)
 }
 
 /// The kind with this group and Kind.
@@ -362,26 +364,207 @@ mod tests {
     #[test]
     fn names_match_upstream_discovery() {
         // (group, plural, kind, short names, categories, status, scale, key root)
-        let cases: &[(&str, &str, &str, &[&str], &[&str], bool, bool, &str)] = &[
-            ("", "configmaps", "ConfigMap", &["cm"], &[], false, false, "/registry/configmaps"),
-            ("", "secrets", "Secret", &[], &[], false, false, "/registry/secrets"),
-            ("", "serviceaccounts", "ServiceAccount", &["sa"], &[], false, false, "/registry/serviceaccounts"),
-            ("", "services", "Service", &["svc"], &["all"], true, false, "/registry/services/specs"),
-            ("", "endpoints", "Endpoints", &["ep"], &[], false, false, "/registry/services/endpoints"),
-            ("", "pods", "Pod", &["po"], &["all"], true, false, "/registry/pods"),
-            ("", "persistentvolumeclaims", "PersistentVolumeClaim", &["pvc"], &[], true, false, "/registry/persistentvolumeclaims"),
-            ("", "events", "Event", &["ev"], &[], false, false, "/registry/events"),
-            ("apps", "deployments", "Deployment", &["deploy"], &["all"], true, true, "/registry/deployments"),
-            ("apps", "statefulsets", "StatefulSet", &["sts"], &["all"], true, true, "/registry/statefulsets"),
-            ("apps", "daemonsets", "DaemonSet", &["ds"], &["all"], true, false, "/registry/daemonsets"),
-            ("apps", "replicasets", "ReplicaSet", &["rs"], &["all"], true, true, "/registry/replicasets"),
-            ("batch", "jobs", "Job", &[], &["all"], true, false, "/registry/jobs"),
-            ("batch", "cronjobs", "CronJob", &["cj"], &["all"], true, false, "/registry/cronjobs"),
-            ("networking.k8s.io", "ingresses", "Ingress", &["ing"], &[], true, false, "/registry/ingress"),
-            ("discovery.k8s.io", "endpointslices", "EndpointSlice", &[], &[], false, false, "/registry/endpointslices"),
-            ("policy", "poddisruptionbudgets", "PodDisruptionBudget", &["pdb"], &[], true, false, "/registry/poddisruptionbudgets"),
-            ("coordination.k8s.io", "leases", "Lease", &[], &[], false, false, "/registry/leases"),
-            ("events.k8s.io", "events", "Event", &["ev"], &[], false, false, "/registry/events"),
+        type Row<'a> = (
+            &'a str,
+            &'a str,
+            &'a str,
+            &'a [&'a str],
+            &'a [&'a str],
+            bool,
+            bool,
+            &'a str,
+        );
+        let cases: &[Row] = &[
+            (
+                "",
+                "configmaps",
+                "ConfigMap",
+                &["cm"],
+                &[],
+                false,
+                false,
+                "/registry/configmaps",
+            ),
+            (
+                "",
+                "secrets",
+                "Secret",
+                &[],
+                &[],
+                false,
+                false,
+                "/registry/secrets",
+            ),
+            (
+                "",
+                "serviceaccounts",
+                "ServiceAccount",
+                &["sa"],
+                &[],
+                false,
+                false,
+                "/registry/serviceaccounts",
+            ),
+            (
+                "",
+                "services",
+                "Service",
+                &["svc"],
+                &["all"],
+                true,
+                false,
+                "/registry/services/specs",
+            ),
+            (
+                "",
+                "endpoints",
+                "Endpoints",
+                &["ep"],
+                &[],
+                false,
+                false,
+                "/registry/services/endpoints",
+            ),
+            (
+                "",
+                "pods",
+                "Pod",
+                &["po"],
+                &["all"],
+                true,
+                false,
+                "/registry/pods",
+            ),
+            (
+                "",
+                "persistentvolumeclaims",
+                "PersistentVolumeClaim",
+                &["pvc"],
+                &[],
+                true,
+                false,
+                "/registry/persistentvolumeclaims",
+            ),
+            (
+                "",
+                "events",
+                "Event",
+                &["ev"],
+                &[],
+                false,
+                false,
+                "/registry/events",
+            ),
+            (
+                "apps",
+                "deployments",
+                "Deployment",
+                &["deploy"],
+                &["all"],
+                true,
+                true,
+                "/registry/deployments",
+            ),
+            (
+                "apps",
+                "statefulsets",
+                "StatefulSet",
+                &["sts"],
+                &["all"],
+                true,
+                true,
+                "/registry/statefulsets",
+            ),
+            (
+                "apps",
+                "daemonsets",
+                "DaemonSet",
+                &["ds"],
+                &["all"],
+                true,
+                false,
+                "/registry/daemonsets",
+            ),
+            (
+                "apps",
+                "replicasets",
+                "ReplicaSet",
+                &["rs"],
+                &["all"],
+                true,
+                true,
+                "/registry/replicasets",
+            ),
+            (
+                "batch",
+                "jobs",
+                "Job",
+                &[],
+                &["all"],
+                true,
+                false,
+                "/registry/jobs",
+            ),
+            (
+                "batch",
+                "cronjobs",
+                "CronJob",
+                &["cj"],
+                &["all"],
+                true,
+                false,
+                "/registry/cronjobs",
+            ),
+            (
+                "networking.k8s.io",
+                "ingresses",
+                "Ingress",
+                &["ing"],
+                &[],
+                true,
+                false,
+                "/registry/ingress",
+            ),
+            (
+                "discovery.k8s.io",
+                "endpointslices",
+                "EndpointSlice",
+                &[],
+                &[],
+                false,
+                false,
+                "/registry/endpointslices",
+            ),
+            (
+                "policy",
+                "poddisruptionbudgets",
+                "PodDisruptionBudget",
+                &["pdb"],
+                &[],
+                true,
+                false,
+                "/registry/poddisruptionbudgets",
+            ),
+            (
+                "coordination.k8s.io",
+                "leases",
+                "Lease",
+                &[],
+                &[],
+                false,
+                false,
+                "/registry/leases",
+            ),
+            (
+                "events.k8s.io",
+                "events",
+                "Event",
+                &["ev"],
+                &[],
+                false,
+                false,
+                "/registry/events",
+            ),
         ];
         for (group, plural, kind, short, cat, status, scale, key) in cases {
             let k = lookup(group, plural).unwrap_or_else(|| panic!("{group}/{plural}"));
@@ -407,9 +590,11 @@ mod tests {
         let s = get(KindId::Deployment).scale_of(&d);
         assert_eq!(
             s,
-            Some(serde_json::json!({"kind": "Scale", "apiVersion": "autoscaling/v1",
+            Some(
+                serde_json::json!({"kind": "Scale", "apiVersion": "autoscaling/v1",
                 "metadata": {"name": "web", "namespace": "ns", "uid": "u"},
-                "spec": {"replicas": 3}, "status": {"replicas": 2, "selector": "app=web,tier=fe"}}))
+                "spec": {"replicas": 3}, "status": {"replicas": 2, "selector": "app=web,tier=fe"}})
+            )
         );
         assert_eq!(get(KindId::DaemonSet).scale_of(&d), None);
     }

@@ -2,7 +2,7 @@
 //! (`SetDefaults_*` in `pkg/apis/*/v1/defaults.go`, plus the Secret `stringData` merge done by
 //! conversion and the pod priority admission's `priority`/`preemptionPolicy`), and the
 //! strategies' `PrepareForCreate`/`PrepareForUpdate` (status reset, generation, Pod phase and
-//! QoS class, Job selector generation).
+//! `QoS` class, Job selector generation).
 //!
 //! Not done (see `VALIDATION.md`): ClusterIP/NodePort allocation and `ipFamilies`, service
 //! account admission (token volume), default tolerations, LimitRange/ResourceQuota.
@@ -48,8 +48,7 @@ fn pull_policy(image: &str) -> &'static str {
     }
     let last = image.rsplit('/').next().unwrap_or(image);
     match last.split_once(':') {
-        None => "Always",
-        Some((_, "latest")) => "Always",
+        None | Some((_, "latest")) => "Always",
         Some(_) => "IfNotPresent",
     }
 }
@@ -140,7 +139,12 @@ pub fn pod_qos_class(spec: &Value) -> &'static str {
     let mut any = false;
     let mut guaranteed = true;
     for key in ["containers", "initContainers"] {
-        for c in spec.get(key).and_then(Value::as_array).into_iter().flatten() {
+        for c in spec
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let req = c.pointer("/resources/requests");
             let lim = c.pointer("/resources/limits");
             for r in ["cpu", "memory"] {
@@ -173,7 +177,7 @@ pub fn pod_qos_class(spec: &Value) -> &'static str {
     }
 }
 
-/// Whether a quantity is zero ("0", "0m", "0.0Gi"): zero requests do not count for QoS.
+/// Whether a quantity is zero ("0", "0m", "0.0Gi"): zero requests do not count for `QoS`.
 fn is_zero_quantity(q: &str) -> bool {
     let number: String = q
         .chars()
@@ -183,7 +187,7 @@ fn is_zero_quantity(q: &str) -> bool {
 }
 
 fn merge_string_data(obj: &mut Value) {
-    use base64::Engine;
+    use base64::Engine as _;
     let Some(m) = obj.as_object_mut() else {
         return;
     };
@@ -377,7 +381,7 @@ impl Kind {
     }
 
     /// `PrepareForCreate`: status reset for kinds with a status subresource (Pods start
-    /// `Pending` with their QoS class), generation 1 where the server tracks it, and a Job's
+    /// `Pending` with their `QoS` class), generation 1 where the server tracks it, and a Job's
     /// generated selector and labels (needs `metadata.uid` set). Call after [`Kind::default`].
     pub fn prepare_create(&self, obj: &mut Value) {
         if self.status
@@ -390,7 +394,9 @@ impl Kind {
                 }
                 KindId::Service => json!({"loadBalancer": {}}),
                 KindId::PersistentVolumeClaim => json!({"phase": "Pending"}),
-                KindId::PodDisruptionBudget => json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
+                KindId::PodDisruptionBudget => {
+                    json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
+                }
                 _ => json!({}),
             };
             m.insert("status".into(), status);
@@ -545,63 +551,101 @@ mod tests {
     #[test]
     fn defaults_match_go_defaulters() {
         let cases = vec![
-            (KindId::Secret,
-             json!({"metadata": {"name": "s"}, "data": {"a": "MQ=="}, "stringData": {"b": "two", "a": "one"}}),
-             json!({"metadata": {"name": "s"}, "data": {"a": "b25l", "b": "dHdv"}, "type": "Opaque"})),
-            (KindId::Service,
-             json!({"spec": {"ports": [{"port": 80}, {"port": 53, "protocol": "UDP", "targetPort": "dns"}]}}),
-             json!({"spec": {"type": "ClusterIP", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
-                "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}, {"port": 53, "protocol": "UDP", "targetPort": "dns"}]}})),
-            (KindId::Service,
-             json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 80, "targetPort": 0}]}}),
-             json!({"spec": {"type": "LoadBalancer", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
+            (
+                KindId::Secret,
+                json!({"metadata": {"name": "s"}, "data": {"a": "MQ=="}, "stringData": {"b": "two", "a": "one"}}),
+                json!({"metadata": {"name": "s"}, "data": {"a": "b25l", "b": "dHdv"}, "type": "Opaque"}),
+            ),
+            (
+                KindId::Service,
+                json!({"spec": {"ports": [{"port": 80}, {"port": 53, "protocol": "UDP", "targetPort": "dns"}]}}),
+                json!({"spec": {"type": "ClusterIP", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
+                "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}, {"port": 53, "protocol": "UDP", "targetPort": "dns"}]}}),
+            ),
+            (
+                KindId::Service,
+                json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 80, "targetPort": 0}]}}),
+                json!({"spec": {"type": "LoadBalancer", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
                 "externalTrafficPolicy": "Cluster", "allocateLoadBalancerNodePorts": true,
-                "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}]}})),
-            (KindId::Pod,
-             json!({"spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}],
+                "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}]}}),
+            ),
+            (
+                KindId::Pod,
+                json!({"spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}],
                 "resources": {"limits": {"cpu": "1"}}, "readinessProbe": {"httpGet": {"port": 80}}}],
                 "volumes": [{"name": "s", "secret": {"secretName": "x"}}]}}),
-             json!({"spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                json!({"spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}],
                 "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}},
                 "readinessProbe": {"httpGet": {"port": 80, "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
                 "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File", "imagePullPolicy": "Always"}],
                 "volumes": [{"name": "s", "secret": {"secretName": "x", "defaultMode": 420}}],
                 "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "securityContext": {},
-                "schedulerName": "default-scheduler", "enableServiceLinks": true, "priority": 0, "preemptionPolicy": "PreemptLowerPriority"}})),
-            (KindId::Deployment,
-             json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}}),
-             json!({"spec": {"replicas": 1, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600,
+                "schedulerName": "default-scheduler", "enableServiceLinks": true, "priority": 0, "preemptionPolicy": "PreemptLowerPriority"}}),
+            ),
+            (
+                KindId::Deployment,
+                json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}}),
+                json!({"spec": {"replicas": 1, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600,
                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
                 "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.25", "terminationMessagePath": "/dev/termination-log",
                     "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent", "resources": {}}],
                     "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "securityContext": {},
-                    "schedulerName": "default-scheduler", "enableServiceLinks": true}}}})),
-            (KindId::Deployment,
-             json!({"spec": {"replicas": 0, "strategy": {"type": "Recreate"}}}),
-             json!({"spec": {"replicas": 0, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600, "strategy": {"type": "Recreate"}}})),
-            (KindId::StatefulSet, json!({"spec": {}}),
-             json!({"spec": {"replicas": 1, "revisionHistoryLimit": 10, "podManagementPolicy": "OrderedReady",
+                    "schedulerName": "default-scheduler", "enableServiceLinks": true}}}}),
+            ),
+            (
+                KindId::Deployment,
+                json!({"spec": {"replicas": 0, "strategy": {"type": "Recreate"}}}),
+                json!({"spec": {"replicas": 0, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600, "strategy": {"type": "Recreate"}}}),
+            ),
+            (
+                KindId::StatefulSet,
+                json!({"spec": {}}),
+                json!({"spec": {"replicas": 1, "revisionHistoryLimit": 10, "podManagementPolicy": "OrderedReady",
                 "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}}})),
-            (KindId::DaemonSet, json!({"spec": {}}),
-             json!({"spec": {"revisionHistoryLimit": 10, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}}})),
-            (KindId::ReplicaSet, json!({"spec": {}}), json!({"spec": {"replicas": 1}})),
-            (KindId::Job,
-             json!({"metadata": {"name": "j"}, "spec": {"template": {"metadata": {"labels": {"app": "j"}}}}}),
-             json!({"metadata": {"name": "j", "labels": {"app": "j"}}, "spec": {"completions": 1, "parallelism": 1, "backoffLimit": 6,
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}}}),
+            ),
+            (
+                KindId::DaemonSet,
+                json!({"spec": {}}),
+                json!({"spec": {"revisionHistoryLimit": 10, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}}}),
+            ),
+            (
+                KindId::ReplicaSet,
+                json!({"spec": {}}),
+                json!({"spec": {"replicas": 1}}),
+            ),
+            (
+                KindId::Job,
+                json!({"metadata": {"name": "j"}, "spec": {"template": {"metadata": {"labels": {"app": "j"}}}}}),
+                json!({"metadata": {"name": "j", "labels": {"app": "j"}}, "spec": {"completions": 1, "parallelism": 1, "backoffLimit": 6,
                 "completionMode": "NonIndexed", "suspend": false, "podReplacementPolicy": "TerminatingOrFailed",
-                "template": {"metadata": {"labels": {"app": "j"}}}}})),
-            (KindId::CronJob, json!({"spec": {"schedule": "@hourly"}}),
-             json!({"spec": {"schedule": "@hourly", "concurrencyPolicy": "Allow", "suspend": false, "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1}})),
-            (KindId::PersistentVolumeClaim, json!({"spec": {}}),
-             json!({"spec": {"volumeMode": "Filesystem"}, "status": {"phase": "Pending"}})),
-            (KindId::EndpointSlice, json!({"ports": [{"port": 80}]}), json!({"ports": [{"port": 80, "protocol": "TCP"}]})),
+                "template": {"metadata": {"labels": {"app": "j"}}}}}),
+            ),
+            (
+                KindId::CronJob,
+                json!({"spec": {"schedule": "@hourly"}}),
+                json!({"spec": {"schedule": "@hourly", "concurrencyPolicy": "Allow", "suspend": false, "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1}}),
+            ),
+            (
+                KindId::PersistentVolumeClaim,
+                json!({"spec": {}}),
+                json!({"spec": {"volumeMode": "Filesystem"}, "status": {"phase": "Pending"}}),
+            ),
+            (
+                KindId::EndpointSlice,
+                json!({"ports": [{"port": 80}]}),
+                json!({"ports": [{"port": 80, "protocol": "TCP"}]}),
+            ),
             (KindId::Lease, json!({"spec": {}}), json!({"spec": {}})),
         ];
         for (id, obj, want) in cases {
             let got = defaulted(id, obj.clone());
             assert_eq!(got, want, "{id:?} {obj}");
-            assert_eq!(defaulted(id, got.clone()), got, "{id:?} defaulting is idempotent");
+            assert_eq!(
+                defaulted(id, got.clone()),
+                got,
+                "{id:?} defaulting is idempotent"
+            );
         }
     }
 
@@ -623,10 +667,22 @@ mod tests {
     fn qos_classes() {
         for (spec, want) in [
             (json!({"containers": [{"name": "a"}]}), "BestEffort"),
-            (json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "0"}}}]}), "BestEffort"),
-            (json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}), "Burstable"),
-            (json!({"containers": [{"name": "a", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}}}]}), "Guaranteed"),
-            (json!({"containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}}]}), "Burstable"),
+            (
+                json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "0"}}}]}),
+                "BestEffort",
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}),
+                "Burstable",
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}}}]}),
+                "Guaranteed",
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}}]}),
+                "Burstable",
+            ),
         ] {
             assert_eq!(pod_qos_class(&spec), want, "{spec}");
         }
@@ -635,27 +691,39 @@ mod tests {
     #[test]
     fn prepare_create_resets_status_and_sets_generation() {
         let cases = vec![
-            (KindId::Pod,
-             json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Running"}}),
-             json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Pending", "qosClass": "BestEffort"}})),
-            (KindId::Deployment,
-             json!({"metadata": {"name": "d", "generation": 7}, "spec": {}, "status": {"replicas": 3}}),
-             json!({"metadata": {"name": "d", "generation": 1}, "spec": {}, "status": {}})),
-            (KindId::ConfigMap,
-             json!({"metadata": {"name": "c"}, "data": {}}),
-             json!({"metadata": {"name": "c"}, "data": {}})),
-            (KindId::EndpointSlice,
-             json!({"metadata": {"name": "e"}}),
-             json!({"metadata": {"name": "e", "generation": 1}})),
-            (KindId::Job,
-             json!({"metadata": {"name": "pi", "uid": "u-1"}, "spec": {"template": {"metadata": {"labels": {"app": "pi"}}}}}),
-             json!({"metadata": {"name": "pi", "uid": "u-1", "generation": 1}, "status": {},
+            (
+                KindId::Pod,
+                json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Running"}}),
+                json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Pending", "qosClass": "BestEffort"}}),
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": {"name": "d", "generation": 7}, "spec": {}, "status": {"replicas": 3}}),
+                json!({"metadata": {"name": "d", "generation": 1}, "spec": {}, "status": {}}),
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": {"name": "c"}, "data": {}}),
+                json!({"metadata": {"name": "c"}, "data": {}}),
+            ),
+            (
+                KindId::EndpointSlice,
+                json!({"metadata": {"name": "e"}}),
+                json!({"metadata": {"name": "e", "generation": 1}}),
+            ),
+            (
+                KindId::Job,
+                json!({"metadata": {"name": "pi", "uid": "u-1"}, "spec": {"template": {"metadata": {"labels": {"app": "pi"}}}}}),
+                json!({"metadata": {"name": "pi", "uid": "u-1", "generation": 1}, "status": {},
                 "spec": {"selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}},
                     "template": {"metadata": {"labels": {"app": "pi", "job-name": "pi", "batch.kubernetes.io/job-name": "pi",
-                        "controller-uid": "u-1", "batch.kubernetes.io/controller-uid": "u-1"}}}}})),
-            (KindId::Job,
-             json!({"metadata": {"name": "m", "uid": "u"}, "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}}}}),
-             json!({"metadata": {"name": "m", "uid": "u", "generation": 1}, "status": {}, "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}}}})),
+                        "controller-uid": "u-1", "batch.kubernetes.io/controller-uid": "u-1"}}}}}),
+            ),
+            (
+                KindId::Job,
+                json!({"metadata": {"name": "m", "uid": "u"}, "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}}}}),
+                json!({"metadata": {"name": "m", "uid": "u", "generation": 1}, "status": {}, "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}}}}),
+            ),
         ];
         for (id, mut obj, want) in cases {
             get(id).prepare_create(&mut obj);
@@ -668,16 +736,36 @@ mod tests {
         let old = json!({"metadata": {"name": "d", "generation": 2}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
         // (kind, new, status subresource, expected)
         let cases = vec![
-            (KindId::Deployment, json!({"metadata": {"name": "d", "generation": 2}, "spec": {"replicas": 3}, "status": {"replicas": 9}}), false,
-             json!({"metadata": {"name": "d", "generation": 3}, "spec": {"replicas": 3}, "status": {"replicas": 1}})),
-            (KindId::Deployment, json!({"metadata": {"name": "d", "generation": 2, "labels": {"a": "b"}}, "spec": {"replicas": 1}}), false,
-             json!({"metadata": {"name": "d", "generation": 2, "labels": {"a": "b"}}, "spec": {"replicas": 1}, "status": {"replicas": 1}})),
-            (KindId::Deployment, json!({"metadata": {"name": "d", "generation": 2, "annotations": {"x": "y"}}, "spec": {"replicas": 1}}), false,
-             json!({"metadata": {"name": "d", "generation": 3, "annotations": {"x": "y"}}, "spec": {"replicas": 1}, "status": {"replicas": 1}})),
-            (KindId::ReplicaSet, json!({"metadata": {"name": "d", "generation": 2}, "spec": {"replicas": 5}, "status": {"replicas": 4}}), true,
-             json!({"metadata": {"name": "d", "generation": 2}, "spec": {"replicas": 1}, "status": {"replicas": 4}})),
-            (KindId::ConfigMap, json!({"metadata": {"name": "d"}, "data": {"a": "b"}}), false,
-             json!({"metadata": {"name": "d"}, "data": {"a": "b"}})),
+            (
+                KindId::Deployment,
+                json!({"metadata": {"name": "d", "generation": 2}, "spec": {"replicas": 3}, "status": {"replicas": 9}}),
+                false,
+                json!({"metadata": {"name": "d", "generation": 3}, "spec": {"replicas": 3}, "status": {"replicas": 1}}),
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": {"name": "d", "generation": 2, "labels": {"a": "b"}}, "spec": {"replicas": 1}}),
+                false,
+                json!({"metadata": {"name": "d", "generation": 2, "labels": {"a": "b"}}, "spec": {"replicas": 1}, "status": {"replicas": 1}}),
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": {"name": "d", "generation": 2, "annotations": {"x": "y"}}, "spec": {"replicas": 1}}),
+                false,
+                json!({"metadata": {"name": "d", "generation": 3, "annotations": {"x": "y"}}, "spec": {"replicas": 1}, "status": {"replicas": 1}}),
+            ),
+            (
+                KindId::ReplicaSet,
+                json!({"metadata": {"name": "d", "generation": 2}, "spec": {"replicas": 5}, "status": {"replicas": 4}}),
+                true,
+                json!({"metadata": {"name": "d", "generation": 2}, "spec": {"replicas": 1}, "status": {"replicas": 4}}),
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": {"name": "d"}, "data": {"a": "b"}}),
+                false,
+                json!({"metadata": {"name": "d"}, "data": {"a": "b"}}),
+            ),
         ];
         for (id, mut new, status, want) in cases {
             get(id).prepare_update(&mut new, &old, status);

@@ -99,7 +99,7 @@ const IMAGES: Column = text(
     1,
 );
 
-/// ConfigMap: NAME DATA AGE.
+/// `ConfigMap`: NAME DATA AGE.
 pub const CONFIG_MAP: &[Column] = &[
     NAME,
     doc("Data", "string", "io.k8s.api.core.v1.ConfigMap", "data", 0),
@@ -112,7 +112,7 @@ pub const SECRET: &[Column] = &[
     doc("Data", "string", "io.k8s.api.core.v1.Secret", "data", 0),
     AGE,
 ];
-/// ServiceAccount: NAME SECRETS AGE.
+/// `ServiceAccount`: NAME SECRETS AGE.
 pub const SERVICE_ACCOUNT: &[Column] = &[
     NAME,
     doc(
@@ -127,7 +127,13 @@ pub const SERVICE_ACCOUNT: &[Column] = &[
 /// Service: NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE (SELECTOR).
 pub const SERVICE: &[Column] = &[
     NAME,
-    doc("Type", "string", "io.k8s.api.core.v1.ServiceSpec", "type", 0),
+    doc(
+        "Type",
+        "string",
+        "io.k8s.api.core.v1.ServiceSpec",
+        "type",
+        0,
+    ),
     doc(
         "Cluster-IP",
         "string",
@@ -142,7 +148,13 @@ pub const SERVICE: &[Column] = &[
         "externalIPs",
         0,
     ),
-    doc("Port(s)", "string", "io.k8s.api.core.v1.ServiceSpec", "ports", 0),
+    doc(
+        "Port(s)",
+        "string",
+        "io.k8s.api.core.v1.ServiceSpec",
+        "ports",
+        0,
+    ),
     AGE,
     doc(
         "Selector",
@@ -187,7 +199,13 @@ pub const POD: &[Column] = &[
     ),
     AGE,
     doc("IP", "string", "io.k8s.api.core.v1.PodStatus", "podIP", 1),
-    doc("Node", "string", "io.k8s.api.core.v1.PodSpec", "nodeName", 1),
+    doc(
+        "Node",
+        "string",
+        "io.k8s.api.core.v1.PodSpec",
+        "nodeName",
+        1,
+    ),
     doc(
         "Nominated Node",
         "string",
@@ -203,7 +221,7 @@ pub const POD: &[Column] = &[
         1,
     ),
 ];
-/// PersistentVolumeClaim.
+/// `PersistentVolumeClaim`.
 pub const PVC: &[Column] = &[
     NAME,
     doc(
@@ -276,7 +294,13 @@ pub const EVENT: &[Column] = &[
         1,
     ),
     doc("Source", "string", "io.k8s.api.core.v1.Event", "source", 1),
-    doc("Message", "string", "io.k8s.api.core.v1.Event", "message", 0),
+    doc(
+        "Message",
+        "string",
+        "io.k8s.api.core.v1.Event",
+        "message",
+        0,
+    ),
     doc(
         "First Seen",
         "string",
@@ -322,7 +346,7 @@ pub const DEPLOYMENT: &[Column] = &[
         1,
     ),
 ];
-/// StatefulSet: NAME READY AGE (CONTAINERS IMAGES).
+/// `StatefulSet`: NAME READY AGE (CONTAINERS IMAGES).
 pub const STATEFUL_SET: &[Column] = &[
     NAME,
     text("Ready", "string", "Number of the pod with ready state", 0),
@@ -330,7 +354,7 @@ pub const STATEFUL_SET: &[Column] = &[
     CONTAINERS,
     IMAGES,
 ];
-/// DaemonSet: NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE (...).
+/// `DaemonSet`: NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE (...).
 pub const DAEMON_SET: &[Column] = &[
     NAME,
     doc(
@@ -386,7 +410,7 @@ pub const DAEMON_SET: &[Column] = &[
         1,
     ),
 ];
-/// ReplicaSet: NAME DESIRED CURRENT READY AGE (CONTAINERS IMAGES SELECTOR).
+/// `ReplicaSet`: NAME DESIRED CURRENT READY AGE (CONTAINERS IMAGES SELECTOR).
 pub const REPLICA_SET: &[Column] = &[
     NAME,
     doc(
@@ -432,7 +456,12 @@ pub const JOB: &[Column] = &[
         "succeeded",
         0,
     ),
-    text("Duration", "string", "Time required to complete the job.", 0),
+    text(
+        "Duration",
+        "string",
+        "Time required to complete the job.",
+        0,
+    ),
     AGE,
     CONTAINERS,
     IMAGES,
@@ -444,7 +473,7 @@ pub const JOB: &[Column] = &[
         1,
     ),
 ];
-/// CronJob: NAME SCHEDULE TIMEZONE SUSPEND ACTIVE LAST SCHEDULE AGE (...).
+/// `CronJob`: NAME SCHEDULE TIMEZONE SUSPEND ACTIVE LAST SCHEDULE AGE (...).
 pub const CRON_JOB: &[Column] = &[
     NAME,
     doc(
@@ -517,10 +546,15 @@ pub const INGRESS: &[Column] = &[
         "loadBalancer",
         0,
     ),
-    text("Ports", "string", "Ports of TLS configurations that open", 0),
+    text(
+        "Ports",
+        "string",
+        "Ports of TLS configurations that open",
+        0,
+    ),
     AGE,
 ];
-/// EndpointSlice: NAME ADDRESSTYPE PORTS ENDPOINTS AGE.
+/// `EndpointSlice`: NAME ADDRESSTYPE PORTS ENDPOINTS AGE.
 pub const ENDPOINT_SLICE: &[Column] = &[
     NAME,
     doc(
@@ -546,7 +580,7 @@ pub const ENDPOINT_SLICE: &[Column] = &[
     ),
     AGE,
 ];
-/// PodDisruptionBudget: NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE.
+/// `PodDisruptionBudget`: NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE.
 pub const PDB: &[Column] = &[
     NAME,
     doc(
@@ -1131,7 +1165,11 @@ fn pvc_cells(obj: &Value, name: Value, age: Value) -> Vec<Value> {
     };
     let class = match at(obj, "/spec/storageClassName").as_str() {
         Some(c) => c.to_string(),
-        None => s(obj, "/metadata/annotations/volume.beta.kubernetes.io~1storage-class").into(),
+        None => s(
+            obj,
+            "/metadata/annotations/volume.beta.kubernetes.io~1storage-class",
+        )
+        .into(),
     };
     let vac = at(obj, "/spec/volumeAttributesClassName")
         .as_str()
@@ -1199,10 +1237,7 @@ fn event_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
     } else {
         format!("{kind}/{target_name}")
     };
-    let component = first_non_empty(
-        s(obj, "/source/component"),
-        s(obj, "/reportingComponent"),
-    );
+    let component = first_non_empty(s(obj, "/source/component"), s(obj, "/reportingComponent"));
     let instance = first_non_empty(s(obj, "/source/host"), s(obj, "/reportingInstance"));
     let source = if component.is_empty() {
         "<unknown>".to_string()
@@ -1378,8 +1413,7 @@ fn pod_cells(obj: &Value, name: Value, age: Value, now: Timestamp) -> Vec<Value>
                     0 => format!("ExitCode:{}", int(terminated, "/exitCode")),
                     sig => format!("Signal:{sig}"),
                 };
-            } else if at(c, "/ready").as_bool() == Some(true)
-                && !at(c, "/state/running").is_null()
+            } else if at(c, "/ready").as_bool() == Some(true) && !at(c, "/state/running").is_null()
             {
                 has_running = true;
                 ready += 1;
@@ -1405,10 +1439,7 @@ fn pod_cells(obj: &Value, name: Value, age: Value, now: Timestamp) -> Vec<Value>
         ),
         _ => restarts.to_string(),
     };
-    let ip = arr(status, "/podIPs")
-        .first()
-        .map(|p| s(p, "/ip"))
-        .unwrap_or("");
+    let ip = arr(status, "/podIPs").first().map_or("", |p| s(p, "/ip"));
     let gates = arr(spec, "/readinessGates");
     let gates_str = if gates.is_empty() {
         "<none>".to_string()
@@ -1460,20 +1491,154 @@ mod tests {
             (KindId::ConfigMap, &["Name", "Data", "Age"]),
             (KindId::Secret, &["Name", "Type", "Data", "Age"]),
             (KindId::ServiceAccount, &["Name", "Secrets", "Age"]),
-            (KindId::Service, &["Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]),
+            (
+                KindId::Service,
+                &[
+                    "Name",
+                    "Type",
+                    "Cluster-IP",
+                    "External-IP",
+                    "Port(s)",
+                    "Age",
+                    "Selector",
+                ],
+            ),
             (KindId::Endpoints, &["Name", "Endpoints", "Age"]),
-            (KindId::Pod, &["Name", "Ready", "Status", "Restarts", "Age", "IP", "Node", "Nominated Node", "Readiness Gates"]),
-            (KindId::PersistentVolumeClaim, &["Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass", "VolumeAttributesClass", "Age", "VolumeMode"]),
-            (KindId::Event, &["Last Seen", "Type", "Reason", "Object", "Subobject", "Source", "Message", "First Seen", "Count", "Name"]),
-            (KindId::Deployment, &["Name", "Ready", "Up-to-date", "Available", "Age", "Containers", "Images", "Selector"]),
-            (KindId::StatefulSet, &["Name", "Ready", "Age", "Containers", "Images"]),
-            (KindId::DaemonSet, &["Name", "Desired", "Current", "Ready", "Up-to-date", "Available", "Node Selector", "Age", "Containers", "Images", "Selector"]),
-            (KindId::ReplicaSet, &["Name", "Desired", "Current", "Ready", "Age", "Containers", "Images", "Selector"]),
-            (KindId::Job, &["Name", "Status", "Completions", "Duration", "Age", "Containers", "Images", "Selector"]),
-            (KindId::CronJob, &["Name", "Schedule", "Timezone", "Suspend", "Active", "Last Schedule", "Age", "Containers", "Images", "Selector"]),
-            (KindId::Ingress, &["Name", "Class", "Hosts", "Address", "Ports", "Age"]),
-            (KindId::EndpointSlice, &["Name", "AddressType", "Ports", "Endpoints", "Age"]),
-            (KindId::PodDisruptionBudget, &["Name", "Min Available", "Max Unavailable", "Allowed Disruptions", "Age"]),
+            (
+                KindId::Pod,
+                &[
+                    "Name",
+                    "Ready",
+                    "Status",
+                    "Restarts",
+                    "Age",
+                    "IP",
+                    "Node",
+                    "Nominated Node",
+                    "Readiness Gates",
+                ],
+            ),
+            (
+                KindId::PersistentVolumeClaim,
+                &[
+                    "Name",
+                    "Status",
+                    "Volume",
+                    "Capacity",
+                    "Access Modes",
+                    "StorageClass",
+                    "VolumeAttributesClass",
+                    "Age",
+                    "VolumeMode",
+                ],
+            ),
+            (
+                KindId::Event,
+                &[
+                    "Last Seen",
+                    "Type",
+                    "Reason",
+                    "Object",
+                    "Subobject",
+                    "Source",
+                    "Message",
+                    "First Seen",
+                    "Count",
+                    "Name",
+                ],
+            ),
+            (
+                KindId::Deployment,
+                &[
+                    "Name",
+                    "Ready",
+                    "Up-to-date",
+                    "Available",
+                    "Age",
+                    "Containers",
+                    "Images",
+                    "Selector",
+                ],
+            ),
+            (
+                KindId::StatefulSet,
+                &["Name", "Ready", "Age", "Containers", "Images"],
+            ),
+            (
+                KindId::DaemonSet,
+                &[
+                    "Name",
+                    "Desired",
+                    "Current",
+                    "Ready",
+                    "Up-to-date",
+                    "Available",
+                    "Node Selector",
+                    "Age",
+                    "Containers",
+                    "Images",
+                    "Selector",
+                ],
+            ),
+            (
+                KindId::ReplicaSet,
+                &[
+                    "Name",
+                    "Desired",
+                    "Current",
+                    "Ready",
+                    "Age",
+                    "Containers",
+                    "Images",
+                    "Selector",
+                ],
+            ),
+            (
+                KindId::Job,
+                &[
+                    "Name",
+                    "Status",
+                    "Completions",
+                    "Duration",
+                    "Age",
+                    "Containers",
+                    "Images",
+                    "Selector",
+                ],
+            ),
+            (
+                KindId::CronJob,
+                &[
+                    "Name",
+                    "Schedule",
+                    "Timezone",
+                    "Suspend",
+                    "Active",
+                    "Last Schedule",
+                    "Age",
+                    "Containers",
+                    "Images",
+                    "Selector",
+                ],
+            ),
+            (
+                KindId::Ingress,
+                &["Name", "Class", "Hosts", "Address", "Ports", "Age"],
+            ),
+            (
+                KindId::EndpointSlice,
+                &["Name", "AddressType", "Ports", "Endpoints", "Age"],
+            ),
+            (
+                KindId::PodDisruptionBudget,
+                &[
+                    "Name",
+                    "Min Available",
+                    "Max Unavailable",
+                    "Allowed Disruptions",
+                    "Age",
+                ],
+            ),
             (KindId::Lease, &["Name", "Holder", "Age"]),
         ];
         for (id, want) in cases {
@@ -1482,8 +1647,18 @@ mod tests {
         let pod = get(KindId::Pod).column_definitions();
         assert_eq!(pod[0]["format"], json!("name"));
         assert_eq!(pod[5]["priority"], json!(1));
-        assert!(pod[5]["description"].as_str().unwrap().starts_with("podIP address allocated to the pod"));
-        assert!(pod[4]["description"].as_str().unwrap().starts_with("CreationTimestamp is a timestamp"));
+        assert!(
+            pod[5]["description"]
+                .as_str()
+                .unwrap()
+                .starts_with("podIP address allocated to the pod")
+        );
+        assert!(
+            pod[4]["description"]
+                .as_str()
+                .unwrap()
+                .starts_with("CreationTimestamp is a timestamp")
+        );
         for k in KINDS {
             for c in k.columns {
                 assert!(!c.description().is_empty(), "{} {}", k.kind, c.name);
@@ -1494,32 +1669,79 @@ mod tests {
     #[test]
     fn cells_match_kube_apiserver_rows() {
         let cases: Vec<(KindId, Value, Value)> = vec![
-            (KindId::ConfigMap,
-             json!({"metadata": {"name": "cm", "creationTimestamp": CREATED}, "data": {"a": "1", "b": "2"}, "binaryData": {"c": ""}}),
-             json!(["cm", 3, "5m"])),
-            (KindId::Secret,
-             json!({"metadata": {"name": "s", "creationTimestamp": CREATED}, "type": "Opaque", "data": {"a": "MQ=="}}),
-             json!(["s", "Opaque", 1, "5m"])),
-            (KindId::ServiceAccount,
-             json!({"metadata": {"name": "default"}}),
-             json!(["default", 0, "<unknown>"])),
-            (KindId::Service,
-             json!({"metadata": {"name": "web", "creationTimestamp": CREATED},
+            (
+                KindId::ConfigMap,
+                json!({"metadata": {"name": "cm", "creationTimestamp": CREATED}, "data": {"a": "1", "b": "2"}, "binaryData": {"c": ""}}),
+                json!(["cm", 3, "5m"]),
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": {"name": "s", "creationTimestamp": CREATED}, "type": "Opaque", "data": {"a": "MQ=="}}),
+                json!(["s", "Opaque", 1, "5m"]),
+            ),
+            (
+                KindId::ServiceAccount,
+                json!({"metadata": {"name": "default"}}),
+                json!(["default", 0, "<unknown>"]),
+            ),
+            (
+                KindId::Service,
+                json!({"metadata": {"name": "web", "creationTimestamp": CREATED},
                     "spec": {"type": "NodePort", "clusterIP": "10.0.0.10", "selector": {"app": "web"},
                              "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080}, {"port": 53, "protocol": "UDP"}]}}),
-             json!(["web", "NodePort", "10.0.0.10", "<none>", "80:30080/TCP,53/UDP", "5m", "app=web"])),
-            (KindId::Service,
-             json!({"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "clusterIP": "None"}}),
-             json!(["lb", "LoadBalancer", "None", "<pending>", "<none>", "<unknown>", "<none>"])),
-            (KindId::Service,
-             json!({"metadata": {"name": "ext"}, "spec": {"type": "ExternalName", "externalName": "example.com"}}),
-             json!(["ext", "ExternalName", "<none>", "example.com", "<none>", "<unknown>", "<none>"])),
-            (KindId::Endpoints,
-             json!({"metadata": {"name": "web"}, "subsets": [{"addresses": [{"ip": "10.1.0.1"}, {"ip": "10.1.0.2"}, {"ip": "10.1.0.3"}, {"ip": "10.1.0.4"}], "ports": [{"port": 8080}]}]}),
-             json!(["web", "10.1.0.1:8080,10.1.0.2:8080,10.1.0.3:8080 + 1 more...", "<unknown>"])),
-            (KindId::Endpoints, json!({"metadata": {"name": "e"}}), json!(["e", "<none>", "<unknown>"])),
-            (KindId::Pod,
-             json!({"metadata": {"name": "p", "creationTimestamp": CREATED},
+                json!([
+                    "web",
+                    "NodePort",
+                    "10.0.0.10",
+                    "<none>",
+                    "80:30080/TCP,53/UDP",
+                    "5m",
+                    "app=web"
+                ]),
+            ),
+            (
+                KindId::Service,
+                json!({"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "clusterIP": "None"}}),
+                json!([
+                    "lb",
+                    "LoadBalancer",
+                    "None",
+                    "<pending>",
+                    "<none>",
+                    "<unknown>",
+                    "<none>"
+                ]),
+            ),
+            (
+                KindId::Service,
+                json!({"metadata": {"name": "ext"}, "spec": {"type": "ExternalName", "externalName": "example.com"}}),
+                json!([
+                    "ext",
+                    "ExternalName",
+                    "<none>",
+                    "example.com",
+                    "<none>",
+                    "<unknown>",
+                    "<none>"
+                ]),
+            ),
+            (
+                KindId::Endpoints,
+                json!({"metadata": {"name": "web"}, "subsets": [{"addresses": [{"ip": "10.1.0.1"}, {"ip": "10.1.0.2"}, {"ip": "10.1.0.3"}, {"ip": "10.1.0.4"}], "ports": [{"port": 8080}]}]}),
+                json!([
+                    "web",
+                    "10.1.0.1:8080,10.1.0.2:8080,10.1.0.3:8080 + 1 more...",
+                    "<unknown>"
+                ]),
+            ),
+            (
+                KindId::Endpoints,
+                json!({"metadata": {"name": "e"}}),
+                json!(["e", "<none>", "<unknown>"]),
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": {"name": "p", "creationTimestamp": CREATED},
                     "spec": {"containers": [{"name": "a"}, {"name": "b"}], "nodeName": "node-1"},
                     "status": {"phase": "Running", "podIPs": [{"ip": "10.1.0.5"}],
                                "conditions": [{"type": "Ready", "status": "True"}],
@@ -1527,94 +1749,285 @@ mod tests {
                                  {"name": "a", "ready": true, "restartCount": 2, "state": {"running": {}},
                                   "lastState": {"terminated": {"finishedAt": "2024-01-01T00:58:00Z"}}},
                                  {"name": "b", "ready": false, "restartCount": 0, "state": {"running": {}}}]}}),
-             json!(["p", "1/2", "Running", "2 (2m ago)", "5m", "10.1.0.5", "node-1", "<none>", "<none>"])),
-            (KindId::Pod,
-             json!({"metadata": {"name": "new"}, "spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Pending"}}),
-             json!(["new", "0/1", "Pending", "0", "<unknown>", "<none>", "<none>", "<none>", "<none>"])),
-            (KindId::Pod,
-             json!({"metadata": {"name": "crash"}, "spec": {"containers": [{"name": "a"}], "readinessGates": [{"conditionType": "x"}]},
+                json!([
+                    "p",
+                    "1/2",
+                    "Running",
+                    "2 (2m ago)",
+                    "5m",
+                    "10.1.0.5",
+                    "node-1",
+                    "<none>",
+                    "<none>"
+                ]),
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": {"name": "new"}, "spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Pending"}}),
+                json!([
+                    "new",
+                    "0/1",
+                    "Pending",
+                    "0",
+                    "<unknown>",
+                    "<none>",
+                    "<none>",
+                    "<none>",
+                    "<none>"
+                ]),
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": {"name": "crash"}, "spec": {"containers": [{"name": "a"}], "readinessGates": [{"conditionType": "x"}]},
                     "status": {"phase": "Running", "conditions": [{"type": "x", "status": "True"}],
                                "containerStatuses": [{"name": "a", "restartCount": 4, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}}),
-             json!(["crash", "0/1", "CrashLoopBackOff", "4", "<unknown>", "<none>", "<none>", "<none>", "1/1"])),
-            (KindId::Pod,
-             json!({"metadata": {"name": "init"}, "spec": {"initContainers": [{"name": "i1"}, {"name": "i2"}], "containers": [{"name": "a"}]},
+                json!([
+                    "crash",
+                    "0/1",
+                    "CrashLoopBackOff",
+                    "4",
+                    "<unknown>",
+                    "<none>",
+                    "<none>",
+                    "<none>",
+                    "1/1"
+                ]),
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": {"name": "init"}, "spec": {"initContainers": [{"name": "i1"}, {"name": "i2"}], "containers": [{"name": "a"}]},
                     "status": {"phase": "Pending", "initContainerStatuses": [
                         {"name": "i1", "state": {"terminated": {"exitCode": 0}}},
                         {"name": "i2", "state": {"running": {}}}]}}),
-             json!(["init", "0/1", "Init:1/2", "0", "<unknown>", "<none>", "<none>", "<none>", "<none>"])),
-            (KindId::Pod,
-             json!({"metadata": {"name": "done"}, "spec": {"containers": [{"name": "a"}]},
+                json!([
+                    "init",
+                    "0/1",
+                    "Init:1/2",
+                    "0",
+                    "<unknown>",
+                    "<none>",
+                    "<none>",
+                    "<none>",
+                    "<none>"
+                ]),
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": {"name": "done"}, "spec": {"containers": [{"name": "a"}]},
                     "status": {"phase": "Succeeded", "containerStatuses": [{"name": "a", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}}),
-             json!(["done", "0/1", "Completed", "0", "<unknown>", "<none>", "<none>", "<none>", "<none>"])),
-            (KindId::Pod,
-             json!({"metadata": {"name": "bye", "deletionTimestamp": NOW}, "spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running"}}),
-             json!(["bye", "0/1", "Terminating", "0", "<unknown>", "<none>", "<none>", "<none>", "<none>"])),
-            (KindId::PersistentVolumeClaim,
-             json!({"metadata": {"name": "data"}, "spec": {"volumeName": "pv1", "storageClassName": "standard", "volumeMode": "Filesystem"},
+                json!([
+                    "done",
+                    "0/1",
+                    "Completed",
+                    "0",
+                    "<unknown>",
+                    "<none>",
+                    "<none>",
+                    "<none>",
+                    "<none>"
+                ]),
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": {"name": "bye", "deletionTimestamp": NOW}, "spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running"}}),
+                json!([
+                    "bye",
+                    "0/1",
+                    "Terminating",
+                    "0",
+                    "<unknown>",
+                    "<none>",
+                    "<none>",
+                    "<none>",
+                    "<none>"
+                ]),
+            ),
+            (
+                KindId::PersistentVolumeClaim,
+                json!({"metadata": {"name": "data"}, "spec": {"volumeName": "pv1", "storageClassName": "standard", "volumeMode": "Filesystem"},
                     "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce", "ReadOnlyMany"]}}),
-             json!(["data", "Bound", "pv1", "1Gi", "RWO,ROX", "standard", "<unset>", "<unknown>", "Filesystem"])),
-            (KindId::Event,
-             json!({"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "p", "fieldPath": "spec.containers{a}"},
+                json!([
+                    "data",
+                    "Bound",
+                    "pv1",
+                    "1Gi",
+                    "RWO,ROX",
+                    "standard",
+                    "<unset>",
+                    "<unknown>",
+                    "Filesystem"
+                ]),
+            ),
+            (
+                KindId::Event,
+                json!({"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "p", "fieldPath": "spec.containers{a}"},
                     "reason": "Pulled", "message": " pulled \n", "type": "Normal", "source": {"component": "kubelet", "host": "n1"},
                     "firstTimestamp": "2024-01-01T00:50:00Z", "lastTimestamp": CREATED, "count": 3}),
-             json!(["5m", "Normal", "Pulled", "pod/p", "spec.containers{a}", "kubelet, n1", "pulled", "10m", 3, "e1"])),
-            (KindId::EventsV1Event,
-             json!({"metadata": {"name": "e2"}, "regarding": {"kind": "Deployment", "name": "web"}, "reason": "Scaled",
+                json!([
+                    "5m",
+                    "Normal",
+                    "Pulled",
+                    "pod/p",
+                    "spec.containers{a}",
+                    "kubelet, n1",
+                    "pulled",
+                    "10m",
+                    3,
+                    "e1"
+                ]),
+            ),
+            (
+                KindId::EventsV1Event,
+                json!({"metadata": {"name": "e2"}, "regarding": {"kind": "Deployment", "name": "web"}, "reason": "Scaled",
                     "note": "up", "type": "Normal", "eventTime": "2024-01-01T00:55:00.000000Z", "reportingController": "ctl",
                     "reportingInstance": "ctl-1", "series": {"count": 4, "lastObservedTime": "2024-01-01T00:59:00.000000Z"}}),
-             json!(["60s", "Normal", "Scaled", "deployment/web", "", "ctl, ctl-1", "up", "5m", 4, "e2"])),
-            (KindId::Deployment,
-             json!({"metadata": {"name": "web", "creationTimestamp": CREATED},
+                json!([
+                    "60s",
+                    "Normal",
+                    "Scaled",
+                    "deployment/web",
+                    "",
+                    "ctl, ctl-1",
+                    "up",
+                    "5m",
+                    4,
+                    "e2"
+                ]),
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": {"name": "web", "creationTimestamp": CREATED},
                     "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
                              "template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}, {"name": "side", "image": "busybox"}]}}},
                     "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}}),
-             json!(["web", "2/3", 3, 2, "5m", "nginx,side", "nginx:1.25,busybox", "app=web"])),
-            (KindId::StatefulSet,
-             json!({"metadata": {"name": "db"}, "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "pg", "image": "postgres"}]}}}}),
-             json!(["db", "0/1", "<unknown>", "pg", "postgres"])),
-            (KindId::DaemonSet,
-             json!({"metadata": {"name": "agent"}, "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["b", "a"]}]},
+                json!([
+                    "web",
+                    "2/3",
+                    3,
+                    2,
+                    "5m",
+                    "nginx,side",
+                    "nginx:1.25,busybox",
+                    "app=web"
+                ]),
+            ),
+            (
+                KindId::StatefulSet,
+                json!({"metadata": {"name": "db"}, "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "pg", "image": "postgres"}]}}}}),
+                json!(["db", "0/1", "<unknown>", "pg", "postgres"]),
+            ),
+            (
+                KindId::DaemonSet,
+                json!({"metadata": {"name": "agent"}, "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["b", "a"]}]},
                     "template": {"spec": {"nodeSelector": {"os": "linux"}, "containers": [{"name": "a", "image": "agent"}]}}},
                     "status": {"desiredNumberScheduled": 2, "currentNumberScheduled": 2, "numberReady": 1, "updatedNumberScheduled": 2, "numberAvailable": 1}}),
-             json!(["agent", 2, 2, 1, 2, 1, "os=linux", "<unknown>", "a", "agent", "app in (a,b)"])),
-            (KindId::ReplicaSet,
-             json!({"metadata": {"name": "web-1"}, "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}}, "status": {"replicas": 2}}),
-             json!(["web-1", 2, 2, 0, "<unknown>", "", "", "app=web"])),
-            (KindId::Job,
-             json!({"metadata": {"name": "pi"}, "spec": {"completions": 1, "template": {"spec": {"containers": [{"name": "pi", "image": "perl"}]}}},
+                json!([
+                    "agent",
+                    2,
+                    2,
+                    1,
+                    2,
+                    1,
+                    "os=linux",
+                    "<unknown>",
+                    "a",
+                    "agent",
+                    "app in (a,b)"
+                ]),
+            ),
+            (
+                KindId::ReplicaSet,
+                json!({"metadata": {"name": "web-1"}, "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}}, "status": {"replicas": 2}}),
+                json!(["web-1", 2, 2, 0, "<unknown>", "", "", "app=web"]),
+            ),
+            (
+                KindId::Job,
+                json!({"metadata": {"name": "pi"}, "spec": {"completions": 1, "template": {"spec": {"containers": [{"name": "pi", "image": "perl"}]}}},
                     "status": {"succeeded": 1, "startTime": "2024-01-01T00:50:00Z", "completionTime": "2024-01-01T00:50:30Z",
                                "conditions": [{"type": "Complete", "status": "True"}]}}),
-             json!(["pi", "Complete", "1/1", "30s", "<unknown>", "pi", "perl", ""])),
-            (KindId::Job,
-             json!({"metadata": {"name": "par"}, "spec": {"parallelism": 3}, "status": {"startTime": "2024-01-01T00:55:00Z"}}),
-             json!(["par", "Running", "0/1 of 3", "5m", "<unknown>", "", "", ""])),
-            (KindId::CronJob,
-             json!({"metadata": {"name": "hello"}, "spec": {"schedule": "*/1 * * * *", "suspend": false,
+                json!([
+                    "pi",
+                    "Complete",
+                    "1/1",
+                    "30s",
+                    "<unknown>",
+                    "pi",
+                    "perl",
+                    ""
+                ]),
+            ),
+            (
+                KindId::Job,
+                json!({"metadata": {"name": "par"}, "spec": {"parallelism": 3}, "status": {"startTime": "2024-01-01T00:55:00Z"}}),
+                json!(["par", "Running", "0/1 of 3", "5m", "<unknown>", "", "", ""]),
+            ),
+            (
+                KindId::CronJob,
+                json!({"metadata": {"name": "hello"}, "spec": {"schedule": "*/1 * * * *", "suspend": false,
                     "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}},
                     "status": {"lastScheduleTime": "2024-01-01T00:59:00Z", "active": [{"name": "j"}]}}),
-             json!(["hello", "*/1 * * * *", "<none>", "False", 1, "60s", "<unknown>", "c", "busybox", "<none>"])),
-            (KindId::Ingress,
-             json!({"metadata": {"name": "ing"}, "spec": {"ingressClassName": "nginx", "rules": [{"host": "a.example.com"}, {}], "tls": [{}]},
+                json!([
+                    "hello",
+                    "*/1 * * * *",
+                    "<none>",
+                    "False",
+                    1,
+                    "60s",
+                    "<unknown>",
+                    "c",
+                    "busybox",
+                    "<none>"
+                ]),
+            ),
+            (
+                KindId::Ingress,
+                json!({"metadata": {"name": "ing"}, "spec": {"ingressClassName": "nginx", "rules": [{"host": "a.example.com"}, {}], "tls": [{}]},
                     "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}}),
-             json!(["ing", "nginx", "a.example.com", "1.2.3.4", "80, 443", "<unknown>"])),
-            (KindId::Ingress,
-             json!({"metadata": {"name": "bare"}, "spec": {}}),
-             json!(["bare", "<none>", "*", "", "80", "<unknown>"])),
-            (KindId::EndpointSlice,
-             json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4", "ports": [{"port": 80}, {"name": "x"}],
+                json!([
+                    "ing",
+                    "nginx",
+                    "a.example.com",
+                    "1.2.3.4",
+                    "80, 443",
+                    "<unknown>"
+                ]),
+            ),
+            (
+                KindId::Ingress,
+                json!({"metadata": {"name": "bare"}, "spec": {}}),
+                json!(["bare", "<none>", "*", "", "80", "<unknown>"]),
+            ),
+            (
+                KindId::EndpointSlice,
+                json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4", "ports": [{"port": 80}, {"name": "x"}],
                     "endpoints": [{"addresses": ["10.1.0.1"]}, {"addresses": ["10.1.0.2"]}]}),
-             json!(["web-abc", "IPv4", "80,<unset>", "10.1.0.1,10.1.0.2", "<unknown>"])),
-            (KindId::PodDisruptionBudget,
-             json!({"metadata": {"name": "pdb"}, "spec": {"minAvailable": "50%"}, "status": {"disruptionsAllowed": 1}}),
-             json!(["pdb", "50%", "N/A", 1, "<unknown>"])),
-            (KindId::Lease,
-             json!({"metadata": {"name": "leader", "creationTimestamp": CREATED}, "spec": {"holderIdentity": "node-1_abc"}}),
-             json!(["leader", "node-1_abc", "5m"])),
+                json!([
+                    "web-abc",
+                    "IPv4",
+                    "80,<unset>",
+                    "10.1.0.1,10.1.0.2",
+                    "<unknown>"
+                ]),
+            ),
+            (
+                KindId::PodDisruptionBudget,
+                json!({"metadata": {"name": "pdb"}, "spec": {"minAvailable": "50%"}, "status": {"disruptionsAllowed": 1}}),
+                json!(["pdb", "50%", "N/A", 1, "<unknown>"]),
+            ),
+            (
+                KindId::Lease,
+                json!({"metadata": {"name": "leader", "creationTimestamp": CREATED}, "spec": {"holderIdentity": "node-1_abc"}}),
+                json!(["leader", "node-1_abc", "5m"]),
+            ),
         ];
         for (id, obj, want) in cases {
             let got = Value::from(get(id).cells(&obj, now()));
             assert_eq!(got, want, "{id:?} {obj}");
-            assert_eq!(got.as_array().map(Vec::len), Some(get(id).columns.len()), "{id:?}");
+            assert_eq!(
+                got.as_array().map(Vec::len),
+                Some(get(id).columns.len()),
+                "{id:?}"
+            );
         }
     }
 
@@ -1623,18 +2036,34 @@ mod tests {
         let pod = get(KindId::Pod);
         assert_eq!(
             pod.row_conditions(&json!({"status": {"phase": "Failed"}})),
-            Some(json!([{"type": "Completed", "status": "True", "reason": "Failed", "message": "The pod failed."}]))
+            Some(
+                json!([{"type": "Completed", "status": "True", "reason": "Failed", "message": "The pod failed."}])
+            )
         );
-        assert_eq!(pod.row_conditions(&json!({"status": {"phase": "Running"}})), None);
+        assert_eq!(
+            pod.row_conditions(&json!({"status": {"phase": "Running"}})),
+            None
+        );
     }
 
     #[test]
     fn human_durations_match_apimachinery() {
         for (s, want) in [
-            (-5, "<invalid>"), (-1, "0s"), (0, "0s"), (119, "119s"), (120, "2m"), (125, "2m5s"),
-            (600, "10m"), (3 * 3600, "3h"), (3 * 3600 + 60, "3h1m"), (8 * 3600, "8h"),
-            (48 * 3600, "2d"), (50 * 3600, "2d2h"), (8 * 24 * 3600, "8d"),
-            (2 * 365 * 24 * 3600, "2y"), (9 * 365 * 24 * 3600, "9y"),
+            (-5, "<invalid>"),
+            (-1, "0s"),
+            (0, "0s"),
+            (119, "119s"),
+            (120, "2m"),
+            (125, "2m5s"),
+            (600, "10m"),
+            (3 * 3600, "3h"),
+            (3 * 3600 + 60, "3h1m"),
+            (8 * 3600, "8h"),
+            (48 * 3600, "2d"),
+            (50 * 3600, "2d2h"),
+            (8 * 24 * 3600, "8d"),
+            (2 * 365 * 24 * 3600, "2y"),
+            (9 * 365 * 24 * 3600, "9y"),
         ] {
             assert_eq!(human_duration(s), want, "{s}");
         }

@@ -145,7 +145,7 @@ impl Kind {
         DEFINITIONS.get(self.definition)
     }
 
-    /// The kind's self-contained schema (JSONSchemaProps shape, refs inlined, no `required`,
+    /// The kind's self-contained schema (`JSONSchemaProps` shape, refs inlined, no `required`,
     /// no `x-kubernetes-group-version-kind`), for pruning unknown fields and type checks.
     /// Built once per kind.
     pub fn schema(&self) -> &'static Value {
@@ -178,7 +178,9 @@ mod tests {
                 .definition_schema()
                 .unwrap_or_else(|| panic!("{}", k.definition));
             let gvks = d["x-kubernetes-group-version-kind"].as_array().unwrap();
-            assert!(gvks.contains(&json!({"group": k.group, "version": k.version, "kind": k.kind})));
+            assert!(
+                gvks.contains(&json!({"group": k.group, "version": k.version, "kind": k.kind}))
+            );
             assert!(k.schema()["properties"]["metadata"]["properties"]["name"].is_object());
         }
         assert!(definitions().contains_key("io.k8s.api.autoscaling.v1.Scale"));
@@ -189,22 +191,102 @@ mod tests {
         let d = definitions();
         // (definition, field, extension, value)
         let cases = [
-            ("io.k8s.api.core.v1.PodSpec", "containers", "x-kubernetes-patch-merge-key", json!("name")),
-            ("io.k8s.api.core.v1.PodSpec", "containers", "x-kubernetes-patch-strategy", json!("merge")),
-            ("io.k8s.api.core.v1.PodSpec", "volumes", "x-kubernetes-patch-strategy", json!("merge,retainKeys")),
-            ("io.k8s.api.core.v1.PodSpec", "imagePullSecrets", "x-kubernetes-patch-merge-key", json!("name")),
-            ("io.k8s.api.core.v1.PodSpec", "nodeSelector", "x-kubernetes-map-type", json!("atomic")),
-            ("io.k8s.api.core.v1.Container", "env", "x-kubernetes-patch-merge-key", json!("name")),
-            ("io.k8s.api.core.v1.Container", "ports", "x-kubernetes-patch-merge-key", json!("containerPort")),
-            ("io.k8s.api.core.v1.Container", "ports", "x-kubernetes-list-map-keys", json!(["containerPort", "protocol"])),
-            ("io.k8s.api.core.v1.Container", "volumeMounts", "x-kubernetes-patch-merge-key", json!("mountPath")),
-            ("io.k8s.api.core.v1.ServiceSpec", "ports", "x-kubernetes-patch-merge-key", json!("port")),
-            ("io.k8s.api.core.v1.ServiceSpec", "ports", "x-kubernetes-list-type", json!("map")),
-            ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "ownerReferences", "x-kubernetes-patch-merge-key", json!("uid")),
-            ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers", "x-kubernetes-list-type", json!("set")),
-            ("io.k8s.api.core.v1.PodStatus", "conditions", "x-kubernetes-patch-merge-key", json!("type")),
-            ("io.k8s.api.apps.v1.DeploymentStatus", "conditions", "x-kubernetes-list-map-keys", json!(["type"])),
-            ("io.k8s.api.apps.v1.DeploymentSpec", "strategy", "x-kubernetes-patch-strategy", json!("retainKeys")),
+            (
+                "io.k8s.api.core.v1.PodSpec",
+                "containers",
+                "x-kubernetes-patch-merge-key",
+                json!("name"),
+            ),
+            (
+                "io.k8s.api.core.v1.PodSpec",
+                "containers",
+                "x-kubernetes-patch-strategy",
+                json!("merge"),
+            ),
+            (
+                "io.k8s.api.core.v1.PodSpec",
+                "volumes",
+                "x-kubernetes-patch-strategy",
+                json!("merge,retainKeys"),
+            ),
+            (
+                "io.k8s.api.core.v1.PodSpec",
+                "imagePullSecrets",
+                "x-kubernetes-patch-merge-key",
+                json!("name"),
+            ),
+            (
+                "io.k8s.api.core.v1.PodSpec",
+                "nodeSelector",
+                "x-kubernetes-map-type",
+                json!("atomic"),
+            ),
+            (
+                "io.k8s.api.core.v1.Container",
+                "env",
+                "x-kubernetes-patch-merge-key",
+                json!("name"),
+            ),
+            (
+                "io.k8s.api.core.v1.Container",
+                "ports",
+                "x-kubernetes-patch-merge-key",
+                json!("containerPort"),
+            ),
+            (
+                "io.k8s.api.core.v1.Container",
+                "ports",
+                "x-kubernetes-list-map-keys",
+                json!(["containerPort", "protocol"]),
+            ),
+            (
+                "io.k8s.api.core.v1.Container",
+                "volumeMounts",
+                "x-kubernetes-patch-merge-key",
+                json!("mountPath"),
+            ),
+            (
+                "io.k8s.api.core.v1.ServiceSpec",
+                "ports",
+                "x-kubernetes-patch-merge-key",
+                json!("port"),
+            ),
+            (
+                "io.k8s.api.core.v1.ServiceSpec",
+                "ports",
+                "x-kubernetes-list-type",
+                json!("map"),
+            ),
+            (
+                "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+                "ownerReferences",
+                "x-kubernetes-patch-merge-key",
+                json!("uid"),
+            ),
+            (
+                "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+                "finalizers",
+                "x-kubernetes-list-type",
+                json!("set"),
+            ),
+            (
+                "io.k8s.api.core.v1.PodStatus",
+                "conditions",
+                "x-kubernetes-patch-merge-key",
+                json!("type"),
+            ),
+            (
+                "io.k8s.api.apps.v1.DeploymentStatus",
+                "conditions",
+                "x-kubernetes-list-map-keys",
+                json!(["type"]),
+            ),
+            (
+                "io.k8s.api.apps.v1.DeploymentSpec",
+                "strategy",
+                "x-kubernetes-patch-strategy",
+                json!("retainKeys"),
+            ),
         ];
         for (def, field, ext, want) in cases {
             assert_eq!(

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::{Kind, KindId};
 
-/// The largest total size of a ConfigMap's or Secret's data (`MaxSecretSize`).
+/// The largest total size of a `ConfigMap`'s or `Secret`'s data (`MaxSecretSize`).
 pub const MAX_DATA_SIZE: usize = 1024 * 1024;
 
 const IMMUTABLE_SET: &str = "field is immutable when `immutable` is set";
@@ -400,7 +400,10 @@ fn validate_pod_spec(spec: &Value, path: &Path, errs: &mut ErrorList) {
         ));
     }
     if let Some(dp) = spec.get("dnsPolicy").and_then(Value::as_str)
-        && !matches!(dp, "ClusterFirstWithHostNet" | "ClusterFirst" | "Default" | "None")
+        && !matches!(
+            dp,
+            "ClusterFirstWithHostNet" | "ClusterFirst" | "Default" | "None"
+        )
     {
         errs.push(FieldError::not_supported(
             &path.child("dnsPolicy"),
@@ -449,10 +452,7 @@ fn restart_always(spec: &Value, path: &Path, errs: &mut ErrorList) {
     let rp = s(spec, "/template/spec/restartPolicy");
     if rp != "Always" {
         errs.push(FieldError::not_supported(
-            &path
-                .child("template")
-                .child("spec")
-                .child("restartPolicy"),
+            &path.child("template").child("spec").child("restartPolicy"),
             rp,
             &["Always"],
         ));
@@ -501,7 +501,7 @@ fn data_size(v: &Value, base64: bool) -> usize {
             .map(|x| {
                 let t = x.as_str().unwrap_or("");
                 if base64 {
-                    use base64::Engine;
+                    use base64::Engine as _;
                     base64::engine::general_purpose::STANDARD
                         .decode(t)
                         .map_or(t.len(), |b| b.len())
@@ -525,8 +525,7 @@ fn config_map(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
                         msg,
                     ));
                 }
-                if field == "binaryData" && map(obj, "/data").is_some_and(|d| d.contains_key(key))
-                {
+                if field == "binaryData" && map(obj, "/data").is_some_and(|d| d.contains_key(key)) {
                     errs.push(FieldError::invalid(
                         &Path::new("binaryData").key(key),
                         key.as_str(),
@@ -550,7 +549,10 @@ fn immutable_data(obj: &Value, old: &Value, fields: &[&str], errs: &mut ErrorLis
         return;
     }
     if at(obj, "/immutable").as_bool() != Some(true) {
-        errs.push(FieldError::forbidden(&Path::new("immutable"), IMMUTABLE_SET));
+        errs.push(FieldError::forbidden(
+            &Path::new("immutable"),
+            IMMUTABLE_SET,
+        ));
     }
     for f in fields {
         let ptr = format!("/{f}");
@@ -564,7 +566,9 @@ fn immutable_data(obj: &Value, old: &Value, fields: &[&str], errs: &mut ErrorLis
 
 fn secret(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
     let data = Path::new("data");
-    let keys: Vec<&String> = map(obj, "/data").map(|m| m.keys().collect()).unwrap_or_default();
+    let keys: Vec<&String> = map(obj, "/data")
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
     for key in &keys {
         for msg in is_config_map_key(key) {
             errs.push(FieldError::invalid(&data.key(key), key.as_str(), msg));
@@ -575,38 +579,38 @@ fn secret(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
     }
     let has = |k: &str| keys.iter().any(|x| x.as_str() == k);
     match s(obj, "/type") {
-        "kubernetes.io/service-account-token" => {
-            if s(obj, "/metadata/annotations/kubernetes.io~1service-account.name").is_empty() {
-                errs.push(FieldError::required(
-                    &Path::new("metadata")
-                        .child("annotations")
-                        .key("kubernetes.io/service-account.name"),
-                    "",
-                ));
-            }
+        "kubernetes.io/service-account-token"
+            if s(
+                obj,
+                "/metadata/annotations/kubernetes.io~1service-account.name",
+            )
+            .is_empty() =>
+        {
+            errs.push(FieldError::required(
+                &Path::new("metadata")
+                    .child("annotations")
+                    .key("kubernetes.io/service-account.name"),
+                "",
+            ));
         }
         "kubernetes.io/dockercfg" => docker_json(obj, ".dockercfg", errs),
         "kubernetes.io/dockerconfigjson" => docker_json(obj, ".dockerconfigjson", errs),
-        "kubernetes.io/basic-auth" => {
-            if !has("username") && !has("password") {
-                // Upstream builds these paths from the literal "data[%s]".
-                errs.push(FieldError::required(
-                    &Path::new("data[%s]").key("username"),
-                    "",
-                ));
-                errs.push(FieldError::required(
-                    &Path::new("data[%s]").key("password"),
-                    "",
-                ));
-            }
+        // Upstream builds these paths from the literal "data[%s]".
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            errs.push(FieldError::required(
+                &Path::new("data[%s]").key("username"),
+                "",
+            ));
+            errs.push(FieldError::required(
+                &Path::new("data[%s]").key("password"),
+                "",
+            ));
         }
-        "kubernetes.io/ssh-auth" => {
-            if s(obj, "/data/ssh-privatekey").is_empty() {
-                errs.push(FieldError::required(
-                    &Path::new("data[%s]").key("ssh-privatekey"),
-                    "",
-                ));
-            }
+        "kubernetes.io/ssh-auth" if s(obj, "/data/ssh-privatekey").is_empty() => {
+            errs.push(FieldError::required(
+                &Path::new("data[%s]").key("ssh-privatekey"),
+                "",
+            ));
         }
         "kubernetes.io/tls" => {
             for k in ["tls.crt", "tls.key"] {
@@ -630,13 +634,14 @@ fn secret(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
     }
 }
 
+use base64::Engine as _;
+
 fn docker_json(obj: &Value, key: &str, errs: &mut ErrorList) {
     let path = Path::new("data").key(key);
     let Some(raw) = map(obj, "/data").and_then(|m| m.get(key)) else {
         errs.push(FieldError::required(&path, ""));
         return;
     };
-    use base64::Engine;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(raw.as_str().unwrap_or(""))
         .unwrap_or_default();
@@ -649,13 +654,18 @@ fn docker_json(obj: &Value, key: &str, errs: &mut ErrorList) {
     }
 }
 
+const SERVICE_TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
+
 fn service(obj: &Value, errs: &mut ErrorList) {
     let spec = at(obj, "/spec");
     let sp = Path::new("spec");
     let ty = s(spec, "/type");
-    const TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
-    if !TYPES.contains(&ty) {
-        errs.push(FieldError::not_supported(&sp.child("type"), ty, TYPES));
+    if !SERVICE_TYPES.contains(&ty) {
+        errs.push(FieldError::not_supported(
+            &sp.child("type"),
+            ty,
+            SERVICE_TYPES,
+        ));
     }
     let ports = arr(spec, "/ports");
     let headless = s(spec, "/clusterIP") == "None";
@@ -721,6 +731,13 @@ fn service(obj: &Value, errs: &mut ErrorList) {
     errs.extend(validate_labels(spec.get("selector"), &sp.child("selector")));
 }
 
+const ACCESS_MODES: &[&str] = &[
+    "ReadOnlyMany",
+    "ReadWriteMany",
+    "ReadWriteOnce",
+    "ReadWriteOncePod",
+];
+
 fn pvc(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
     let sp = Path::new("spec");
     let modes = arr(obj, "/spec/accessModes");
@@ -730,16 +747,14 @@ fn pvc(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
             "at least 1 access mode is required",
         ));
     }
-    const MODES: &[&str] = &[
-        "ReadOnlyMany",
-        "ReadWriteMany",
-        "ReadWriteOnce",
-        "ReadWriteOncePod",
-    ];
     for m in modes {
         let m = m.as_str().unwrap_or("");
-        if !MODES.contains(&m) {
-            errs.push(FieldError::not_supported(&sp.child("accessModes"), m, MODES));
+        if !ACCESS_MODES.contains(&m) {
+            errs.push(FieldError::not_supported(
+                &sp.child("accessModes"),
+                m,
+                ACCESS_MODES,
+            ));
         }
     }
     if at(obj, "/spec/resources/requests/storage").is_null() {
@@ -865,7 +880,11 @@ fn deployment(obj: &Value, errs: &mut ErrorList) {
     let spec = at(obj, "/spec");
     let sp = Path::new("spec");
     non_negative(at(spec, "/replicas"), &sp.child("replicas"), errs);
-    non_negative(at(spec, "/minReadySeconds"), &sp.child("minReadySeconds"), errs);
+    non_negative(
+        at(spec, "/minReadySeconds"),
+        &sp.child("minReadySeconds"),
+        errs,
+    );
     non_negative(
         at(spec, "/revisionHistoryLimit"),
         &sp.child("revisionHistoryLimit"),
@@ -905,7 +924,12 @@ fn deployment(obj: &Value, errs: &mut ErrorList) {
 }
 
 fn job_spec(spec: &Value, sp: &Path, errs: &mut ErrorList) {
-    for f in ["parallelism", "completions", "backoffLimit", "activeDeadlineSeconds"] {
+    for f in [
+        "parallelism",
+        "completions",
+        "backoffLimit",
+        "activeDeadlineSeconds",
+    ] {
         non_negative(at(spec, &format!("/{f}")), &sp.child(f), errs);
     }
     let sel = at(spec, "/selector");
@@ -940,7 +964,11 @@ fn cron_job(obj: &Value, errs: &mut ErrorList) {
             &["Allow", "Forbid", "Replace"],
         ));
     }
-    for f in ["startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"] {
+    for f in [
+        "startingDeadlineSeconds",
+        "successfulJobsHistoryLimit",
+        "failedJobsHistoryLimit",
+    ] {
         non_negative(at(spec, &format!("/{f}")), &sp.child(f), errs);
     }
     // The job template: selector is generated per job, so only the pod template is checked.
@@ -1011,13 +1039,18 @@ fn ingress(obj: &Value, errs: &mut ErrorList) {
     }
 }
 
+const ADDRESS_TYPES: &[&str] = &["FQDN", "IPv4", "IPv6"];
+
 fn endpoint_slice(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
-    const TYPES: &[&str] = &["FQDN", "IPv4", "IPv6"];
     let ty = s(obj, "/addressType");
     if ty.is_empty() {
         errs.push(FieldError::required(&Path::new("addressType"), ""));
-    } else if !TYPES.contains(&ty) {
-        errs.push(FieldError::not_supported(&Path::new("addressType"), ty, TYPES));
+    } else if !ADDRESS_TYPES.contains(&ty) {
+        errs.push(FieldError::not_supported(
+            &Path::new("addressType"),
+            ty,
+            ADDRESS_TYPES,
+        ));
     }
     for (i, e) in arr(obj, "/endpoints").iter().enumerate() {
         let ap = Path::new("endpoints").index(i).child("addresses");
@@ -1079,7 +1112,9 @@ fn pdb(obj: &Value, errs: &mut ErrorList) {
         at(spec, "/selector"),
         &sp.child("selector"),
     ));
-    if let Some(p) = spec.get("unhealthyPodEvictionPolicy").and_then(Value::as_str)
+    if let Some(p) = spec
+        .get("unhealthyPodEvictionPolicy")
+        .and_then(Value::as_str)
         && !matches!(p, "AlwaysAllow" | "IfHealthyBudget")
     {
         errs.push(FieldError::not_supported(
@@ -1102,7 +1137,11 @@ fn lease(obj: &Value, errs: &mut ErrorList) {
             "must be greater than 0",
         ));
     }
-    non_negative(at(spec, "/leaseTransitions"), &sp.child("leaseTransitions"), errs);
+    non_negative(
+        at(spec, "/leaseTransitions"),
+        &sp.child("leaseTransitions"),
+        errs,
+    );
     if let Some(st) = spec.get("strategy").and_then(Value::as_str)
         && !st.is_empty()
         && st != "OldestEmulationVersion"
@@ -1239,186 +1278,403 @@ mod tests {
         json!({"name": name, "namespace": "default"})
     }
 
-    fn pod_template(labels: Value) -> Value {
+    fn pod_template(labels: &Value) -> Value {
         json!({"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
     }
 
     #[test]
     fn valid_objects_pass() {
         let cases = vec![
-            (KindId::ConfigMap, json!({"metadata": meta("cm"), "data": {"a.b": "1", "C_D-e": "2"}})),
-            (KindId::Secret, json!({"metadata": meta("s"), "stringData": {"k": "v"}})),
-            (KindId::Secret, json!({"metadata": meta("tls"), "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}})),
-            (KindId::Secret, json!({"metadata": meta("d"), "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}})),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": meta("cm"), "data": {"a.b": "1", "C_D-e": "2"}}),
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "stringData": {"k": "v"}}),
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("tls"), "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}}),
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("d"), "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}}),
+            ),
             (KindId::ServiceAccount, json!({"metadata": meta("sa")})),
-            (KindId::Service, json!({"metadata": meta("web"), "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": "http"}]}})),
-            (KindId::Service, json!({"metadata": meta("headless"), "spec": {"clusterIP": "None"}})),
-            (KindId::Pod, json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80, "name": "http"}],
-                "volumeMounts": [{"name": "v", "mountPath": "/v"}]}], "volumes": [{"name": "v", "emptyDir": {}}]}})),
-            (KindId::PersistentVolumeClaim, json!({"metadata": meta("pvc"), "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})),
-            (KindId::Event, json!({"metadata": meta("e"), "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}, "reason": "R", "message": "m"})),
-            (KindId::EventsV1Event, json!({"metadata": meta("e"), "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "example.com/c",
-                "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal", "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}})),
-            (KindId::Deployment, json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod_template(json!({"app": "web"}))}})),
-            (KindId::StatefulSet, json!({"metadata": meta("s"), "spec": {"selector": {"matchLabels": {"app": "db"}}, "template": pod_template(json!({"app": "db"}))}})),
-            (KindId::DaemonSet, json!({"metadata": meta("ds"), "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}, "template": pod_template(json!({"app": "x"}))}})),
-            (KindId::ReplicaSet, json!({"metadata": meta("rs"), "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod_template(json!({"app": "web"}))}})),
-            (KindId::CronJob, json!({"metadata": meta("cj"), "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
-                "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}})),
-            (KindId::Ingress, json!({"metadata": meta("i"), "spec": {"rules": [{"host": "a.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix",
-                "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})),
-            (KindId::EndpointSlice, json!({"metadata": meta("es"), "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]})),
-            (KindId::PodDisruptionBudget, json!({"metadata": meta("pdb"), "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}})),
-            (KindId::Lease, json!({"metadata": meta("l"), "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}})),
+            (
+                KindId::Service,
+                json!({"metadata": meta("web"), "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": "http"}]}}),
+            ),
+            (
+                KindId::Service,
+                json!({"metadata": meta("headless"), "spec": {"clusterIP": "None"}}),
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80, "name": "http"}],
+                "volumeMounts": [{"name": "v", "mountPath": "/v"}]}], "volumes": [{"name": "v", "emptyDir": {}}]}}),
+            ),
+            (
+                KindId::PersistentVolumeClaim,
+                json!({"metadata": meta("pvc"), "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
+            ),
+            (
+                KindId::Event,
+                json!({"metadata": meta("e"), "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}, "reason": "R", "message": "m"}),
+            ),
+            (
+                KindId::EventsV1Event,
+                json!({"metadata": meta("e"), "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "example.com/c",
+                "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal", "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}}),
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod_template(&json!({"app": "web"}))}}),
+            ),
+            (
+                KindId::StatefulSet,
+                json!({"metadata": meta("s"), "spec": {"selector": {"matchLabels": {"app": "db"}}, "template": pod_template(&json!({"app": "db"}))}}),
+            ),
+            (
+                KindId::DaemonSet,
+                json!({"metadata": meta("ds"), "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}, "template": pod_template(&json!({"app": "x"}))}}),
+            ),
+            (
+                KindId::ReplicaSet,
+                json!({"metadata": meta("rs"), "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod_template(&json!({"app": "web"}))}}),
+            ),
+            (
+                KindId::CronJob,
+                json!({"metadata": meta("cj"), "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+            ),
+            (
+                KindId::Ingress,
+                json!({"metadata": meta("i"), "spec": {"rules": [{"host": "a.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}}),
+            ),
+            (
+                KindId::EndpointSlice,
+                json!({"metadata": meta("es"), "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]}),
+            ),
+            (
+                KindId::PodDisruptionBudget,
+                json!({"metadata": meta("pdb"), "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}}),
+            ),
+            (
+                KindId::Lease,
+                json!({"metadata": meta("l"), "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}}),
+            ),
         ];
         for (id, obj) in cases {
-            assert_eq!(errors(id, obj.clone(), None), Vec::<String>::new(), "{id:?} {obj}");
+            assert_eq!(
+                errors(id, obj.clone(), None),
+                Vec::<String>::new(),
+                "{id:?} {obj}"
+            );
         }
     }
 
     #[test]
     fn invalid_objects_get_upstream_messages() {
         let cases: Vec<(KindId, Value, Option<Value>, Vec<&str>)> = vec![
-            (KindId::ConfigMap, json!({"metadata": meta("cm"), "data": {"a/b": "1", "..x": "2"}, "binaryData": {"..x": ""}}), None, vec![
-                "data[..x]: Invalid value: \"..x\": must not start with '..'",
-                "data[a/b]: Invalid value: \"a/b\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key_name', regex used for validation is '[-._a-zA-Z0-9]+')",
-                "binaryData[..x]: Invalid value: \"..x\": must not start with '..'",
-                "binaryData[..x]: Invalid value: \"..x\": duplicate of key present in data",
-            ]),
-            (KindId::ConfigMap, json!({"metadata": meta("Bad_Name")}), None, vec![
-                "metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-            ]),
-            (KindId::ConfigMap, json!({"metadata": meta("cm"), "immutable": true, "data": {"a": "2"}}),
-             Some(json!({"metadata": meta("cm"), "immutable": true, "data": {"a": "1"}})), vec![
-                "data: Forbidden: field is immutable when `immutable` is set",
-            ]),
-            (KindId::ConfigMap, json!({"metadata": meta("cm"), "data": {"a": "1"}}),
-             Some(json!({"metadata": meta("cm"), "immutable": true, "data": {"a": "1"}})), vec![
-                "immutable: Forbidden: field is immutable when `immutable` is set",
-            ]),
-            (KindId::ConfigMap, json!({"metadata": meta("cm"), "data": {"a": "x".repeat(1024 * 1024 + 1)}}), None, vec![
-                "<nil>: Too long: may not be more than 1048576 bytes",
-            ]),
-            (KindId::Secret, json!({"metadata": meta("s"), "type": "kubernetes.io/tls", "data": {"tls.crt": ""}}), None, vec![
-                "data[tls.key]: Required value",
-            ]),
-            (KindId::Secret, json!({"metadata": meta("s"), "type": "kubernetes.io/dockerconfigjson"}), None, vec![
-                "data[.dockerconfigjson]: Required value",
-            ]),
-            (KindId::Secret, json!({"metadata": meta("s"), "type": "kubernetes.io/service-account-token"}), None, vec![
-                "metadata.annotations[kubernetes.io/service-account.name]: Required value",
-            ]),
-            (KindId::Secret, json!({"metadata": meta("s"), "type": "kubernetes.io/basic-auth"}), None, vec![
-                "data[%s][username]: Required value", "data[%s][password]: Required value",
-            ]),
-            (KindId::Secret, json!({"metadata": meta("s"), "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}}),
-             Some(json!({"metadata": meta("s"), "data": {"tls.crt": "", "tls.key": ""}})), vec![
-                "type: Invalid value: \"kubernetes.io/tls\": field is immutable",
-            ]),
-            (KindId::Secret, json!({"metadata": meta("s"), "immutable": true, "data": {"a": "Mg=="}}),
-             Some(json!({"metadata": meta("s"), "immutable": true, "data": {"a": "MQ=="}})), vec![
-                "data: Forbidden: field is immutable when `immutable` is set",
-            ]),
-            (KindId::Service, json!({"metadata": meta("1web"), "spec": {"ports": [{"port": 0, "protocol": "HTTP"}, {"port": 80}]}}), None, vec![
-                "metadata.name: Invalid value: \"1web\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
-                "spec.ports[0].name: Required value",
-                "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
-                "spec.ports[0].protocol: Unsupported value: \"HTTP\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
-                "spec.ports[1].name: Required value",
-            ]),
-            (KindId::Service, json!({"metadata": meta("web"), "spec": {"type": "Foo"}}), None, vec![
-                "spec.type: Unsupported value: \"Foo\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"",
-                "spec.ports: Required value",
-            ]),
-            (KindId::Pod, json!({"metadata": meta("p"), "spec": {}}), None, vec!["spec.containers: Required value"]),
-            (KindId::Pod, json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c"}, {"name": "c", "image": "x",
-                "ports": [{"containerPort": 70000}], "volumeMounts": [{"name": "missing", "mountPath": "/m"}]}]}}), None, vec![
-                "spec.containers[0].image: Required value",
-                "spec.containers[1].name: Duplicate value: \"c\"",
-                "spec.containers[1].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
-                "spec.containers[1].volumeMounts[0].name: Not found: \"missing\"",
-            ]),
-            (KindId::Pod, json!({"metadata": meta("p"), "spec": {"restartPolicy": "Sometimes", "containers": [{"name": "c", "image": "x"}]}}), None, vec![
-                "spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\"",
-            ]),
-            (KindId::Pod, json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c", "image": "x"}], "nodeName": "n2"}}),
-             Some(json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c", "image": "x"}]}})), vec![
-                "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
-            ]),
-            (KindId::PersistentVolumeClaim, json!({"metadata": meta("pvc"), "spec": {}}), None, vec![
-                "spec.accessModes: Required value: at least 1 access mode is required",
-                "spec.resources[storage]: Required value",
-            ]),
-            (KindId::Deployment, json!({"metadata": meta("d"), "spec": {"template": pod_template(json!({"app": "web"}))}}), None, vec![
-                "spec.selector: Required value",
-            ]),
-            (KindId::Deployment, json!({"metadata": meta("d"), "spec": {"replicas": -1, "selector": {"matchLabels": {"app": "api"}},
-                "template": pod_template(json!({"app": "web"}))}}), None, vec![
-                "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
-                "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"web\"}: `selector` does not match template `labels`",
-            ]),
-            (KindId::Deployment, json!({"metadata": meta("d"), "spec": {"selector": {}, "template": pod_template(json!({"app": "web"}))}}), None, vec![
-                "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment",
-            ]),
-            (KindId::Deployment, json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "web"}},
-                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"restartPolicy": "Never", "containers": [{"name": "c"}]}}}}), None, vec![
-                "spec.template.spec.containers[0].image: Required value",
-                "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
-            ]),
-            (KindId::Deployment, json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": pod_template(json!({"app": "x"}))}}),
-             Some(json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod_template(json!({"app": "web"}))}})), vec![
-                "spec.selector: Invalid value: &v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"x\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable",
-            ]),
-            (KindId::StatefulSet, json!({"metadata": meta("s"), "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In"}, {"key": "b", "operator": "Exists", "values": ["x"]}, {"key": "c", "operator": "Is"}]},
-                "template": pod_template(json!({"app": "db"}))}}), None, vec![
-                "spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
-                "spec.selector.matchExpressions[1].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                "spec.selector.matchExpressions[2].operator: Invalid value: \"Is\": not a valid selector operator",
-            ]),
-            (KindId::DaemonSet, json!({"metadata": meta("ds"), "spec": {"selector": {}, "template": pod_template(json!({}))}}), None, vec![
-                "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for daemonset",
-            ]),
-            (KindId::Job, json!({"metadata": meta("j"), "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": pod_template(json!({"a": "b"}))}}), None, vec![
-                "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
-            ]),
-            (KindId::CronJob, json!({"metadata": meta(&"c".repeat(53)), "spec": {"jobTemplate": {"spec": {"template": {"spec": {
-                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}), None, vec![
-                "metadata.name: Invalid value: \"ccccccccccccccccccccccccccccccccccccccccccccccccccccc\": must be no more than 52 characters",
-                "spec.schedule: Required value",
-            ]),
-            (KindId::Ingress, json!({"metadata": meta("i"), "spec": {}}), None, vec![
-                "spec: Invalid value: []networking.IngressRule(nil): either `defaultBackend` or `rules` must be specified",
-            ]),
-            (KindId::Ingress, json!({"metadata": meta("i"), "spec": {"rules": [{"http": {"paths": [{"path": "x", "pathType": "Exact",
-                "backend": {"service": {"name": "s", "port": {"number": 80}}}}, {"path": "/", "backend": {}}]}}]}}), None, vec![
-                "spec.rules[0].http.paths[0].path: Invalid value: \"x\": must be an absolute path",
-                "spec.rules[0].http.paths[1].pathType: Required value: pathType must be specified",
-                "spec.rules[0].http.paths[1].backend: Invalid value: \"\": one backend must be specified",
-            ]),
-            (KindId::EndpointSlice, json!({"metadata": meta("es"), "endpoints": [{"addresses": []}]}), None, vec![
-                "addressType: Required value",
-                "endpoints[0].addresses: Required value: must contain at least 1 address",
-            ]),
-            (KindId::PodDisruptionBudget, json!({"metadata": meta("pdb"), "spec": {"minAvailable": "150%", "maxUnavailable": -1}}), None, vec![
-                "spec.minAvailable: Invalid value: \"150%\": must not be greater than 100%",
-                "spec.maxUnavailable: Invalid value: -1: must be greater than or equal to 0",
-            ]),
-            (KindId::Lease, json!({"metadata": meta("l"), "spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1, "preferredHolder": "x"}}), None, vec![
-                "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0",
-                "spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0",
-                "spec.preferredHolder: Forbidden: may only be specified if `strategy` is defined",
-            ]),
-            (KindId::Event, json!({"metadata": meta("e"), "involvedObject": {"kind": "Pod", "name": "p", "namespace": "other"}}), None, vec![
-                "involvedObject.namespace: Invalid value: \"other\": does not match event.namespace",
-            ]),
-            (KindId::EventsV1Event, json!({"metadata": meta("e"), "regarding": {"namespace": "default"}, "type": "Info", "deprecatedCount": 2}), None, vec![
-                "eventTime: Required value",
-                "type: Invalid value: \"\": has invalid value: Info",
-                "count: Invalid value: \"\": needs to be unset",
-            ]),
-            (KindId::ConfigMap, json!({"metadata": {"name": "cm", "namespace": "default", "finalizers": ["custom"]}}), None, vec![
-                "metadata.finalizers[0]: Invalid value: \"custom\": name is neither a standard finalizer name nor is it fully qualified",
-            ]),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": meta("cm"), "data": {"a/b": "1", "..x": "2"}, "binaryData": {"..x": ""}}),
+                None,
+                vec![
+                    "data[..x]: Invalid value: \"..x\": must not start with '..'",
+                    "data[a/b]: Invalid value: \"a/b\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key_name', regex used for validation is '[-._a-zA-Z0-9]+')",
+                    "binaryData[..x]: Invalid value: \"..x\": must not start with '..'",
+                    "binaryData[..x]: Invalid value: \"..x\": duplicate of key present in data",
+                ],
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": meta("Bad_Name")}),
+                None,
+                vec![
+                    "metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                ],
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": meta("cm"), "immutable": true, "data": {"a": "2"}}),
+                Some(json!({"metadata": meta("cm"), "immutable": true, "data": {"a": "1"}})),
+                vec!["data: Forbidden: field is immutable when `immutable` is set"],
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": meta("cm"), "data": {"a": "1"}}),
+                Some(json!({"metadata": meta("cm"), "immutable": true, "data": {"a": "1"}})),
+                vec!["immutable: Forbidden: field is immutable when `immutable` is set"],
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": meta("cm"), "data": {"a": "x".repeat(1024 * 1024 + 1)}}),
+                None,
+                vec!["<nil>: Too long: may not be more than 1048576 bytes"],
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "type": "kubernetes.io/tls", "data": {"tls.crt": ""}}),
+                None,
+                vec!["data[tls.key]: Required value"],
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "type": "kubernetes.io/dockerconfigjson"}),
+                None,
+                vec!["data[.dockerconfigjson]: Required value"],
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "type": "kubernetes.io/service-account-token"}),
+                None,
+                vec!["metadata.annotations[kubernetes.io/service-account.name]: Required value"],
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "type": "kubernetes.io/basic-auth"}),
+                None,
+                vec![
+                    "data[%s][username]: Required value",
+                    "data[%s][password]: Required value",
+                ],
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}}),
+                Some(json!({"metadata": meta("s"), "data": {"tls.crt": "", "tls.key": ""}})),
+                vec!["type: Invalid value: \"kubernetes.io/tls\": field is immutable"],
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "immutable": true, "data": {"a": "Mg=="}}),
+                Some(json!({"metadata": meta("s"), "immutable": true, "data": {"a": "MQ=="}})),
+                vec!["data: Forbidden: field is immutable when `immutable` is set"],
+            ),
+            (
+                KindId::Service,
+                json!({"metadata": meta("1web"), "spec": {"ports": [{"port": 0, "protocol": "HTTP"}, {"port": 80}]}}),
+                None,
+                vec![
+                    "metadata.name: Invalid value: \"1web\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+                    "spec.ports[0].name: Required value",
+                    "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+                    "spec.ports[0].protocol: Unsupported value: \"HTTP\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
+                    "spec.ports[1].name: Required value",
+                ],
+            ),
+            (
+                KindId::Service,
+                json!({"metadata": meta("web"), "spec": {"type": "Foo"}}),
+                None,
+                vec![
+                    "spec.type: Unsupported value: \"Foo\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"",
+                    "spec.ports: Required value",
+                ],
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": meta("p"), "spec": {}}),
+                None,
+                vec!["spec.containers: Required value"],
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c"}, {"name": "c", "image": "x",
+                "ports": [{"containerPort": 70000}], "volumeMounts": [{"name": "missing", "mountPath": "/m"}]}]}}),
+                None,
+                vec![
+                    "spec.containers[0].image: Required value",
+                    "spec.containers[1].name: Duplicate value: \"c\"",
+                    "spec.containers[1].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+                    "spec.containers[1].volumeMounts[0].name: Not found: \"missing\"",
+                ],
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": meta("p"), "spec": {"restartPolicy": "Sometimes", "containers": [{"name": "c", "image": "x"}]}}),
+                None,
+                vec![
+                    "spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\"",
+                ],
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c", "image": "x"}], "nodeName": "n2"}}),
+                Some(
+                    json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c", "image": "x"}]}}),
+                ),
+                vec![
+                    "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+                ],
+            ),
+            (
+                KindId::PersistentVolumeClaim,
+                json!({"metadata": meta("pvc"), "spec": {}}),
+                None,
+                vec![
+                    "spec.accessModes: Required value: at least 1 access mode is required",
+                    "spec.resources[storage]: Required value",
+                ],
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"template": pod_template(&json!({"app": "web"}))}}),
+                None,
+                vec!["spec.selector: Required value"],
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"replicas": -1, "selector": {"matchLabels": {"app": "api"}},
+                "template": pod_template(&json!({"app": "web"}))}}),
+                None,
+                vec![
+                    "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+                    "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"web\"}: `selector` does not match template `labels`",
+                ],
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"selector": {}, "template": pod_template(&json!({"app": "web"}))}}),
+                None,
+                vec![
+                    "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment",
+                ],
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"restartPolicy": "Never", "containers": [{"name": "c"}]}}}}),
+                None,
+                vec![
+                    "spec.template.spec.containers[0].image: Required value",
+                    "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+                ],
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": pod_template(&json!({"app": "x"}))}}),
+                Some(
+                    json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod_template(&json!({"app": "web"}))}}),
+                ),
+                vec![
+                    "spec.selector: Invalid value: &v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"x\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable",
+                ],
+            ),
+            (
+                KindId::StatefulSet,
+                json!({"metadata": meta("s"), "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In"}, {"key": "b", "operator": "Exists", "values": ["x"]}, {"key": "c", "operator": "Is"}]},
+                "template": pod_template(&json!({"app": "db"}))}}),
+                None,
+                vec![
+                    "spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+                    "spec.selector.matchExpressions[1].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    "spec.selector.matchExpressions[2].operator: Invalid value: \"Is\": not a valid selector operator",
+                ],
+            ),
+            (
+                KindId::DaemonSet,
+                json!({"metadata": meta("ds"), "spec": {"selector": {}, "template": pod_template(&json!({}))}}),
+                None,
+                vec![
+                    "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for daemonset",
+                ],
+            ),
+            (
+                KindId::Job,
+                json!({"metadata": meta("j"), "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": pod_template(&json!({"a": "b"}))}}),
+                None,
+                vec![
+                    "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+                ],
+            ),
+            (
+                KindId::CronJob,
+                json!({"metadata": meta(&"c".repeat(53)), "spec": {"jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+                None,
+                vec![
+                    "metadata.name: Invalid value: \"ccccccccccccccccccccccccccccccccccccccccccccccccccccc\": must be no more than 52 characters",
+                    "spec.schedule: Required value",
+                ],
+            ),
+            (
+                KindId::Ingress,
+                json!({"metadata": meta("i"), "spec": {}}),
+                None,
+                vec![
+                    "spec: Invalid value: []networking.IngressRule(nil): either `defaultBackend` or `rules` must be specified",
+                ],
+            ),
+            (
+                KindId::Ingress,
+                json!({"metadata": meta("i"), "spec": {"rules": [{"http": {"paths": [{"path": "x", "pathType": "Exact",
+                "backend": {"service": {"name": "s", "port": {"number": 80}}}}, {"path": "/", "backend": {}}]}}]}}),
+                None,
+                vec![
+                    "spec.rules[0].http.paths[0].path: Invalid value: \"x\": must be an absolute path",
+                    "spec.rules[0].http.paths[1].pathType: Required value: pathType must be specified",
+                    "spec.rules[0].http.paths[1].backend: Invalid value: \"\": one backend must be specified",
+                ],
+            ),
+            (
+                KindId::EndpointSlice,
+                json!({"metadata": meta("es"), "endpoints": [{"addresses": []}]}),
+                None,
+                vec![
+                    "addressType: Required value",
+                    "endpoints[0].addresses: Required value: must contain at least 1 address",
+                ],
+            ),
+            (
+                KindId::PodDisruptionBudget,
+                json!({"metadata": meta("pdb"), "spec": {"minAvailable": "150%", "maxUnavailable": -1}}),
+                None,
+                vec![
+                    "spec.minAvailable: Invalid value: \"150%\": must not be greater than 100%",
+                    "spec.maxUnavailable: Invalid value: -1: must be greater than or equal to 0",
+                ],
+            ),
+            (
+                KindId::Lease,
+                json!({"metadata": meta("l"), "spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1, "preferredHolder": "x"}}),
+                None,
+                vec![
+                    "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0",
+                    "spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0",
+                    "spec.preferredHolder: Forbidden: may only be specified if `strategy` is defined",
+                ],
+            ),
+            (
+                KindId::Event,
+                json!({"metadata": meta("e"), "involvedObject": {"kind": "Pod", "name": "p", "namespace": "other"}}),
+                None,
+                vec![
+                    "involvedObject.namespace: Invalid value: \"other\": does not match event.namespace",
+                ],
+            ),
+            (
+                KindId::EventsV1Event,
+                json!({"metadata": meta("e"), "regarding": {"namespace": "default"}, "type": "Info", "deprecatedCount": 2}),
+                None,
+                vec![
+                    "eventTime: Required value",
+                    "type: Invalid value: \"\": has invalid value: Info",
+                    "count: Invalid value: \"\": needs to be unset",
+                ],
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": {"name": "cm", "namespace": "default", "finalizers": ["custom"]}}),
+                None,
+                vec![
+                    "metadata.finalizers[0]: Invalid value: \"custom\": name is neither a standard finalizer name nor is it fully qualified",
+                ],
+            ),
         ];
         for (id, obj, old, want) in cases {
             assert_eq!(errors(id, obj.clone(), old), want, "{id:?} {obj}");
