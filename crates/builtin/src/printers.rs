@@ -248,7 +248,7 @@ pub const PVC: &[Column] = &[
     doc(
         "Access Modes",
         "string",
-        "io.k8s.api.core.v1.PersistentVolumeClaimSpec",
+        "io.k8s.api.core.v1.PersistentVolumeClaimStatus",
         "accessModes",
         0,
     ),
@@ -525,25 +525,22 @@ pub const CRON_JOB: &[Column] = &[
 /// Ingress: NAME CLASS HOSTS ADDRESS PORTS AGE.
 pub const INGRESS: &[Column] = &[
     NAME,
-    doc(
+    text(
         "Class",
         "string",
-        "io.k8s.api.networking.v1.IngressSpec",
-        "ingressClassName",
+        "The name of the IngressClass resource that should be used for additional configuration",
         0,
     ),
-    doc(
+    text(
         "Hosts",
         "string",
-        "io.k8s.api.networking.v1.IngressRule",
-        "host",
+        "Hosts that incoming requests are matched against before the ingress rule",
         0,
     ),
-    doc(
+    text(
         "Address",
         "string",
-        "io.k8s.api.networking.v1.IngressStatus",
-        "loadBalancer",
+        "Address is a list containing ingress points for the load-balancer",
         0,
     ),
     text(
@@ -583,25 +580,22 @@ pub const ENDPOINT_SLICE: &[Column] = &[
 /// `PodDisruptionBudget`: NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE.
 pub const PDB: &[Column] = &[
     NAME,
-    doc(
+    text(
         "Min Available",
         "string",
-        "io.k8s.api.policy.v1.PodDisruptionBudgetSpec",
-        "minAvailable",
+        "The minimum number of pods that must be available.",
         0,
     ),
-    doc(
+    text(
         "Max Unavailable",
         "string",
-        "io.k8s.api.policy.v1.PodDisruptionBudgetSpec",
-        "maxUnavailable",
+        "The maximum number of pods that may be unavailable.",
         0,
     ),
-    doc(
+    text(
         "Allowed Disruptions",
         "integer",
-        "io.k8s.api.policy.v1.PodDisruptionBudgetStatus",
-        "disruptionsAllowed",
+        "Calculated number of pods that may be disrupted at this time.",
         0,
     ),
     AGE,
