@@ -215,6 +215,13 @@ fn default_service(obj: &mut Value) {
     };
     set_default(spec, "type", json!("ClusterIP"));
     set_default(spec, "sessionAffinity", json!("None"));
+    // The service REST mirrors `clusterIP` into `clusterIPs` (allocation itself is not done).
+    if let Some(ip) = spec.get("clusterIP").and_then(Value::as_str)
+        && !ip.is_empty()
+        && spec.get("clusterIPs").is_none_or(Value::is_null)
+    {
+        spec.insert("clusterIPs".into(), json!([ip]));
+    }
     let ty = spec
         .get("type")
         .and_then(Value::as_str)

@@ -754,7 +754,7 @@ fn containers_images(pod_spec: &Value) -> (String, String) {
 
 /// `loadBalancerStatusStringer`: ingress IPs or hostnames, truncated unless wide.
 fn load_balancer(status: &Value, wide: bool) -> String {
-    let ips: Vec<&str> = arr(status, "/ingress")
+    let mut ips: Vec<&str> = arr(status, "/ingress")
         .iter()
         .filter_map(|i| {
             let ip = s(i, "/ip");
@@ -768,6 +768,9 @@ fn load_balancer(status: &Value, wide: bool) -> String {
             }
         })
         .collect();
+    // A sorted set, as upstream's `sets.NewString`.
+    ips.sort_unstable();
+    ips.dedup();
     let r = ips.join(",");
     if !wide && r.len() > 16 {
         format!("{}...", &r[..13])
@@ -852,7 +855,7 @@ impl Kind {
                     age,
                     json!(c),
                     json!(i),
-                    json!(selector_string(at(obj, "/spec/selector"))),
+                    json!(format_label_selector(at(obj, "/spec/selector"))),
                 ]
             }
             KindId::ReplicaSet => {
@@ -865,7 +868,7 @@ impl Kind {
                     age,
                     json!(c),
                     json!(i),
-                    json!(selector_string(at(obj, "/spec/selector"))),
+                    json!(format_label_selector(at(obj, "/spec/selector"))),
                 ]
             }
             KindId::Job => job_cells(obj, name, age, now),
@@ -963,7 +966,12 @@ impl Kind {
 
 fn service_cells(obj: &Value, name: Value, age: Value) -> Vec<Value> {
     let ty = s(obj, "/spec/type");
-    let cluster_ip = or_none(s(obj, "/spec/clusterIP"));
+    let cluster_ip = or_none(
+        arr(obj, "/spec/clusterIPs")
+            .first()
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+    );
     let external: Vec<&str> = arr(obj, "/spec/externalIPs")
         .iter()
         .filter_map(Value::as_str)
@@ -1286,12 +1294,12 @@ fn job_cells(obj: &Value, name: Value, age: Value, now: Timestamp) -> Vec<Value>
         "Failed"
     } else if !at(obj, "/metadata/deletionTimestamp").is_null() {
         "Terminating"
-    } else if has_condition(obj, "SuccessCriteriaMet") {
-        "SuccessCriteriaMet"
     } else if has_condition(obj, "Suspended") {
         "Suspended"
     } else if has_condition(obj, "FailureTarget") {
         "FailureTarget"
+    } else if has_condition(obj, "SuccessCriteriaMet") {
+        "SuccessCriteriaMet"
     } else {
         "Running"
     };
@@ -1304,7 +1312,7 @@ fn job_cells(obj: &Value, name: Value, age: Value, now: Timestamp) -> Vec<Value>
         age,
         json!(c),
         json!(i),
-        json!(selector_string(at(obj, "/spec/selector"))),
+        json!(format_label_selector(at(obj, "/spec/selector"))),
     ]
 }
 
@@ -1681,7 +1689,7 @@ mod tests {
             (
                 KindId::Service,
                 json!({"metadata": {"name": "web", "creationTimestamp": CREATED},
-                    "spec": {"type": "NodePort", "clusterIP": "10.0.0.10", "selector": {"app": "web"},
+                    "spec": {"type": "NodePort", "clusterIP": "10.0.0.10", "clusterIPs": ["10.0.0.10"], "selector": {"app": "web"},
                              "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080}, {"port": 53, "protocol": "UDP"}]}}),
                 json!([
                     "web",
@@ -1695,11 +1703,25 @@ mod tests {
             ),
             (
                 KindId::Service,
-                json!({"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "clusterIP": "None"}}),
+                json!({"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "clusterIP": "None", "clusterIPs": ["None"]},
+                    "status": {"loadBalancer": {"ingress": [{"ip": "5.6.7.8"}, {"hostname": "lb.example.com"}, {"ip": "1.2.3.4"}]}}}),
                 json!([
                     "lb",
                     "LoadBalancer",
                     "None",
+                    "1.2.3.4,5.6.7.8,lb.example.com",
+                    "<none>",
+                    "<unknown>",
+                    "<none>"
+                ]),
+            ),
+            (
+                KindId::Service,
+                json!({"metadata": {"name": "lb2"}, "spec": {"type": "LoadBalancer"}}),
+                json!([
+                    "lb2",
+                    "LoadBalancer",
+                    "<none>",
                     "<pending>",
                     "<none>",
                     "<unknown>",
@@ -1935,6 +1957,11 @@ mod tests {
                 json!(["web-1", 2, 2, 0, "<unknown>", "", "", "app=web"]),
             ),
             (
+                KindId::ReplicaSet,
+                json!({"metadata": {"name": "none"}, "spec": {"replicas": 1}}),
+                json!(["none", 1, 0, 0, "<unknown>", "", "", "<none>"]),
+            ),
+            (
                 KindId::Job,
                 json!({"metadata": {"name": "pi"}, "spec": {"completions": 1, "template": {"spec": {"containers": [{"name": "pi", "image": "perl"}]}}},
                     "status": {"succeeded": 1, "startTime": "2024-01-01T00:50:00Z", "completionTime": "2024-01-01T00:50:30Z",
@@ -1947,13 +1974,22 @@ mod tests {
                     "<unknown>",
                     "pi",
                     "perl",
-                    ""
+                    "<none>"
                 ]),
             ),
             (
                 KindId::Job,
                 json!({"metadata": {"name": "par"}, "spec": {"parallelism": 3}, "status": {"startTime": "2024-01-01T00:55:00Z"}}),
-                json!(["par", "Running", "0/1 of 3", "5m", "<unknown>", "", "", ""]),
+                json!([
+                    "par",
+                    "Running",
+                    "0/1 of 3",
+                    "5m",
+                    "<unknown>",
+                    "",
+                    "",
+                    "<none>"
+                ]),
             ),
             (
                 KindId::CronJob,
