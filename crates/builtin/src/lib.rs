@@ -10,6 +10,21 @@
 //!
 //! Everything takes and returns `serde_json::Value` objects in the kind's own wire shape.
 //!
+//! How a server drives a kind from its row (one generic strategy):
+//! - discovery and routing: `group`, `version`, `plural`, `singular`, `kind`, `list_kind`,
+//!   `short_names`, `categories`, `scope`, `verbs`, `status`, `scale`;
+//! - storage: `<key_root>/<namespace>/<name>`; a kind with `stored_as` shares another kind's
+//!   keys and is converted with [`events::to_core`] on writes and [`events::from_core`] on reads;
+//! - decode: prune/type-check with [`Kind::schema`], then [`Kind::default`] (also on reads of
+//!   stored objects);
+//! - create: [`Kind::prepare_create`] (after uid and creationTimestamp are set), then
+//!   [`Kind::validate`] with `old = None`;
+//! - update: [`Kind::prepare_update`], then [`Kind::validate`] with the old object (for `/status`
+//!   writes only the metadata part of the result is meaningful);
+//! - `/scale`: [`Kind::scale_of`]; tables: [`Kind::column_definitions`], [`Kind::cells`],
+//!   [`Kind::row_conditions`]; field selectors: [`Kind::supports_field`], [`Kind::field_value`];
+//! - OpenAPI: [`schema::definitions`] and [`schema::reachable`].
+//!
 //! Architecture Invariant: this crate does no IO and knows no HTTP, async runtime or storage.
 
 pub mod events;

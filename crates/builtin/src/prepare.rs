@@ -571,8 +571,8 @@ mod tests {
             ),
             (
                 KindId::Service,
-                json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 80, "targetPort": 0}]}}),
-                json!({"spec": {"type": "LoadBalancer", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
+                json!({"spec": {"type": "LoadBalancer", "clusterIP": "10.0.0.1", "ports": [{"port": 80, "targetPort": 0}]}}),
+                json!({"spec": {"type": "LoadBalancer", "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"], "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
                 "externalTrafficPolicy": "Cluster", "allocateLoadBalancerNodePorts": true,
                 "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}]}}),
             ),
