@@ -4,7 +4,7 @@
 //! Main items: [`Kind`] (one row per kind: names, scope, subresources, etcd key root, printer
 //! columns, field labels) and [`KINDS`]; per-kind pure functions on [`Kind`]:
 //! [`Kind::cells`] (`printers`), [`Kind::field_value`] (`fields`), [`Kind::schema`] and
-//! [`Kind::definition`] (`schema`), [`Kind::validate`] (`validation`), [`Kind::default`],
+//! [`Kind::definition_schema`] (`schema`), [`Kind::validate`] (`validation`), [`Kind::apply_defaults`],
 //! [`Kind::prepare_create`] and [`Kind::prepare_update`] (`prepare`); [`events`] converts
 //! between `events.k8s.io/v1` and core/v1 Events (stored as core events).
 //!
@@ -15,7 +15,7 @@
 //!   `short_names`, `categories`, `scope`, `verbs`, `status`, `scale`;
 //! - storage: `<key_root>/<namespace>/<name>`; a kind with `stored_as` shares another kind's
 //!   keys and is converted with [`events::to_core`] on writes and [`events::from_core`] on reads;
-//! - decode: prune/type-check with [`Kind::schema`], then [`Kind::default`] (also on reads of
+//! - decode: prune/type-check with [`Kind::schema`], then [`Kind::apply_defaults`] (also on reads of
 //!   stored objects);
 //! - create: [`Kind::prepare_create`] (after uid and creationTimestamp are set), then
 //!   [`Kind::validate`] with `old = None`;

@@ -255,7 +255,7 @@ fn default_service(obj: &mut Value) {
 impl Kind {
     /// Applies the defaults upstream's decoding applies (idempotent; run on every decoded
     /// request body, and on reads where stored objects may predate a default).
-    pub fn default(&self, obj: &mut Value) {
+    pub fn apply_defaults(&self, obj: &mut Value) {
         match self.id {
             KindId::Secret => {
                 merge_string_data(obj);
@@ -389,7 +389,7 @@ impl Kind {
 
     /// `PrepareForCreate`: status reset for kinds with a status subresource (Pods start
     /// `Pending` with their `QoS` class), generation 1 where the server tracks it, and a Job's
-    /// generated selector and labels (needs `metadata.uid` set). Call after [`Kind::default`].
+    /// generated selector and labels (needs `metadata.uid` set). Call after [`Kind::apply_defaults`].
     pub fn prepare_create(&self, obj: &mut Value) {
         if self.status
             && let Some(m) = obj.as_object_mut()
@@ -551,7 +551,7 @@ mod tests {
     use crate::{KindId, get};
 
     fn defaulted(id: KindId, mut obj: Value) -> Value {
-        get(id).default(&mut obj);
+        get(id).apply_defaults(&mut obj);
         obj
     }
 

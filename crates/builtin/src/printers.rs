@@ -2,7 +2,7 @@
 //! output has them (`pkg/printers/internalversion/printers.go`, printed with `Wide: true` as
 //! the server's table convertor does).
 //!
-//! Ages: Go printers put translated durations ("5m", "<unknown>") in `string` columns, so
+//! Ages: Go printers put translated durations (`"5m"`, `"<unknown>"`) in `string` columns, so
 //! [`Kind::cells`] takes the current time and renders them the same way
 //! ([`human_duration`]); a server renders these rows as they are, without re-typing cells.
 //! The Name column is part of [`Kind::columns`] and of every row (for Events it is the last,
@@ -651,7 +651,7 @@ fn parse_time(v: &Value) -> Option<Timestamp> {
     v.as_str().and_then(|s| s.parse::<Timestamp>().ok())
 }
 
-/// Go's `translateTimestampSince`: "<unknown>" for a missing time, else a human duration.
+/// Go's `translateTimestampSince`: `"<unknown>"` for a missing time, else a human duration.
 pub fn since(v: &Value, now: Timestamp) -> String {
     match parse_time(v) {
         Some(t) => human_duration(now.as_second() - t.as_second()),
@@ -716,7 +716,7 @@ pub fn human_duration(seconds: i64) -> String {
     format!("{}y", hours / 24 / 365)
 }
 
-/// `labels.FormatLabels`: sorted `k=v` pairs, "<none>" when empty.
+/// `labels.FormatLabels`: sorted `k=v` pairs, `"<none>"` when empty.
 fn format_labels(v: &Value) -> String {
     let Some(m) = v.as_object() else {
         return "<none>".into();
@@ -736,7 +736,7 @@ fn selector_string(v: &Value) -> String {
         .unwrap_or_default()
 }
 
-/// `metav1.FormatLabelSelector`: "<none>" for a missing or empty selector.
+/// `metav1.FormatLabelSelector`: `"<none>"` for a missing or empty selector.
 fn format_label_selector(v: &Value) -> String {
     if v.is_null() {
         return "<none>".into();

@@ -1,6 +1,6 @@
 //! Validation of the built-in kinds with upstream's field paths and messages
 //! (`pkg/apis/core/validation`, `apps/validation`, `batch/validation`, `coordination`,
-//! `policy`, `discovery`, `networking`). Objects are validated after [`Kind::default`], as
+//! `policy`, `discovery`, `networking`). Objects are validated after [`Kind::apply_defaults`], as
 //! upstream validates defaulted internal objects. What is checked, and what upstream checks
 //! that is not, is listed in `VALIDATION.md` beside this crate's `Cargo.toml`.
 
@@ -1263,9 +1263,9 @@ mod tests {
     /// Defaults (as decoding does), then validates; the errors as `kubectl` prints them.
     fn errors(id: KindId, mut obj: Value, old: Option<Value>) -> Vec<String> {
         let k = get(id);
-        k.default(&mut obj);
+        k.apply_defaults(&mut obj);
         let old = old.map(|mut o| {
-            k.default(&mut o);
+            k.apply_defaults(&mut o);
             o
         });
         k.validate(&obj, old.as_ref())
