@@ -343,6 +343,39 @@ impl Kind {
     }
 }
 
+impl Kind {
+    /// Applies a `/scale` write (an `autoscaling/v1` Scale) to the object: validates
+    /// `spec.replicas` as upstream's `ValidateScale` does and sets the object's
+    /// `spec.replicas`. Returns the errors (the object is unchanged when there are any).
+    pub fn apply_scale(
+        &self,
+        obj: &mut serde_json::Value,
+        scale: &serde_json::Value,
+    ) -> crd_core::ErrorList {
+        let mut errs = crd_core::ErrorList::new();
+        let replicas = scale
+            .pointer("/spec/replicas")
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(0);
+        if replicas < 0 {
+            errs.push(crd_core::FieldError::invalid(
+                &crd_core::Path::new("spec").child("replicas"),
+                replicas,
+                "must be greater than or equal to 0",
+            ));
+            return errs;
+        }
+        if let Some(spec) = obj
+            .as_object_mut()
+            .map(|m| m.entry("spec").or_insert_with(|| serde_json::json!({})))
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            spec.insert("replicas".into(), serde_json::json!(replicas));
+        }
+        errs
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -612,5 +645,17 @@ mod tests {
             )
         );
         assert_eq!(get(KindId::DaemonSet).scale_of(&d), None);
+        let mut d2 = d.clone();
+        let errs = get(KindId::Deployment)
+            .apply_scale(&mut d2, &serde_json::json!({"spec": {"replicas": 5}}));
+        assert!(errs.is_empty());
+        assert_eq!(d2["spec"]["replicas"], serde_json::json!(5));
+        let errs = get(KindId::Deployment)
+            .apply_scale(&mut d2, &serde_json::json!({"spec": {"replicas": -1}}));
+        assert_eq!(
+            errs.aggregate(),
+            "spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+        );
+        assert_eq!(d2["spec"]["replicas"], serde_json::json!(5));
     }
 }

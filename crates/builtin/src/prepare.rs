@@ -401,8 +401,15 @@ impl Kind {
                 }
                 KindId::Service => json!({"loadBalancer": {}}),
                 KindId::PersistentVolumeClaim => json!({"phase": "Pending"}),
+                // Go's zero status structs as they serialize (non-`omitempty` fields stay).
                 KindId::PodDisruptionBudget => {
                     json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
+                }
+                KindId::Ingress => json!({"loadBalancer": {}}),
+                KindId::ReplicaSet => json!({"replicas": 0}),
+                KindId::StatefulSet => json!({"replicas": 0, "availableReplicas": 0}),
+                KindId::DaemonSet => {
+                    json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0})
                 }
                 _ => json!({}),
             };
