@@ -399,13 +399,12 @@ impl Kind {
                     let qos = pod_qos_class(m.get("spec").unwrap_or(&Value::Null));
                     json!({"phase": "Pending", "qosClass": qos})
                 }
-                KindId::Service => json!({"loadBalancer": {}}),
                 KindId::PersistentVolumeClaim => json!({"phase": "Pending"}),
                 // Go's zero status structs as they serialize (non-`omitempty` fields stay).
                 KindId::PodDisruptionBudget => {
                     json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
                 }
-                KindId::Ingress => json!({"loadBalancer": {}}),
+                KindId::Service | KindId::Ingress => json!({"loadBalancer": {}}),
                 KindId::ReplicaSet => json!({"replicas": 0}),
                 KindId::StatefulSet => json!({"replicas": 0, "availableReplicas": 0}),
                 KindId::DaemonSet => {
