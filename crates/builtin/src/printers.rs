@@ -773,7 +773,9 @@ fn load_balancer(status: &Value, wide: bool) -> String {
     ips.dedup();
     let r = ips.join(",");
     if !wide && r.len() > 16 {
-        format!("{}...", &r[..13])
+        // Go cuts at byte 13; cut at the last character boundary at or before it.
+        let cut = (0..=13).rev().find(|&i| r.is_char_boundary(i)).unwrap_or(0);
+        format!("{}...", &r[..cut])
     } else {
         r
     }
@@ -2059,6 +2061,15 @@ mod tests {
                 "{id:?}"
             );
         }
+    }
+
+    #[test]
+    fn load_balancer_addresses_are_cut_unless_wide() {
+        let st = json!({"ingress": [{"hostname": "a-very-long-hostname.example.com"}]});
+        assert_eq!(load_balancer(&st, false), "a-very-long-h...");
+        assert_eq!(load_balancer(&st, true), "a-very-long-hostname.example.com");
+        let st = json!({"ingress": [{"hostname": "ééééééééééééééééé"}]});
+        assert_eq!(load_balancer(&st, false), "éééééé...");
     }
 
     #[test]
