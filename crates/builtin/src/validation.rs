@@ -843,6 +843,7 @@ fn event(obj: &Value, strict: bool, errs: &mut ErrorList) {
         errs.push(FieldError::invalid(&Path::new("namespace"), ns, m));
     }
     if strict {
+        event_series(obj, errs);
         if !has_event_time {
             errs.push(FieldError::required(&Path::new("eventTime"), ""));
         }
@@ -872,6 +873,79 @@ fn event(obj: &Value, strict: bool, errs: &mut ErrorList) {
                 "",
                 "needs to be unset",
             ));
+        }
+    }
+}
+
+/// `validateV1EventSeries`.
+fn event_series(obj: &Value, errs: &mut ErrorList) {
+    let series = at(obj, "/series");
+    if series.is_null() {
+        return;
+    }
+    if at(series, "/count").as_i64().unwrap_or(0) < 2 {
+        errs.push(FieldError::invalid(
+            &Path::new("series.count"),
+            "",
+            "should be at least 2",
+        ));
+    }
+    if at(series, "/lastObservedTime").is_null() {
+        errs.push(FieldError::required(
+            &Path::new("series.lastObservedTime"),
+            "",
+        ));
+    }
+}
+
+/// `ValidateEventUpdate` for events.k8s.io/v1 (objects in core shape): the series when it
+/// changed, and the immutable fields. Struct-valued fields (`involvedObject`, `source`,
+/// `related`) are reported without Go's `%#v` value.
+fn event_update(new: &Value, old: &Value, errs: &mut ErrorList) {
+    if at(new, "/series") != at(old, "/series") {
+        event_series(new, errs);
+    }
+    for f in [
+        "involvedObject",
+        "reason",
+        "message",
+        "source",
+        "firstTimestamp",
+        "lastTimestamp",
+        "count",
+        "type",
+        "eventTime",
+        "action",
+        "related",
+        "reportingComponent",
+        "reportingInstance",
+    ] {
+        let ptr = format!("/{f}");
+        let (a, b) = (at(new, &ptr), at(old, &ptr));
+        let empty = |v: &Value| {
+            v.is_null()
+                || v.as_str() == Some("")
+                || v.as_i64() == Some(0)
+                || v.as_object().is_some_and(Map::is_empty)
+        };
+        if a == b || (empty(a) && empty(b)) {
+            continue;
+        }
+        let field = if f == "reportingComponent" {
+            "reportingController"
+        } else {
+            f
+        };
+        let path = Path::new(field);
+        if a.is_object() {
+            errs.push(FieldError {
+                kind: ErrorType::Invalid,
+                field: path,
+                value: None,
+                detail: "field is immutable".into(),
+            });
+        } else {
+            errs.push(FieldError::invalid(&path, a.clone(), "field is immutable"));
         }
     }
 }
@@ -1166,9 +1240,15 @@ impl Kind {
     /// upstream's paths and messages; `obj` is in this kind's own shape and already defaulted.
     /// Includes `ObjectMeta` validation (and, on update, its immutable fields).
     pub fn validate(&self, obj: &Value, old: Option<&Value>) -> ErrorList {
-        let mut errs = match self.id {
-            // Events are validated by their own (lenient) rules, not ObjectMeta's.
-            KindId::Event | KindId::EventsV1Event => ErrorList::new(),
+        let mut errs = match (self.id, old) {
+            // core/v1 Events are validated by their own (lenient) rules, not ObjectMeta's;
+            // events.k8s.io/v1 creates check ObjectMeta, its updates only the update rules.
+            (KindId::Event, _) => ErrorList::new(),
+            (KindId::EventsV1Event, Some(old)) => validate_object_meta_update(
+                at(obj, "/metadata"),
+                at(old, "/metadata"),
+                &Path::new("metadata"),
+            ),
             _ => validate_meta(self, obj, old),
         };
         let sp = Path::new("spec");
@@ -1185,7 +1265,16 @@ impl Kind {
             }
             KindId::PersistentVolumeClaim => pvc(obj, old, &mut errs),
             KindId::Event => event(obj, false, &mut errs),
-            KindId::EventsV1Event => event(&crate::events::to_core(obj), true, &mut errs),
+            KindId::EventsV1Event => {
+                let core = crate::events::to_core(obj);
+                match old {
+                    None => event(&core, true, &mut errs),
+                    Some(old) => {
+                        event(&core, false, &mut errs);
+                        event_update(&core, &crate::events::to_core(old), &mut errs);
+                    }
+                }
+            }
             KindId::Deployment => deployment(obj, &mut errs),
             KindId::ReplicaSet | KindId::StatefulSet | KindId::DaemonSet => {
                 let spec = at(obj, "/spec");
@@ -1665,6 +1754,32 @@ mod tests {
                     "eventTime: Required value",
                     "type: Invalid value: \"\": has invalid value: Info",
                     "count: Invalid value: \"\": needs to be unset",
+                ],
+            ),
+            (
+                KindId::EventsV1Event,
+                json!({"metadata": meta("e"), "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "example.com/c",
+                "reportingInstance": "i", "action": "A", "reason": "Changed", "type": "Normal", "series": {"count": 1},
+                "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}}),
+                Some(
+                    json!({"metadata": meta("e"), "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "example.com/c",
+                "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal",
+                "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}}),
+                ),
+                vec![
+                    "series.count: Invalid value: \"\": should be at least 2",
+                    "series.lastObservedTime: Required value",
+                    "reason: Invalid value: \"Changed\": field is immutable",
+                ],
+            ),
+            (
+                KindId::EventsV1Event,
+                json!({"metadata": meta("Bad_Name"), "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "example.com/c",
+                "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal",
+                "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}}),
+                None,
+                vec![
+                    "metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
                 ],
             ),
             (
