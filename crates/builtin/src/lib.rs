@@ -631,6 +631,44 @@ mod tests {
     }
 
     #[test]
+    fn odd_inputs_never_panic() {
+        let now: jiff::Timestamp = "2024-01-01T00:00:00Z".parse().unwrap();
+        let odd = [
+            serde_json::json!(null),
+            serde_json::json!([]),
+            serde_json::json!("x"),
+            serde_json::json!({}),
+            serde_json::json!({"metadata": "x", "spec": [], "status": 3, "data": "x", "stringData": [1]}),
+            serde_json::json!({"metadata": {"name": 5, "creationTimestamp": "nope", "finalizers": "x"},
+                "spec": {"containers": "x", "template": [], "selector": "x", "ports": {"a": 1},
+                         "replicas": "3", "rules": [null, 1], "jobTemplate": 1},
+                "status": {"containerStatuses": [null, {"state": "x"}], "conditions": "x"},
+                "subsets": [{"addresses": "x"}], "endpoints": [1], "series": "x", "regarding": 1}),
+        ];
+        for k in KINDS {
+            for o in &odd {
+                let mut obj = o.clone();
+                k.apply_defaults(&mut obj);
+                k.prepare_create(&mut obj);
+                let _ = k.validate(&obj, None);
+                let _ = k.validate(&obj, Some(o));
+                let mut upd = obj.clone();
+                k.prepare_update(&mut upd, o, false);
+                k.prepare_update(&mut upd, o, true);
+                assert_eq!(k.cells(o, now).len(), k.columns.len(), "{}", k.kind);
+                let _ = k.row_conditions(o);
+                for f in k.field_labels {
+                    assert!(k.field_value(o, f).is_some());
+                }
+                let _ = k.scale_of(o);
+                let _ = k.apply_scale(&mut obj, o);
+                let _ = events::to_core(o);
+                let _ = events::from_core(o);
+            }
+        }
+    }
+
+    #[test]
     fn scale_of_deployment() {
         let d = serde_json::json!({"metadata": {"name": "web", "namespace": "ns", "uid": "u"},
             "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web", "tier": "fe"}}},
