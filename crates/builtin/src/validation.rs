@@ -514,6 +514,10 @@ fn data_size(v: &Value, base64: bool) -> usize {
 }
 
 fn config_map(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
+    // `ValidateConfigMapUpdate` checks immutability before re-running `ValidateConfigMap`.
+    if let Some(old) = old {
+        immutable_data(obj, old, &["data", "binaryData"], errs);
+    }
     let mut total = 0;
     for (field, b64) in [("data", false), ("binaryData", true)] {
         if let Some(m) = map(obj, &format!("/{field}")) {
@@ -525,11 +529,11 @@ fn config_map(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
                         msg,
                     ));
                 }
-                if field == "binaryData" && map(obj, "/data").is_some_and(|d| d.contains_key(key)) {
+                if field == "data" && map(obj, "/binaryData").is_some_and(|d| d.contains_key(key)) {
                     errs.push(FieldError::invalid(
-                        &Path::new("binaryData").key(key),
+                        &Path::new("data").key(key),
                         key.as_str(),
-                        "duplicate of key present in data",
+                        "duplicate of key present in binaryData",
                     ));
                 }
             }
@@ -538,9 +542,6 @@ fn config_map(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
     }
     if total > MAX_DATA_SIZE {
         errs.push(FieldError::too_long(&Path::root(), MAX_DATA_SIZE));
-    }
-    if let Some(old) = old {
-        immutable_data(obj, old, &["data", "binaryData"], errs);
     }
 }
 
@@ -565,6 +566,18 @@ fn immutable_data(obj: &Value, old: &Value, fields: &[&str], errs: &mut ErrorLis
 }
 
 fn secret(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
+    // `ValidateSecretUpdate`: type and immutability before re-running `ValidateSecret`.
+    if let Some(old) = old {
+        let (t, ot) = (s(obj, "/type"), s(old, "/type"));
+        if t != ot {
+            errs.push(FieldError::invalid(
+                &Path::new("type"),
+                t,
+                "field is immutable",
+            ));
+        }
+        immutable_data(obj, old, &["data"], errs);
+    }
     let data = Path::new("data");
     let keys: Vec<&String> = map(obj, "/data")
         .map(|m| m.keys().collect())
@@ -620,17 +633,6 @@ fn secret(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
             }
         }
         _ => {}
-    }
-    if let Some(old) = old {
-        let (t, ot) = (s(obj, "/type"), s(old, "/type"));
-        if t != ot {
-            errs.push(FieldError::invalid(
-                &Path::new("type"),
-                t,
-                "field is immutable",
-            ));
-        }
-        immutable_data(obj, old, &["data"], errs);
     }
 }
 
@@ -1474,11 +1476,11 @@ mod tests {
                 None,
                 vec![
                     "data[..x]: Invalid value: \"..x\": must not start with '..'",
+                    "data[..x]: Invalid value: \"..x\": duplicate of key present in binaryData",
                     "data[a/b]: Invalid value: \"a/b\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key_name', regex used for validation is '[-._a-zA-Z0-9]+')",
                     "binaryData[..x]: Invalid value: \"..x\": must not start with '..'",
                     "binaryData[..x]: Invalid value: \"..x\": duplicate of key present in data",
                 ],
-            ),
             (
                 KindId::ConfigMap,
                 json!({"metadata": meta("Bad_Name")}),
