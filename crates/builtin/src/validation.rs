@@ -1479,8 +1479,8 @@ mod tests {
                     "data[..x]: Invalid value: \"..x\": duplicate of key present in binaryData",
                     "data[a/b]: Invalid value: \"a/b\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key_name', regex used for validation is '[-._a-zA-Z0-9]+')",
                     "binaryData[..x]: Invalid value: \"..x\": must not start with '..'",
-                    "binaryData[..x]: Invalid value: \"..x\": duplicate of key present in data",
                 ],
+            ),
             (
                 KindId::ConfigMap,
                 json!({"metadata": meta("Bad_Name")}),
