@@ -999,6 +999,24 @@ fn deployment(obj: &Value, errs: &mut ErrorList) {
     }
 }
 
+/// A Job's pod template restarts `OnFailure` or `Never` (the defaulted `Always` is reported as
+/// a missing choice).
+fn job_restart_policy(spec: &Value, sp: &Path, errs: &mut ErrorList) {
+    let path = sp.child("template").child("spec").child("restartPolicy");
+    match s(spec, "/template/spec/restartPolicy") {
+        "Always" | "" => errs.push(FieldError::required(
+            &path,
+            "valid values: \"OnFailure\", \"Never\"",
+        )),
+        "OnFailure" | "Never" => {}
+        other => errs.push(FieldError::not_supported(
+            &path,
+            other,
+            &["OnFailure", "Never"],
+        )),
+    }
+}
+
 fn job_spec(spec: &Value, sp: &Path, errs: &mut ErrorList) {
     for f in [
         "parallelism",
@@ -1016,13 +1034,7 @@ fn job_spec(spec: &Value, sp: &Path, errs: &mut ErrorList) {
         template_matches(sel, spec, sp, errs);
     }
     validate_template(spec, &sp.child("template"), errs);
-    let rp = s(spec, "/template/spec/restartPolicy");
-    if rp != "OnFailure" && rp != "Never" {
-        errs.push(FieldError::required(
-            &sp.child("template").child("spec").child("restartPolicy"),
-            "valid values: \"OnFailure\", \"Never\"",
-        ));
-    }
+    job_restart_policy(spec, sp, errs);
 }
 
 fn cron_job(obj: &Value, errs: &mut ErrorList) {
@@ -1051,13 +1063,7 @@ fn cron_job(obj: &Value, errs: &mut ErrorList) {
     let jt = at(spec, "/jobTemplate/spec");
     let jp = sp.child("jobTemplate").child("spec");
     validate_template(jt, &jp.child("template"), errs);
-    let rp = s(jt, "/template/spec/restartPolicy");
-    if rp != "OnFailure" && rp != "Never" {
-        errs.push(FieldError::required(
-            &jp.child("template").child("spec").child("restartPolicy"),
-            "valid values: \"OnFailure\", \"Never\"",
-        ));
-    }
+    job_restart_policy(jt, &jp, errs);
 }
 
 fn ingress(obj: &Value, errs: &mut ErrorList) {
