@@ -39,36 +39,10 @@ fn map<'a>(v: &'a Value, ptr: &str) -> Option<&'a Map<String, Value>> {
     at(v, ptr).as_object()
 }
 
-/// An `Invalid value` whose value Go prints with `%#v` (maps, structs): the rendering is given.
-fn invalid_go(path: &Path, go_value: &str, detail: &str) -> FieldError {
-    FieldError {
-        kind: ErrorType::Invalid,
-        field: path.clone(),
-        value: None,
-        detail: format!("{go_value}: {detail}"),
-    }
-}
-
-/// Go's `%#v` of a `map[string]string` (keys sorted, as fmt prints maps).
-fn go_string_map(v: &Value) -> String {
-    match v.as_object() {
-        None => "map[string]string(nil)".into(),
-        Some(m) => {
-            let mut pairs: Vec<(&String, &Value)> = m.iter().collect();
-            pairs.sort_by(|a, b| a.0.cmp(b.0));
-            let inner: Vec<String> = pairs
-                .iter()
-                .map(|(k, v)| {
-                    format!(
-                        "{}:{}",
-                        crd_core::field::go_quote(k),
-                        crd_core::field::go_quote(v.as_str().unwrap_or(""))
-                    )
-                })
-                .collect();
-            format!("map[string]string{{{}}}", inner.join(", "))
-        }
-    }
+/// Compound values (maps, selectors, structs) are printed as JSON, as Kubernetes 1.34's
+/// `field.Error` does (1.32 and 1.33 printed Go's `%#v`).
+fn compound(v: &Value) -> Value {
+    v.clone()
 }
 
 fn non_negative(v: &Value, path: &Path, errs: &mut ErrorList) {
@@ -271,10 +245,10 @@ fn workload_selector(spec: &Value, path: &Path, what: &str, errs: &mut ErrorList
     }
     errs.extend(validate_label_selector(sel, &path.child("selector")));
     if selector_empty(sel) {
-        errs.push(invalid_go(
+        errs.push(FieldError::invalid(
             &path.child("selector"),
-            "v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}",
-            &format!("empty selector is invalid for {what}"),
+            compound(sel),
+            format!("empty selector is invalid for {what}"),
         ));
     }
     template_matches(sel, spec, path, errs);
@@ -286,9 +260,9 @@ fn template_matches(sel: &Value, spec: &Value, path: &Path, errs: &mut ErrorList
     };
     let labels = at(spec, "/template/metadata/labels");
     if !selector.is_empty() && !selector.matches_json(Some(labels)) {
-        errs.push(invalid_go(
+        errs.push(FieldError::invalid(
             &path.child("template").child("metadata").child("labels"),
-            &go_string_map(labels),
+            compound(labels),
             SELECTOR_MISMATCH,
         ));
     }
@@ -901,8 +875,7 @@ fn event_series(obj: &Value, errs: &mut ErrorList) {
 }
 
 /// `ValidateEventUpdate` for events.k8s.io/v1 (objects in core shape): the series when it
-/// changed, and the immutable fields. Struct-valued fields (`involvedObject`, `source`,
-/// `related`) are reported without Go's `%#v` value.
+/// changed, and the immutable fields.
 fn event_update(new: &Value, old: &Value, errs: &mut ErrorList) {
     if at(new, "/series") != at(old, "/series") {
         event_series(new, errs);
@@ -938,17 +911,11 @@ fn event_update(new: &Value, old: &Value, errs: &mut ErrorList) {
         } else {
             f
         };
-        let path = Path::new(field);
-        if a.is_object() {
-            errs.push(FieldError {
-                kind: ErrorType::Invalid,
-                field: path,
-                value: None,
-                detail: "field is immutable".into(),
-            });
-        } else {
-            errs.push(FieldError::invalid(&path, a.clone(), "field is immutable"));
-        }
+        errs.push(FieldError::invalid(
+            &Path::new(field),
+            compound(a),
+            "field is immutable",
+        ));
     }
 }
 
@@ -1071,9 +1038,9 @@ fn ingress(obj: &Value, errs: &mut ErrorList) {
     let sp = Path::new("spec");
     let rules = arr(spec, "/rules");
     if rules.is_empty() && at(spec, "/defaultBackend").is_null() {
-        errs.push(invalid_go(
+        errs.push(FieldError::invalid(
             &sp,
-            "[]networking.IngressRule(nil)",
+            Value::Null,
             "either `defaultBackend` or `rules` must be specified",
         ));
     }
@@ -1326,29 +1293,9 @@ fn immutable_spec_fields(kind: &Kind, obj: &Value, old: &Value, errs: &mut Error
         let (a, b) = (at(obj, &ptr), at(old, &ptr));
         if a != b {
             let p = Path::new("spec").child(f);
-            if a.is_object() {
-                errs.push(invalid_go(&p, &go_label_selector(a), "field is immutable"));
-            } else {
-                errs.push(FieldError::invalid(&p, a.clone(), "field is immutable"));
-            }
+            errs.push(FieldError::invalid(&p, compound(a), "field is immutable"));
         }
     }
-}
-
-/// `%#v` of a `*metav1.LabelSelector` with only `matchLabels` (the usual case).
-fn go_label_selector(sel: &Value) -> String {
-    let ml = at(sel, "/matchLabels");
-    let ml = if ml.is_null() {
-        "map[string]string(nil)".to_string()
-    } else {
-        go_string_map(ml)
-    };
-    let me = if arr(sel, "/matchExpressions").is_empty() {
-        "[]v1.LabelSelectorRequirement(nil)"
-    } else {
-        "[]v1.LabelSelectorRequirement{...}"
-    };
-    format!("&v1.LabelSelector{{MatchLabels:{ml}, MatchExpressions:{me}}}")
 }
 
 #[cfg(test)]
@@ -1631,16 +1578,14 @@ mod tests {
                 None,
                 vec![
                     "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
-                    "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"web\"}: `selector` does not match template `labels`",
+                    "spec.template.metadata.labels: Invalid value: {\"app\":\"web\"}: `selector` does not match template `labels`",
                 ],
             ),
             (
                 KindId::Deployment,
                 json!({"metadata": meta("d"), "spec": {"selector": {}, "template": pod_template(&json!({"app": "web"}))}}),
                 None,
-                vec![
-                    "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment",
-                ],
+                vec!["spec.selector: Invalid value: {}: empty selector is invalid for deployment"],
             ),
             (
                 KindId::Deployment,
@@ -1659,7 +1604,7 @@ mod tests {
                     json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod_template(&json!({"app": "web"}))}}),
                 ),
                 vec![
-                    "spec.selector: Invalid value: &v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"x\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable",
+                    "spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"x\"}}: field is immutable",
                 ],
             ),
             (
@@ -1677,9 +1622,7 @@ mod tests {
                 KindId::DaemonSet,
                 json!({"metadata": meta("ds"), "spec": {"selector": {}, "template": pod_template(&json!({}))}}),
                 None,
-                vec![
-                    "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for daemonset",
-                ],
+                vec!["spec.selector: Invalid value: {}: empty selector is invalid for daemonset"],
             ),
             (
                 KindId::Job,
@@ -1704,7 +1647,7 @@ mod tests {
                 json!({"metadata": meta("i"), "spec": {}}),
                 None,
                 vec![
-                    "spec: Invalid value: []networking.IngressRule(nil): either `defaultBackend` or `rules` must be specified",
+                    "spec: Invalid value: null: either `defaultBackend` or `rules` must be specified",
                 ],
             ),
             (
