@@ -138,8 +138,55 @@ fn inline(v: &Value, stack: &mut Vec<String>) -> Value {
 
 static SCHEMAS: LazyLock<Vec<OnceLock<Value>>> =
     LazyLock::new(|| KINDS.iter().map(|_| OnceLock::new()).collect());
+static BARE_SCHEMAS: LazyLock<Vec<OnceLock<Value>>> =
+    LazyLock::new(|| KINDS.iter().map(|_| OnceLock::new()).collect());
+
+/// A schema without its `description`s (a property named `description` stays).
+fn strip_descriptions(v: &Value) -> Value {
+    let Some(m) = v.as_object() else {
+        return v.clone();
+    };
+    let mut out = Map::new();
+    for (k, x) in m {
+        match k.as_str() {
+            "description" => {}
+            "properties" => {
+                let props = x
+                    .as_object()
+                    .map(|p| {
+                        p.iter()
+                            .map(|(name, s)| (name.clone(), strip_descriptions(s)))
+                            .collect::<Map<String, Value>>()
+                    })
+                    .unwrap_or_default();
+                out.insert(k.clone(), Value::Object(props));
+            }
+            "items" | "additionalProperties" => {
+                out.insert(k.clone(), strip_descriptions(x));
+            }
+            "allOf" | "anyOf" | "oneOf" => {
+                let list = x
+                    .as_array()
+                    .map(|a| a.iter().map(strip_descriptions).collect())
+                    .unwrap_or_default();
+                out.insert(k.clone(), Value::Array(list));
+            }
+            _ => {
+                out.insert(k.clone(), x.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
 
 impl Kind {
+    fn index(&self) -> usize {
+        KINDS
+            .iter()
+            .position(|k| std::ptr::eq(k, self))
+            .unwrap_or(0)
+    }
+
     /// The kind's OpenAPI definition (with `$ref`s), as published in OpenAPI documents.
     pub fn definition_schema(&self) -> Option<&'static Value> {
         DEFINITIONS.get(self.definition)
@@ -148,17 +195,21 @@ impl Kind {
     /// The kind's self-contained schema (`JSONSchemaProps` shape, refs inlined, no `required`,
     /// no `x-kubernetes-group-version-kind`), for pruning unknown fields and type checks.
     /// Built once per kind.
+    /// Pods and workload kinds are 340–390 KB of JSON each, mostly descriptions; see
+    /// [`Kind::bare_schema`].
     pub fn schema(&self) -> &'static Value {
-        let i = KINDS
-            .iter()
-            .position(|k| std::ptr::eq(k, self))
-            .unwrap_or(0);
-        SCHEMAS[i].get_or_init(|| {
+        SCHEMAS[self.index()].get_or_init(|| {
             inline(
                 &json!({"$ref": format!("{REF_PREFIX}{}", self.definition)}),
                 &mut Vec::new(),
             )
         })
+    }
+
+    /// [`Kind::schema`] without descriptions (about a tenth of the size): enough for pruning,
+    /// type checks and list/map semantics. Built once per kind.
+    pub fn bare_schema(&self) -> &'static Value {
+        BARE_SCHEMAS[self.index()].get_or_init(|| strip_descriptions(self.schema()))
     }
 }
 
@@ -330,6 +381,17 @@ mod tests {
             "/properties/metadata/properties/managedFields/items/properties/fieldsV1",
         );
         assert_eq!(managed["x-kubernetes-preserve-unknown-fields"], json!(true));
+    }
+
+    #[test]
+    fn bare_schemas_keep_structure_without_descriptions() {
+        let k = get(KindId::Pod);
+        let bare = serde_json::to_string(k.bare_schema()).unwrap();
+        assert!(!bare.contains("\"description\""));
+        assert!(bare.len() * 4 < serde_json::to_string(k.schema()).unwrap().len());
+        let c = at(k.bare_schema(), "/properties/spec/properties/containers");
+        assert_eq!(c["x-kubernetes-patch-merge-key"], json!("name"));
+        assert_eq!(c["items"]["properties"]["name"]["type"], json!("string"));
     }
 
     #[test]
