@@ -15,7 +15,8 @@
 //!   `short_names`, `categories`, `scope`, `verbs`, `status`, `scale`;
 //! - storage: `<key_root>/<namespace>/<name>`; a kind with `stored_as` shares another kind's
 //!   keys and is converted with [`events::to_core`] on writes and [`events::from_core`] on reads;
-//! - decode: prune/type-check with [`Kind::schema`], then [`Kind::apply_defaults`] (also on reads of
+//! - decode: prune/type-check with [`Kind::bare_schema`] (structural; `crd_schema::prune::prune`
+//!   with `is_resource_root`), then [`Kind::apply_defaults`] (also on reads of
 //!   stored objects);
 //! - create: [`Kind::prepare_create`] (after uid and creationTimestamp are set), then
 //!   [`Kind::validate`] with `old = None`;

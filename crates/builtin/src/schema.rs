@@ -395,6 +395,49 @@ mod tests {
     }
 
     #[test]
+    fn bare_schemas_are_structural() {
+        for k in KINDS {
+            // A CRD schema may not specify root metadata; a built-in's does (ObjectMeta).
+            let mut s = k.bare_schema().clone();
+            s["properties"].as_object_mut().unwrap().remove("metadata");
+            let errs = crd_schema::checks::structural_errors(&s, &crd_core::Path::new("schema"));
+            assert!(errs.is_empty(), "{}: {}", k.kind, errs.aggregate());
+        }
+    }
+
+    #[test]
+    fn pruning_keeps_known_fields_and_drops_unknown_ones() {
+        let mut d = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app": "web"}, "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "bogus": 1,
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "nginx", "image": "nginx", "ports": [{"containerPort": 80, "extra": true}],
+                        "resources": {"limits": {"cpu": "500m", "memory": 1024}}, "env": [{"name": "A", "value": "b"}]}]}}},
+            "status": {"replicas": 2, "conditions": [{"type": "Available", "status": "True"}]}
+        });
+        let want = {
+            let mut w = d.clone();
+            w["spec"].as_object_mut().unwrap().remove("bogus");
+            w["spec"]["template"]["spec"]["containers"][0]["ports"][0]
+                .as_object_mut()
+                .unwrap()
+                .remove("extra");
+            w
+        };
+        let dropped = crd_schema::prune::prune(&mut d, get(KindId::Deployment).bare_schema(), true);
+        assert_eq!(
+            dropped,
+            vec![
+                "spec.bogus".to_string(),
+                "spec.template.spec.containers[0].ports[0].extra".to_string()
+            ]
+        );
+        assert_eq!(d, want);
+    }
+
+    #[test]
     fn reachable_definitions_cover_refs() {
         let names = reachable("io.k8s.api.core.v1.Pod");
         assert!(names.contains(&"io.k8s.api.core.v1.Container".to_string()));
