@@ -23,6 +23,11 @@ const LIST_MAPS: &[(&str, &str, &[&str])] = &[
         &["containerPort", "protocol"],
     ),
     (
+        "io.k8s.api.core.v1.EphemeralContainer",
+        "ports",
+        &["containerPort", "protocol"],
+    ),
+    (
         "io.k8s.api.core.v1.ServiceSpec",
         "ports",
         &["port", "protocol"],

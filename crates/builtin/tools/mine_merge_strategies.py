@@ -22,8 +22,28 @@ def camel(snake):
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
+SERIALIZE_OPT = r'self\.(\w+) \{\s*crate::serde::ser::SerializeStruct::serialize_field\(&mut state, "([^"]+)"'
+SERIALIZE_REQ = r'serialize_field\(&mut state, "([^"]+)", &self\.(\w+)\)'
+
+
+def json_names(root):
+    """Rust field name -> JSON name over all types (e.g. resource_id -> resourceID), for the
+    list-map key closures, which name the item type's fields."""
+    seen = {}
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            if f.endswith(".rs"):
+                src = open(os.path.join(dirpath, f), encoding="utf-8").read()
+                for m in re.finditer(SERIALIZE_OPT, src):
+                    seen.setdefault(m.group(1), set()).add(m.group(2))
+                for m in re.finditer(SERIALIZE_REQ, src):
+                    seen.setdefault(m.group(2), set()).add(m.group(1))
+    return {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}
+
+
 def main(root):
     out = {}
+    names = json_names(root)
     for dirpath, _, files in os.walk(root):
         for f in sorted(files):
             if not f.endswith(".rs"):
@@ -34,13 +54,13 @@ def main(root):
                 continue
             # Rust field -> JSON field, from the Serialize impl.
             fields = {}
-            for m in re.finditer(r'self\.(\w+) \{\s*crate::serde::ser::SerializeStruct::serialize_field\(&mut state, "([^"]+)"', src):
+            for m in re.finditer(SERIALIZE_OPT, src):
                 fields[m.group(1)] = m.group(2)
-            for m in re.finditer(r'serialize_field\(&mut state, "([^"]+)", &self\.(\w+)\)', src):
+            for m in re.finditer(SERIALIZE_REQ, src):
                 fields[m.group(2)] = m.group(1)
             entry = {}
             for m in re.finditer(r'merge_strategies::list::map\(\s*&mut self\.(\w+),\s*other\.\w+,\s*&\[(.*?)\],', src, re.S):
-                keys = [camel(k) for k in re.findall(r'lhs\.(\w+) ==', m.group(2))]
+                keys = [names.get(k, camel(k)) for k in re.findall(r'lhs\.(\w+) ==', m.group(2))]
                 entry[fields.get(m.group(1), camel(m.group(1)))] = {"strategy": "map", "keys": keys}
             for kind in ("set", "atomic"):
                 for m in re.finditer(r'merge_strategies::list::%s\(&mut self\.(\w+),' % kind, src):
