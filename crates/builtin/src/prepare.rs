@@ -1,0 +1,788 @@
+//! Defaulting and write preparation of the built-in kinds: the Go defaulters clients see
+//! (`SetDefaults_*` in `pkg/apis/*/v1/defaults.go`, plus the Secret `stringData` merge done by
+//! conversion and the pod priority admission's `priority`/`preemptionPolicy`), and the
+//! strategies' `PrepareForCreate`/`PrepareForUpdate` (status reset, generation, Pod phase and
+//! `QoS` class, Job selector generation).
+//!
+//! Not done (see `VALIDATION.md`): ClusterIP/NodePort allocation and `ipFamilies`, service
+//! account admission (token volume), default tolerations, LimitRange/ResourceQuota.
+
+use serde_json::{Map, Value, json};
+
+use crate::{Generation, Kind, KindId};
+
+fn obj_mut<'a>(v: &'a mut Value, key: &str) -> Option<&'a mut Map<String, Value>> {
+    let m = v.as_object_mut()?;
+    let e = m.entry(key).or_insert_with(|| json!({}));
+    if !e.is_object() {
+        return None;
+    }
+    e.as_object_mut()
+}
+
+fn set_default(m: &mut Map<String, Value>, key: &str, v: Value) {
+    match m.get(key) {
+        None | Some(Value::Null) => {
+            m.insert(key.into(), v);
+        }
+        _ => {}
+    }
+}
+
+fn each_mut(v: &mut Value, key: &str, f: impl Fn(&mut Map<String, Value>)) {
+    if let Some(items) = v.get_mut(key).and_then(Value::as_array_mut) {
+        for i in items.iter_mut().filter_map(Value::as_object_mut) {
+            f(i);
+        }
+    }
+}
+
+fn default_port_protocols(v: &mut Value, key: &str) {
+    each_mut(v, key, |p| set_default(p, "protocol", json!("TCP")));
+}
+
+/// The image pull policy Go defaults from the image reference.
+fn pull_policy(image: &str) -> &'static str {
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.split_once(':') {
+        None | Some((_, "latest")) => "Always",
+        Some(_) => "IfNotPresent",
+    }
+}
+
+fn default_probe(p: &mut Map<String, Value>) {
+    set_default(p, "timeoutSeconds", json!(1));
+    set_default(p, "periodSeconds", json!(10));
+    set_default(p, "successThreshold", json!(1));
+    set_default(p, "failureThreshold", json!(3));
+    if let Some(h) = p.get_mut("httpGet").and_then(Value::as_object_mut) {
+        set_default(h, "scheme", json!("HTTP"));
+    }
+}
+
+fn default_container(c: &mut Map<String, Value>) {
+    set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
+    set_default(c, "terminationMessagePolicy", json!("File"));
+    let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+    let policy = pull_policy(image);
+    set_default(c, "imagePullPolicy", json!(policy));
+    set_default(c, "resources", json!({}));
+    if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            set_default(p, "protocol", json!("TCP"));
+        }
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = c.get_mut(probe).and_then(Value::as_object_mut) {
+            default_probe(p);
+        }
+    }
+}
+
+/// `SetDefaults_PodSpec` and the container, volume and probe defaulters.
+fn default_pod_spec(spec: &mut Map<String, Value>) {
+    set_default(spec, "dnsPolicy", json!("ClusterFirst"));
+    set_default(spec, "restartPolicy", json!("Always"));
+    set_default(spec, "terminationGracePeriodSeconds", json!(30));
+    set_default(spec, "securityContext", json!({}));
+    set_default(spec, "schedulerName", json!("default-scheduler"));
+    set_default(spec, "enableServiceLinks", json!(true));
+    for key in ["containers", "initContainers"] {
+        if let Some(cs) = spec.get_mut(key).and_then(Value::as_array_mut) {
+            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                default_container(c);
+            }
+        }
+    }
+    if let Some(vs) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
+        for v in vs.iter_mut().filter_map(Value::as_object_mut) {
+            for src in ["secret", "configMap", "projected", "downwardAPI"] {
+                if let Some(s) = v.get_mut(src).and_then(Value::as_object_mut) {
+                    set_default(s, "defaultMode", json!(420));
+                }
+            }
+        }
+    }
+}
+
+fn default_template(obj: &mut Value, ptr: &str) {
+    if let Some(spec) = obj.pointer_mut(ptr).and_then(Value::as_object_mut) {
+        default_pod_spec(spec);
+    }
+}
+
+/// `SetDefaults_Pod`: requests default to limits, container by container.
+fn default_requests_from_limits(spec: &mut Value) {
+    for key in ["containers", "initContainers"] {
+        each_mut(spec, key, |c| {
+            let Some(res) = c.get_mut("resources").and_then(Value::as_object_mut) else {
+                return;
+            };
+            let Some(limits) = res.get("limits").and_then(Value::as_object).cloned() else {
+                return;
+            };
+            let req = res.entry("requests").or_insert_with(|| json!({}));
+            if let Some(req) = req.as_object_mut() {
+                for (k, v) in limits {
+                    req.entry(k).or_insert(v);
+                }
+            }
+        });
+    }
+}
+
+/// `qos.GetPodQOS` for cpu and memory.
+pub fn pod_qos_class(spec: &Value) -> &'static str {
+    let mut any = false;
+    let mut guaranteed = true;
+    for key in ["containers", "initContainers"] {
+        for c in spec
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let req = c.pointer("/resources/requests");
+            let lim = c.pointer("/resources/limits");
+            for r in ["cpu", "memory"] {
+                let q = |m: Option<&Value>| {
+                    m.and_then(|m| m.get(r))
+                        .map(|v| match v {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        })
+                        .filter(|s| !is_zero_quantity(s))
+                };
+                let (rq, lq) = (q(req), q(lim));
+                if rq.is_some() || lq.is_some() {
+                    any = true;
+                }
+                match (rq, lq) {
+                    (_, None) => guaranteed = false,
+                    (Some(a), Some(b)) if a != b => guaranteed = false,
+                    _ => {}
+                }
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// Whether a quantity is zero ("0", "0m", "0.0Gi"): zero requests do not count for `QoS`.
+fn is_zero_quantity(q: &str) -> bool {
+    let number: String = q
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    !number.is_empty() && number.chars().all(|c| c == '0' || c == '.')
+}
+
+fn merge_string_data(obj: &mut Value) {
+    use base64::Engine as _;
+    let Some(m) = obj.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Object(sd)) = m.remove("stringData") else {
+        return;
+    };
+    let data = m.entry("data").or_insert_with(|| json!({}));
+    if !data.is_object() {
+        *data = json!({});
+    }
+    if let Some(d) = data.as_object_mut() {
+        for (k, v) in sd {
+            let text = v.as_str().unwrap_or("");
+            d.insert(
+                k,
+                json!(base64::engine::general_purpose::STANDARD.encode(text)),
+            );
+        }
+    }
+}
+
+fn default_service(obj: &mut Value) {
+    let Some(spec) = obj_mut(obj, "spec") else {
+        return;
+    };
+    set_default(spec, "type", json!("ClusterIP"));
+    set_default(spec, "sessionAffinity", json!("None"));
+    // The service REST mirrors `clusterIP` into `clusterIPs` (allocation itself is not done).
+    if let Some(ip) = spec.get("clusterIP").and_then(Value::as_str)
+        && !ip.is_empty()
+        && spec.get("clusterIPs").is_none_or(Value::is_null)
+    {
+        spec.insert("clusterIPs".into(), json!([ip]));
+    }
+    let ty = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if ty != "ExternalName" {
+        set_default(spec, "internalTrafficPolicy", json!("Cluster"));
+    }
+    if ty == "NodePort" || ty == "LoadBalancer" {
+        set_default(spec, "externalTrafficPolicy", json!("Cluster"));
+    }
+    if ty == "LoadBalancer" {
+        set_default(spec, "allocateLoadBalancerNodePorts", json!(true));
+    }
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            set_default(p, "protocol", json!("TCP"));
+            let unset = match p.get("targetPort") {
+                None | Some(Value::Null) => true,
+                Some(Value::Number(n)) => n.as_i64() == Some(0),
+                Some(Value::String(s)) => s.is_empty(),
+                _ => false,
+            };
+            if unset && let Some(port) = p.get("port").cloned() {
+                p.insert("targetPort".into(), port);
+            }
+        }
+    }
+}
+
+impl Kind {
+    /// Applies the defaults upstream's decoding applies (idempotent; run on every decoded
+    /// request body, and on reads where stored objects may predate a default).
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        match self.id {
+            KindId::Secret => {
+                merge_string_data(obj);
+                if let Some(m) = obj.as_object_mut() {
+                    set_default(m, "type", json!("Opaque"));
+                }
+            }
+            KindId::Service => default_service(obj),
+            KindId::Endpoints => {
+                if let Some(subsets) = obj.get_mut("subsets").and_then(Value::as_array_mut) {
+                    for s in subsets {
+                        default_port_protocols(s, "ports");
+                    }
+                }
+            }
+            KindId::EndpointSlice => default_port_protocols(obj, "ports"),
+            KindId::Pod => {
+                if let Some(spec) = obj.get_mut("spec") {
+                    default_requests_from_limits(spec);
+                }
+                if let Some(spec) = obj_mut(obj, "spec") {
+                    default_pod_spec(spec);
+                    set_default(spec, "priority", json!(0));
+                    set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+                }
+            }
+            KindId::PersistentVolumeClaim => {
+                if let Some(spec) = obj_mut(obj, "spec") {
+                    set_default(spec, "volumeMode", json!("Filesystem"));
+                }
+                if let Some(status) = obj_mut(obj, "status") {
+                    set_default(status, "phase", json!("Pending"));
+                }
+            }
+            KindId::Deployment => {
+                if let Some(spec) = obj_mut(obj, "spec") {
+                    set_default(spec, "replicas", json!(1));
+                    set_default(spec, "revisionHistoryLimit", json!(10));
+                    set_default(spec, "progressDeadlineSeconds", json!(600));
+                    let strategy = spec.entry("strategy").or_insert_with(|| json!({}));
+                    if let Some(st) = strategy.as_object_mut() {
+                        set_default(st, "type", json!("RollingUpdate"));
+                        if st.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                            let ru = st.entry("rollingUpdate").or_insert_with(|| json!({}));
+                            if let Some(ru) = ru.as_object_mut() {
+                                set_default(ru, "maxUnavailable", json!("25%"));
+                                set_default(ru, "maxSurge", json!("25%"));
+                            }
+                        }
+                    }
+                }
+                default_template(obj, "/spec/template/spec");
+            }
+            KindId::StatefulSet => {
+                if let Some(spec) = obj_mut(obj, "spec") {
+                    set_default(spec, "replicas", json!(1));
+                    set_default(spec, "revisionHistoryLimit", json!(10));
+                    set_default(spec, "podManagementPolicy", json!("OrderedReady"));
+                    set_default(
+                        spec,
+                        "persistentVolumeClaimRetentionPolicy",
+                        json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+                    );
+                    let us = spec.entry("updateStrategy").or_insert_with(|| json!({}));
+                    if let Some(us) = us.as_object_mut() {
+                        set_default(us, "type", json!("RollingUpdate"));
+                        if us.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                            let ru = us.entry("rollingUpdate").or_insert_with(|| json!({}));
+                            if let Some(ru) = ru.as_object_mut() {
+                                set_default(ru, "partition", json!(0));
+                            }
+                        }
+                    }
+                }
+                default_template(obj, "/spec/template/spec");
+            }
+            KindId::DaemonSet => {
+                if let Some(spec) = obj_mut(obj, "spec") {
+                    set_default(spec, "revisionHistoryLimit", json!(10));
+                    let us = spec.entry("updateStrategy").or_insert_with(|| json!({}));
+                    if let Some(us) = us.as_object_mut() {
+                        set_default(us, "type", json!("RollingUpdate"));
+                        if us.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                            let ru = us.entry("rollingUpdate").or_insert_with(|| json!({}));
+                            if let Some(ru) = ru.as_object_mut() {
+                                set_default(ru, "maxUnavailable", json!(1));
+                                set_default(ru, "maxSurge", json!(0));
+                            }
+                        }
+                    }
+                }
+                default_template(obj, "/spec/template/spec");
+            }
+            KindId::ReplicaSet => {
+                if let Some(spec) = obj_mut(obj, "spec") {
+                    set_default(spec, "replicas", json!(1));
+                }
+                default_template(obj, "/spec/template/spec");
+            }
+            KindId::Job => {
+                default_job_spec(obj.get_mut("spec"));
+                let template_labels = obj.pointer("/spec/template/metadata/labels").cloned();
+                if let (Some(labels), Some(meta)) = (template_labels, obj_mut(obj, "metadata"))
+                    && meta
+                        .get("labels")
+                        .and_then(Value::as_object)
+                        .is_none_or(Map::is_empty)
+                {
+                    meta.insert("labels".into(), labels);
+                }
+                default_template(obj, "/spec/template/spec");
+            }
+            KindId::CronJob => {
+                if let Some(spec) = obj_mut(obj, "spec") {
+                    set_default(spec, "concurrencyPolicy", json!("Allow"));
+                    set_default(spec, "suspend", json!(false));
+                    set_default(spec, "successfulJobsHistoryLimit", json!(3));
+                    set_default(spec, "failedJobsHistoryLimit", json!(1));
+                }
+                default_template(obj, "/spec/jobTemplate/spec/template/spec");
+            }
+            KindId::ConfigMap
+            | KindId::ServiceAccount
+            | KindId::Event
+            | KindId::EventsV1Event
+            | KindId::Ingress
+            | KindId::PodDisruptionBudget
+            | KindId::Lease => {}
+        }
+    }
+
+    /// `PrepareForCreate`: status reset for kinds with a status subresource (Pods start
+    /// `Pending` with their `QoS` class), generation 1 where the server tracks it, and a Job's
+    /// generated selector and labels (needs `metadata.uid` set). Call after [`Kind::apply_defaults`].
+    pub fn prepare_create(&self, obj: &mut Value) {
+        if self.status
+            && let Some(m) = obj.as_object_mut()
+        {
+            let status = match self.id {
+                KindId::Pod => {
+                    let qos = pod_qos_class(m.get("spec").unwrap_or(&Value::Null));
+                    json!({"phase": "Pending", "qosClass": qos})
+                }
+                KindId::PersistentVolumeClaim => json!({"phase": "Pending"}),
+                // Go's zero status structs as they serialize (non-`omitempty` fields stay).
+                KindId::PodDisruptionBudget => {
+                    json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
+                }
+                KindId::Service | KindId::Ingress => json!({"loadBalancer": {}}),
+                KindId::ReplicaSet => json!({"replicas": 0}),
+                KindId::StatefulSet => json!({"replicas": 0, "availableReplicas": 0}),
+                KindId::DaemonSet => {
+                    json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0})
+                }
+                _ => json!({}),
+            };
+            m.insert("status".into(), status);
+        }
+        if self.generation != Generation::None
+            && let Some(meta) = obj_mut(obj, "metadata")
+        {
+            meta.insert("generation".into(), json!(1));
+        }
+        if self.id == KindId::Job
+            && obj.pointer("/spec/manualSelector").and_then(Value::as_bool) != Some(true)
+        {
+            generate_job_selector(obj);
+        }
+    }
+
+    /// `PrepareForUpdate`: a main-resource write keeps the old status (kinds with `/status`)
+    /// and bumps the generation when the spec changed (Deployments: or annotations); a
+    /// `/status` write (`status_subresource`) keeps everything but `status` and `metadata`.
+    pub fn prepare_update(&self, new: &mut Value, old: &Value, status_subresource: bool) {
+        let Some(m) = new.as_object_mut() else {
+            return;
+        };
+        if status_subresource {
+            let keep: Vec<String> = m
+                .keys()
+                .chain(old.as_object().into_iter().flat_map(Map::keys))
+                .filter(|k| !matches!(k.as_str(), "status" | "metadata" | "kind" | "apiVersion"))
+                .cloned()
+                .collect();
+            for k in keep {
+                match old.get(&k) {
+                    Some(v) => m.insert(k, v.clone()),
+                    None => m.remove(&k),
+                };
+            }
+            return;
+        }
+        if self.status {
+            match old.get("status") {
+                Some(v) => m.insert("status".into(), v.clone()),
+                None => m.remove("status"),
+            };
+        }
+        let old_gen = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let changed = match self.generation {
+            Generation::None => return,
+            Generation::Spec => {
+                m.get("spec") != old.get("spec")
+                    || (self.id == KindId::Deployment
+                        && new_annotations(m) != old.pointer("/metadata/annotations"))
+            }
+            Generation::NonMetadata => {
+                let strip = |v: &Map<String, Value>| {
+                    v.iter()
+                        .filter(|(k, _)| k.as_str() != "metadata")
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect::<Map<String, Value>>()
+                };
+                old.as_object().map(strip) != Some(strip(m))
+            }
+        };
+        let generation = if changed { old_gen + 1 } else { old_gen };
+        if let Some(meta) = obj_mut(new, "metadata") {
+            meta.insert("generation".into(), json!(generation));
+        }
+    }
+}
+
+fn new_annotations(m: &Map<String, Value>) -> Option<&Value> {
+    m.get("metadata").and_then(|x| x.get("annotations"))
+}
+
+fn default_job_spec(spec: Option<&mut Value>) {
+    let Some(spec) = spec.and_then(Value::as_object_mut) else {
+        return;
+    };
+    let unset = |m: &Map<String, Value>, k: &str| m.get(k).is_none_or(Value::is_null);
+    if unset(spec, "completions") && unset(spec, "parallelism") {
+        spec.insert("completions".into(), json!(1));
+    }
+    set_default(spec, "parallelism", json!(1));
+    let backoff = if unset(spec, "backoffLimitPerIndex") {
+        6
+    } else {
+        i64::from(i32::MAX)
+    };
+    set_default(spec, "backoffLimit", json!(backoff));
+    set_default(spec, "completionMode", json!("NonIndexed"));
+    set_default(spec, "suspend", json!(false));
+    let replacement = if unset(spec, "podFailurePolicy") {
+        "TerminatingOrFailed"
+    } else {
+        "Failed"
+    };
+    set_default(spec, "podReplacementPolicy", json!(replacement));
+}
+
+/// batch's `generateSelector`: job-name and controller-uid labels on the template, and a
+/// selector on `batch.kubernetes.io/controller-uid`.
+fn generate_job_selector(obj: &mut Value) {
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let Some(spec) = obj_mut(obj, "spec") else {
+        return;
+    };
+    let template = spec.entry("template").or_insert_with(|| json!({}));
+    if let Some(tmeta) = obj_mut(template, "metadata") {
+        let labels = tmeta.entry("labels").or_insert_with(|| json!({}));
+        if let Some(l) = labels.as_object_mut() {
+            for k in ["job-name", "batch.kubernetes.io/job-name"] {
+                l.entry(k).or_insert_with(|| json!(name));
+            }
+            for k in ["controller-uid", "batch.kubernetes.io/controller-uid"] {
+                l.entry(k).or_insert_with(|| json!(uid));
+            }
+        }
+    }
+    let selector = spec.entry("selector").or_insert_with(|| json!({}));
+    if selector.is_null() {
+        *selector = json!({});
+    }
+    if let Some(sel) = obj_mut(selector, "matchLabels") {
+        sel.entry("batch.kubernetes.io/controller-uid")
+            .or_insert_with(|| json!(uid));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::pod_qos_class;
+    use crate::{KindId, get};
+
+    fn defaulted(id: KindId, mut obj: Value) -> Value {
+        get(id).apply_defaults(&mut obj);
+        obj
+    }
+
+    #[test]
+    fn defaults_match_go_defaulters() {
+        let cases = vec![
+            (
+                KindId::Secret,
+                json!({"metadata": {"name": "s"}, "data": {"a": "MQ=="}, "stringData": {"b": "two", "a": "one"}}),
+                json!({"metadata": {"name": "s"}, "data": {"a": "b25l", "b": "dHdv"}, "type": "Opaque"}),
+            ),
+            (
+                KindId::Service,
+                json!({"spec": {"ports": [{"port": 80}, {"port": 53, "protocol": "UDP", "targetPort": "dns"}]}}),
+                json!({"spec": {"type": "ClusterIP", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
+                "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}, {"port": 53, "protocol": "UDP", "targetPort": "dns"}]}}),
+            ),
+            (
+                KindId::Service,
+                json!({"spec": {"type": "LoadBalancer", "clusterIP": "10.0.0.1", "ports": [{"port": 80, "targetPort": 0}]}}),
+                json!({"spec": {"type": "LoadBalancer", "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"], "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
+                "externalTrafficPolicy": "Cluster", "allocateLoadBalancerNodePorts": true,
+                "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}]}}),
+            ),
+            (
+                KindId::Pod,
+                json!({"spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}],
+                "resources": {"limits": {"cpu": "1"}}, "readinessProbe": {"httpGet": {"port": 80}}}],
+                "volumes": [{"name": "s", "secret": {"secretName": "x"}}]}}),
+                json!({"spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}},
+                "readinessProbe": {"httpGet": {"port": 80, "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File", "imagePullPolicy": "Always"}],
+                "volumes": [{"name": "s", "secret": {"secretName": "x", "defaultMode": 420}}],
+                "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "securityContext": {},
+                "schedulerName": "default-scheduler", "enableServiceLinks": true, "priority": 0, "preemptionPolicy": "PreemptLowerPriority"}}),
+            ),
+            (
+                KindId::Deployment,
+                json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}}),
+                json!({"spec": {"replicas": 1, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600,
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+                "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.25", "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent", "resources": {}}],
+                    "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "securityContext": {},
+                    "schedulerName": "default-scheduler", "enableServiceLinks": true}}}}),
+            ),
+            (
+                KindId::Deployment,
+                json!({"spec": {"replicas": 0, "strategy": {"type": "Recreate"}}}),
+                json!({"spec": {"replicas": 0, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600, "strategy": {"type": "Recreate"}}}),
+            ),
+            (
+                KindId::StatefulSet,
+                json!({"spec": {}}),
+                json!({"spec": {"replicas": 1, "revisionHistoryLimit": 10, "podManagementPolicy": "OrderedReady",
+                "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}}}),
+            ),
+            (
+                KindId::DaemonSet,
+                json!({"spec": {}}),
+                json!({"spec": {"revisionHistoryLimit": 10, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}}}),
+            ),
+            (
+                KindId::ReplicaSet,
+                json!({"spec": {}}),
+                json!({"spec": {"replicas": 1}}),
+            ),
+            (
+                KindId::Job,
+                json!({"metadata": {"name": "j"}, "spec": {"template": {"metadata": {"labels": {"app": "j"}}}}}),
+                json!({"metadata": {"name": "j", "labels": {"app": "j"}}, "spec": {"completions": 1, "parallelism": 1, "backoffLimit": 6,
+                "completionMode": "NonIndexed", "suspend": false, "podReplacementPolicy": "TerminatingOrFailed",
+                "template": {"metadata": {"labels": {"app": "j"}}}}}),
+            ),
+            (
+                KindId::CronJob,
+                json!({"spec": {"schedule": "@hourly"}}),
+                json!({"spec": {"schedule": "@hourly", "concurrencyPolicy": "Allow", "suspend": false, "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1}}),
+            ),
+            (
+                KindId::PersistentVolumeClaim,
+                json!({"spec": {}}),
+                json!({"spec": {"volumeMode": "Filesystem"}, "status": {"phase": "Pending"}}),
+            ),
+            (
+                KindId::EndpointSlice,
+                json!({"ports": [{"port": 80}]}),
+                json!({"ports": [{"port": 80, "protocol": "TCP"}]}),
+            ),
+            (KindId::Lease, json!({"spec": {}}), json!({"spec": {}})),
+        ];
+        for (id, obj, want) in cases {
+            let got = defaulted(id, obj.clone());
+            assert_eq!(got, want, "{id:?} {obj}");
+            assert_eq!(
+                defaulted(id, got.clone()),
+                got,
+                "{id:?} defaulting is idempotent"
+            );
+        }
+    }
+
+    #[test]
+    fn image_pull_policies() {
+        for (image, want) in [
+            ("nginx", "Always"),
+            ("nginx:latest", "Always"),
+            ("nginx:1.25", "IfNotPresent"),
+            ("localhost:5000/app", "Always"),
+            ("localhost:5000/app:v1", "IfNotPresent"),
+            ("nginx@sha256:abc", "IfNotPresent"),
+        ] {
+            assert_eq!(super::pull_policy(image), want, "{image}");
+        }
+    }
+
+    #[test]
+    fn qos_classes() {
+        for (spec, want) in [
+            (json!({"containers": [{"name": "a"}]}), "BestEffort"),
+            (
+                json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "0"}}}]}),
+                "BestEffort",
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}),
+                "Burstable",
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}}}]}),
+                "Guaranteed",
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}}]}),
+                "Burstable",
+            ),
+        ] {
+            assert_eq!(pod_qos_class(&spec), want, "{spec}");
+        }
+    }
+
+    #[test]
+    fn prepare_create_resets_status_and_sets_generation() {
+        let cases = vec![
+            (
+                KindId::Pod,
+                json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Running"}}),
+                json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Pending", "qosClass": "BestEffort"}}),
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": {"name": "d", "generation": 7}, "spec": {}, "status": {"replicas": 3}}),
+                json!({"metadata": {"name": "d", "generation": 1}, "spec": {}, "status": {}}),
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": {"name": "c"}, "data": {}}),
+                json!({"metadata": {"name": "c"}, "data": {}}),
+            ),
+            (
+                KindId::EndpointSlice,
+                json!({"metadata": {"name": "e"}}),
+                json!({"metadata": {"name": "e", "generation": 1}}),
+            ),
+            (
+                KindId::Job,
+                json!({"metadata": {"name": "pi", "uid": "u-1"}, "spec": {"template": {"metadata": {"labels": {"app": "pi"}}}}}),
+                json!({"metadata": {"name": "pi", "uid": "u-1", "generation": 1}, "status": {},
+                "spec": {"selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}},
+                    "template": {"metadata": {"labels": {"app": "pi", "job-name": "pi", "batch.kubernetes.io/job-name": "pi",
+                        "controller-uid": "u-1", "batch.kubernetes.io/controller-uid": "u-1"}}}}}),
+            ),
+            (
+                KindId::Job,
+                json!({"metadata": {"name": "m", "uid": "u"}, "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}}}}),
+                json!({"metadata": {"name": "m", "uid": "u", "generation": 1}, "status": {}, "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}}}}),
+            ),
+        ];
+        for (id, mut obj, want) in cases {
+            get(id).prepare_create(&mut obj);
+            assert_eq!(obj, want, "{id:?}");
+        }
+    }
+
+    #[test]
+    fn prepare_update_carries_status_and_bumps_generation() {
+        let old = json!({"metadata": {"name": "d", "generation": 2}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
+        // (kind, new, status subresource, expected)
+        let cases = vec![
+            (
+                KindId::Deployment,
+                json!({"metadata": {"name": "d", "generation": 2}, "spec": {"replicas": 3}, "status": {"replicas": 9}}),
+                false,
+                json!({"metadata": {"name": "d", "generation": 3}, "spec": {"replicas": 3}, "status": {"replicas": 1}}),
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": {"name": "d", "generation": 2, "labels": {"a": "b"}}, "spec": {"replicas": 1}}),
+                false,
+                json!({"metadata": {"name": "d", "generation": 2, "labels": {"a": "b"}}, "spec": {"replicas": 1}, "status": {"replicas": 1}}),
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": {"name": "d", "generation": 2, "annotations": {"x": "y"}}, "spec": {"replicas": 1}}),
+                false,
+                json!({"metadata": {"name": "d", "generation": 3, "annotations": {"x": "y"}}, "spec": {"replicas": 1}, "status": {"replicas": 1}}),
+            ),
+            (
+                KindId::ReplicaSet,
+                json!({"metadata": {"name": "d", "generation": 2}, "spec": {"replicas": 5}, "status": {"replicas": 4}}),
+                true,
+                json!({"metadata": {"name": "d", "generation": 2}, "spec": {"replicas": 1}, "status": {"replicas": 4}}),
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": {"name": "d"}, "data": {"a": "b"}}),
+                false,
+                json!({"metadata": {"name": "d"}, "data": {"a": "b"}}),
+            ),
+        ];
+        for (id, mut new, status, want) in cases {
+            get(id).prepare_update(&mut new, &old, status);
+            assert_eq!(new, want, "{id:?}");
+        }
+    }
+}

@@ -1,0 +1,1749 @@
+//! Validation of the built-in kinds with upstream's field paths and messages
+//! (`pkg/apis/core/validation`, `apps/validation`, `batch/validation`, `coordination`,
+//! `policy`, `discovery`, `networking`). Objects are validated after [`Kind::apply_defaults`], as
+//! upstream validates defaulted internal objects. What is checked, and what upstream checks
+//! that is not, is listed in `VALIDATION.md` beside this crate's `Cargo.toml`.
+
+use crd_core::validation::{
+    NameValidation, Scope, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain,
+    is_qualified_name, is_valid_label_value, validate_annotations, validate_labels,
+    validate_object_meta, validate_object_meta_update,
+};
+use crd_core::{ErrorList, ErrorType, FieldError, Path};
+use serde_json::{Map, Value};
+
+use crate::{Kind, KindId};
+
+/// The largest total size of a `ConfigMap`'s or `Secret`'s data (`MaxSecretSize`).
+pub const MAX_DATA_SIZE: usize = 1024 * 1024;
+
+const IMMUTABLE_SET: &str = "field is immutable when `immutable` is set";
+const SELECTOR_MISMATCH: &str = "`selector` does not match template `labels`";
+const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
+const NON_NEGATIVE: &str = "must be greater than or equal to 0";
+const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
+
+// ---------------------------------------------------------------------------------------------
+// Value helpers
+
+fn at<'a>(v: &'a Value, ptr: &str) -> &'a Value {
+    v.pointer(ptr).unwrap_or(&Value::Null)
+}
+fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    at(v, ptr).as_str().unwrap_or("")
+}
+fn arr<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
+    at(v, ptr).as_array().map_or(&[], Vec::as_slice)
+}
+fn map<'a>(v: &'a Value, ptr: &str) -> Option<&'a Map<String, Value>> {
+    at(v, ptr).as_object()
+}
+
+/// Compound values (maps, selectors, structs) are printed as JSON, as Kubernetes 1.34's
+/// `field.Error` does (1.32 and 1.33 printed Go's `%#v`).
+fn compound(v: &Value) -> Value {
+    v.clone()
+}
+
+fn non_negative(v: &Value, path: &Path, errs: &mut ErrorList) {
+    if let Some(n) = v.as_i64()
+        && n < 0
+    {
+        errs.push(FieldError::invalid(path, n, NON_NEGATIVE));
+    }
+}
+
+/// `IsConfigMapKey`.
+pub fn is_config_map_key(key: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if key.len() > 253 {
+        errs.push(crd_core::validation::max_len_error(253));
+    }
+    let ok = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+    if !ok {
+        errs.push(crd_core::validation::regex_error(
+            "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+            "[-._a-zA-Z0-9]+",
+            &["key.name", "KEY_NAME", "key_name"],
+        ));
+    }
+    if key == "." {
+        errs.push("must not be '.'".into());
+    } else if key == ".." {
+        errs.push("must not be '..'".into());
+    } else if key.starts_with("..") {
+        errs.push("must not start with '..'".into());
+    }
+    errs
+}
+
+/// `IsValidPortName`.
+pub fn is_valid_port_name(port: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if port.len() > 15 {
+        errs.push(crd_core::validation::max_len_error(15));
+    }
+    if port.is_empty()
+        || !port
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".into());
+    }
+    if !port.chars().any(|c| c.is_ascii_lowercase()) {
+        errs.push("must contain at least one letter (a-z)".into());
+    }
+    if port.contains("--") {
+        errs.push("must not contain consecutive hyphens".into());
+    }
+    if port.starts_with('-') || port.ends_with('-') {
+        errs.push("must not begin or end with a hyphen".into());
+    }
+    errs
+}
+
+fn port_num(v: &Value, path: &Path, errs: &mut ErrorList) {
+    let n = v.as_i64().unwrap_or(0);
+    if !(1..=65535).contains(&n) {
+        errs.push(FieldError::invalid(path, n, PORT_RANGE));
+    }
+}
+
+fn protocol(p: &Value, path: &Path, errs: &mut ErrorList) {
+    match p.get("protocol").and_then(Value::as_str) {
+        None | Some("") => errs.push(FieldError::required(&path.child("protocol"), "")),
+        Some(x) if !PROTOCOLS.contains(&x) => errs.push(FieldError::not_supported(
+            &path.child("protocol"),
+            x,
+            PROTOCOLS,
+        )),
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metadata
+
+fn validate_meta(kind: &Kind, obj: &Value, old: Option<&Value>) -> ErrorList {
+    let path = Path::new("metadata");
+    let meta = at(obj, "/metadata");
+    let rule = NameValidation::Dns1123Subdomain;
+    let mut errs = validate_object_meta(meta, Scope::Namespaced, rule, &path);
+    if kind.id == KindId::Service {
+        // Service names are DNS-1035 labels (`ValidateServiceName`).
+        errs.0.retain(|e| {
+            !(e.kind == ErrorType::Invalid
+                && (e.field == path.child("name") || e.field == path.child("generateName")))
+        });
+        for (field, prefix) in [("name", false), ("generateName", true)] {
+            let v = s(meta, &format!("/{field}"));
+            if v.is_empty() {
+                continue;
+            }
+            let masked = if prefix && v.len() > 1 && v.ends_with('-') {
+                format!("{}a", &v[..v.len() - 1])
+            } else {
+                v.to_string()
+            };
+            for m in is_dns1035_label(&masked) {
+                errs.push(FieldError::invalid(&path.child(field), v, m));
+            }
+        }
+    }
+    if kind.id == KindId::CronJob && s(meta, "/name").len() > 52 {
+        errs.push(FieldError::invalid(
+            &path.child("name"),
+            s(meta, "/name"),
+            "must be no more than 52 characters",
+        ));
+    }
+    // `validateKubeFinalizerName`: unqualified finalizers must be standard ones.
+    for (i, f) in arr(meta, "/finalizers").iter().enumerate() {
+        let f = f.as_str().unwrap_or("");
+        if !f.contains('/') && !matches!(f, "kubernetes" | "orphan" | "foregroundDeletion") {
+            errs.push(FieldError::invalid(
+                &path.child("finalizers").index(i),
+                f,
+                "name is neither a standard finalizer name nor is it fully qualified",
+            ));
+        }
+    }
+    if let Some(old) = old {
+        let mut upd = validate_object_meta_update(meta, at(old, "/metadata"), &path);
+        upd.extend(errs);
+        return upd;
+    }
+    errs
+}
+
+// ---------------------------------------------------------------------------------------------
+// Label selectors
+
+/// `ValidateLabelSelector` (label values strictly validated).
+pub fn validate_label_selector(sel: &Value, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if sel.is_null() {
+        return errs;
+    }
+    errs.extend(validate_labels(
+        sel.get("matchLabels"),
+        &path.child("matchLabels"),
+    ));
+    for (i, r) in arr(sel, "/matchExpressions").iter().enumerate() {
+        let p = path.child("matchExpressions").index(i);
+        let values = arr(r, "/values");
+        match s(r, "/operator") {
+            "In" | "NotIn" => {
+                if values.is_empty() {
+                    errs.push(FieldError::required(
+                        &p.child("values"),
+                        "must be specified when `operator` is 'In' or 'NotIn'",
+                    ));
+                }
+            }
+            "Exists" | "DoesNotExist" => {
+                if !values.is_empty() {
+                    errs.push(FieldError::forbidden(
+                        &p.child("values"),
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    ));
+                }
+            }
+            op => errs.push(FieldError::invalid(
+                &p.child("operator"),
+                op,
+                "not a valid selector operator",
+            )),
+        }
+        let key = s(r, "/key");
+        for m in is_qualified_name(key) {
+            errs.push(FieldError::invalid(&p.child("key"), key, m));
+        }
+        for (j, v) in values.iter().enumerate() {
+            let v = v.as_str().unwrap_or("");
+            for m in is_valid_label_value(v) {
+                errs.push(FieldError::invalid(&p.child("values").index(j), v, m));
+            }
+        }
+    }
+    errs
+}
+
+fn selector_empty(sel: &Value) -> bool {
+    map(sel, "/matchLabels").is_none_or(Map::is_empty) && arr(sel, "/matchExpressions").is_empty()
+}
+
+/// Required, valid and non-empty selector that matches the template's labels (apps kinds).
+fn workload_selector(spec: &Value, path: &Path, what: &str, errs: &mut ErrorList) {
+    let sel = at(spec, "/selector");
+    if sel.is_null() {
+        errs.push(FieldError::required(&path.child("selector"), ""));
+        return;
+    }
+    errs.extend(validate_label_selector(sel, &path.child("selector")));
+    if selector_empty(sel) {
+        errs.push(FieldError::invalid(
+            &path.child("selector"),
+            compound(sel),
+            format!("empty selector is invalid for {what}"),
+        ));
+    }
+    template_matches(sel, spec, path, errs);
+}
+
+fn template_matches(sel: &Value, spec: &Value, path: &Path, errs: &mut ErrorList) {
+    let Ok(selector) = crd_core::labels::Selector::from_label_selector_json(sel) else {
+        return;
+    };
+    let labels = at(spec, "/template/metadata/labels");
+    if !selector.is_empty() && !selector.matches_json(Some(labels)) {
+        errs.push(FieldError::invalid(
+            &path.child("template").child("metadata").child("labels"),
+            compound(labels),
+            SELECTOR_MISMATCH,
+        ));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pods
+
+fn validate_containers(spec: &Value, path: &Path, errs: &mut ErrorList) {
+    let volumes: Vec<&str> = arr(spec, "/volumes")
+        .iter()
+        .map(|v| s(v, "/name"))
+        .collect();
+    let mut names: Vec<&str> = Vec::new();
+    for (field, required) in [("initContainers", false), ("containers", true)] {
+        let list = arr(spec, &format!("/{field}"));
+        if required && list.is_empty() {
+            errs.push(FieldError::required(&path.child(field), ""));
+        }
+        for (i, c) in list.iter().enumerate() {
+            let p = path.child(field).index(i);
+            let name = s(c, "/name");
+            if name.is_empty() {
+                errs.push(FieldError::required(&p.child("name"), ""));
+            } else {
+                for m in is_dns1123_label(name) {
+                    errs.push(FieldError::invalid(&p.child("name"), name, m));
+                }
+                if names.contains(&name) {
+                    errs.push(FieldError::duplicate(&p.child("name"), name));
+                }
+                names.push(name);
+            }
+            let image = s(c, "/image");
+            if image.is_empty() {
+                errs.push(FieldError::required(&p.child("image"), ""));
+            } else if image.trim() != image {
+                errs.push(FieldError::invalid(
+                    &p.child("image"),
+                    image,
+                    "must not have leading or trailing whitespace",
+                ));
+            }
+            for (j, port) in arr(c, "/ports").iter().enumerate() {
+                let pp = p.child("ports").index(j);
+                let pname = s(port, "/name");
+                if !pname.is_empty() {
+                    for m in is_valid_port_name(pname) {
+                        errs.push(FieldError::invalid(&pp.child("name"), pname, m));
+                    }
+                }
+                port_num(at(port, "/containerPort"), &pp.child("containerPort"), errs);
+                if let Some(hp) = port.get("hostPort").and_then(Value::as_i64)
+                    && hp != 0
+                {
+                    port_num(&Value::from(hp), &pp.child("hostPort"), errs);
+                }
+                protocol(port, &pp, errs);
+            }
+            for (j, e) in arr(c, "/env").iter().enumerate() {
+                if s(e, "/name").is_empty() {
+                    errs.push(FieldError::required(
+                        &p.child("env").index(j).child("name"),
+                        "",
+                    ));
+                }
+            }
+            for (j, m) in arr(c, "/volumeMounts").iter().enumerate() {
+                let mp = p.child("volumeMounts").index(j);
+                let vname = s(m, "/name");
+                if vname.is_empty() {
+                    errs.push(FieldError::required(&mp.child("name"), ""));
+                } else if !volumes.contains(&vname) {
+                    errs.push(FieldError::not_found(&mp.child("name"), vname));
+                }
+                if s(m, "/mountPath").is_empty() {
+                    errs.push(FieldError::required(&mp.child("mountPath"), ""));
+                }
+            }
+        }
+    }
+}
+
+fn validate_pod_spec(spec: &Value, path: &Path, errs: &mut ErrorList) {
+    let mut vol_names: Vec<&str> = Vec::new();
+    for (i, v) in arr(spec, "/volumes").iter().enumerate() {
+        let p = path.child("volumes").index(i);
+        let name = s(v, "/name");
+        if name.is_empty() {
+            errs.push(FieldError::required(&p.child("name"), ""));
+        } else {
+            for m in is_dns1123_label(name) {
+                errs.push(FieldError::invalid(&p.child("name"), name, m));
+            }
+            if vol_names.contains(&name) {
+                errs.push(FieldError::duplicate(&p.child("name"), name));
+            }
+            vol_names.push(name);
+        }
+    }
+    validate_containers(spec, path, errs);
+    if let Some(rp) = spec.get("restartPolicy").and_then(Value::as_str)
+        && !matches!(rp, "Always" | "OnFailure" | "Never")
+    {
+        errs.push(FieldError::not_supported(
+            &path.child("restartPolicy"),
+            rp,
+            &["Always", "OnFailure", "Never"],
+        ));
+    }
+    if let Some(dp) = spec.get("dnsPolicy").and_then(Value::as_str)
+        && !matches!(
+            dp,
+            "ClusterFirstWithHostNet" | "ClusterFirst" | "Default" | "None"
+        )
+    {
+        errs.push(FieldError::not_supported(
+            &path.child("dnsPolicy"),
+            dp,
+            &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
+        ));
+    }
+    if let Some(sa) = spec.get("serviceAccountName").and_then(Value::as_str)
+        && !sa.is_empty()
+    {
+        for m in is_dns1123_subdomain(sa) {
+            errs.push(FieldError::invalid(
+                &path.child("serviceAccountName"),
+                sa,
+                m,
+            ));
+        }
+    }
+    if let Some(n) = spec.get("activeDeadlineSeconds").and_then(Value::as_i64)
+        && n < 1
+    {
+        errs.push(FieldError::invalid(
+            &path.child("activeDeadlineSeconds"),
+            n,
+            "must be between 1 and 2147483647, inclusive",
+        ));
+    }
+}
+
+/// `ValidatePodTemplateSpec` (labels, annotations, pod spec) at `path` (`spec.template`).
+fn validate_template(spec: &Value, path: &Path, errs: &mut ErrorList) {
+    let t = at(spec, "/template");
+    let mp = path.child("metadata");
+    errs.extend(validate_labels(
+        t.pointer("/metadata/labels"),
+        &mp.child("labels"),
+    ));
+    errs.extend(validate_annotations(
+        t.pointer("/metadata/annotations"),
+        &mp.child("annotations"),
+    ));
+    validate_pod_spec(at(t, "/spec"), &path.child("spec"), errs);
+}
+
+fn restart_always(spec: &Value, path: &Path, errs: &mut ErrorList) {
+    let rp = s(spec, "/template/spec/restartPolicy");
+    if rp != "Always" {
+        errs.push(FieldError::not_supported(
+            &path.child("template").child("spec").child("restartPolicy"),
+            rp,
+            &["Always"],
+        ));
+    }
+}
+
+fn pod_update(new: &Value, old: &Value, errs: &mut ErrorList) {
+    // Only images, activeDeadlineSeconds, added tolerations and a few more may change.
+    let mut a = at(new, "/spec").clone();
+    let mut b = at(old, "/spec").clone();
+    for v in [&mut a, &mut b] {
+        for field in ["containers", "initContainers"] {
+            if let Some(cs) = v.get_mut(field).and_then(Value::as_array_mut) {
+                for c in cs {
+                    if let Some(m) = c.as_object_mut() {
+                        m.remove("image");
+                    }
+                }
+            }
+        }
+        if let Some(m) = v.as_object_mut() {
+            for f in [
+                "activeDeadlineSeconds",
+                "tolerations",
+                "terminationGracePeriodSeconds",
+                "schedulingGates",
+            ] {
+                m.remove(f);
+            }
+        }
+    }
+    if a != b {
+        errs.push(FieldError::forbidden(
+            &Path::new("spec"),
+            "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+        ));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per kind
+
+fn data_size(v: &Value, base64: bool) -> usize {
+    map(v, "").map_or(0, |m| {
+        m.values()
+            .map(|x| {
+                let t = x.as_str().unwrap_or("");
+                if base64 {
+                    use base64::Engine as _;
+                    base64::engine::general_purpose::STANDARD
+                        .decode(t)
+                        .map_or(t.len(), |b| b.len())
+                } else {
+                    t.len()
+                }
+            })
+            .sum()
+    })
+}
+
+fn config_map(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
+    // `ValidateConfigMapUpdate` checks immutability before re-running `ValidateConfigMap`.
+    if let Some(old) = old {
+        immutable_data(obj, old, &["data", "binaryData"], errs);
+    }
+    let mut total = 0;
+    for (field, b64) in [("data", false), ("binaryData", true)] {
+        if let Some(m) = map(obj, &format!("/{field}")) {
+            for key in m.keys() {
+                for msg in is_config_map_key(key) {
+                    errs.push(FieldError::invalid(
+                        &Path::new(field).key(key),
+                        key.as_str(),
+                        msg,
+                    ));
+                }
+                if field == "data" && map(obj, "/binaryData").is_some_and(|d| d.contains_key(key)) {
+                    errs.push(FieldError::invalid(
+                        &Path::new("data").key(key),
+                        key.as_str(),
+                        "duplicate of key present in binaryData",
+                    ));
+                }
+            }
+            total += data_size(at(obj, &format!("/{field}")), b64);
+        }
+    }
+    if total > MAX_DATA_SIZE {
+        errs.push(FieldError::too_long(&Path::root(), MAX_DATA_SIZE));
+    }
+}
+
+fn immutable_data(obj: &Value, old: &Value, fields: &[&str], errs: &mut ErrorList) {
+    if at(old, "/immutable").as_bool() != Some(true) {
+        return;
+    }
+    if at(obj, "/immutable").as_bool() != Some(true) {
+        errs.push(FieldError::forbidden(
+            &Path::new("immutable"),
+            IMMUTABLE_SET,
+        ));
+    }
+    for f in fields {
+        let ptr = format!("/{f}");
+        let empty = |v: &Value| v.is_null() || v.as_object().is_some_and(Map::is_empty);
+        let (a, b) = (at(obj, &ptr), at(old, &ptr));
+        if a != b && !(empty(a) && empty(b)) {
+            errs.push(FieldError::forbidden(&Path::new(f), IMMUTABLE_SET));
+        }
+    }
+}
+
+fn secret(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
+    // `ValidateSecretUpdate`: type and immutability before re-running `ValidateSecret`.
+    if let Some(old) = old {
+        let (t, ot) = (s(obj, "/type"), s(old, "/type"));
+        if t != ot {
+            errs.push(FieldError::invalid(
+                &Path::new("type"),
+                t,
+                "field is immutable",
+            ));
+        }
+        immutable_data(obj, old, &["data"], errs);
+    }
+    let data = Path::new("data");
+    let keys: Vec<&String> = map(obj, "/data")
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    for key in &keys {
+        for msg in is_config_map_key(key) {
+            errs.push(FieldError::invalid(&data.key(key), key.as_str(), msg));
+        }
+    }
+    if data_size(at(obj, "/data"), true) > MAX_DATA_SIZE {
+        errs.push(FieldError::too_long(&data, MAX_DATA_SIZE));
+    }
+    let has = |k: &str| keys.iter().any(|x| x.as_str() == k);
+    match s(obj, "/type") {
+        "kubernetes.io/service-account-token"
+            if s(
+                obj,
+                "/metadata/annotations/kubernetes.io~1service-account.name",
+            )
+            .is_empty() =>
+        {
+            errs.push(FieldError::required(
+                &Path::new("metadata")
+                    .child("annotations")
+                    .key("kubernetes.io/service-account.name"),
+                "",
+            ));
+        }
+        "kubernetes.io/dockercfg" => docker_json(obj, ".dockercfg", errs),
+        "kubernetes.io/dockerconfigjson" => docker_json(obj, ".dockerconfigjson", errs),
+        // Upstream builds these paths from the literal "data[%s]".
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            errs.push(FieldError::required(
+                &Path::new("data[%s]").key("username"),
+                "",
+            ));
+            errs.push(FieldError::required(
+                &Path::new("data[%s]").key("password"),
+                "",
+            ));
+        }
+        "kubernetes.io/ssh-auth" if s(obj, "/data/ssh-privatekey").is_empty() => {
+            errs.push(FieldError::required(
+                &Path::new("data[%s]").key("ssh-privatekey"),
+                "",
+            ));
+        }
+        "kubernetes.io/tls" => {
+            for k in ["tls.crt", "tls.key"] {
+                if !has(k) {
+                    errs.push(FieldError::required(&data.key(k), ""));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+use base64::Engine as _;
+
+fn docker_json(obj: &Value, key: &str, errs: &mut ErrorList) {
+    let path = Path::new("data").key(key);
+    let Some(raw) = map(obj, "/data").and_then(|m| m.get(key)) else {
+        errs.push(FieldError::required(&path, ""));
+        return;
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(raw.as_str().unwrap_or(""))
+        .unwrap_or_default();
+    if let Err(e) = serde_json::from_slice::<Map<String, Value>>(&bytes) {
+        errs.push(FieldError::invalid(
+            &path,
+            "<secret contents redacted>",
+            e.to_string(),
+        ));
+    }
+}
+
+const SERVICE_TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
+
+fn service(obj: &Value, errs: &mut ErrorList) {
+    let spec = at(obj, "/spec");
+    let sp = Path::new("spec");
+    let ty = s(spec, "/type");
+    if !SERVICE_TYPES.contains(&ty) {
+        errs.push(FieldError::not_supported(
+            &sp.child("type"),
+            ty,
+            SERVICE_TYPES,
+        ));
+    }
+    let ports = arr(spec, "/ports");
+    let headless = s(spec, "/clusterIP") == "None";
+    if ports.is_empty() && !headless && ty != "ExternalName" {
+        errs.push(FieldError::required(&sp.child("ports"), ""));
+    }
+    if ty == "ExternalName" && s(spec, "/externalName").is_empty() {
+        errs.push(FieldError::required(&sp.child("externalName"), ""));
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for (i, p) in ports.iter().enumerate() {
+        let pp = sp.child("ports").index(i);
+        let name = s(p, "/name");
+        if ports.len() > 1 && name.is_empty() {
+            errs.push(FieldError::required(&pp.child("name"), ""));
+        } else if !name.is_empty() {
+            for m in is_dns1123_label(name) {
+                errs.push(FieldError::invalid(&pp.child("name"), name, m));
+            }
+            if names.contains(&name) {
+                errs.push(FieldError::duplicate(&pp.child("name"), name));
+            }
+            names.push(name);
+        }
+        port_num(at(p, "/port"), &pp.child("port"), errs);
+        protocol(p, &pp, errs);
+        match at(p, "/targetPort") {
+            Value::Number(n) => {
+                let n = n.as_i64().unwrap_or(0);
+                if n != 0 && !(1..=65535).contains(&n) {
+                    errs.push(FieldError::invalid(&pp.child("targetPort"), n, PORT_RANGE));
+                }
+            }
+            Value::String(t) => {
+                for m in is_valid_port_name(t) {
+                    errs.push(FieldError::invalid(&pp.child("targetPort"), t.as_str(), m));
+                }
+            }
+            _ => {}
+        }
+        if let Some(np) = p.get("nodePort").and_then(Value::as_i64)
+            && np != 0
+        {
+            if !matches!(ty, "NodePort" | "LoadBalancer") {
+                errs.push(FieldError::forbidden(
+                    &pp.child("nodePort"),
+                    "may not be used when `type` is 'ClusterIP'",
+                ));
+            } else if !(1..=65535).contains(&np) {
+                errs.push(FieldError::invalid(&pp.child("nodePort"), np, PORT_RANGE));
+            }
+        }
+    }
+    if let Some(sa) = spec.get("sessionAffinity").and_then(Value::as_str)
+        && !matches!(sa, "ClientIP" | "None")
+    {
+        errs.push(FieldError::not_supported(
+            &sp.child("sessionAffinity"),
+            sa,
+            &["ClientIP", "None"],
+        ));
+    }
+    errs.extend(validate_labels(spec.get("selector"), &sp.child("selector")));
+}
+
+const ACCESS_MODES: &[&str] = &[
+    "ReadOnlyMany",
+    "ReadWriteMany",
+    "ReadWriteOnce",
+    "ReadWriteOncePod",
+];
+
+fn pvc(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
+    let sp = Path::new("spec");
+    let modes = arr(obj, "/spec/accessModes");
+    if modes.is_empty() {
+        errs.push(FieldError::required(
+            &sp.child("accessModes"),
+            "at least 1 access mode is required",
+        ));
+    }
+    for m in modes {
+        let m = m.as_str().unwrap_or("");
+        if !ACCESS_MODES.contains(&m) {
+            errs.push(FieldError::not_supported(
+                &sp.child("accessModes"),
+                m,
+                ACCESS_MODES,
+            ));
+        }
+    }
+    if at(obj, "/spec/resources/requests/storage").is_null() {
+        errs.push(FieldError::required(
+            &sp.child("resources").key("storage"),
+            "",
+        ));
+    }
+    if let Some(old) = old {
+        let strip = |v: &Value| {
+            let mut spec = at(v, "/spec").clone();
+            if let Some(m) = spec.as_object_mut() {
+                m.remove("volumeAttributesClassName");
+                if let Some(r) = m.get_mut("resources").and_then(Value::as_object_mut) {
+                    r.remove("requests");
+                }
+                // A pending claim may get its volume bound.
+                m.remove("volumeName");
+            }
+            spec
+        };
+        if strip(obj) != strip(old) {
+            errs.push(FieldError::forbidden(
+                &sp,
+                "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
+            ));
+        }
+    }
+}
+
+/// Event validation (`ValidateEventCreate`): legacy rules for core/v1, strict ones for
+/// events.k8s.io/v1. `obj` is in core/v1 shape.
+fn event(obj: &Value, strict: bool, errs: &mut ErrorList) {
+    let ns = s(obj, "/metadata/namespace");
+    let inv_ns = s(obj, "/involvedObject/namespace");
+    let has_event_time = !at(obj, "/eventTime").is_null();
+    let ns_mismatch = || {
+        FieldError::invalid(
+            &Path::new("involvedObject").child("namespace"),
+            inv_ns,
+            "does not match event.namespace",
+        )
+    };
+    let controller_field = if strict {
+        "reportingController"
+    } else {
+        "reportingComponent"
+    };
+    if has_event_time {
+        if inv_ns.is_empty() && ns != "default" && ns != "kube-system" {
+            errs.push(ns_mismatch());
+        }
+        let ctl = s(obj, "/reportingComponent");
+        if ctl.is_empty() {
+            errs.push(FieldError::required(&Path::new(controller_field), ""));
+        }
+        for m in is_qualified_name(ctl) {
+            errs.push(FieldError::invalid(&Path::new(controller_field), ctl, m));
+        }
+        for (field, limit) in [("reportingInstance", 128), ("action", 128), ("reason", 128)] {
+            let v = s(obj, &format!("/{field}"));
+            if v.is_empty() {
+                errs.push(FieldError::required(&Path::new(field), ""));
+            }
+            if v.len() > limit {
+                errs.push(FieldError::invalid(
+                    &Path::new(field),
+                    "",
+                    format!("can have at most {limit} characters"),
+                ));
+            }
+        }
+        if s(obj, "/message").len() > 1024 {
+            errs.push(FieldError::invalid(
+                &Path::new("message"),
+                "",
+                "can have at most 1024 characters",
+            ));
+        }
+    } else if (inv_ns.is_empty() && !ns.is_empty() && ns != "default")
+        || (!inv_ns.is_empty() && ns != inv_ns)
+    {
+        errs.push(ns_mismatch());
+    }
+    for m in is_dns1123_subdomain(ns) {
+        errs.push(FieldError::invalid(&Path::new("namespace"), ns, m));
+    }
+    if strict {
+        event_series(obj, errs);
+        if !has_event_time {
+            errs.push(FieldError::required(&Path::new("eventTime"), ""));
+        }
+        let ty = s(obj, "/type");
+        if ty != "Normal" && ty != "Warning" {
+            errs.push(FieldError::invalid(
+                &Path::new("type"),
+                "",
+                format!("has invalid value: {ty}"),
+            ));
+        }
+        for f in ["firstTimestamp", "lastTimestamp"] {
+            if !at(obj, &format!("/{f}")).is_null() {
+                errs.push(FieldError::invalid(&Path::new(f), "", "needs to be unset"));
+            }
+        }
+        if at(obj, "/count").as_i64().unwrap_or(0) != 0 {
+            errs.push(FieldError::invalid(
+                &Path::new("count"),
+                "",
+                "needs to be unset",
+            ));
+        }
+        if !s(obj, "/source/component").is_empty() || !s(obj, "/source/host").is_empty() {
+            errs.push(FieldError::invalid(
+                &Path::new("source"),
+                "",
+                "needs to be unset",
+            ));
+        }
+    }
+}
+
+/// `validateV1EventSeries`.
+fn event_series(obj: &Value, errs: &mut ErrorList) {
+    let series = at(obj, "/series");
+    if series.is_null() {
+        return;
+    }
+    if at(series, "/count").as_i64().unwrap_or(0) < 2 {
+        errs.push(FieldError::invalid(
+            &Path::new("series.count"),
+            "",
+            "should be at least 2",
+        ));
+    }
+    if at(series, "/lastObservedTime").is_null() {
+        errs.push(FieldError::required(
+            &Path::new("series.lastObservedTime"),
+            "",
+        ));
+    }
+}
+
+/// `ValidateEventUpdate` for events.k8s.io/v1 (objects in core shape): the series when it
+/// changed, and the immutable fields.
+fn event_update(new: &Value, old: &Value, errs: &mut ErrorList) {
+    if at(new, "/series") != at(old, "/series") {
+        event_series(new, errs);
+    }
+    for f in [
+        "involvedObject",
+        "reason",
+        "message",
+        "source",
+        "firstTimestamp",
+        "lastTimestamp",
+        "count",
+        "type",
+        "eventTime",
+        "action",
+        "related",
+        "reportingComponent",
+        "reportingInstance",
+    ] {
+        let ptr = format!("/{f}");
+        let (a, b) = (at(new, &ptr), at(old, &ptr));
+        let empty = |v: &Value| {
+            v.is_null()
+                || v.as_str() == Some("")
+                || v.as_i64() == Some(0)
+                || v.as_object().is_some_and(Map::is_empty)
+        };
+        if a == b || (empty(a) && empty(b)) {
+            continue;
+        }
+        let field = if f == "reportingComponent" {
+            "reportingController"
+        } else {
+            f
+        };
+        errs.push(FieldError::invalid(
+            &Path::new(field),
+            compound(a),
+            "field is immutable",
+        ));
+    }
+}
+
+fn deployment(obj: &Value, errs: &mut ErrorList) {
+    let spec = at(obj, "/spec");
+    let sp = Path::new("spec");
+    non_negative(at(spec, "/replicas"), &sp.child("replicas"), errs);
+    non_negative(
+        at(spec, "/minReadySeconds"),
+        &sp.child("minReadySeconds"),
+        errs,
+    );
+    non_negative(
+        at(spec, "/revisionHistoryLimit"),
+        &sp.child("revisionHistoryLimit"),
+        errs,
+    );
+    workload_selector(spec, &sp, "deployment", errs);
+    validate_template(spec, &sp.child("template"), errs);
+    restart_always(spec, &sp, errs);
+    let strategy = at(spec, "/strategy");
+    match s(strategy, "/type") {
+        "Recreate" => {
+            if !at(strategy, "/rollingUpdate").is_null() {
+                errs.push(FieldError::forbidden(
+                    &sp.child("strategy").child("rollingUpdate"),
+                    "may not be specified when strategy `type` is 'Recreate'",
+                ));
+            }
+        }
+        "RollingUpdate" | "" => {}
+        t => errs.push(FieldError::not_supported(
+            &sp.child("strategy").child("type"),
+            t,
+            &["Recreate", "RollingUpdate"],
+        )),
+    }
+    if let (Some(p), Some(m)) = (
+        at(spec, "/progressDeadlineSeconds").as_i64(),
+        at(spec, "/minReadySeconds").as_i64(),
+    ) && p <= m
+    {
+        errs.push(FieldError::invalid(
+            &sp.child("progressDeadlineSeconds"),
+            p,
+            "must be greater than minReadySeconds",
+        ));
+    }
+}
+
+/// A Job's pod template restarts `OnFailure` or `Never` (the defaulted `Always` is reported as
+/// a missing choice).
+fn job_restart_policy(spec: &Value, sp: &Path, errs: &mut ErrorList) {
+    let path = sp.child("template").child("spec").child("restartPolicy");
+    match s(spec, "/template/spec/restartPolicy") {
+        "Always" | "" => errs.push(FieldError::required(
+            &path,
+            "valid values: \"OnFailure\", \"Never\"",
+        )),
+        "OnFailure" | "Never" => {}
+        other => errs.push(FieldError::not_supported(
+            &path,
+            other,
+            &["OnFailure", "Never"],
+        )),
+    }
+}
+
+fn job_spec(spec: &Value, sp: &Path, errs: &mut ErrorList) {
+    for f in [
+        "parallelism",
+        "completions",
+        "backoffLimit",
+        "activeDeadlineSeconds",
+    ] {
+        non_negative(at(spec, &format!("/{f}")), &sp.child(f), errs);
+    }
+    let sel = at(spec, "/selector");
+    if sel.is_null() {
+        errs.push(FieldError::required(&sp.child("selector"), ""));
+    } else {
+        errs.extend(validate_label_selector(sel, &sp.child("selector")));
+        template_matches(sel, spec, sp, errs);
+    }
+    validate_template(spec, &sp.child("template"), errs);
+    job_restart_policy(spec, sp, errs);
+}
+
+fn cron_job(obj: &Value, errs: &mut ErrorList) {
+    let spec = at(obj, "/spec");
+    let sp = Path::new("spec");
+    if s(spec, "/schedule").is_empty() {
+        errs.push(FieldError::required(&sp.child("schedule"), ""));
+    }
+    if let Some(cp) = spec.get("concurrencyPolicy").and_then(Value::as_str)
+        && !matches!(cp, "Allow" | "Forbid" | "Replace")
+    {
+        errs.push(FieldError::not_supported(
+            &sp.child("concurrencyPolicy"),
+            cp,
+            &["Allow", "Forbid", "Replace"],
+        ));
+    }
+    for f in [
+        "startingDeadlineSeconds",
+        "successfulJobsHistoryLimit",
+        "failedJobsHistoryLimit",
+    ] {
+        non_negative(at(spec, &format!("/{f}")), &sp.child(f), errs);
+    }
+    // The job template: selector is generated per job, so only the pod template is checked.
+    let jt = at(spec, "/jobTemplate/spec");
+    let jp = sp.child("jobTemplate").child("spec");
+    validate_template(jt, &jp.child("template"), errs);
+    job_restart_policy(jt, &jp, errs);
+}
+
+fn ingress(obj: &Value, errs: &mut ErrorList) {
+    let spec = at(obj, "/spec");
+    let sp = Path::new("spec");
+    let rules = arr(spec, "/rules");
+    if rules.is_empty() && at(spec, "/defaultBackend").is_null() {
+        errs.push(FieldError::invalid(
+            &sp,
+            Value::Null,
+            "either `defaultBackend` or `rules` must be specified",
+        ));
+    }
+    for (i, r) in rules.iter().enumerate() {
+        let rp = sp.child("rules").index(i);
+        let host = s(r, "/host");
+        if !host.is_empty() {
+            let h = host.strip_prefix("*.").unwrap_or(host);
+            for m in is_dns1123_subdomain(h) {
+                errs.push(FieldError::invalid(&rp.child("host"), host, m));
+            }
+        }
+        for (j, p) in arr(r, "/http/paths").iter().enumerate() {
+            let pp = rp.child("http").child("paths").index(j);
+            match s(p, "/pathType") {
+                "" => errs.push(FieldError::required(
+                    &pp.child("pathType"),
+                    "pathType must be specified",
+                )),
+                "Exact" | "Prefix" => {
+                    if !s(p, "/path").starts_with('/') {
+                        errs.push(FieldError::invalid(
+                            &pp.child("path"),
+                            s(p, "/path"),
+                            "must be an absolute path",
+                        ));
+                    }
+                }
+                "ImplementationSpecific" => {}
+                t => errs.push(FieldError::not_supported(
+                    &pp.child("pathType"),
+                    t,
+                    &["Exact", "ImplementationSpecific", "Prefix"],
+                )),
+            }
+            let b = at(p, "/backend");
+            if at(b, "/service").is_null() && at(b, "/resource").is_null() {
+                errs.push(FieldError::invalid(
+                    &pp.child("backend"),
+                    "",
+                    "one backend must be specified",
+                ));
+            }
+        }
+    }
+}
+
+const ADDRESS_TYPES: &[&str] = &["FQDN", "IPv4", "IPv6"];
+
+fn endpoint_slice(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
+    let ty = s(obj, "/addressType");
+    if ty.is_empty() {
+        errs.push(FieldError::required(&Path::new("addressType"), ""));
+    } else if !ADDRESS_TYPES.contains(&ty) {
+        errs.push(FieldError::not_supported(
+            &Path::new("addressType"),
+            ty,
+            ADDRESS_TYPES,
+        ));
+    }
+    for (i, e) in arr(obj, "/endpoints").iter().enumerate() {
+        let ap = Path::new("endpoints").index(i).child("addresses");
+        let n = arr(e, "/addresses").len();
+        if n == 0 {
+            errs.push(FieldError::required(&ap, "must contain at least 1 address"));
+        } else if n > 100 {
+            errs.push(FieldError::too_many(&ap, n, 100));
+        }
+    }
+    for (i, p) in arr(obj, "/ports").iter().enumerate() {
+        let pp = Path::new("ports").index(i);
+        if let Some(n) = p.get("port").and_then(Value::as_i64) {
+            port_num(&Value::from(n), &pp.child("port"), errs);
+        }
+        if p.get("protocol").is_some() {
+            protocol(p, &pp, errs);
+        }
+    }
+    if let Some(old) = old {
+        let ot = s(old, "/addressType");
+        if ty != ot {
+            errs.push(FieldError::invalid(
+                &Path::new("addressType"),
+                ty,
+                "field is immutable",
+            ));
+        }
+    }
+}
+
+fn pdb(obj: &Value, errs: &mut ErrorList) {
+    let spec = at(obj, "/spec");
+    let sp = Path::new("spec");
+    for f in ["minAvailable", "maxUnavailable"] {
+        let p = sp.child(f);
+        match at(spec, &format!("/{f}")) {
+            Value::Number(n) => non_negative(&Value::Number(n.clone()), &p, errs),
+            Value::String(v) => {
+                let digits = v.strip_suffix('%').unwrap_or("");
+                if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+                    errs.push(FieldError::invalid(
+                        &p,
+                        v.as_str(),
+                        "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                    ));
+                } else if digits.parse::<u64>().is_ok_and(|n| n > 100) {
+                    errs.push(FieldError::invalid(
+                        &p,
+                        v.as_str(),
+                        "must not be greater than 100%",
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    errs.extend(validate_label_selector(
+        at(spec, "/selector"),
+        &sp.child("selector"),
+    ));
+    if let Some(p) = spec
+        .get("unhealthyPodEvictionPolicy")
+        .and_then(Value::as_str)
+        && !matches!(p, "AlwaysAllow" | "IfHealthyBudget")
+    {
+        errs.push(FieldError::not_supported(
+            &sp.child("unhealthyPodEvictionPolicy"),
+            p,
+            &["AlwaysAllow", "IfHealthyBudget"],
+        ));
+    }
+}
+
+fn lease(obj: &Value, errs: &mut ErrorList) {
+    let spec = at(obj, "/spec");
+    let sp = Path::new("spec");
+    if let Some(n) = spec.get("leaseDurationSeconds").and_then(Value::as_i64)
+        && n <= 0
+    {
+        errs.push(FieldError::invalid(
+            &sp.child("leaseDurationSeconds"),
+            n,
+            "must be greater than 0",
+        ));
+    }
+    non_negative(
+        at(spec, "/leaseTransitions"),
+        &sp.child("leaseTransitions"),
+        errs,
+    );
+    if let Some(st) = spec.get("strategy").and_then(Value::as_str)
+        && !st.is_empty()
+        && st != "OldestEmulationVersion"
+    {
+        errs.push(FieldError::not_supported(
+            &sp.child("strategy"),
+            st,
+            &["OldestEmulationVersion"],
+        ));
+    }
+    let preferred = s(spec, "/preferredHolder");
+    if !preferred.is_empty() && s(spec, "/strategy").is_empty() {
+        errs.push(FieldError::forbidden(
+            &sp.child("preferredHolder"),
+            "may only be specified if `strategy` is defined",
+        ));
+    }
+}
+
+impl Kind {
+    /// Validates a create (`old` is `None`) or an update of the main resource, with
+    /// upstream's paths and messages; `obj` is in this kind's own shape and already defaulted.
+    /// Includes `ObjectMeta` validation (and, on update, its immutable fields).
+    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> ErrorList {
+        let mut errs = match (self.id, old) {
+            // core/v1 Events are validated by their own (lenient) rules, not ObjectMeta's;
+            // events.k8s.io/v1 creates check ObjectMeta, its updates only the update rules.
+            (KindId::Event, _) => ErrorList::new(),
+            (KindId::EventsV1Event, Some(old)) => validate_object_meta_update(
+                at(obj, "/metadata"),
+                at(old, "/metadata"),
+                &Path::new("metadata"),
+            ),
+            _ => validate_meta(self, obj, old),
+        };
+        let sp = Path::new("spec");
+        match self.id {
+            KindId::ConfigMap => config_map(obj, old, &mut errs),
+            KindId::Secret => secret(obj, old, &mut errs),
+            KindId::ServiceAccount | KindId::Endpoints => {}
+            KindId::Service => service(obj, &mut errs),
+            KindId::Pod => {
+                validate_pod_spec(at(obj, "/spec"), &sp, &mut errs);
+                if let Some(old) = old {
+                    pod_update(obj, old, &mut errs);
+                }
+            }
+            KindId::PersistentVolumeClaim => pvc(obj, old, &mut errs),
+            KindId::Event => event(obj, false, &mut errs),
+            KindId::EventsV1Event => {
+                let core = crate::events::to_core(obj);
+                match old {
+                    None => event(&core, true, &mut errs),
+                    Some(old) => {
+                        event(&core, false, &mut errs);
+                        event_update(&core, &crate::events::to_core(old), &mut errs);
+                    }
+                }
+            }
+            KindId::Deployment => deployment(obj, &mut errs),
+            KindId::ReplicaSet | KindId::StatefulSet | KindId::DaemonSet => {
+                let spec = at(obj, "/spec");
+                if self.id != KindId::DaemonSet {
+                    non_negative(at(spec, "/replicas"), &sp.child("replicas"), &mut errs);
+                }
+                let what = match self.id {
+                    KindId::StatefulSet => "statefulset",
+                    KindId::DaemonSet => "daemonset",
+                    _ => "deployment",
+                };
+                workload_selector(spec, &sp, what, &mut errs);
+                validate_template(spec, &sp.child("template"), &mut errs);
+                restart_always(spec, &sp, &mut errs);
+            }
+            KindId::Job => job_spec(at(obj, "/spec"), &sp, &mut errs),
+            KindId::CronJob => cron_job(obj, &mut errs),
+            KindId::Ingress => ingress(obj, &mut errs),
+            KindId::EndpointSlice => endpoint_slice(obj, old, &mut errs),
+            KindId::PodDisruptionBudget => pdb(obj, &mut errs),
+            KindId::Lease => lease(obj, &mut errs),
+        }
+        if let Some(old) = old {
+            immutable_spec_fields(self, obj, old, &mut errs);
+        }
+        errs
+    }
+}
+
+/// Spec fields upstream declares immutable on update.
+fn immutable_spec_fields(kind: &Kind, obj: &Value, old: &Value, errs: &mut ErrorList) {
+    let fields: &[&str] = match kind.id {
+        KindId::Deployment | KindId::ReplicaSet | KindId::DaemonSet | KindId::StatefulSet => {
+            &["selector"]
+        }
+        KindId::Job => &["selector", "completionMode"],
+        _ => &[],
+    };
+    for f in fields {
+        let ptr = format!("/spec/{f}");
+        let (a, b) = (at(obj, &ptr), at(old, &ptr));
+        if a != b {
+            let p = Path::new("spec").child(f);
+            errs.push(FieldError::invalid(&p, compound(a), "field is immutable"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::{KindId, get};
+
+    /// Defaults (as decoding does), then validates; the errors as `kubectl` prints them.
+    fn errors(id: KindId, mut obj: Value, old: Option<Value>) -> Vec<String> {
+        let k = get(id);
+        k.apply_defaults(&mut obj);
+        let old = old.map(|mut o| {
+            k.apply_defaults(&mut o);
+            o
+        });
+        k.validate(&obj, old.as_ref())
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn meta(name: &str) -> Value {
+        json!({"name": name, "namespace": "default"})
+    }
+
+    fn pod_template(labels: &Value) -> Value {
+        json!({"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+    }
+
+    #[test]
+    fn valid_objects_pass() {
+        let cases = vec![
+            (
+                KindId::ConfigMap,
+                json!({"metadata": meta("cm"), "data": {"a.b": "1", "C_D-e": "2"}}),
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "stringData": {"k": "v"}}),
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("tls"), "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}}),
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("d"), "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}}),
+            ),
+            (KindId::ServiceAccount, json!({"metadata": meta("sa")})),
+            (
+                KindId::Service,
+                json!({"metadata": meta("web"), "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": "http"}]}}),
+            ),
+            (
+                KindId::Service,
+                json!({"metadata": meta("headless"), "spec": {"clusterIP": "None"}}),
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80, "name": "http"}],
+                "volumeMounts": [{"name": "v", "mountPath": "/v"}]}], "volumes": [{"name": "v", "emptyDir": {}}]}}),
+            ),
+            (
+                KindId::PersistentVolumeClaim,
+                json!({"metadata": meta("pvc"), "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
+            ),
+            (
+                KindId::Event,
+                json!({"metadata": meta("e"), "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}, "reason": "R", "message": "m"}),
+            ),
+            (
+                KindId::EventsV1Event,
+                json!({"metadata": meta("e"), "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "example.com/c",
+                "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal", "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}}),
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod_template(&json!({"app": "web"}))}}),
+            ),
+            (
+                KindId::StatefulSet,
+                json!({"metadata": meta("s"), "spec": {"selector": {"matchLabels": {"app": "db"}}, "template": pod_template(&json!({"app": "db"}))}}),
+            ),
+            (
+                KindId::DaemonSet,
+                json!({"metadata": meta("ds"), "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}, "template": pod_template(&json!({"app": "x"}))}}),
+            ),
+            (
+                KindId::ReplicaSet,
+                json!({"metadata": meta("rs"), "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod_template(&json!({"app": "web"}))}}),
+            ),
+            (
+                KindId::CronJob,
+                json!({"metadata": meta("cj"), "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+            ),
+            (
+                KindId::Ingress,
+                json!({"metadata": meta("i"), "spec": {"rules": [{"host": "a.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}}),
+            ),
+            (
+                KindId::EndpointSlice,
+                json!({"metadata": meta("es"), "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]}),
+            ),
+            (
+                KindId::PodDisruptionBudget,
+                json!({"metadata": meta("pdb"), "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}}),
+            ),
+            (
+                KindId::Lease,
+                json!({"metadata": meta("l"), "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}}),
+            ),
+        ];
+        for (id, obj) in cases {
+            assert_eq!(
+                errors(id, obj.clone(), None),
+                Vec::<String>::new(),
+                "{id:?} {obj}"
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_objects_get_upstream_messages() {
+        let cases: Vec<(KindId, Value, Option<Value>, Vec<&str>)> = vec![
+            (
+                KindId::ConfigMap,
+                json!({"metadata": meta("cm"), "data": {"a/b": "1", "..x": "2"}, "binaryData": {"..x": ""}}),
+                None,
+                vec![
+                    "data[..x]: Invalid value: \"..x\": must not start with '..'",
+                    "data[..x]: Invalid value: \"..x\": duplicate of key present in binaryData",
+                    "data[a/b]: Invalid value: \"a/b\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key_name', regex used for validation is '[-._a-zA-Z0-9]+')",
+                    "binaryData[..x]: Invalid value: \"..x\": must not start with '..'",
+                ],
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": meta("Bad_Name")}),
+                None,
+                vec![
+                    "metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                ],
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": meta("cm"), "immutable": true, "data": {"a": "2"}}),
+                Some(json!({"metadata": meta("cm"), "immutable": true, "data": {"a": "1"}})),
+                vec!["data: Forbidden: field is immutable when `immutable` is set"],
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": meta("cm"), "data": {"a": "1"}}),
+                Some(json!({"metadata": meta("cm"), "immutable": true, "data": {"a": "1"}})),
+                vec!["immutable: Forbidden: field is immutable when `immutable` is set"],
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": meta("cm"), "data": {"a": "x".repeat(1024 * 1024 + 1)}}),
+                None,
+                vec!["<nil>: Too long: may not be more than 1048576 bytes"],
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "type": "kubernetes.io/tls", "data": {"tls.crt": ""}}),
+                None,
+                vec!["data[tls.key]: Required value"],
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "type": "kubernetes.io/dockerconfigjson"}),
+                None,
+                vec!["data[.dockerconfigjson]: Required value"],
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "type": "kubernetes.io/service-account-token"}),
+                None,
+                vec!["metadata.annotations[kubernetes.io/service-account.name]: Required value"],
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "type": "kubernetes.io/basic-auth"}),
+                None,
+                vec![
+                    "data[%s][username]: Required value",
+                    "data[%s][password]: Required value",
+                ],
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}}),
+                Some(json!({"metadata": meta("s"), "data": {"tls.crt": "", "tls.key": ""}})),
+                vec!["type: Invalid value: \"kubernetes.io/tls\": field is immutable"],
+            ),
+            (
+                KindId::Secret,
+                json!({"metadata": meta("s"), "immutable": true, "data": {"a": "Mg=="}}),
+                Some(json!({"metadata": meta("s"), "immutable": true, "data": {"a": "MQ=="}})),
+                vec!["data: Forbidden: field is immutable when `immutable` is set"],
+            ),
+            (
+                KindId::Service,
+                json!({"metadata": meta("1web"), "spec": {"ports": [{"port": 0, "protocol": "HTTP"}, {"port": 80}]}}),
+                None,
+                vec![
+                    "metadata.name: Invalid value: \"1web\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+                    "spec.ports[0].name: Required value",
+                    "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+                    "spec.ports[0].protocol: Unsupported value: \"HTTP\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
+                    "spec.ports[1].name: Required value",
+                ],
+            ),
+            (
+                KindId::Service,
+                json!({"metadata": meta("web"), "spec": {"type": "Foo"}}),
+                None,
+                vec![
+                    "spec.type: Unsupported value: \"Foo\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"",
+                    "spec.ports: Required value",
+                ],
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": meta("p"), "spec": {}}),
+                None,
+                vec!["spec.containers: Required value"],
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c"}, {"name": "c", "image": "x",
+                "ports": [{"containerPort": 70000}], "volumeMounts": [{"name": "missing", "mountPath": "/m"}]}]}}),
+                None,
+                vec![
+                    "spec.containers[0].image: Required value",
+                    "spec.containers[1].name: Duplicate value: \"c\"",
+                    "spec.containers[1].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+                    "spec.containers[1].volumeMounts[0].name: Not found: \"missing\"",
+                ],
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": meta("p"), "spec": {"restartPolicy": "Sometimes", "containers": [{"name": "c", "image": "x"}]}}),
+                None,
+                vec![
+                    "spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\"",
+                ],
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c", "image": "x"}], "nodeName": "n2"}}),
+                Some(
+                    json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c", "image": "x"}]}}),
+                ),
+                vec![
+                    "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+                ],
+            ),
+            (
+                KindId::PersistentVolumeClaim,
+                json!({"metadata": meta("pvc"), "spec": {}}),
+                None,
+                vec![
+                    "spec.accessModes: Required value: at least 1 access mode is required",
+                    "spec.resources[storage]: Required value",
+                ],
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"template": pod_template(&json!({"app": "web"}))}}),
+                None,
+                vec!["spec.selector: Required value"],
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"replicas": -1, "selector": {"matchLabels": {"app": "api"}},
+                "template": pod_template(&json!({"app": "web"}))}}),
+                None,
+                vec![
+                    "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+                    "spec.template.metadata.labels: Invalid value: {\"app\":\"web\"}: `selector` does not match template `labels`",
+                ],
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"selector": {}, "template": pod_template(&json!({"app": "web"}))}}),
+                None,
+                vec!["spec.selector: Invalid value: {}: empty selector is invalid for deployment"],
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"restartPolicy": "Never", "containers": [{"name": "c"}]}}}}),
+                None,
+                vec![
+                    "spec.template.spec.containers[0].image: Required value",
+                    "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+                ],
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": pod_template(&json!({"app": "x"}))}}),
+                Some(
+                    json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": pod_template(&json!({"app": "web"}))}}),
+                ),
+                vec![
+                    "spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"x\"}}: field is immutable",
+                ],
+            ),
+            (
+                KindId::StatefulSet,
+                json!({"metadata": meta("s"), "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In"}, {"key": "b", "operator": "Exists", "values": ["x"]}, {"key": "c", "operator": "Is"}]},
+                "template": pod_template(&json!({"app": "db"}))}}),
+                None,
+                vec![
+                    "spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+                    "spec.selector.matchExpressions[1].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    "spec.selector.matchExpressions[2].operator: Invalid value: \"Is\": not a valid selector operator",
+                ],
+            ),
+            (
+                KindId::DaemonSet,
+                json!({"metadata": meta("ds"), "spec": {"selector": {}, "template": pod_template(&json!({}))}}),
+                None,
+                vec!["spec.selector: Invalid value: {}: empty selector is invalid for daemonset"],
+            ),
+            (
+                KindId::Job,
+                json!({"metadata": meta("j"), "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": pod_template(&json!({"a": "b"}))}}),
+                None,
+                vec![
+                    "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+                ],
+            ),
+            (
+                KindId::CronJob,
+                json!({"metadata": meta(&"c".repeat(53)), "spec": {"jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+                None,
+                vec![
+                    "metadata.name: Invalid value: \"ccccccccccccccccccccccccccccccccccccccccccccccccccccc\": must be no more than 52 characters",
+                    "spec.schedule: Required value",
+                ],
+            ),
+            (
+                KindId::Ingress,
+                json!({"metadata": meta("i"), "spec": {}}),
+                None,
+                vec![
+                    "spec: Invalid value: null: either `defaultBackend` or `rules` must be specified",
+                ],
+            ),
+            (
+                KindId::Ingress,
+                json!({"metadata": meta("i"), "spec": {"rules": [{"http": {"paths": [{"path": "x", "pathType": "Exact",
+                "backend": {"service": {"name": "s", "port": {"number": 80}}}}, {"path": "/", "backend": {}}]}}]}}),
+                None,
+                vec![
+                    "spec.rules[0].http.paths[0].path: Invalid value: \"x\": must be an absolute path",
+                    "spec.rules[0].http.paths[1].pathType: Required value: pathType must be specified",
+                    "spec.rules[0].http.paths[1].backend: Invalid value: \"\": one backend must be specified",
+                ],
+            ),
+            (
+                KindId::EndpointSlice,
+                json!({"metadata": meta("es"), "endpoints": [{"addresses": []}]}),
+                None,
+                vec![
+                    "addressType: Required value",
+                    "endpoints[0].addresses: Required value: must contain at least 1 address",
+                ],
+            ),
+            (
+                KindId::PodDisruptionBudget,
+                json!({"metadata": meta("pdb"), "spec": {"minAvailable": "150%", "maxUnavailable": -1}}),
+                None,
+                vec![
+                    "spec.minAvailable: Invalid value: \"150%\": must not be greater than 100%",
+                    "spec.maxUnavailable: Invalid value: -1: must be greater than or equal to 0",
+                ],
+            ),
+            (
+                KindId::Lease,
+                json!({"metadata": meta("l"), "spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1, "preferredHolder": "x"}}),
+                None,
+                vec![
+                    "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0",
+                    "spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0",
+                    "spec.preferredHolder: Forbidden: may only be specified if `strategy` is defined",
+                ],
+            ),
+            (
+                KindId::Event,
+                json!({"metadata": meta("e"), "involvedObject": {"kind": "Pod", "name": "p", "namespace": "other"}}),
+                None,
+                vec![
+                    "involvedObject.namespace: Invalid value: \"other\": does not match event.namespace",
+                ],
+            ),
+            (
+                KindId::EventsV1Event,
+                json!({"metadata": meta("e"), "regarding": {"namespace": "default"}, "type": "Info", "deprecatedCount": 2}),
+                None,
+                vec![
+                    "eventTime: Required value",
+                    "type: Invalid value: \"\": has invalid value: Info",
+                    "count: Invalid value: \"\": needs to be unset",
+                ],
+            ),
+            (
+                KindId::EventsV1Event,
+                json!({"metadata": meta("e"), "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "example.com/c",
+                "reportingInstance": "i", "action": "A", "reason": "Changed", "type": "Normal", "series": {"count": 1},
+                "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}}),
+                Some(
+                    json!({"metadata": meta("e"), "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "example.com/c",
+                "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal",
+                "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}}),
+                ),
+                vec![
+                    "series.count: Invalid value: \"\": should be at least 2",
+                    "series.lastObservedTime: Required value",
+                    "reason: Invalid value: \"Changed\": field is immutable",
+                ],
+            ),
+            (
+                KindId::EventsV1Event,
+                json!({"metadata": meta("Bad_Name"), "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "example.com/c",
+                "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal",
+                "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}}),
+                None,
+                vec![
+                    "metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                ],
+            ),
+            (
+                KindId::ConfigMap,
+                json!({"metadata": {"name": "cm", "namespace": "default", "finalizers": ["custom"]}}),
+                None,
+                vec![
+                    "metadata.finalizers[0]: Invalid value: \"custom\": name is neither a standard finalizer name nor is it fully qualified",
+                ],
+            ),
+        ];
+        for (id, obj, old, want) in cases {
+            assert_eq!(errors(id, obj.clone(), old), want, "{id:?} {obj}");
+        }
+    }
+}
