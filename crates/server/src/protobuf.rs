@@ -1,10 +1,12 @@
-//! The one protobuf message the server must read: kubectl 1.32 sends `kubectl create namespace`
-//! as `application/vnd.kubernetes.protobuf` only. The envelope is the magic `k8s\0` followed by a
-//! `runtime.Unknown` whose `raw` field holds a `v1.Namespace`. Responses are always JSON, which
+//! The protobuf messages the server must read: kubectl 1.32 sends `kubectl create namespace`,
+//! `create configmap`, `create secret` and `create serviceaccount` as
+//! `application/vnd.kubernetes.protobuf` only. The envelope is the magic `k8s\0` followed by a
+//! `runtime.Unknown` whose `raw` field holds the object (`v1.Namespace`, `v1.ConfigMap`, ...). Responses are always JSON, which
 //! kubectl accepts.
 
 use std::collections::BTreeMap;
 
+use base64::Engine;
 use prost::Message;
 use serde_json::{Value, json};
 
@@ -56,8 +58,50 @@ struct ObjectMeta {
     finalizers: Vec<String>,
 }
 
-/// Decodes a protobuf-encoded `v1.Namespace` into its JSON form.
-pub fn decode_namespace(body: &[u8]) -> Result<Value, String> {
+#[derive(Clone, PartialEq, Message)]
+struct ConfigMap {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(btree_map = "string, string", tag = "2")]
+    data: BTreeMap<String, String>,
+    #[prost(btree_map = "string, bytes", tag = "3")]
+    binary_data: BTreeMap<String, Vec<u8>>,
+    #[prost(bool, optional, tag = "4")]
+    immutable: Option<bool>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct Secret {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(btree_map = "string, bytes", tag = "2")]
+    data: BTreeMap<String, Vec<u8>>,
+    #[prost(string, optional, tag = "3")]
+    type_: Option<String>,
+    #[prost(btree_map = "string, string", tag = "4")]
+    string_data: BTreeMap<String, String>,
+    #[prost(bool, optional, tag = "5")]
+    immutable: Option<bool>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct LocalObjectReference {
+    #[prost(string, optional, tag = "1")]
+    name: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ServiceAccount {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, repeated, tag = "3")]
+    image_pull_secrets: Vec<LocalObjectReference>,
+    #[prost(bool, optional, tag = "4")]
+    automount_service_account_token: Option<bool>,
+}
+
+/// Opens the envelope: checks the magic and the type meta, returns the raw object bytes.
+fn open(body: &[u8], want_api_version: &str, want_kind: &str) -> Result<Vec<u8>, String> {
     let rest = body
         .strip_prefix(MAGIC)
         .ok_or("missing the k8s protobuf magic prefix")?;
@@ -67,12 +111,85 @@ pub fn decode_namespace(body: &[u8]) -> Result<Value, String> {
         tm.api_version.unwrap_or_default(),
         tm.kind.unwrap_or_default(),
     );
-    if api_version != "v1" || kind != "Namespace" {
+    if api_version != want_api_version || kind != want_kind {
         return Err(format!("unexpected object {api_version}, Kind={kind}"));
     }
-    let ns =
-        Namespace::decode(unknown.raw.unwrap_or_default().as_slice()).map_err(|e| e.to_string())?;
-    let m = ns.metadata.unwrap_or_default();
+    Ok(unknown.raw.unwrap_or_default())
+}
+
+/// Decodes a protobuf-encoded `v1.Namespace` into its JSON form.
+pub fn decode_namespace(body: &[u8]) -> Result<Value, String> {
+    let raw = open(body, "v1", "Namespace")?;
+    let ns = Namespace::decode(raw.as_slice()).map_err(|e| e.to_string())?;
+    Ok(json!({"apiVersion": "v1", "kind": "Namespace",
+              "metadata": meta_json(ns.metadata.unwrap_or_default()), "spec": {}}))
+}
+
+/// Decodes a protobuf body of a built-in kind kubectl sends as protobuf (`kubectl create
+/// configmap|secret|serviceaccount`); `None` for kinds this server reads only as JSON or YAML.
+pub fn decode_builtin(body: &[u8], api_version: &str, kind: &str) -> Option<Result<Value, String>> {
+    let b64 = |v: &[u8]| base64::engine::general_purpose::STANDARD.encode(v);
+    let decode = |raw: &[u8]| -> Result<Value, String> {
+        let mut out = json!({"apiVersion": api_version, "kind": kind});
+        match kind {
+            "ConfigMap" => {
+                let o = ConfigMap::decode(raw).map_err(|e| e.to_string())?;
+                out["metadata"] = meta_json(o.metadata.unwrap_or_default());
+                if !o.data.is_empty() {
+                    out["data"] = json!(o.data);
+                }
+                if !o.binary_data.is_empty() {
+                    let m: BTreeMap<&String, String> =
+                        o.binary_data.iter().map(|(k, v)| (k, b64(v))).collect();
+                    out["binaryData"] = json!(m);
+                }
+                if let Some(i) = o.immutable {
+                    out["immutable"] = json!(i);
+                }
+            }
+            "Secret" => {
+                let o = Secret::decode(raw).map_err(|e| e.to_string())?;
+                out["metadata"] = meta_json(o.metadata.unwrap_or_default());
+                if !o.data.is_empty() {
+                    let m: BTreeMap<&String, String> =
+                        o.data.iter().map(|(k, v)| (k, b64(v))).collect();
+                    out["data"] = json!(m);
+                }
+                if !o.string_data.is_empty() {
+                    out["stringData"] = json!(o.string_data);
+                }
+                if let Some(t) = o.type_.filter(|t| !t.is_empty()) {
+                    out["type"] = json!(t);
+                }
+                if let Some(i) = o.immutable {
+                    out["immutable"] = json!(i);
+                }
+            }
+            _ => {
+                let o = ServiceAccount::decode(raw).map_err(|e| e.to_string())?;
+                out["metadata"] = meta_json(o.metadata.unwrap_or_default());
+                if !o.image_pull_secrets.is_empty() {
+                    let refs: Vec<Value> = o
+                        .image_pull_secrets
+                        .into_iter()
+                        .map(|r| json!({"name": r.name.unwrap_or_default()}))
+                        .collect();
+                    out["imagePullSecrets"] = Value::from(refs);
+                }
+                if let Some(a) = o.automount_service_account_token {
+                    out["automountServiceAccountToken"] = json!(a);
+                }
+            }
+        }
+        Ok(out)
+    };
+    if api_version != "v1" || !matches!(kind, "ConfigMap" | "Secret" | "ServiceAccount") {
+        return None;
+    }
+    Some(open(body, api_version, kind).and_then(|raw| decode(&raw)))
+}
+
+fn meta_json(m: ObjectMeta) -> Value {
     let mut meta = json!({});
     for (k, v) in [
         ("name", m.name),
@@ -92,7 +209,7 @@ pub fn decode_namespace(body: &[u8]) -> Result<Value, String> {
     if !m.finalizers.is_empty() {
         meta["finalizers"] = json!(m.finalizers);
     }
-    Ok(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": meta, "spec": {}}))
+    meta
 }
 
 #[cfg(test)]
@@ -113,6 +230,24 @@ mod tests {
             ns,
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "probe-ns"}, "spec": {}})
         );
+    }
+
+    #[test]
+    fn decodes_kubectl_create_configmap_and_serviceaccount() {
+        // The exact bytes kubectl 1.32 sends for `kubectl create configmap x --from-literal=a=b`
+        // and `kubectl create sa s`.
+        let cm = b"k8s\x00\n\x0f\n\x02v1\x12\tConfigMap\x12\x1b\n\x11\n\x01x\x12\x00\x1a\x00\"\x00*\x002\x008\x00B\x00\x12\x06\n\x01a\x12\x01b\x1a\x00\"\x00";
+        assert_eq!(
+            decode_builtin(cm, "v1", "ConfigMap").unwrap().unwrap(),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"}})
+        );
+        let sa = b"k8s\x00\n\x14\n\x02v1\x12\x0eServiceAccount\x12\x13\n\x11\n\x01s\x12\x00\x1a\x00\"\x00*\x002\x008\x00B\x00\x1a\x00\"\x00";
+        assert_eq!(
+            decode_builtin(sa, "v1", "ServiceAccount").unwrap().unwrap(),
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "s"}})
+        );
+        assert!(decode_builtin(cm, "v1", "Secret").unwrap().is_err());
+        assert!(decode_builtin(cm, "apps/v1", "Deployment").is_none());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::auth::TokenAuthenticator;
 use crate::conversion::ConversionOptions;
 use crate::openapi::OpenApiCache;
 use crate::registry::Strategy;
+use crate::registry::builtin::BuiltinStrategy;
 use crate::registry::crds::CrdStrategy;
 use crate::registry::kinds::Kinds;
 use crate::registry::migrations::MigrationStrategy;
@@ -48,11 +49,13 @@ impl AppState {
     ) -> Self {
         let registry = Arc::new(Registry::new(conversion));
         let namespaces = Arc::new(NamespaceStrategy::default());
-        let kinds = Kinds::new([
-            namespaces.clone() as Arc<dyn Strategy>,
+        let fixed: [Arc<dyn Strategy>; 3] = [
+            namespaces.clone(),
             Arc::new(CrdStrategy::new(store.clone(), registry.clone())),
             Arc::new(MigrationStrategy::default()),
-        ]);
+        ];
+        let builtin = BuiltinStrategy::all().map(|s| Arc::new(s) as Arc<dyn Strategy>);
+        let kinds = Kinds::new(fixed.into_iter().chain(builtin));
         AppState {
             admission: crate::admission::Admission::new(store.clone(), namespaces.clone()),
             store,

@@ -1,7 +1,8 @@
 //! Server-side `meta.k8s.io/v1 Table` rendering for `kubectl get`: column definitions, cells
 //! evaluated from JSONPath-like column paths, and ages printed as kube-apiserver prints them.
 //!
-//! Main items: [`TableColumn`], [`render`], [`human_duration`].
+//! Main items: [`TableColumn`], [`render`], [`assemble`] (rows a printer computed whole),
+//! [`human_duration`].
 
 use serde_json::{Value, json};
 
@@ -83,7 +84,7 @@ pub fn render(
     list_meta: Value,
 ) -> Value {
     let now = jiff::Timestamp::now();
-    let rows: Vec<Value> = objects
+    let rows = objects
         .iter()
         .map(|obj| {
             let mut cells = vec![
@@ -92,7 +93,49 @@ pub fn render(
                     .unwrap_or_else(|| Value::String(String::new())),
             ];
             cells.extend(columns.iter().map(|c| cell(c, obj, now)));
-            let mut row = json!({ "cells": cells });
+            Row {
+                cells,
+                conditions: None,
+            }
+        })
+        .collect();
+    let mut defs = vec![json!({
+        "name": "Name", "type": "string", "format": "name",
+        "description": NAME_DESCRIPTION, "priority": 0
+    })];
+    defs.extend(columns.iter().map(|c| {
+        json!({"name": c.name, "type": c.kind, "format": c.format,
+               "description": c.description, "priority": c.priority})
+    }));
+    assemble(&defs, rows, objects, include, with_headers, list_meta)
+}
+
+/// One Table row as a printer computed it: every cell (Name included) and the row's
+/// conditions.
+pub struct Row {
+    /// The cells, one per column definition.
+    pub cells: Vec<Value>,
+    /// `TableRow.conditions`, when the printer sets any.
+    pub conditions: Option<Value>,
+}
+
+/// Assembles a Table from column definitions (Name included) and one computed row per object.
+pub fn assemble(
+    definitions: &[Value],
+    rows: Vec<Row>,
+    objects: &[Value],
+    include: IncludeObject,
+    with_headers: bool,
+    list_meta: Value,
+) -> Value {
+    let rows: Vec<Value> = rows
+        .into_iter()
+        .zip(objects)
+        .map(|(r, obj)| {
+            let mut row = json!({ "cells": r.cells });
+            if let Some(c) = r.conditions {
+                row["conditions"] = c;
+            }
             match include {
                 IncludeObject::Metadata => {
                     row["object"] = partial_object_metadata(obj);
@@ -106,19 +149,11 @@ pub fn render(
     let mut table = json!({ "kind": "Table", "apiVersion": "meta.k8s.io/v1" });
     table["metadata"] = list_meta;
     table["rows"] = Value::Array(rows);
-    if with_headers {
-        let mut defs = vec![json!({
-            "name": "Name", "type": "string", "format": "name",
-            "description": NAME_DESCRIPTION, "priority": 0
-        })];
-        defs.extend(columns.iter().map(|c| {
-            json!({"name": c.name, "type": c.kind, "format": c.format,
-                   "description": c.description, "priority": c.priority})
-        }));
-        table["columnDefinitions"] = Value::from(defs);
+    table["columnDefinitions"] = if with_headers {
+        Value::from(definitions.to_vec())
     } else {
-        table["columnDefinitions"] = Value::Array(Vec::new());
-    }
+        Value::Array(Vec::new())
+    };
     table
 }
 

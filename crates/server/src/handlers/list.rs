@@ -213,8 +213,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     }
     let info = strategy.info();
     let body = match ctx.output {
-        Output::Table => table::render(
-            &strategy.table_columns(),
+        Output::Table => strategy.render_table(
             &page.items,
             ctx.opts.table.include_object,
             ctx.opts.table.with_headers,

@@ -228,6 +228,7 @@ pub async fn read_objects(
         let mut obj: Value = serde_json::from_slice(&kv.value)
             .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
         meta::set_resource_version(&mut obj, kv.mod_revision);
+        strategy.from_stored(&mut obj);
         objs.push(obj);
     }
     match strategy.conversion() {
@@ -246,10 +247,11 @@ pub async fn read_object(strategy: &dyn Strategy, kv: &KeyValue) -> Result<Value
 
 /// Encodes an object for storage: converted to the storage version, without resourceVersion.
 pub async fn storage_bytes(strategy: &dyn Strategy, obj: &Value) -> Result<Bytes, ApiError> {
-    let mut stored = match strategy.conversion() {
+    let converted = match strategy.conversion() {
         Some(plan) => pipeline::to_storage(&plan, obj.clone()).await?,
         None => obj.clone(),
     };
+    let mut stored = strategy.to_stored(converted);
     meta::clear_resource_version(&mut stored);
     serde_json::to_vec(&stored)
         .map(Bytes::from)
@@ -265,8 +267,7 @@ pub fn render_object(
     match ctx.output {
         Output::Table => {
             let rv = meta::resource_version(&obj).to_string();
-            Ok(table::render(
-                &strategy.table_columns(),
+            Ok(strategy.render_table(
                 &[obj],
                 ctx.opts.table.include_object,
                 ctx.opts.table.with_headers,

@@ -1,4 +1,4 @@
-//! The `/scale` subresource of custom objects (upstream `ScaleREST`): an `autoscaling/v1` Scale
+//! The `/scale` subresource (upstream `ScaleREST`): an `autoscaling/v1` Scale
 //! read from, and written back to, the paths the CRD names. Writes go through the main update
 //! path, so the whole object is validated and `generation` is bumped.
 
@@ -83,12 +83,16 @@ pub fn scale_of(obj: &Value, paths: &ScalePaths) -> Result<Value, ApiError> {
         Some(v) => as_int(v, &paths.status_replicas)?,
     };
     let mut status_obj = json!({ "replicas": status });
-    if let Some(sel) = paths
-        .label_selector
-        .as_deref()
-        .and_then(|p| lookup(obj, p))
-        .and_then(Value::as_str)
-    {
+    // A CRD's path holds the selector's string form; a built-in kind's holds a LabelSelector
+    // object, whose string form the Scale shows.
+    let selector = match paths.label_selector.as_deref().and_then(|p| lookup(obj, p)) {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(v @ Value::Object(_)) => crd_core::labels::Selector::from_label_selector_json(v)
+            .ok()
+            .map(|s| s.to_string()),
+        _ => None,
+    };
+    if let Some(sel) = selector {
         status_obj["selector"] = Value::from(sel);
     }
     let m = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));

@@ -296,8 +296,7 @@ impl WatchTask {
         let object = match self.output {
             Output::Table => {
                 let rv = meta::resource_version(&obj).to_string();
-                let t = table::render(
-                    &self.strategy.table_columns(),
+                let t = self.strategy.render_table(
                     &[obj],
                     self.include,
                     *first,

@@ -5,8 +5,10 @@
 //! Main types: [`ResourceInfo`], [`Strategy`], [`Subresource`], [`Scope`].
 //! Modules: [`serving`] (per-CRD compiled state), [`pipeline`] (the custom-object transforms),
 //! [`kinds`] (the table of kinds with fixed strategies), the strategies [`crds`],
-//! [`namespaces`], [`migrations`] and [`custom`], and [`meta`] (metadata access).
+//! [`namespaces`], [`migrations`], [`builtin`] (every `crd_builtin` kind) and [`custom`], and
+//! [`meta`] (metadata access).
 
+pub mod builtin;
 pub mod conditions;
 pub mod crds;
 pub mod custom;
@@ -23,7 +25,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::request::negotiate::PatchType;
-use crate::table::TableColumn;
+use crate::table::{IncludeObject, TableColumn};
 
 pub use crd_core::validation::Scope;
 
@@ -188,6 +190,36 @@ pub trait Strategy: Send + Sync {
 
     /// The columns of `kubectl get` output.
     fn table_columns(&self) -> Vec<TableColumn>;
+
+    /// Renders objects as a `meta.k8s.io/v1` Table (`list_meta` becomes its `metadata`). The
+    /// default evaluates [`Strategy::table_columns`]; kinds whose printers compute whole rows
+    /// (the built-in kinds) render them here.
+    fn render_table(
+        &self,
+        objects: &[Value],
+        include: IncludeObject,
+        with_headers: bool,
+        list_meta: Value,
+    ) -> Value {
+        crate::table::render(
+            &self.table_columns(),
+            objects,
+            include,
+            with_headers,
+            list_meta,
+        )
+    }
+
+    /// Turns a decoded stored object into this resource's shape, before any version
+    /// conversion (kinds stored in another kind's shape, such as `events.k8s.io/v1` Events
+    /// stored as core/v1 Events; read-time defaults). The identity by default.
+    fn from_stored(&self, _obj: &mut Value) {}
+
+    /// Turns an object in this resource's shape into the shape it is stored in, after any
+    /// version conversion: the inverse of [`Strategy::from_stored`]. The identity by default.
+    fn to_stored(&self, obj: Value) -> Value {
+        obj
+    }
 
     /// The value of a field label for field selectors.
     fn field_value(&self, obj: &Value, field: &str) -> Result<String, UnsupportedField> {

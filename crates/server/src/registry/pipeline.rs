@@ -57,6 +57,18 @@ pub fn prune_unknown_fields(
     let Some(schema) = &version.schema else {
         return Ok(Vec::new());
     };
+    prune_with_schema(schema, &crd.kind, &version.name, obj, how)
+}
+
+/// [`prune_unknown_fields`] with an explicit structural schema, Kind and version (the built-in
+/// kinds prune with their own schemas the same way).
+pub fn prune_with_schema(
+    schema: &Value,
+    kind: &str,
+    version: &str,
+    obj: &mut Value,
+    how: &Admission,
+) -> Result<Vec<String>, ApiError> {
     let before =
         (how.patch && how.field_validation == FieldValidation::Strict).then(|| obj.to_string());
     let unknown = crd_schema::prune::prune(obj, schema, true);
@@ -82,8 +94,7 @@ pub fn prune_unknown_fields(
         FieldValidation::Strict => Err(Status::bad_request(format!(
             "{kind} in version {v} cannot be handled as a {kind}: strict decoding error: {}",
             items.join(", "),
-            kind = crd.kind,
-            v = crd_core::field::go_quote(&version.name),
+            v = crd_core::field::go_quote(version),
         ))
         .into()),
     }

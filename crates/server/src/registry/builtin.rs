@@ -1,0 +1,344 @@
+//! The one strategy for every built-in kind `crd_builtin` describes (`ConfigMap`, `Secret`,
+//! `Deployment`, `Lease`, `events.k8s.io/v1` Event, ...): each row of [`crd_builtin::KINDS`]
+//! becomes a [`BuiltinStrategy`] in the [`super::kinds::Kinds`] table, and every step of a
+//! request is the row's data or one of its pure functions.
+//!
+//! Steps: admit (type meta from the URL when absent, prune with [`crd_builtin::Kind::bare_schema`]
+//! honouring `fieldValidation`, [`crd_builtin::Kind::apply_defaults`]); prepare and validate
+//! ([`crd_builtin::Kind::prepare_create`], [`crd_builtin::Kind::prepare_update`],
+//! [`crd_builtin::Kind::validate`]); stored shape (a kind with `stored_as` is stored as core
+//! events: [`crd_builtin::events::to_core`] on writes, [`crd_builtin::events::from_core`] on
+//! reads); tables ([`crd_builtin::Kind::cells`]); field selectors; `/scale`.
+
+use crd_core::{ErrorList, Status};
+use crd_builtin::Kind;
+use serde_json::Value;
+
+use super::serving::ScalePaths;
+use super::{Admission, ResourceInfo, Strategy, Subresource, UnsupportedField, pipeline};
+use crate::error::ApiError;
+use crate::request::negotiate::PatchType;
+use crate::table::{IncludeObject, Row, TableColumn};
+
+/// A built-in kind served from its `crd_builtin` row.
+pub struct BuiltinStrategy {
+    kind: &'static Kind,
+    info: ResourceInfo,
+    scale: Option<ScalePaths>,
+}
+
+impl BuiltinStrategy {
+    /// The strategy of one row.
+    pub fn new(kind: &'static Kind) -> Self {
+        let info = ResourceInfo {
+            group: kind.group.to_string(),
+            version: kind.version.to_string(),
+            resource: kind.plural.to_string(),
+            singular: kind.singular.to_string(),
+            kind: kind.kind.to_string(),
+            list_kind: kind.list_kind.to_string(),
+            scope: kind.scope,
+            key_root: kind.key_root.to_string(),
+            status_subresource: kind.status,
+        };
+        let scale = kind.scale.map(|s| ScalePaths {
+            spec_replicas: s.spec_replicas.to_string(),
+            status_replicas: s.status_replicas.to_string(),
+            label_selector: Some(s.label_selector.to_string()),
+        });
+        BuiltinStrategy { kind, info, scale }
+    }
+
+    /// One strategy per row of [`crd_builtin::KINDS`], for the kinds table.
+    pub fn all() -> impl Iterator<Item = BuiltinStrategy> {
+        crd_builtin::KINDS.iter().map(BuiltinStrategy::new)
+    }
+
+    /// The row this strategy serves.
+    pub fn kind(&self) -> &'static Kind {
+        self.kind
+    }
+
+    /// Fills `kind` and `apiVersion` from the URL when absent (upstream decodes built-in
+    /// bodies into the endpoint's type) and rejects a body of another type.
+    fn check_type_meta(&self, obj: &mut Value) -> Result<(), ApiError> {
+        let want_version = self.kind.api_version();
+        let kind = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .filter(|k| !k.is_empty())
+            .unwrap_or(self.kind.kind)
+            .to_string();
+        let api_version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+            .unwrap_or(&want_version)
+            .to_string();
+        if kind != self.kind.kind || api_version != want_version {
+            return Err(Status::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): {api_version}, Kind={kind}",
+                self.kind.kind
+            ))
+            .into());
+        }
+        if let Some(m) = obj.as_object_mut() {
+            m.insert("kind".into(), Value::from(self.kind.kind));
+            m.insert("apiVersion".into(), Value::from(want_version));
+        }
+        Ok(())
+    }
+}
+
+/// Keeps the errors a `/status` write can cause through this generic path: those of metadata.
+fn metadata_errors(errs: ErrorList) -> ErrorList {
+    ErrorList(
+        errs.0
+            .into_iter()
+            .filter(|e| e.field.to_string().starts_with("metadata"))
+            .collect(),
+    )
+}
+
+#[async_trait::async_trait]
+impl Strategy for BuiltinStrategy {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+
+    fn admit(&self, obj: &mut Value, how: &Admission) -> Result<Vec<String>, ApiError> {
+        self.check_type_meta(obj)?;
+        let warnings = pipeline::prune_with_schema(
+            self.kind.bare_schema(),
+            self.kind.kind,
+            self.kind.version,
+            obj,
+            how,
+        )?;
+        self.kind.apply_defaults(obj);
+        Ok(warnings)
+    }
+
+    fn prepare_create(&self, obj: &mut Value) {
+        self.kind.prepare_create(obj);
+    }
+
+    fn validate_create(&self, obj: &Value) -> ErrorList {
+        self.kind.validate(obj, None)
+    }
+
+    fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
+        self.kind
+            .prepare_update(new, old, sub == Subresource::Status);
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {
+        let errs = self.kind.validate(new, Some(old));
+        if sub == Subresource::Status {
+            metadata_errors(errs)
+        } else {
+            errs
+        }
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
+    fn from_stored(&self, obj: &mut Value) {
+        if self.kind.stored_as.is_some() {
+            *obj = crd_builtin::events::from_core(obj);
+        }
+        self.kind.apply_defaults(obj);
+    }
+
+    fn to_stored(&self, obj: Value) -> Value {
+        if self.kind.stored_as.is_some() {
+            crd_builtin::events::to_core(&obj)
+        } else {
+            obj
+        }
+    }
+
+    fn table_columns(&self) -> Vec<TableColumn> {
+        // Rows are computed whole by the kind's printer (`render_table`).
+        Vec::new()
+    }
+
+    fn render_table(
+        &self,
+        objects: &[Value],
+        include: IncludeObject,
+        with_headers: bool,
+        list_meta: Value,
+    ) -> Value {
+        let now = jiff::Timestamp::now();
+        let rows = objects
+            .iter()
+            .map(|o| Row {
+                cells: self.kind.cells(o, now),
+                conditions: self.kind.row_conditions(o),
+            })
+            .collect();
+        crate::table::assemble(
+            &self.kind.column_definitions(),
+            rows,
+            objects,
+            include,
+            with_headers,
+            list_meta,
+        )
+    }
+
+    fn field_value(&self, obj: &Value, field: &str) -> Result<String, UnsupportedField> {
+        if !self.kind.supports_field(field) {
+            return Err(UnsupportedField);
+        }
+        Ok(self.kind.field_value(obj, field).unwrap_or_default())
+    }
+
+    fn patch_types(&self) -> &'static [PatchType] {
+        super::BUILTIN_PATCH_TYPES
+    }
+
+    fn decode_protobuf(&self, body: &[u8]) -> Option<Result<Value, String>> {
+        crate::protobuf::decode_builtin(body, &self.kind.api_version(), self.kind.kind)
+    }
+
+    fn schema(&self) -> Option<&Value> {
+        Some(self.kind.bare_schema())
+    }
+
+    fn scale(&self) -> Option<&ScalePaths> {
+        self.scale.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::options::FieldValidation;
+    use serde_json::json;
+
+    fn strategy(group: &str, plural: &str) -> BuiltinStrategy {
+        BuiltinStrategy::new(crd_builtin::lookup(group, plural).expect("row"))
+    }
+
+    fn how(field_validation: FieldValidation) -> Admission {
+        Admission {
+            sub: Subresource::Main,
+            field_validation,
+            patch: false,
+        }
+    }
+
+    #[test]
+    fn admit_fills_type_meta_prunes_and_defaults() {
+        let s = strategy("", "secrets");
+        // (body in, admitted body or error message, warnings)
+        let cases = [
+            (
+                json!({"metadata": {"name": "s"}, "stringData": {"k": "v"}}),
+                Ok(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                          "data": {"k": "dg=="}, "type": "Opaque"})),
+                FieldValidation::Strict,
+            ),
+            (
+                json!({"metadata": {"name": "s"}, "extra": 1}),
+                Err("Secret in version \"v1\" cannot be handled as a Secret: strict decoding error: unknown field \"extra\""),
+                FieldValidation::Strict,
+            ),
+            (
+                json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "s"}}),
+                Err("the object provided is unrecognized (must be of type Secret): v1, Kind=ConfigMap"),
+                FieldValidation::Strict,
+            ),
+            (
+                json!({"metadata": {"name": "s"}, "extra": 1}),
+                Ok(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                          "type": "Opaque"})),
+                FieldValidation::Ignore,
+            ),
+        ];
+        for (body, want, fv) in cases {
+            let mut obj = body.clone();
+            let got = s.admit(&mut obj, &how(fv));
+            match want {
+                Ok(v) => {
+                    assert!(got.is_ok(), "{body}");
+                    assert_eq!(obj, v, "{body}");
+                }
+                Err(msg) => {
+                    let st = got.unwrap_err().to_status().unwrap();
+                    assert_eq!(st.message, msg, "{body}");
+                    assert_eq!(st.code, 400);
+                }
+            }
+        }
+        let mut obj = json!({"metadata": {"name": "s"}, "extra": 1});
+        assert_eq!(
+            s.admit(&mut obj, &how(FieldValidation::Warn)).unwrap(),
+            vec!["unknown field \"extra\"".to_string()]
+        );
+    }
+
+    #[test]
+    fn events_v1_are_stored_as_core_events() {
+        let s = strategy("events.k8s.io", "events");
+        let v1 = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "e", "namespace": "default"}, "note": "hello",
+            "regarding": {"kind": "Pod", "name": "p"}, "reason": "R", "type": "Normal",
+            "eventTime": "2024-01-01T00:00:00.000000Z", "action": "A",
+            "reportingController": "c", "reportingInstance": "i"});
+        let stored = s.to_stored(v1.clone());
+        assert_eq!(stored["apiVersion"], "v1");
+        assert_eq!(stored["message"], "hello");
+        assert_eq!(stored["involvedObject"]["name"], "p");
+        let mut back = stored.clone();
+        s.from_stored(&mut back);
+        assert_eq!(back["note"], "hello");
+        assert_eq!(back["regarding"]["name"], "p");
+        assert_eq!(s.field_value(&back, "regarding.name"), Ok("p".into()));
+        assert_eq!(
+            s.field_value(&back, "involvedObject.name"),
+            Err(UnsupportedField)
+        );
+        let core = strategy("", "events");
+        let mut same = stored;
+        core.from_stored(&mut same);
+        assert_eq!(core.field_value(&same, "involvedObject.name"), Ok("p".into()));
+    }
+
+    #[test]
+    fn tables_come_from_the_kind_printer() {
+        let s = strategy("", "configmaps");
+        let cm = json!({"metadata": {"name": "x", "creationTimestamp": "2024-01-01T00:00:00Z"},
+                        "data": {"a": "b", "c": "d"}});
+        let t = s.render_table(&[cm], IncludeObject::None, true, json!({}));
+        let names: Vec<&str> = t["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        assert_eq!(names, ["Name", "Data", "Age"]);
+        assert_eq!(t["rows"][0]["cells"][0], "x");
+        assert_eq!(t["rows"][0]["cells"][1], 2);
+    }
+
+    #[test]
+    fn deployments_have_scale_and_strategic_merge_metadata() {
+        let s = strategy("apps", "deployments");
+        assert_eq!(
+            s.scale().and_then(|p| p.label_selector.clone()),
+            Some(".spec.selector".to_string())
+        );
+        let containers = s
+            .schema()
+            .and_then(|v| v.pointer("/properties/spec/properties/template/properties/spec/properties/containers"))
+            .unwrap();
+        assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+        assert!(strategy("", "configmaps").scale().is_none());
+        assert!(s.patch_types().contains(&PatchType::StrategicMerge));
+    }
+}
