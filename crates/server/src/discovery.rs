@@ -1,6 +1,6 @@
 //! Discovery documents: legacy (`APIVersions`, `APIGroupList`, `APIGroup`, `APIResourceList`)
-//! and aggregated (`apidiscovery.k8s.io/v2`), built from the built-in resources and every
-//! Established CRD's served versions.
+//! and aggregated (`apidiscovery.k8s.io/v2`), built from the fixed resources, every row of
+//! `crd_builtin::KINDS`, and every Established CRD's served versions.
 //!
 //! Main items: [`core_versions`], [`core_resources`], [`groups`], [`group`], [`group_version`],
 //! [`aggregated`].
@@ -213,12 +213,87 @@ fn svm_resource() -> Resource {
     }
 }
 
-/// The built-in groups besides core: (group, version, resource), in `/apis` order.
-fn builtin() -> Vec<(&'static str, &'static str, Resource)> {
-    vec![
-        ("apiextensions.k8s.io", "v1", crd_resource()),
-        ("storagemigration.k8s.io", "v1alpha1", svm_resource()),
-    ]
+/// A `crd_builtin` row as discovery describes it. A kind stored as another (events.k8s.io
+/// Events) reports that kind's storage version hash, as upstream does.
+fn builtin_resource(k: &crd_builtin::Kind) -> Resource {
+    let (hash_group, hash_kind) = match k.stored_as {
+        Some(plural) => crd_builtin::KINDS
+            .iter()
+            .find(|o| o.stored_as.is_none() && o.plural == plural && o.key_root == k.key_root)
+            .map_or((k.group, k.kind), |o| (o.group, o.kind)),
+        None => (k.group, k.kind),
+    };
+    Resource {
+        name: k.plural.into(),
+        singular: k.singular.into(),
+        namespaced: k.namespaced(),
+        group: k.group.into(),
+        version: k.version.into(),
+        kind: k.kind.into(),
+        verbs: k.verbs.to_vec(),
+        short_names: k.short_names.iter().map(|s| (*s).to_string()).collect(),
+        categories: k.categories.iter().map(|s| (*s).to_string()).collect(),
+        storage_version_hash: storage_version_hash(hash_group, k.version, hash_kind),
+        status: k.status,
+        scale: k.scale.is_some(),
+        extra_subresources: Vec::new(),
+    }
+}
+
+/// kube-aggregator's priority of a built-in group (`apiVersionPriorities`): `/apis` lists
+/// groups by descending priority, then by name.
+fn group_priority(group: &str) -> u32 {
+    match group {
+        "apps" => 17800,
+        "events.k8s.io" => 17750,
+        "autoscaling" => 17500,
+        "batch" => 17400,
+        "networking.k8s.io" => 17200,
+        "policy" => 17100,
+        "apiextensions.k8s.io" => 16700,
+        "coordination.k8s.io" => 16500,
+        "discovery.k8s.io" => 16200,
+        _ => 1000,
+    }
+}
+
+/// The core/v1 resources: namespaces and every core row of `crd_builtin`, by name.
+fn core_list() -> Vec<Resource> {
+    let mut rs = vec![namespaces_resource()];
+    rs.extend(
+        crd_builtin::KINDS
+            .iter()
+            .filter(|k| k.group.is_empty())
+            .map(builtin_resource),
+    );
+    rs.sort_by(|a, b| a.name.cmp(&b.name));
+    rs
+}
+
+/// The built-in groups besides core: (group, version, resources by name), in `/apis` order.
+fn builtin() -> Vec<(&'static str, &'static str, Vec<Resource>)> {
+    let mut groups: Vec<(&'static str, &'static str, Vec<Resource>)> = vec![
+        ("apiextensions.k8s.io", "v1", vec![crd_resource()]),
+        ("storagemigration.k8s.io", "v1alpha1", vec![svm_resource()]),
+    ];
+    for k in crd_builtin::KINDS.iter().filter(|k| !k.group.is_empty()) {
+        match groups
+            .iter_mut()
+            .find(|(g, v, _)| *g == k.group && *v == k.version)
+        {
+            Some((_, _, rs)) => rs.push(builtin_resource(k)),
+            None => groups.push((k.group, k.version, vec![builtin_resource(k)])),
+        }
+    }
+    for (_, _, rs) in &mut groups {
+        rs.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    groups.sort_by(|a, b| {
+        group_priority(b.0)
+            .cmp(&group_priority(a.0))
+            .then(a.0.cmp(b.0))
+    });
+    groups
 }
 
 /// The served groups: group → versions (highest priority first) → resources.
@@ -258,7 +333,8 @@ pub fn core_versions(server_address: &str) -> Value {
 
 /// `GET /api/v1`.
 pub fn core_resources() -> Value {
-    json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": namespaces_resource().legacy()})
+    let resources: Vec<Value> = core_list().iter().flat_map(Resource::legacy).collect();
+    json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": resources})
 }
 
 fn group_json(name: &str, versions: &[String]) -> Value {
@@ -313,11 +389,11 @@ pub fn group(registry: &Registry, name: &str) -> Option<Value> {
 
 /// `GET /apis/<group>/<version>`, or `None` when not served.
 pub fn group_version(registry: &Registry, group: &str, version: &str) -> Option<Value> {
-    let resources: Vec<Value> = if let Some((_, _, r)) = builtin()
+    let resources: Vec<Value> = if let Some((_, _, rs)) = builtin()
         .into_iter()
         .find(|(g, v, _)| *g == group && *v == version)
     {
-        r.legacy()
+        rs.iter().flat_map(Resource::legacy).collect()
     } else {
         let groups = crd_groups(registry);
         let (_, rs) = groups.get(group)?.iter().find(|(v, _)| v == version)?;
@@ -335,12 +411,12 @@ pub fn aggregated(registry: &Registry, core: bool) -> Value {
     };
     let items: Vec<Value> = if core {
         vec![
-            json!({"metadata": {"name": ""}, "versions": [version("v1", &[namespaces_resource()])]}),
+            json!({"metadata": {"name": ""}, "versions": [version("v1", &core_list())]}),
         ]
     } else {
         let mut items: Vec<Value> = builtin()
             .into_iter()
-            .map(|(g, v, r)| json!({"metadata": {"name": g}, "versions": [version(v, &[r])]}))
+            .map(|(g, v, rs)| json!({"metadata": {"name": g}, "versions": [version(v, &rs)]}))
             .collect();
         for (g, vs) in crd_groups(registry) {
             let versions: Vec<Value> = vs.iter().map(|(v, rs)| version(v, rs)).collect();
@@ -360,5 +436,65 @@ mod tests {
     fn storage_version_hash_matches_kubernetes() {
         // kube-apiserver publishes this hash for core/v1 namespaces.
         assert_eq!(storage_version_hash("", "v1", "Namespace"), "Q3oi5N2YM8M=");
+    }
+
+    #[test]
+    fn builtin_kinds_are_discovered_from_their_rows() {
+        let core = core_resources();
+        let names: Vec<&str> = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        for want in ["configmaps", "events", "namespaces", "pods", "pods/status", "secrets"] {
+            assert!(names.contains(&want), "{want} in {names:?}");
+        }
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+        let cm = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "configmaps")
+            .unwrap();
+        assert_eq!(cm["shortNames"], json!(["cm"]));
+        assert_eq!(cm["kind"], "ConfigMap");
+        let registry = Registry::new(crate::conversion::ConversionOptions::default());
+        let apps = group_version(&registry, "apps", "v1").unwrap();
+        let deploy_scale = apps["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "deployments/scale")
+            .unwrap();
+        assert_eq!(deploy_scale["kind"], "Scale");
+        let groups: Vec<String> = groups(&registry)["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|g| g["name"].as_str().map(String::from))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                "apps",
+                "events.k8s.io",
+                "batch",
+                "networking.k8s.io",
+                "policy",
+                "apiextensions.k8s.io",
+                "coordination.k8s.io",
+                "discovery.k8s.io",
+                "storagemigration.k8s.io"
+            ]
+        );
+        // Both Event resources report core events' storage version hash.
+        let ev = group_version(&registry, "events.k8s.io", "v1").unwrap();
+        assert_eq!(
+            ev["resources"][0]["storageVersionHash"],
+            json!(storage_version_hash("", "v1", "Event"))
+        );
     }
 }

@@ -1,6 +1,6 @@
-//! The namespace controller: when a namespace is being deleted, it deletes every custom object in
-//! it (honouring their finalizers), then removes the `kubernetes` finalizer from `spec.finalizers`
-//! so the namespace goes. kube-controller-manager does this in Kubernetes.
+//! The namespace controller: when a namespace is being deleted, it deletes every object in it
+//! (built-in kinds and custom objects, honouring their finalizers), then removes the
+//! `kubernetes` finalizer from `spec.finalizers` so the namespace goes. kube-controller-manager does this in Kubernetes.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -127,11 +127,26 @@ impl NamespaceController {
         let store = self.state.store.as_ref();
         loop {
             let mut remaining = 0;
-            for crd in self.state.registry.all() {
-                if crd.scope != Scope::Namespaced {
-                    continue;
-                }
-                remaining += purge_prefix(store, &format!("{}/{name}/", crd.key_root())).await?;
+            // Every namespaced kind of the table (built-ins; kinds sharing storage once) and
+            // every namespaced CRD.
+            let mut roots: std::collections::BTreeSet<String> = self
+                .state
+                .kinds
+                .all()
+                .map(|s| s.info())
+                .filter(|i| i.namespaced())
+                .map(|i| i.key_root.clone())
+                .collect();
+            roots.extend(
+                self.state
+                    .registry
+                    .all()
+                    .into_iter()
+                    .filter(|crd| crd.scope == Scope::Namespaced)
+                    .map(|crd| crd.key_root()),
+            );
+            for root in roots {
+                remaining += purge_prefix(store, &format!("{root}/{name}/")).await?;
             }
             if remaining == 0 {
                 break;
