@@ -1,6 +1,7 @@
 //! OpenAPI v3 publishing: `/openapi/v3` (an index with a content hash per group-version) and one
 //! document per group-version, enough for kubectl's field-validation check, patch-type choice
-//! and `kubectl explain`.
+//! and `kubectl explain`. The built-in kinds' documents come from their `crd_builtin` rows and
+//! definitions; `/openapi/v2` merges every document.
 //!
 //! Main types: [`OpenApiCache`], [`Documents`].
 
@@ -107,6 +108,16 @@ fn build(registry: &Registry) -> Documents {
         "apis/storagemigration.k8s.io/v1alpha1".into(),
         storagemigration_v1alpha1(),
     );
+    let mut builtin_gvs: BTreeMap<(&str, &str), Vec<&'static crd_builtin::Kind>> = BTreeMap::new();
+    for k in crd_builtin::KINDS.iter().filter(|k| !k.group.is_empty()) {
+        builtin_gvs.entry((k.group, k.version)).or_default().push(k);
+    }
+    for ((g, v), kinds) in builtin_gvs {
+        let mut paths = serde_json::Map::new();
+        let mut schemas = serde_json::Map::new();
+        builtin_kinds(&mut paths, &mut schemas, &kinds);
+        raw.insert(format!("apis/{g}/{v}"), document(paths, schemas));
+    }
     let mut by_gv: BTreeMap<(String, String), Vec<Arc<ServingCrd>>> = BTreeMap::new();
     for crd in registry.all() {
         if !crd.established {
@@ -350,7 +361,9 @@ fn document(
     paths: serde_json::Map<String, Value>,
     mut schemas: serde_json::Map<String, Value>,
 ) -> Value {
-    schemas.insert(OBJECT_META.into(), object_meta_schema());
+    schemas
+        .entry(OBJECT_META.to_string())
+        .or_insert_with(object_meta_schema);
     let mut doc =
         json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"}});
     doc["paths"] = Value::Object(paths);
@@ -406,7 +419,45 @@ fn core_v1() -> Value {
                 "status": {"type": "object", "properties": {"phase": {"type": "string"}}}}}),
         ),
     );
+    let core: Vec<&'static crd_builtin::Kind> = crd_builtin::KINDS
+        .iter()
+        .filter(|k| k.group.is_empty())
+        .collect();
+    builtin_kinds(&mut paths, &mut schemas, &core);
     document(paths, schemas)
+}
+
+/// The patch types a built-in kind's PATCH operations accept (strategic merge included, so
+/// that `kubectl apply` sends strategic merge patches).
+const BUILTIN_PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
+/// Paths and schemas of `crd_builtin` rows: each kind's collection and item operations, and
+/// every definition its schema reaches (with `x-kubernetes-group-version-kind` on the kind's).
+fn builtin_kinds(
+    paths: &mut serde_json::Map<String, Value>,
+    schemas: &mut serde_json::Map<String, Value>,
+    kinds: &[&'static crd_builtin::Kind],
+) {
+    let defs = crd_builtin::schema::definitions();
+    for k in kinds {
+        let base = if k.group.is_empty() {
+            format!("/api/{}/{}", k.version, k.plural)
+        } else {
+            format!("/apis/{}/{}/{}", k.group, k.version, k.plural)
+        };
+        let g = gvk(k.group, k.version, k.kind);
+        resource_paths(paths, &base, k.scope, &g, k.definition, BUILTIN_PATCH_TYPES);
+        for name in crd_builtin::schema::reachable(k.definition) {
+            if let Some(d) = defs.get(&name) {
+                schemas.insert(name, d.clone());
+            }
+        }
+    }
 }
 
 fn apiextensions_v1() -> Value {
@@ -537,6 +588,35 @@ mod tests {
                 .is_none()
         );
         assert!(paths.contains_key("/apis/stable.example.com/v1/namespaces/{namespace}/crontabs"));
+    }
+
+    #[test]
+    fn builtin_kinds_are_published_with_their_definitions() {
+        let registry = Registry::new(crate::conversion::ConversionOptions::default());
+        let docs = build(&registry);
+        let doc = |p: &str| -> Value {
+            serde_json::from_slice(docs.docs.get(p).unwrap_or_else(|| panic!("{p}")).1.as_slice())
+                .unwrap()
+        };
+        let core = doc("api/v1");
+        let cm = &core["components"]["schemas"]["io.k8s.api.core.v1.ConfigMap"];
+        assert_eq!(
+            cm["x-kubernetes-group-version-kind"][0],
+            json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+        );
+        assert!(cm["properties"]["data"]["description"].is_string());
+        assert!(core["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"].is_object());
+        assert!(core["components"]["schemas"]["io.k8s.api.core.v1.Namespace"].is_object());
+        let apps = doc("apis/apps/v1");
+        assert!(apps["components"]["schemas"]["io.k8s.api.core.v1.PodSpec"].is_object());
+        assert!(
+            apps["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]
+                ["properties"]["labels"]["description"]
+                .is_string()
+        );
+        for p in ["apis/events.k8s.io/v1", "apis/coordination.k8s.io/v1", "apis/batch/v1"] {
+            assert!(docs.docs.contains_key(p), "{p}");
+        }
     }
 
     #[test]
