@@ -240,6 +240,14 @@ fn builtin_resource(k: &crd_builtin::Kind) -> Resource {
     }
 }
 
+/// Legacy resource entries (subresources included) sorted by name, as kube-apiserver lists
+/// its built-in resources.
+fn sorted_legacy(rs: &[Resource]) -> Vec<Value> {
+    let mut out: Vec<Value> = rs.iter().flat_map(Resource::legacy).collect();
+    out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    out
+}
+
 /// kube-aggregator's priority of a built-in group (`apiVersionPriorities`): `/apis` lists
 /// groups by descending priority, then by name.
 fn group_priority(group: &str) -> u32 {
@@ -333,7 +341,7 @@ pub fn core_versions(server_address: &str) -> Value {
 
 /// `GET /api/v1`.
 pub fn core_resources() -> Value {
-    let resources: Vec<Value> = core_list().iter().flat_map(Resource::legacy).collect();
+    let resources = sorted_legacy(&core_list());
     json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": resources})
 }
 
@@ -393,11 +401,11 @@ pub fn group_version(registry: &Registry, group: &str, version: &str) -> Option<
         .into_iter()
         .find(|(g, v, _)| *g == group && *v == version)
     {
-        rs.iter().flat_map(Resource::legacy).collect()
+        sorted_legacy(&rs)
     } else {
         let groups = crd_groups(registry);
         let (_, rs) = groups.get(group)?.iter().find(|(v, _)| v == version)?;
-        rs.iter().flat_map(Resource::legacy).collect()
+        sorted_legacy(&rs)
     };
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1",
                 "groupVersion": format!("{group}/{version}"), "resources": resources}))
