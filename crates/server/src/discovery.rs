@@ -418,9 +418,7 @@ pub fn aggregated(registry: &Registry, core: bool) -> Value {
                "freshness": "Current"})
     };
     let items: Vec<Value> = if core {
-        vec![
-            json!({"metadata": {"name": ""}, "versions": [version("v1", &core_list())]}),
-        ]
+        vec![json!({"metadata": {"name": ""}, "versions": [version("v1", &core_list())]})]
     } else {
         let mut items: Vec<Value> = builtin()
             .into_iter()
@@ -455,7 +453,14 @@ mod tests {
             .iter()
             .filter_map(|r| r["name"].as_str())
             .collect();
-        for want in ["configmaps", "events", "namespaces", "pods", "pods/status", "secrets"] {
+        for want in [
+            "configmaps",
+            "events",
+            "namespaces",
+            "pods",
+            "pods/status",
+            "secrets",
+        ] {
             assert!(names.contains(&want), "{want} in {names:?}");
         }
         let mut sorted = names.clone();

@@ -595,8 +595,14 @@ mod tests {
         let registry = Registry::new(crate::conversion::ConversionOptions::default());
         let docs = build(&registry);
         let doc = |p: &str| -> Value {
-            serde_json::from_slice(docs.docs.get(p).unwrap_or_else(|| panic!("{p}")).1.as_slice())
-                .unwrap()
+            serde_json::from_slice(
+                docs.docs
+                    .get(p)
+                    .unwrap_or_else(|| panic!("{p}"))
+                    .1
+                    .as_slice(),
+            )
+            .unwrap()
         };
         let core = doc("api/v1");
         let cm = &core["components"]["schemas"]["io.k8s.api.core.v1.ConfigMap"];
@@ -605,7 +611,9 @@ mod tests {
             json!({"group": "", "version": "v1", "kind": "ConfigMap"})
         );
         assert!(cm["properties"]["data"]["description"].is_string());
-        assert!(core["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"].is_object());
+        assert!(
+            core["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"].is_object()
+        );
         assert!(core["components"]["schemas"]["io.k8s.api.core.v1.Namespace"].is_object());
         let apps = doc("apis/apps/v1");
         assert!(apps["components"]["schemas"]["io.k8s.api.core.v1.PodSpec"].is_object());
@@ -614,7 +622,11 @@ mod tests {
                 ["properties"]["labels"]["description"]
                 .is_string()
         );
-        for p in ["apis/events.k8s.io/v1", "apis/coordination.k8s.io/v1", "apis/batch/v1"] {
+        for p in [
+            "apis/events.k8s.io/v1",
+            "apis/coordination.k8s.io/v1",
+            "apis/batch/v1",
+        ] {
             assert!(docs.docs.contains_key(p), "{p}");
         }
     }

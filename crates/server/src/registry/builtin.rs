@@ -10,8 +10,8 @@
 //! events: [`crd_builtin::events::to_core`] on writes, [`crd_builtin::events::from_core`] on
 //! reads); tables ([`crd_builtin::Kind::cells`]); field selectors; `/scale`.
 
-use crd_core::{ErrorList, Status};
 use crd_builtin::Kind;
+use crd_core::{ErrorList, Status};
 use serde_json::Value;
 
 use super::serving::ScalePaths;
@@ -239,24 +239,32 @@ mod tests {
         let cases = [
             (
                 json!({"metadata": {"name": "s"}, "stringData": {"k": "v"}}),
-                Ok(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
-                          "data": {"k": "dg=="}, "type": "Opaque"})),
+                Ok(
+                    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                          "data": {"k": "dg=="}, "type": "Opaque"}),
+                ),
                 FieldValidation::Strict,
             ),
             (
                 json!({"metadata": {"name": "s"}, "extra": 1}),
-                Err("Secret in version \"v1\" cannot be handled as a Secret: strict decoding error: unknown field \"extra\""),
+                Err(
+                    "Secret in version \"v1\" cannot be handled as a Secret: strict decoding error: unknown field \"extra\"",
+                ),
                 FieldValidation::Strict,
             ),
             (
                 json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "s"}}),
-                Err("the object provided is unrecognized (must be of type Secret): v1, Kind=ConfigMap"),
+                Err(
+                    "the object provided is unrecognized (must be of type Secret): v1, Kind=ConfigMap",
+                ),
                 FieldValidation::Strict,
             ),
             (
                 json!({"metadata": {"name": "s"}, "extra": 1}),
-                Ok(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
-                          "type": "Opaque"})),
+                Ok(
+                    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                          "type": "Opaque"}),
+                ),
                 FieldValidation::Ignore,
             ),
         ];
@@ -306,7 +314,10 @@ mod tests {
         let core = strategy("", "events");
         let mut same = stored;
         core.from_stored(&mut same);
-        assert_eq!(core.field_value(&same, "involvedObject.name"), Ok("p".into()));
+        assert_eq!(
+            core.field_value(&same, "involvedObject.name"),
+            Ok("p".into())
+        );
     }
 
     #[test]
@@ -335,7 +346,11 @@ mod tests {
         );
         let containers = s
             .schema()
-            .and_then(|v| v.pointer("/properties/spec/properties/template/properties/spec/properties/containers"))
+            .and_then(|v| {
+                v.pointer(
+                    "/properties/spec/properties/template/properties/spec/properties/containers",
+                )
+            })
             .unwrap();
         assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
         assert!(strategy("", "configmaps").scale().is_none());

@@ -1,0 +1,426 @@
+//! The built-in kinds operators touch (ConfigMaps, Secrets, ServiceAccounts, Deployments,
+//! Events in both groups, Leases), driven with the real kubectl as a user types it. The server
+//! stores them only: no workload controller runs, as in envtest.
+
+use crate::support::TestServer;
+
+/// kubectl's stderr.
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs kubectl expecting failure; returns stderr.
+fn kubectl_err(s: &TestServer, args: &[&str]) -> String {
+    let out = s.kubectl(args);
+    assert!(
+        !out.status.success(),
+        "kubectl {args:?} unexpectedly succeeded: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    stderr(&out)
+}
+
+/// The header cells of `kubectl get` output.
+fn header(out: &str) -> Vec<String> {
+    out.lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        ports: [{containerPort: 80}]
+";
+
+#[test]
+fn configmaps_secrets_and_serviceaccounts() {
+    let s = TestServer::start();
+    // kubectl sends these creates as protobuf.
+    let out = s.kubectl_ok(&["create", "configmap", "x", "--from-literal=a=b"]);
+    assert_eq!(out.trim(), "configmap/x created");
+    let out = s.kubectl_ok(&["get", "cm"]);
+    assert_eq!(header(&out), ["NAME", "DATA", "AGE"], "{out}");
+    let row: Vec<&str> = out
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[..2], ["x", "1"], "{out}");
+    assert_eq!(
+        s.kubectl_ok(&["get", "configmap", "x", "-o", "jsonpath={.data.a}"]),
+        "b"
+    );
+
+    let out = s.kubectl_ok(&["create", "secret", "generic", "s", "--from-literal=k=v"]);
+    assert_eq!(out.trim(), "secret/s created");
+    assert_eq!(
+        s.kubectl_ok(&["get", "secret", "s", "-o", "jsonpath={.data.k} {.type}"]),
+        "dg== Opaque"
+    );
+    let out = s.kubectl_ok(&["get", "secrets"]);
+    assert_eq!(header(&out), ["NAME", "TYPE", "DATA", "AGE"], "{out}");
+
+    let out = s.kubectl_ok(&["create", "serviceaccount", "bot"]);
+    assert_eq!(out.trim(), "serviceaccount/bot created");
+    let out = s.kubectl_ok(&["get", "sa", "bot"]);
+    assert_eq!(header(&out), ["NAME", "SECRETS", "AGE"], "{out}");
+
+    // Validation with upstream's texts.
+    s.write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: badkey}\ndata: {\"a b\": c}\n",
+    );
+    let err = kubectl_err(&s, &["create", "-f", "cm.yaml"]);
+    assert!(
+        err.contains(r#"The ConfigMap "badkey" is invalid: data[a b]: Invalid value: "a b": a valid config key must consist of alphanumeric characters, '-', '_' or '.'"#),
+        "{err}"
+    );
+    s.write(
+        "secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: frozen}\nimmutable: true\nstringData: {k: v}\n",
+    );
+    s.kubectl_ok(&["create", "-f", "secret.yaml"]);
+    let err = kubectl_err(
+        &s,
+        &[
+            "patch",
+            "secret",
+            "frozen",
+            "-p",
+            r#"{"stringData":{"k":"w"}}"#,
+        ],
+    );
+    assert!(
+        err.contains(r#"The Secret "frozen" is invalid: data: Forbidden: field is immutable when `immutable` is set"#),
+        "{err}"
+    );
+    // Unknown fields: kubectl asks for strict decoding.
+    s.write(
+        "typo.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: typo}\ndat: {a: b}\n",
+    );
+    let err = kubectl_err(&s, &["create", "-f", "typo.yaml"]);
+    assert!(
+        err.contains(r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "dat""#),
+        "{err}"
+    );
+    let out = s.kubectl(&["create", "-f", "typo.yaml", "--validate=warn"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(r#"unknown field "dat""#),
+        "{}",
+        stderr(&out)
+    );
+
+    // Discovery and OpenAPI.
+    let out = s.kubectl_ok(&["explain", "configmap.data"]);
+    assert!(out.contains("KIND:       ConfigMap"), "{out}");
+    assert!(out.contains("FIELD: data <map[string]string>"), "{out}");
+    let out = s.kubectl_ok(&["api-resources"]);
+    for want in [
+        "configmaps ",
+        "secrets ",
+        "serviceaccounts ",
+        "deployments ",
+        "leases ",
+        "events ",
+    ] {
+        assert!(out.contains(want), "{want} missing in {out}");
+    }
+    assert!(out.contains("events.k8s.io/v1"), "{out}");
+    let out = s.kubectl_ok(&["api-resources", "--api-group=apps", "-o", "name"]);
+    assert!(out.contains("deployments.apps"), "{out}");
+}
+
+#[test]
+fn deployments_apply_scale_label_patch() {
+    let s = TestServer::start();
+    s.write("web.yaml", DEPLOYMENT);
+    let out = s.kubectl_ok(&["apply", "-f", "web.yaml"]);
+    assert_eq!(out.trim(), "deployment.apps/web created");
+    let out = s.kubectl_ok(&["get", "deploy"]);
+    assert_eq!(
+        header(&out),
+        ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"],
+        "{out}"
+    );
+    let row: Vec<&str> = out
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    // Stored only: no controller makes pods.
+    assert_eq!(row[..4], ["web", "0/2", "0", "0"], "{out}");
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.metadata.generation} {.spec.strategy.type} {.spec.template.spec.containers[0].ports[0].protocol}",
+        ]),
+        "1 RollingUpdate TCP"
+    );
+
+    let out = s.kubectl_ok(&["scale", "deploy", "web", "--replicas=5"]);
+    assert_eq!(out.trim(), "deployment.apps/web scaled");
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.spec.replicas} {.metadata.generation}"
+        ]),
+        "5 2"
+    );
+    let scale = s.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/apis/apps/v1/namespaces/default/deployments/web/scale",
+    ]);
+    let scale: serde_json::Value = serde_json::from_str(&scale).expect("scale json");
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["spec"]["replicas"], 5);
+    assert_eq!(scale["status"]["selector"], "app=web");
+
+    let out = s.kubectl_ok(&["label", "deploy", "web", "tier=frontend"]);
+    assert_eq!(out.trim(), "deployment.apps/web labeled");
+    assert_eq!(
+        s.kubectl_ok(&["get", "deploy", "-l", "tier=frontend", "-o", "name"])
+            .trim(),
+        "deployment.apps/web"
+    );
+
+    // A strategic merge patch (kubectl's default) merges containers by name.
+    let out = s.kubectl_ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:1.28"}]}}}}"#,
+    ]);
+    assert_eq!(out.trim(), "deployment.apps/web patched");
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[*].image} {.spec.template.spec.containers[0].ports[0].containerPort} {.metadata.generation}",
+        ]),
+        "nginx:1.28 80 3"
+    );
+    // Client-side apply of a change: a strategic merge patch too.
+    s.write("web.yaml", &DEPLOYMENT.replace("nginx:1.27", "nginx:1.29"));
+    let out = s.kubectl_ok(&["apply", "-f", "web.yaml"]);
+    assert_eq!(out.trim(), "deployment.apps/web configured");
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[*].image}"
+        ]),
+        "nginx:1.29"
+    );
+
+    // A selector that does not match the template's labels.
+    s.write(
+        "bad.yaml",
+        &DEPLOYMENT
+            .replace("name: web", "name: bad")
+            .replace("matchLabels: {app: web}", "matchLabels: {app: api}"),
+    );
+    let err = kubectl_err(&s, &["apply", "-f", "bad.yaml"]);
+    assert!(
+        err.contains(
+            r#"The Deployment "bad" is invalid: spec.template.metadata.labels: Invalid value: "#
+        ) && err.contains("`selector` does not match template `labels`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn events_in_both_groups_are_one_resource() {
+    let s = TestServer::start();
+    s.write(
+        "ev.yaml",
+        "apiVersion: v1
+kind: Event
+metadata: {name: web.1, namespace: default}
+involvedObject: {kind: Deployment, name: web, namespace: default, apiVersion: apps/v1}
+reason: ScalingReplicaSet
+message: Scaled up replica set web-1 to 2
+type: Normal
+source: {component: deployment-controller}
+firstTimestamp: \"2024-01-01T00:00:00Z\"
+lastTimestamp: \"2024-01-01T00:00:00Z\"
+count: 1
+",
+    );
+    assert_eq!(
+        s.kubectl_ok(&["create", "-f", "ev.yaml"]).trim(),
+        "event/web.1 created"
+    );
+    s.write(
+        "ev1.json",
+        r#"{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"pod-a.2","namespace":"default"},
+ "eventTime":"2024-01-01T00:01:00.000000Z","reportingController":"example.com/ctl","reportingInstance":"ctl-1",
+ "action":"Probe","reason":"Checked","regarding":{"kind":"Pod","name":"pod-a","namespace":"default"},"note":"all good","type":"Normal"}"#,
+    );
+    let out = s.kubectl_ok(&[
+        "create",
+        "--raw",
+        "/apis/events.k8s.io/v1/namespaces/default/events",
+        "-f",
+        "ev1.json",
+    ]);
+    let created: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(created["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(created["note"], "all good");
+
+    // The events.k8s.io event is a core event ...
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "event",
+            "pod-a.2",
+            "-o",
+            "jsonpath={.apiVersion} {.message} {.involvedObject.name} {.reportingComponent}",
+        ]),
+        "v1 all good pod-a example.com/ctl"
+    );
+    // ... and the core event an events.k8s.io one.
+    let web = s.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/apis/events.k8s.io/v1/namespaces/default/events/web.1",
+    ]);
+    let web: serde_json::Value = serde_json::from_str(&web).expect("json");
+    assert_eq!(web["note"], "Scaled up replica set web-1 to 2");
+    assert_eq!(web["regarding"]["name"], "web");
+    assert_eq!(web["deprecatedCount"], 1);
+
+    let out = s.kubectl_ok(&["get", "events"]);
+    assert_eq!(
+        header(&out),
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        "{out}"
+    );
+    assert!(
+        out.contains("deployment/web") && out.contains("pod/pod-a"),
+        "{out}"
+    );
+    let out = s.kubectl_ok(&["events"]);
+    assert!(out.contains("Scaled up replica set web-1 to 2"), "{out}");
+    assert!(out.contains("all good"), "{out}");
+
+    let out = s.kubectl_ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=pod-a",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(out.trim(), "event/pod-a.2");
+    let list = s.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.name%3Dweb",
+    ]);
+    let list: serde_json::Value = serde_json::from_str(&list).expect("json");
+    assert_eq!(list["kind"], "EventList");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!(list["items"][0]["metadata"]["name"], "web.1");
+    let err = kubectl_err(
+        &s,
+        &["get", "events", "--field-selector", "regarding.name=web"],
+    );
+    assert!(
+        err.contains("field label not supported: regarding.name"),
+        "{err}"
+    );
+}
+
+#[test]
+fn leases_and_namespace_deletion() {
+    let s = TestServer::start();
+    s.write(
+        "lease.yaml",
+        "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: leader}\nspec: {holderIdentity: a, leaseDurationSeconds: 15}\n",
+    );
+    let out = s.kubectl_ok(&["create", "-f", "lease.yaml"]);
+    assert_eq!(out.trim(), "lease.coordination.k8s.io/leader created");
+    let out = s.kubectl_ok(&["get", "lease"]);
+    assert_eq!(header(&out), ["NAME", "HOLDER", "AGE"], "{out}");
+    // An update (PUT) as leader election writes it, then a patch.
+    s.write(
+        "lease.yaml",
+        "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: leader}\nspec: {holderIdentity: b, leaseDurationSeconds: 15}\n",
+    );
+    s.kubectl_ok(&["replace", "-f", "lease.yaml"]);
+    s.kubectl_ok(&[
+        "patch",
+        "lease",
+        "leader",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"leaseTransitions":1}}"#,
+    ]);
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "lease",
+            "leader",
+            "-o",
+            "jsonpath={.spec.holderIdentity} {.spec.leaseTransitions}"
+        ]),
+        "b 1"
+    );
+
+    // Deleting a namespace deletes the built-in objects in it.
+    s.kubectl_ok(&["create", "namespace", "scratch"]);
+    s.kubectl_ok(&[
+        "-n",
+        "scratch",
+        "create",
+        "configmap",
+        "c1",
+        "--from-literal=a=b",
+    ]);
+    s.write("web.yaml", DEPLOYMENT);
+    s.kubectl_ok(&["-n", "scratch", "apply", "-f", "web.yaml"]);
+    s.kubectl_ok(&["-n", "scratch", "create", "-f", "lease.yaml"]);
+    s.kubectl_ok(&["delete", "namespace", "scratch", "--timeout=60s"]);
+    for kind in ["configmaps", "deployments", "leases"] {
+        let out = s.kubectl_ok(&["get", kind, "-A", "-o", "name"]);
+        assert!(
+            !out.contains("scratch") && !out.contains("c1"),
+            "{kind}: {out}"
+        );
+    }
+    let out = s.kubectl_ok(&["get", "deploy", "-n", "scratch", "-o", "name"]);
+    assert!(out.trim().is_empty(), "{out}");
+}
