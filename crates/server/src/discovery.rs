@@ -405,7 +405,7 @@ pub fn group_version(registry: &Registry, group: &str, version: &str) -> Option<
     } else {
         let groups = crd_groups(registry);
         let (_, rs) = groups.get(group)?.iter().find(|(v, _)| v == version)?;
-        sorted_legacy(&rs)
+        rs.iter().flat_map(Resource::legacy).collect()
     };
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1",
                 "groupVersion": format!("{group}/{version}"), "resources": resources}))

@@ -1,5 +1,5 @@
-//! The built-in kinds operators touch (ConfigMaps, Secrets, ServiceAccounts, Deployments,
-//! Events in both groups, Leases), driven with the real kubectl as a user types it. The server
+//! The built-in kinds operators touch (config maps, secrets, service accounts, deployments,
+//! events in both groups, leases), driven with the real kubectl as a user types it. The server
 //! stores them only: no workload controller runs, as in envtest.
 
 use crate::support::TestServer;

@@ -228,7 +228,7 @@ pub async fn read_objects(
         let mut obj: Value = serde_json::from_slice(&kv.value)
             .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
         meta::set_resource_version(&mut obj, kv.mod_revision);
-        strategy.from_stored(&mut obj);
+        strategy.read_shape(&mut obj);
         objs.push(obj);
     }
     match strategy.conversion() {
@@ -251,7 +251,7 @@ pub async fn storage_bytes(strategy: &dyn Strategy, obj: &Value) -> Result<Bytes
         Some(plan) => pipeline::to_storage(&plan, obj.clone()).await?,
         None => obj.clone(),
     };
-    let mut stored = strategy.to_stored(converted);
+    let mut stored = strategy.write_shape(converted);
     meta::clear_resource_version(&mut stored);
     serde_json::to_vec(&stored)
         .map(Bytes::from)

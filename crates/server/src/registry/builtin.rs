@@ -145,14 +145,14 @@ impl Strategy for BuiltinStrategy {
         true
     }
 
-    fn from_stored(&self, obj: &mut Value) {
+    fn read_shape(&self, obj: &mut Value) {
         if self.kind.stored_as.is_some() {
             *obj = crd_builtin::events::from_core(obj);
         }
         self.kind.apply_defaults(obj);
     }
 
-    fn to_stored(&self, obj: Value) -> Value {
+    fn write_shape(&self, obj: Value) -> Value {
         if self.kind.stored_as.is_some() {
             crd_builtin::events::to_core(&obj)
         } else {
@@ -298,12 +298,12 @@ mod tests {
             "regarding": {"kind": "Pod", "name": "p"}, "reason": "R", "type": "Normal",
             "eventTime": "2024-01-01T00:00:00.000000Z", "action": "A",
             "reportingController": "c", "reportingInstance": "i"});
-        let stored = s.to_stored(v1.clone());
+        let stored = s.write_shape(v1.clone());
         assert_eq!(stored["apiVersion"], "v1");
         assert_eq!(stored["message"], "hello");
         assert_eq!(stored["involvedObject"]["name"], "p");
         let mut back = stored.clone();
-        s.from_stored(&mut back);
+        s.read_shape(&mut back);
         assert_eq!(back["note"], "hello");
         assert_eq!(back["regarding"]["name"], "p");
         assert_eq!(s.field_value(&back, "regarding.name"), Ok("p".into()));
@@ -313,7 +313,7 @@ mod tests {
         );
         let core = strategy("", "events");
         let mut same = stored;
-        core.from_stored(&mut same);
+        core.read_shape(&mut same);
         assert_eq!(
             core.field_value(&same, "involvedObject.name"),
             Ok("p".into())

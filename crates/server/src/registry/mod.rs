@@ -213,11 +213,11 @@ pub trait Strategy: Send + Sync {
     /// Turns a decoded stored object into this resource's shape, before any version
     /// conversion (kinds stored in another kind's shape, such as `events.k8s.io/v1` Events
     /// stored as core/v1 Events; read-time defaults). The identity by default.
-    fn from_stored(&self, _obj: &mut Value) {}
+    fn read_shape(&self, _obj: &mut Value) {}
 
     /// Turns an object in this resource's shape into the shape it is stored in, after any
-    /// version conversion: the inverse of [`Strategy::from_stored`]. The identity by default.
-    fn to_stored(&self, obj: Value) -> Value {
+    /// version conversion: the inverse of [`Strategy::read_shape`]. The identity by default.
+    fn write_shape(&self, obj: Value) -> Value {
         obj
     }
 
