@@ -7,6 +7,7 @@ mod conversion;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod http_api;
+mod kube_rs;
 mod migration;
 mod python_client;
 mod reliability;
