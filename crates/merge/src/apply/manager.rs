@@ -1,0 +1,383 @@
+//! The field manager: what kube-apiserver does with managed fields around every write
+//! (apimachinery's `FieldManager` and its decorators: version check, skip-non-applied,
+//! cap-managers, build-manager-info, managed-fields-updater, strip-meta, structured merge), on
+//! top of SMD's `Updater` semantics.
+
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+
+use super::conflict::{Conflict, Conflicts};
+use super::fieldset::{FieldSet, PathElement};
+use super::managed::{Entry, ManagedFields, ManagerId, Operation, is_reset};
+use super::schema::Schema;
+use super::typed::{self, Comparison};
+use super::value::equals;
+
+/// How many Update entries an object keeps before the oldest are merged (apimachinery's
+/// `DefaultMaxUpdateManagers`).
+pub const DEFAULT_MAX_UPDATE_MANAGERS: usize = 10;
+
+/// Why an apply failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// Other managers own fields the configuration changes: a 409 `Conflict` Status with one
+    /// `FieldManagerConflict` cause per field.
+    #[error("{0}")]
+    Conflicts(Conflicts),
+    /// The configuration is not for this kind and version, or carries managed fields: a 400
+    /// `BadRequest` Status with this message.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The live object's managed fields or the configuration do not fit the schema: a 500
+    /// `InternalError` Status with this message, as kube-apiserver answers.
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// Tracks managed fields for one kind at one version through one endpoint (the main resource
+/// or a subresource).
+///
+/// Versions: every manager's field set is taken to be comparable with the request's version's
+/// paths, which holds for CRDs with conversion `None` and for conversions that do not rename
+/// fields. Entries keep the apiVersion they were written at.
+#[derive(Clone, Copy, Debug)]
+pub struct FieldManager<'a> {
+    schema: &'a Schema,
+    api_version: &'a str,
+    kind: &'a str,
+    subresource: &'a str,
+    reset_fields: Option<&'a FieldSet>,
+    max_update_managers: usize,
+}
+
+/// The fields never owned by anyone (apimachinery's `stripMetaManager`).
+fn strip_set() -> &'static FieldSet {
+    static SET: OnceLock<FieldSet> = OnceLock::new();
+    SET.get_or_init(|| {
+        let f = |s: &str| PathElement::Field(s.to_owned());
+        let mut set = FieldSet::new();
+        set.insert(&[f("apiVersion")]);
+        set.insert(&[f("kind")]);
+        set.insert(&[f("metadata")]);
+        for m in [
+            "name",
+            "namespace",
+            "creationTimestamp",
+            "selfLink",
+            "uid",
+            "clusterName",
+            "generation",
+            "managedFields",
+            "resourceVersion",
+        ] {
+            set.insert(&[f("metadata"), f(m)]);
+        }
+        set
+    })
+}
+
+fn managed_fields_of(obj: &Value) -> Option<&Value> {
+    obj.get("metadata")?.get("managedFields")
+}
+
+/// Sets (or, for `None`, removes) `metadata.managedFields`.
+fn set_managed_fields(obj: &mut Value, mf: Option<Value>) {
+    let Value::Object(o) = obj else { return };
+    match mf {
+        Some(mf) => {
+            let meta = o.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(m) = meta {
+                m.insert("managedFields".to_owned(), mf);
+            }
+        }
+        None => {
+            if let Some(Value::Object(m)) = o.get_mut("metadata") {
+                m.remove("managedFields");
+            }
+        }
+    }
+}
+
+impl<'a> FieldManager<'a> {
+    /// Returns a field manager for objects of `kind` at `api_version` (`group/version`) served
+    /// through the main resource.
+    pub fn new(schema: &'a Schema, api_version: &'a str, kind: &'a str) -> Self {
+        FieldManager {
+            schema,
+            api_version,
+            kind,
+            subresource: "",
+            reset_fields: None,
+            max_update_managers: DEFAULT_MAX_UPDATE_MANAGERS,
+        }
+    }
+
+    /// Serves writes through `subresource` (`status`, `scale`): entries record it, and a
+    /// request's own managed fields are ignored.
+    #[must_use]
+    pub fn with_subresource(mut self, subresource: &'a str) -> Self {
+        self.subresource = subresource;
+        self
+    }
+
+    /// Sets the fields this endpoint resets (a strategy's `GetResetFields`: `status` for the main
+    /// resource of a kind with a status subresource, everything but `status` for the status
+    /// subresource). Nobody gains ownership of them through this endpoint.
+    #[must_use]
+    pub fn with_reset_fields(mut self, reset: &'a FieldSet) -> Self {
+        self.reset_fields = Some(reset);
+        self
+    }
+
+    /// Sets the cap on Update entries (default 10).
+    #[must_use]
+    pub fn with_max_update_managers(mut self, max: usize) -> Self {
+        self.max_update_managers = max;
+        self
+    }
+
+    /// Records a create, update or non-apply patch by `manager` at time `now` (RFC 3339): sets
+    /// `new`'s `metadata.managedFields`. `live` is the stored object (`None` for a create).
+    ///
+    /// The request's own managed fields are used when they decode and are not empty (a client
+    /// may rewrite them); `[]` or `[{}]` resets them; otherwise the live object's are used.
+    pub fn update(&self, live: Option<&Value>, new: &mut Value, manager: &str, now: &str) {
+        let empty = Value::Object(Map::new());
+        let live = live.unwrap_or(&empty);
+        let request = match new.get_mut("metadata").and_then(Value::as_object_mut) {
+            Some(m) => m.remove("managedFields"),
+            None => None,
+        };
+        let is_sub = !self.subresource.is_empty();
+        let mut managed = match ManagedFields::decode(request.as_ref()) {
+            Ok(m) if !m.entries.is_empty() && !is_sub => m,
+            _ => {
+                if !is_sub && is_reset(request.as_ref()) {
+                    ManagedFields::default()
+                } else {
+                    ManagedFields::decode(managed_fields_of(live)).unwrap_or_default()
+                }
+            }
+        };
+        let id = ManagerId::new(manager, Operation::Update, self.api_version, self.subresource);
+        self.record_update(live, new, &mut managed, id, now);
+        set_managed_fields(new, managed.encode());
+    }
+
+    /// Applies `config` by `manager` at time `now` (RFC 3339) to `live` (`None` when the object
+    /// does not exist yet) and returns the object to store, with its managed fields. An apply
+    /// that changes nothing returns the live object (with its managed fields as the apply left
+    /// them; the applier's time is then unchanged).
+    pub fn apply(
+        &self,
+        live: Option<&Value>,
+        config: &Value,
+        manager: &str,
+        force: bool,
+        now: &str,
+    ) -> Result<Value, ApplyError> {
+        let api_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
+        if api_version != self.api_version || kind != self.kind {
+            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+            return Err(ApplyError::BadRequest(format!(
+                "invalid object type: {group}/{version}, Kind={kind}"
+            )));
+        }
+        if managed_fields_of(config).is_some_and(|v| !v.is_null()) {
+            return Err(ApplyError::BadRequest("metadata.managedFields must be nil".to_owned()));
+        }
+        let empty = Value::Object(Map::new());
+        let live = live.unwrap_or(&empty);
+        let mut managed = ManagedFields::decode(managed_fields_of(live))
+            .map_err(|e| ApplyError::Internal(format!("failed to decode managed fields: {e}")))?;
+        if managed.entries.is_empty() {
+            // Fields set before the first apply belong to a synthetic Update manager.
+            let id = ManagerId::new(
+                "before-first-apply",
+                Operation::Update,
+                self.api_version,
+                self.subresource,
+            );
+            self.record_update(&empty, live, &mut managed, id, now);
+        }
+        let id = ManagerId::new(manager, Operation::Apply, self.api_version, self.subresource);
+        let gvk = || {
+            let (group, version) = self.api_version.rsplit_once('/').unwrap_or(("", self.api_version));
+            format!("{group}/{version}, Kind={}", self.kind)
+        };
+        let merged = typed::merge(self.schema, live, config).map_err(|e| {
+            ApplyError::Internal(format!("failed to create typed patch object ({}): {e}", gvk()))
+        })?;
+        let config_set = typed::to_field_set(self.schema, config).map_err(|e| {
+            ApplyError::Internal(format!("failed to create typed patch object ({}): {e}", gvk()))
+        })?;
+        let changed = apply_sets(
+            self.schema,
+            live,
+            merged,
+            config_set,
+            &mut managed,
+            &id,
+            self.api_version,
+            force,
+            self.reset_fields,
+        )
+        .map_err(ApplyError::Conflicts)?;
+        let mut out = match changed {
+            Some(obj) => {
+                if let Some(e) = managed.entries.get_mut(&id) {
+                    e.time = Some(now.to_owned());
+                }
+                obj
+            }
+            None => live.clone(),
+        };
+        set_managed_fields(&mut out, managed.encode());
+        Ok(out)
+    }
+
+    /// Records an Update by `id` from `live` to `new` (`managedFieldsUpdater` over `Updater.Update`
+    /// with the temporary manager, strip-meta, then the cap).
+    pub(super) fn record_update(
+        &self,
+        live: &Value,
+        new: &Value,
+        managed: &mut ManagedFields,
+        id: ManagerId,
+        now: &str,
+    ) {
+        let cmp = match update_others(self.schema, live, new, managed, None, true, self.reset_fields)
+        {
+            Ok(c) => c,
+            Err(_) => return,
+        };
+        let mut set = cmp.modified.union(&cmp.added).difference(&cmp.removed);
+        if let Some(reset) = self.reset_fields {
+            set = set.recursive_difference(reset);
+        }
+        let set = set.difference(strip_set());
+        if !set.is_empty() {
+            match managed.entries.get_mut(&id) {
+                Some(e) => {
+                    e.set = set.union(&e.set);
+                    self.api_version.clone_into(&mut e.api_version);
+                    e.time = Some(now.to_owned());
+                }
+                None => {
+                    managed.entries.insert(
+                        id,
+                        Entry {
+                            set,
+                            api_version: self.api_version.to_owned(),
+                            time: Some(now.to_owned()),
+                        },
+                    );
+                }
+            }
+        }
+        managed.cap_update_managers(self.max_update_managers);
+    }
+}
+
+/// SMD's `Updater.update`: compares `live` and `new`; fields changed or added that other
+/// managers own are conflicts (an error unless `force`, else taken from them), and removed
+/// fields leave every other manager.
+pub(super) fn update_others(
+    schema: &Schema,
+    live: &Value,
+    new: &Value,
+    managed: &mut ManagedFields,
+    workflow: Option<&ManagerId>,
+    force: bool,
+    ignored: Option<&FieldSet>,
+) -> Result<Comparison, Conflicts> {
+    let mut cmp = typed::compare(schema, live, new);
+    if let Some(ign) = ignored {
+        cmp.added = cmp.added.recursive_difference(ign);
+        cmp.modified = cmp.modified.recursive_difference(ign);
+        cmp.removed = cmp.removed.recursive_difference(ign);
+    }
+    let changed = cmp.modified.union(&cmp.added);
+    let mut conflicts: Vec<(ManagerId, FieldSet)> = Vec::new();
+    if !changed.is_empty() {
+        for (id, e) in &managed.entries {
+            if Some(id) == workflow {
+                continue;
+            }
+            let c = e.set.intersection(&changed);
+            if !c.is_empty() {
+                conflicts.push((id.clone(), c));
+            }
+        }
+    }
+    if !force && !conflicts.is_empty() {
+        let mut list = Vec::new();
+        conflicts.sort_by_key(|(id, _)| super::managed::identifier(id));
+        for (id, set) in &conflicts {
+            for p in set.paths() {
+                list.push(Conflict { manager: id.clone(), path: p });
+            }
+        }
+        return Err(Conflicts(list));
+    }
+    for (id, c) in conflicts {
+        if let Some(e) = managed.entries.get_mut(&id) {
+            e.set = e.set.difference(&c);
+        }
+    }
+    if !cmp.removed.is_empty() {
+        for (id, e) in &mut managed.entries {
+            if Some(id) != workflow {
+                e.set = e.set.difference(&cmp.removed);
+            }
+        }
+    }
+    managed.entries.retain(|_, e| !e.set.is_empty());
+    Ok(cmp)
+}
+
+/// SMD's `Updater.Apply` (after the merge) with strip-meta: the applier's set becomes
+/// `config_set`, what it gave up is pruned from `merged`, and other managers lose what changed.
+/// Returns the new object, or `None` when it equals `live`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn apply_sets(
+    schema: &Schema,
+    live: &Value,
+    mut merged: Value,
+    config_set: FieldSet,
+    managed: &mut ManagedFields,
+    id: &ManagerId,
+    api_version: &str,
+    force: bool,
+    ignored: Option<&FieldSet>,
+) -> Result<Option<Value>, Conflicts> {
+    let config_set = match ignored {
+        Some(ign) => config_set.recursive_difference(ign),
+        None => config_set,
+    };
+    let last = managed.entries.remove(id);
+    let time = last.as_ref().and_then(|l| l.time.clone());
+    managed.entries.insert(
+        id.clone(),
+        Entry { set: config_set, api_version: api_version.to_owned(), time },
+    );
+    if let Some(last) = &last {
+        if !last.set.is_empty() {
+            let mut owned = FieldSet::new();
+            for e in managed.entries.values() {
+                owned = owned.union(&e.set);
+            }
+            typed::prune(schema, &mut merged, &last.set, &owned);
+        }
+    }
+    update_others(schema, live, &merged, managed, Some(id), force, ignored)?;
+    if let Some(e) = managed.entries.get_mut(id) {
+        e.set = e.set.difference(strip_set());
+        if e.set.is_empty() {
+            managed.entries.remove(id);
+        }
+    }
+    Ok(if equals(live, &merged) { None } else { Some(merged) })
+}

@@ -1,0 +1,496 @@
+//! Typed walks over JSON values (SMD's `typed` package): the field set a value sets, the merge
+//! of a configuration into a live object, the comparison of two objects, and the removal of
+//! fields an applier gave up.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::fieldset::{FieldSet, Path, PathElement};
+use super::schema::{DEDUCED, ListKind, Node, Schema, TypeId};
+use super::value::equals;
+
+/// A value that does not fit its schema where the engine needs it to (list items without their
+/// keys, duplicate keys in an applied configuration).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct TypeError {
+    /// Where, as SMD prints paths (`.spec.ports`).
+    pub path: String,
+    /// What is wrong (`element 0: associative list with keys has an element that omits key
+    /// field "port" (and doesn't have default value)`).
+    pub message: String,
+}
+
+/// How a node is walked.
+enum Shape<'s> {
+    /// Owned and replaced whole: scalars, atomic maps and lists, empty or mismatched values.
+    Leaf,
+    /// A granular map: `t` is the map type (fields looked up in it).
+    Map(TypeId),
+    /// A granular list.
+    List(TypeId, &'s ListKind),
+}
+
+fn is_nonempty_object(v: Option<&Value>) -> bool {
+    matches!(v, Some(Value::Object(m)) if !m.is_empty())
+}
+
+fn is_nonempty_array(v: Option<&Value>) -> bool {
+    matches!(v, Some(Value::Array(a)) if !a.is_empty())
+}
+
+/// The shape of a node given the values on both sides (either may be absent). Both sides empty
+/// or absent make a leaf, which keeps the empty/null distinction (SMD's `emptyPromoteToLeaf`).
+fn pair_shape<'s>(s: &'s Schema, t: TypeId, l: Option<&Value>, r: Option<&Value>) -> Shape<'s> {
+    match s.node(t) {
+        Node::Scalar => Shape::Leaf,
+        Node::Deduced => {
+            let is_map = |v: Option<&Value>| v.map(Value::is_object);
+            match (is_map(l), is_map(r)) {
+                (Some(false), _) | (_, Some(false)) => Shape::Leaf,
+                _ if is_nonempty_object(l) || is_nonempty_object(r) => Shape::Map(DEDUCED),
+                _ => Shape::Leaf,
+            }
+        }
+        Node::Map { atomic: true, .. } | Node::List { kind: ListKind::Atomic, .. } => Shape::Leaf,
+        Node::Map { .. } => {
+            if is_nonempty_object(l) || is_nonempty_object(r) {
+                Shape::Map(t)
+            } else {
+                Shape::Leaf
+            }
+        }
+        Node::List { elem, kind } => {
+            if is_nonempty_array(l) || is_nonempty_array(r) {
+                Shape::List(*elem, kind)
+            } else {
+                Shape::Leaf
+            }
+        }
+    }
+}
+
+/// Returns the path element of a list item (SMD's `listItemToPathElement`).
+pub(crate) fn item_element(kind: &ListKind, index: usize, item: &Value) -> Result<PathElement, String> {
+    match kind {
+        ListKind::Atomic => Ok(PathElement::Index(index as i64)),
+        ListKind::Set => match item {
+            Value::Object(_) => {
+                Err("associative list without keys has an element that's a map type".to_owned())
+            }
+            Value::Array(_) => {
+                Err("associative list without keys has an element that's a list type".to_owned())
+            }
+            v => Ok(PathElement::Value(v.clone())),
+        },
+        ListKind::Map(keys) => {
+            let Value::Object(m) = item else {
+                return Err("associative list with keys has an element that's not a map type".to_owned());
+            };
+            let mut fields = Vec::with_capacity(keys.len());
+            for (k, default) in keys {
+                match m.get(k).or(default.as_ref()) {
+                    Some(v) => fields.push((k.clone(), v.clone())),
+                    None => {
+                        return Err(format!(
+                            "associative list with keys has an element that omits key field {k:?} (and doesn't have default value)"
+                        ));
+                    }
+                }
+            }
+            Ok(PathElement::Key(fields))
+        }
+    }
+}
+
+/// Indexes a list's items by path element, in order; repeated elements after the first are
+/// skipped (or refused when `strict`).
+fn index_items<'v>(
+    kind: &ListKind,
+    items: Option<&'v Value>,
+    strict: bool,
+    path: &[PathElement],
+) -> Result<(Vec<PathElement>, BTreeMap<PathElement, &'v Value>), TypeError> {
+    let mut order = Vec::new();
+    let mut seen = BTreeMap::new();
+    if let Some(Value::Array(items)) = items {
+        for (i, item) in items.iter().enumerate() {
+            let pe = match item_element(kind, i, item) {
+                Ok(pe) => pe,
+                Err(e) if strict => return Err(type_error(path, format!("element {i}: {e}"))),
+                Err(_) => continue,
+            };
+            if seen.contains_key(&pe) {
+                if strict {
+                    return Err(type_error(path, format!("duplicate entries for key {pe}")));
+                }
+                continue;
+            }
+            seen.insert(pe.clone(), item);
+            order.push(pe);
+        }
+    }
+    Ok((order, seen))
+}
+
+fn type_error(path: &[PathElement], message: String) -> TypeError {
+    TypeError { path: Path(path.to_vec()).to_string(), message }
+}
+
+/// What a node contributes to a field set: itself as a whole, or what lies below it.
+enum Owned {
+    Leaf,
+    Below(FieldSet),
+}
+
+/// Returns the fields a value sets (SMD's `TypedValue.ToFieldSet`): leaves, every map entry
+/// and list item, but not the named fields of structs (they are implied by their children).
+pub(crate) fn to_field_set(s: &Schema, v: &Value) -> Result<FieldSet, TypeError> {
+    let mut path = Vec::new();
+    match owned(s, s.root(), v, &mut path)? {
+        Owned::Leaf => Ok(FieldSet::new()),
+        Owned::Below(set) => Ok(set),
+    }
+}
+
+fn owned(s: &Schema, t: TypeId, v: &Value, path: &mut Vec<PathElement>) -> Result<Owned, TypeError> {
+    let shape = match (s.node(t), v) {
+        (Node::Scalar, _) | (Node::Map { atomic: true, .. }, _) => return Ok(Owned::Leaf),
+        (Node::List { kind: ListKind::Atomic, .. }, _) => return Ok(Owned::Leaf),
+        (Node::Deduced, Value::Object(_)) => Shape::Map(DEDUCED),
+        (Node::Deduced, _) => return Ok(Owned::Leaf),
+        (Node::Map { .. }, Value::Object(_)) => Shape::Map(t),
+        (Node::List { elem, kind }, Value::Array(_)) => Shape::List(*elem, kind),
+        _ => return Ok(Owned::Below(FieldSet::new())),
+    };
+    let mut set = FieldSet::new();
+    match (shape, v) {
+        (Shape::Map(mt), Value::Object(m)) => {
+            for (k, cv) in m {
+                let (ct, named) = s.field(mt, k);
+                let pe = PathElement::Field(k.clone());
+                path.push(pe.clone());
+                let child = owned(s, ct, cv, path)?;
+                path.pop();
+                match child {
+                    Owned::Leaf => set.insert_member(pe),
+                    Owned::Below(c) => {
+                        if !named {
+                            set.insert_member(pe.clone());
+                        }
+                        set.attach(pe, c);
+                    }
+                }
+            }
+        }
+        (Shape::List(et, kind), Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let pe = item_element(kind, i, item)
+                    .map_err(|e| type_error(path, format!("element {i}: {e}")))?;
+                path.push(pe.clone());
+                let child = owned(s, et, item, path)?;
+                path.pop();
+                if let Owned::Below(c) = child {
+                    set.attach(pe.clone(), c);
+                }
+                set.insert_member(pe);
+            }
+        }
+        _ => {}
+    }
+    Ok(Owned::Below(set))
+}
+
+/// Merges an applied configuration into a live object (SMD's `TypedValue.Merge`): the
+/// configuration wins at every leaf; granular maps merge by key and granular lists by item, in
+/// SMD's order (shared items in the configuration's order, live-only items where they were).
+pub(crate) fn merge(s: &Schema, live: &Value, config: &Value) -> Result<Value, TypeError> {
+    let mut path = Vec::new();
+    let out = merge_node(s, s.root(), Some(live), Some(config), &mut path)?;
+    Ok(out.unwrap_or_else(|| Value::Object(Map::new())))
+}
+
+fn merge_node(
+    s: &Schema,
+    t: TypeId,
+    l: Option<&Value>,
+    r: Option<&Value>,
+    path: &mut Vec<PathElement>,
+) -> Result<Option<Value>, TypeError> {
+    match pair_shape(s, t, l, r) {
+        Shape::Leaf => Ok(r.or(l).cloned()),
+        Shape::Map(mt) => {
+            let lo = l.and_then(Value::as_object);
+            let ro = r.and_then(Value::as_object);
+            let mut out = Map::new();
+            if let Some(lo) = lo {
+                for (k, lv) in lo {
+                    let rv = ro.and_then(|ro| ro.get(k));
+                    let (ct, _) = s.field(mt, k);
+                    path.push(PathElement::Field(k.clone()));
+                    let merged = merge_node(s, ct, Some(lv), rv, path)?;
+                    path.pop();
+                    if let Some(m) = merged {
+                        out.insert(k.clone(), m);
+                    }
+                }
+            }
+            if let Some(ro) = ro {
+                for (k, rv) in ro {
+                    if lo.is_some_and(|lo| lo.contains_key(k)) {
+                        continue;
+                    }
+                    let (ct, _) = s.field(mt, k);
+                    path.push(PathElement::Field(k.clone()));
+                    let merged = merge_node(s, ct, None, Some(rv), path)?;
+                    path.pop();
+                    if let Some(m) = merged {
+                        out.insert(k.clone(), m);
+                    }
+                }
+            }
+            Ok(if out.is_empty() { None } else { Some(Value::Object(out)) })
+        }
+        Shape::List(et, kind) => {
+            let (r_order, r_items) = index_items(kind, r, true, path)?;
+            let (l_order, l_items) = index_items(kind, l, false, path)?;
+            let mut out = Vec::with_capacity(l_order.len().max(r_order.len()));
+            let mut shared = r_order.iter().filter(|pe| l_items.contains_key(pe));
+            let mut next_shared = shared.next();
+            let (mut li, mut ri) = (0, 0);
+            let mut push = |pe: &PathElement, lc, rc, path: &mut Vec<PathElement>| {
+                path.push(pe.clone());
+                let merged = merge_node(s, et, lc, rc, path);
+                path.pop();
+                merged.map(|m| {
+                    if let Some(m) = m {
+                        out.push(m);
+                    }
+                })
+            };
+            while li < l_order.len() || ri < r_order.len() {
+                if li < l_order.len() && ri < r_order.len() {
+                    let pe = &l_order[li];
+                    if *pe == r_order[ri] {
+                        push(pe, l_items.get(pe).copied(), r_items.get(pe).copied(), path)?;
+                        li += 1;
+                        ri += 1;
+                        next_shared = shared.next();
+                        continue;
+                    }
+                    if r_items.contains_key(pe) && next_shared.is_some_and(|n| n != pe) {
+                        li += 1;
+                        continue;
+                    }
+                }
+                if li < l_order.len() {
+                    let pe = &l_order[li];
+                    if !r_items.contains_key(pe) {
+                        push(pe, l_items.get(pe).copied(), None, path)?;
+                        li += 1;
+                        continue;
+                    }
+                }
+                if ri < r_order.len() {
+                    let pe = &r_order[ri];
+                    push(pe, l_items.get(pe).copied(), r_items.get(pe).copied(), path)?;
+                    ri += 1;
+                    if next_shared.is_some_and(|n| n == pe) {
+                        next_shared = shared.next();
+                    }
+                }
+            }
+            Ok(if out.is_empty() { None } else { Some(Value::Array(out)) })
+        }
+    }
+}
+
+/// The difference between two objects (SMD's `Comparison`).
+#[derive(Debug, Default)]
+pub(crate) struct Comparison {
+    pub added: FieldSet,
+    pub modified: FieldSet,
+    pub removed: FieldSet,
+}
+
+/// Compares two objects (SMD's `TypedValue.Compare`): leaves added, removed or changed, and
+/// every map, list or struct added or removed as a whole.
+pub(crate) fn compare(s: &Schema, old: &Value, new: &Value) -> Comparison {
+    let mut c = Comparison::default();
+    compare_children(s, s.root(), Some(old), Some(new), &mut c);
+    c
+}
+
+fn compare_children(s: &Schema, t: TypeId, l: Option<&Value>, r: Option<&Value>, c: &mut Comparison) {
+    match pair_shape(s, t, l, r) {
+        Shape::Leaf => {}
+        Shape::Map(mt) => {
+            let lo = l.and_then(Value::as_object);
+            let ro = r.and_then(Value::as_object);
+            if let Some(lo) = lo {
+                for (k, lv) in lo {
+                    let rv = ro.and_then(|ro| ro.get(k));
+                    let (ct, _) = s.field(mt, k);
+                    compare_child(s, ct, PathElement::Field(k.clone()), Some(lv), rv, c);
+                }
+            }
+            if let Some(ro) = ro {
+                for (k, rv) in ro {
+                    if lo.is_some_and(|lo| lo.contains_key(k)) {
+                        continue;
+                    }
+                    let (ct, _) = s.field(mt, k);
+                    compare_child(s, ct, PathElement::Field(k.clone()), None, Some(rv), c);
+                }
+            }
+        }
+        Shape::List(et, kind) => {
+            let Ok((l_order, l_items)) = index_items(kind, l, false, &[]) else { return };
+            let Ok((r_order, r_items)) = index_items(kind, r, false, &[]) else { return };
+            for pe in &l_order {
+                let rv = r_items.get(pe).copied();
+                compare_child(s, et, pe.clone(), l_items.get(pe).copied(), rv, c);
+            }
+            for pe in r_order {
+                if l_items.contains_key(&pe) {
+                    continue;
+                }
+                let rv = r_items.get(&pe).copied();
+                compare_child(s, et, pe, None, rv, c);
+            }
+        }
+    }
+}
+
+fn compare_child(
+    s: &Schema,
+    t: TypeId,
+    pe: PathElement,
+    l: Option<&Value>,
+    r: Option<&Value>,
+    c: &mut Comparison,
+) {
+    if let Shape::Leaf = pair_shape(s, t, l, r) {
+        match (l, r) {
+            (None, Some(_)) => c.added.insert_member(pe),
+            (Some(_), None) => c.removed.insert_member(pe),
+            (Some(a), Some(b)) if !equals(a, b) => c.modified.insert_member(pe),
+            _ => {}
+        }
+        return;
+    }
+    let mut sub = Comparison::default();
+    compare_children(s, t, l, r, &mut sub);
+    if l.is_none() {
+        c.added.insert_member(pe.clone());
+    }
+    if r.is_none() {
+        c.removed.insert_member(pe.clone());
+    }
+    c.added.attach(pe.clone(), sub.added);
+    c.modified.attach(pe.clone(), sub.modified);
+    c.removed.attach(pe, sub.removed);
+}
+
+/// Removes from `merged` what the applier owned last time and no manager owns now (SMD's
+/// `Updater.prune` with `addBackOwnedItems` and `addBackDanglingItems`, which come down to:
+/// a field, map entry or list item goes when it is in `last` and not in `owned`, a struct field
+/// counting as in a set when the set has paths below it).
+///
+/// A granular map or list emptied this way becomes `null`, or goes when it was itself in `last`,
+/// as SMD's removal walker leaves it.
+pub(crate) fn prune(s: &Schema, merged: &mut Value, last: &FieldSet, owned: &FieldSet) {
+    prune_node(s, s.root(), merged, last, owned);
+}
+
+fn in_set(set: Option<&FieldSet>, pe: &PathElement, named: bool) -> bool {
+    set.is_some_and(|set| {
+        set.has_member(pe) || (named && set.child(pe).is_some_and(|c| !c.is_empty()))
+    })
+}
+
+fn is_nonempty_container(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => !m.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        _ => false,
+    }
+}
+
+fn prune_node(s: &Schema, t: TypeId, v: &mut Value, last: &FieldSet, owned: &FieldSet) {
+    let empty = FieldSet::new();
+    let shape = match s.node(t) {
+        Node::Deduced if v.is_object() => Shape::Map(DEDUCED),
+        Node::Map { atomic: false, .. } if v.is_object() => Shape::Map(t),
+        Node::List { elem, kind } if v.is_array() && !matches!(kind, ListKind::Atomic) => {
+            Shape::List(*elem, kind)
+        }
+        _ => return,
+    };
+    match shape {
+        Shape::Map(mt) => {
+            let Value::Object(m) = v else { return };
+            for pe in last.member_and_child_elements() {
+                let PathElement::Field(k) = pe else { continue };
+                let Some(child) = m.get_mut(k) else { continue };
+                let (ct, named) = s.field(mt, k);
+                let in_last = in_set(Some(last), pe, named);
+                let in_owned = in_set(Some(owned), pe, named);
+                if in_last && !in_owned {
+                    m.remove(k);
+                    continue;
+                }
+                if let Some(lc) = last.child(pe) {
+                    let was = is_nonempty_container(child);
+                    prune_node(s, ct, child, lc, owned.child(pe).unwrap_or(&empty));
+                    if was && !is_nonempty_container(child) {
+                        if in_last {
+                            m.remove(k);
+                        } else {
+                            *child = Value::Null;
+                        }
+                    }
+                }
+            }
+        }
+        Shape::List(et, kind) => {
+            let Value::Array(items) = v else { return };
+            let mut index: BTreeMap<PathElement, usize> = BTreeMap::new();
+            for (i, item) in items.iter().enumerate() {
+                if let Ok(pe) = item_element(kind, i, item) {
+                    index.entry(pe).or_insert(i);
+                }
+            }
+            let mut drop = vec![false; items.len()];
+            for pe in last.member_and_child_elements() {
+                let Some(&i) = index.get(pe) else { continue };
+                let in_last = in_set(Some(last), pe, false);
+                let in_owned = in_set(Some(owned), pe, false);
+                if in_last && !in_owned {
+                    drop[i] = true;
+                    continue;
+                }
+                if let Some(lc) = last.child(pe) {
+                    let item = &mut items[i];
+                    let was = is_nonempty_container(item);
+                    prune_node(s, et, item, lc, owned.child(pe).unwrap_or(&empty));
+                    if was && !is_nonempty_container(item) {
+                        if in_last {
+                            drop[i] = true;
+                        } else {
+                            *item = Value::Null;
+                        }
+                    }
+                }
+            }
+            let mut i = 0;
+            items.retain(|_| {
+                let keep = !drop[i];
+                i += 1;
+                keep
+            });
+        }
+        Shape::Leaf => {}
+    }
+}
