@@ -375,7 +375,18 @@ fn compare_child(
         match (l, r) {
             (None, Some(_)) => c.added.insert_member(pe),
             (Some(_), None) => c.removed.insert_member(pe),
-            (Some(a), Some(b)) if !equals(a, b) => c.modified.insert_member(pe),
+            (Some(a), Some(b)) if !equals(a, b) => {
+                // A deduced map that became a scalar (or the reverse) also loses (or gains)
+                // its entries, as SMD walks the map side of mismatched atoms.
+                if matches!(s.node(t), Node::Deduced) && a.is_object() != b.is_object() {
+                    let mut sub = Comparison::default();
+                    let (la, rb) = (a.is_object().then_some(a), b.is_object().then_some(b));
+                    compare_children(s, DEDUCED, la, rb, &mut sub);
+                    c.added.attach(pe.clone(), sub.added);
+                    c.removed.attach(pe.clone(), sub.removed);
+                }
+                c.modified.insert_member(pe);
+            }
             _ => {}
         }
         return;
