@@ -813,3 +813,544 @@ fn merge_scenarios() {
         .collect();
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
 }
+
+// ---- fieldsV1 ----
+
+#[test]
+fn fields_v1_round_trips() {
+    // (input as a client may send it, SMD's exact serialization)
+    let cases = [
+        (r#"{"f:a":{}}"#, r#"{"f:a":{}}"#),
+        (
+            r#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:replicas":{}}}"#,
+            r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:replicas":{}}}"#,
+        ),
+        (
+            r#"{"f:list":{"v:\"x\"":{},"k:{\"name\":\"a\"}":{".":{},"f:name":{}},"f:z":{},"i:3":{}}}"#,
+            r#"{"f:list":{"f:z":{},"k:{\"name\":\"a\"}":{"f:name":{},".":{}},"v:\"x\"":{},"i:3":{}}}"#,
+        ),
+        (
+            r#"{"f:ports":{"k:{\"protocol\":\"TCP\",\"port\":80}":{}}}"#,
+            r#"{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{}}}"#,
+        ),
+        (r#"{"f:s":{"v:1":{},"v:\"1\"":{},"v:true":{},"v:null":{}}}"#, r#"{"f:s":{"v:1":{},"v:\"1\"":{},"v:true":{},"v:null":{}}}"#),
+        // Unknown path-element types are dropped, as SMD drops them.
+        (r#"{"f:a":{},"x:b":{}}"#, r#"{"f:a":{}}"#),
+        (r"{}", r"{}"),
+    ];
+    for (input, want) in cases {
+        let v: Value = serde_json::from_str(input).expect("json");
+        let set = FieldSet::from_fields_v1(&v).expect(input);
+        assert_eq!(set.to_fields_v1_string(), want, "{input}");
+        let again = FieldSet::from_fields_v1(&set.to_fields_v1()).expect("re-decode");
+        assert_eq!(again, set, "{input}");
+        let text: Value = serde_json::from_str(&set.to_fields_v1_string()).expect("json");
+        assert_eq!(FieldSet::from_fields_v1(&text).expect("text"), set, "{input}");
+    }
+}
+
+#[test]
+fn fields_v1_paths_print_as_smd() {
+    let v: Value = serde_json::from_str(
+        r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{"f:image":{}}},"f:list":{"v:\"x\"":{}},"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{}}},"f:atomic":{"i:0":{}}}}"#,
+    )
+    .expect("json");
+    let set = FieldSet::from_fields_v1(&v).expect("decode");
+    let paths: Vec<String> = set.paths().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        paths,
+        [
+            ".metadata.labels.app",
+            ".spec.atomic[0]",
+            ".spec.containers[name=\"nginx\"].image",
+            ".spec.list[=\"x\"]",
+            ".spec.ports[port=80,protocol=\"TCP\"]",
+        ]
+    );
+    assert_eq!(set.len(), 5);
+}
+
+#[test]
+fn fields_v1_errors() {
+    for (input, want) in [
+        (r#"{"ab":{}}"#, "parsing key as path element: missing colon: ab"),
+        (r#"{"f:a":{"q":{}}}"#, "parsing key as path element: key must be 2 characters long:"),
+        (r#"{"i:x":{}}"#, "parsing key as path element: strconv.Atoi: parsing \"x\": invalid syntax"),
+        (r#"{"f:a":5}"#, "ReadMapCB: expect { or n, but found 5"),
+        ("[]", "ReadMapCB: expect { or n, but found ["),
+    ] {
+        let v: Value = serde_json::from_str(input).expect("json");
+        assert_eq!(FieldSet::from_fields_v1(&v).expect_err(input).to_string(), want, "{input}");
+    }
+}
+
+#[test]
+fn set_operations() {
+    let d = |s: &str| FieldSet::from_fields_v1(&serde_json::from_str(s).expect("json")).expect("set");
+    let a = d(r#"{"f:a":{},"f:b":{"f:c":{},"f:d":{}}}"#);
+    let b = d(r#"{"f:b":{".":{},"f:c":{}},"f:e":{}}"#);
+    assert_eq!(a.union(&b), d(r#"{"f:a":{},"f:b":{".":{},"f:c":{},"f:d":{}},"f:e":{}}"#));
+    assert_eq!(a.intersection(&b), d(r#"{"f:b":{"f:c":{}}}"#));
+    assert_eq!(a.difference(&b), d(r#"{"f:a":{},"f:b":{"f:d":{}}}"#));
+    assert_eq!(a.recursive_difference(&b), d(r#"{"f:a":{}}"#));
+    assert!(a.difference(&a).is_empty());
+}
+
+// ---- managedFields entries ----
+
+#[test]
+fn managed_fields_decode_errors() {
+    for (input, want) in [
+        (r#"[{"manager":"m","operation":"Patch","apiVersion":"v1","fieldsType":"FieldsV1"}]"#, "operation must be `Apply` or `Update`"),
+        (r#"[{"manager":"m","operation":"Apply","fieldsType":"FieldsV1"}]"#, "apiVersion must not be empty"),
+        (r#"[{"manager":"m","operation":"Update","apiVersion":"v1"}]"#, "missing fieldsType in managed fields entry 0"),
+        (
+            r#"[{"manager":"m","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1"},{"manager":"n","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV2"}]"#,
+            r#"invalid fieldsType "FieldsV2" in managed fields entry 1"#,
+        ),
+        (r"[{}]", "operation must be `Apply` or `Update`"),
+    ] {
+        let v: Value = serde_json::from_str(input).expect("json");
+        assert_eq!(ManagedFields::decode(Some(&v)).expect_err(input).to_string(), want, "{input}");
+    }
+    let bad: Value = serde_json::from_str(
+        r#"[{"manager":"m","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"nope":{}}}]"#,
+    )
+    .expect("json");
+    let err = ManagedFields::decode(Some(&bad)).expect_err("bad fieldsV1").to_string();
+    assert!(err.starts_with("error decoding versioned set from {m Update v1 nil FieldsV1"), "{err}");
+    assert!(err.ends_with("error decoding set: parsing key as path element: missing colon: nope"), "{err}");
+}
+
+#[test]
+fn managed_fields_validation() {
+    let long = "x".repeat(129);
+    let v = json!([
+        {"manager": "ok", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1"},
+        {"manager": long, "operation": "Bad", "fieldsType": "FieldsV2", "subresource": "s".repeat(257)},
+        {"manager": "tab\there", "operation": "Apply"},
+    ]);
+    let got: Vec<(String, ViolationKind)> =
+        validate_managed_fields(&v).into_iter().map(|v| (v.field, v.kind)).collect();
+    assert_eq!(
+        got,
+        [
+            ("metadata.managedFields[1].operation".to_owned(), ViolationKind::Invalid("must be `Apply` or `Update`".to_owned())),
+            ("metadata.managedFields[1].fieldsType".to_owned(), ViolationKind::Invalid("must be `FieldsV1`".to_owned())),
+            ("metadata.managedFields[1].manager".to_owned(), ViolationKind::TooLong(128)),
+            ("metadata.managedFields[1].subresource".to_owned(), ViolationKind::TooLong(256)),
+            (
+                "metadata.managedFields[2].manager".to_owned(),
+                ViolationKind::Invalid("invalid character U+0009 (at position 3)".to_owned())
+            ),
+        ]
+    );
+}
+
+#[test]
+fn managed_fields_encode_order_and_reset() {
+    let v = json!([
+        {"manager": "b", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1", "time": "2024-01-01T00:00:02Z", "fieldsV1": {"f:b": {}}},
+        {"manager": "a", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1", "time": "2024-01-01T01:00:00+01:00", "fieldsV1": {"f:a": {}}},
+        {"manager": "z", "operation": "Apply", "apiVersion": "v2", "fieldsType": "FieldsV1", "time": "2024-01-01T00:00:05Z", "fieldsV1": {"f:z": {}}},
+        {"manager": "s", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1", "subresource": "status", "fieldsV1": {"f:status": {}}},
+    ]);
+    let m = ManagedFields::decode(Some(&v)).expect("decode");
+    let out = m.encode().expect("entries");
+    let order: Vec<(&str, Option<&str>)> = out
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|e| (e["manager"].as_str().unwrap_or(""), e.get("time").and_then(Value::as_str)))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("z", Some("2024-01-01T00:00:05Z")),
+            ("s", None),
+            ("a", Some("2024-01-01T00:00:00Z")),
+            ("b", Some("2024-01-01T00:00:02Z")),
+        ]
+    );
+    assert_eq!(out[1]["subresource"], "status");
+    assert_eq!(ManagedFields::default().encode(), None);
+    assert!(is_reset(Some(&json!([]))));
+    assert!(is_reset(Some(&json!([{}]))));
+    assert!(!is_reset(Some(&json!([{"manager": "m"}]))));
+    assert!(!is_reset(None));
+    assert!(!is_reset(Some(&json!(null))));
+}
+
+// ---- the field manager, as kube-apiserver runs it ----
+
+const CRONTAB: &str = r"
+  type: object
+  properties:
+    spec:
+      type: object
+      properties:
+        cronSpec: {type: string}
+        image: {type: string}
+        replicas: {type: integer}
+        ports:
+          type: array
+          x-kubernetes-list-type: map
+          x-kubernetes-list-map-keys: [name]
+          items:
+            type: object
+            properties:
+              name: {type: string}
+              port: {type: integer}
+    status:
+      type: object
+      properties:
+        phase: {type: string}
+";
+
+const GV: &str = "stable.example.com/v1";
+const T1: &str = "2024-05-01T10:00:00Z";
+const T2: &str = "2024-05-01T11:00:00Z";
+const T3: &str = "2024-05-01T12:00:00Z";
+
+fn crontab(spec: &str) -> Value {
+    let mut obj = y(&format!(
+        "apiVersion: {GV}\nkind: CronTab\nmetadata:\n  name: c\n  namespace: default\n  uid: u\n  labels: {{app: a}}\nspec:\n{}",
+        spec.lines().map(|l| format!("  {l}\n")).collect::<String>()
+    ));
+    if spec.trim().is_empty() {
+        obj.as_object_mut().expect("object").remove("spec");
+    }
+    obj
+}
+
+fn entries(obj: &Value) -> Vec<(String, String, String, Option<String>, String)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .map(|e| {
+                    let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                    (
+                        s("manager"),
+                        s("operation"),
+                        s("subresource"),
+                        e.get("time").and_then(Value::as_str).map(str::to_owned),
+                        FieldSet::from_fields_v1(&e["fieldsV1"]).expect("fieldsV1").to_fields_v1_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn e(m: &str, op: &str, sub: &str, t: Option<&str>, f: &str) -> (String, String, String, Option<String>, String) {
+    (m.to_owned(), op.to_owned(), sub.to_owned(), t.map(str::to_owned), f.to_owned())
+}
+
+#[test]
+fn field_manager_create_then_apply_conflict_force_noop() {
+    let schema = Schema::from_json_schema(&y(CRONTAB));
+    let fm = FieldManager::new(&schema, GV, "CronTab");
+
+    let mut created = crontab("cronSpec: '* * * * */5'\nimage: img");
+    fm.update(None, &mut created, "kubectl-client-side-apply", T1);
+    assert_eq!(
+        entries(&created),
+        [e(
+            "kubectl-client-side-apply",
+            "Update",
+            "",
+            Some(T1),
+            r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:cronSpec":{},"f:image":{},".":{}}}"#
+        )]
+    );
+    assert_eq!(created["metadata"]["managedFields"][0]["apiVersion"], GV);
+    assert_eq!(created["metadata"]["managedFields"][0]["fieldsType"], "FieldsV1");
+
+    let config = crontab("cronSpec: '* * * * */10'");
+    let err = fm.apply(Some(&created), &config, "kubectl", false, T2).expect_err("conflict");
+    let ApplyError::Conflicts(c) = err else { panic!("{err}") };
+    assert_eq!(
+        c.to_string(),
+        r#"Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using stable.example.com/v1: .spec.cronSpec"#
+    );
+    assert_eq!(
+        c.causes(),
+        [(
+            ".spec.cronSpec".to_owned(),
+            r#"conflict with "kubectl-client-side-apply" using stable.example.com/v1"#.to_owned()
+        )]
+    );
+
+    let forced = fm.apply(Some(&created), &config, "kubectl", true, T2).expect("force");
+    assert_eq!(forced["spec"]["cronSpec"], "* * * * */10");
+    assert_eq!(forced["spec"]["image"], "img");
+    assert_eq!(
+        entries(&forced),
+        [
+            e("kubectl", "Apply", "", Some(T2), r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:cronSpec":{}}}"#),
+            e(
+                "kubectl-client-side-apply",
+                "Update",
+                "",
+                Some(T1),
+                r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:image":{},".":{}}}"#
+            ),
+        ]
+    );
+
+    // The same apply again changes nothing: the object and the applier's time stay.
+    let again = fm.apply(Some(&forced), &config, "kubectl", false, T3).expect("no-op");
+    assert_eq!(again, forced);
+}
+
+#[test]
+fn field_manager_multiple_conflicts_message() {
+    let schema = Schema::from_json_schema(&y(CRONTAB));
+    let fm = FieldManager::new(&schema, GV, "CronTab");
+    let mut obj = crontab("cronSpec: a\nimage: b");
+    fm.update(None, &mut obj, "m1", T1);
+    let mut obj2 = crontab("cronSpec: a\nimage: b\nreplicas: 1");
+    fm.update(Some(&obj), &mut obj2, "m2", T2);
+    let config = crontab("cronSpec: x\nimage: y\nreplicas: 2");
+    let err = fm.apply(Some(&obj2), &config, "kubectl", false, T3).expect_err("conflicts");
+    let ApplyError::Conflicts(c) = err else { panic!("{err}") };
+    assert_eq!(
+        c.to_string(),
+        "Apply failed with 3 conflicts: conflicts with \"m1\" using stable.example.com/v1:\n- .spec.cronSpec\n- .spec.image\nconflicts with \"m2\" using stable.example.com/v1:\n- .spec.replicas"
+    );
+    assert_eq!(c.causes().len(), 3);
+    assert_eq!(c.causes()[2].1, r#"conflict with "m2" using stable.example.com/v1"#);
+}
+
+#[test]
+fn field_manager_apply_create_and_remove_owned_fields() {
+    let schema = Schema::from_json_schema(&y(CRONTAB));
+    let fm = FieldManager::new(&schema, GV, "CronTab");
+    let config = crontab("cronSpec: a\nports:\n- name: http\n  port: 80\n- name: https\n  port: 443");
+    let created = fm.apply(None, &config, "kubectl", false, T1).expect("create");
+    assert_eq!(
+        entries(&created),
+        [e(
+            "kubectl",
+            "Apply",
+            "",
+            Some(T1),
+            r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:cronSpec":{},"f:ports":{"k:{\"name\":\"http\"}":{"f:name":{},"f:port":{},".":{}},"k:{\"name\":\"https\"}":{"f:name":{},"f:port":{},".":{}}}}}"#
+        )]
+    );
+    // An Update by a controller adds a field; the next apply drops a port and cronSpec.
+    let mut updated = created.clone();
+    updated["spec"]["replicas"] = json!(3);
+    fm.update(Some(&created), &mut updated, "controller", T2);
+    let config = crontab("ports:\n- name: http\n  port: 80");
+    let out = fm.apply(Some(&updated), &config, "kubectl", false, T3).expect("apply");
+    assert_eq!(out["spec"], json!({"replicas": 3, "ports": [{"name": "http", "port": 80}]}));
+    assert_eq!(
+        entries(&out),
+        [
+            e(
+                "kubectl",
+                "Apply",
+                "",
+                Some(T3),
+                r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:ports":{"k:{\"name\":\"http\"}":{"f:name":{},"f:port":{},".":{}}}}}"#
+            ),
+            e("controller", "Update", "", Some(T2), r#"{"f:spec":{"f:replicas":{}}}"#),
+        ]
+    );
+}
+
+#[test]
+fn field_manager_update_same_manager_merges_and_noop_keeps_time() {
+    let schema = Schema::from_json_schema(&y(CRONTAB));
+    let fm = FieldManager::new(&schema, GV, "CronTab");
+    let mut a = crontab("image: a");
+    fm.update(None, &mut a, "m", T1);
+    let mut b = a.clone();
+    b["spec"]["replicas"] = json!(1);
+    fm.update(Some(&a), &mut b, "m", T2);
+    assert_eq!(
+        entries(&b),
+        [e("m", "Update", "", Some(T2), r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:image":{},"f:replicas":{},".":{}}}"#)]
+    );
+    let mut c = b.clone();
+    fm.update(Some(&b), &mut c, "m", T3);
+    assert_eq!(entries(&c), entries(&b), "a no-op update keeps the entry and its time");
+    // Another apiVersion is another Update entry.
+    let fm2 = FieldManager::new(&schema, "stable.example.com/v2", "CronTab");
+    let mut d = c.clone();
+    d["spec"]["image"] = json!("b");
+    fm2.update(Some(&c), &mut d, "m", T3);
+    let got = entries(&d);
+    assert_eq!(got.len(), 2);
+    assert_eq!(d["metadata"]["managedFields"][1]["apiVersion"], "stable.example.com/v2");
+    assert_eq!(got[1].4, r#"{"f:spec":{"f:image":{}}}"#);
+}
+
+#[test]
+fn field_manager_request_managed_fields_reset_and_replace() {
+    let schema = Schema::from_json_schema(&y(CRONTAB));
+    let fm = FieldManager::new(&schema, GV, "CronTab");
+    let mut live = crontab("image: a");
+    fm.update(None, &mut live, "creator", T1);
+    for reset in [json!([{}]), json!([])] {
+        let mut new = live.clone();
+        new["metadata"]["managedFields"] = reset.clone();
+        fm.update(Some(&live), &mut new, "m", T2);
+        assert!(new["metadata"].get("managedFields").is_none(), "{reset}: nothing changed, no entries");
+        let mut new = live.clone();
+        new["metadata"]["managedFields"] = reset.clone();
+        new["spec"]["replicas"] = json!(2);
+        fm.update(Some(&live), &mut new, "m", T2);
+        assert_eq!(entries(&new), [e("m", "Update", "", Some(T2), r#"{"f:spec":{"f:replicas":{}}}"#)], "{reset}");
+    }
+    // Managed fields the client rewrites replace the tracked ones.
+    let mut new = live.clone();
+    new["metadata"]["managedFields"] = json!([{
+        "manager": "someone", "operation": "Apply", "apiVersion": GV, "fieldsType": "FieldsV1",
+        "time": T1, "fieldsV1": {"f:spec": {"f:image": {}}}
+    }]);
+    fm.update(Some(&live), &mut new, "m", T2);
+    assert_eq!(entries(&new), [e("someone", "Apply", "", Some(T1), r#"{"f:spec":{"f:image":{}}}"#)]);
+    // Undecodable ones fall back to the live object's.
+    let mut new = live.clone();
+    new["metadata"]["managedFields"] = json!([{"manager": "x", "operation": "Nope"}]);
+    fm.update(Some(&live), &mut new, "m", T2);
+    assert_eq!(entries(&new), entries(&live));
+}
+
+#[test]
+fn field_manager_subresource_entries_and_reset_fields() {
+    let schema = Schema::from_json_schema(&y(CRONTAB));
+    let main_reset = {
+        let mut s = FieldSet::new();
+        s.insert(&[PathElement::Field("status".to_owned())]);
+        s
+    };
+    let status_reset = {
+        let mut s = FieldSet::new();
+        s.insert(&[PathElement::Field("spec".to_owned())]);
+        s.insert(&[PathElement::Field("metadata".to_owned())]);
+        s
+    };
+    let fm = FieldManager::new(&schema, GV, "CronTab").with_reset_fields(&main_reset);
+    let status = FieldManager::new(&schema, GV, "CronTab")
+        .with_subresource("status")
+        .with_reset_fields(&status_reset);
+    let mut live = crontab("image: a");
+    live["status"] = json!({"phase": "x"});
+    fm.update(None, &mut live, "creator", T1);
+    assert_eq!(entries(&live)[0].4, r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:image":{},".":{}}}"#);
+
+    let mut new = live.clone();
+    new["status"]["phase"] = json!("Running");
+    new["metadata"]["managedFields"] = json!([{}]);
+    status.update(Some(&live), &mut new, "ctl", T2);
+    let got = entries(&new);
+    assert_eq!(got.len(), 2, "a subresource ignores the request's managed fields");
+    assert_eq!(got[1], e("ctl", "Update", "status", Some(T2), r#"{"f:status":{"f:phase":{}}}"#));
+
+    // Apply through the status subresource conflicts with its owner, named with the subresource.
+    let mut cfg = crontab("");
+    cfg["status"] = json!({"phase": "Done"});
+    let err = status.apply(Some(&new), &cfg, "other", false, T3).expect_err("conflict");
+    assert_eq!(
+        err.to_string(),
+        r#"Apply failed with 1 conflict: conflict with "ctl" with subresource "status" using stable.example.com/v1: .status.phase"#
+    );
+}
+
+#[test]
+fn field_manager_before_first_apply_and_bad_requests() {
+    let schema = Schema::from_json_schema(&y(CRONTAB));
+    let fm = FieldManager::new(&schema, GV, "CronTab");
+    let live = crontab("image: a\nreplicas: 1");
+    let err = fm.apply(Some(&live), &crontab("image: b"), "kubectl", false, T2).expect_err("conflict");
+    assert_eq!(
+        err.to_string(),
+        r#"Apply failed with 1 conflict: conflict with "before-first-apply" using stable.example.com/v1: .spec.image"#
+    );
+    let out = fm.apply(Some(&live), &crontab("image: a"), "kubectl", false, T2).expect("shared");
+    let got = entries(&out);
+    assert_eq!(got[0].0, "kubectl");
+    assert_eq!(got[1], e("before-first-apply", "Update", "", Some(T2), r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:image":{},"f:replicas":{},".":{}}}"#));
+
+    let mut wrong = crontab("image: a");
+    wrong["apiVersion"] = json!("stable.example.com/v2");
+    assert_eq!(
+        fm.apply(None, &wrong, "kubectl", false, T1).expect_err("kind").to_string(),
+        "invalid object type: stable.example.com/v2, Kind=CronTab"
+    );
+    let mut with_mf = crontab("image: a");
+    with_mf["metadata"]["managedFields"] = json!([]);
+    assert!(matches!(
+        fm.apply(None, &with_mf, "kubectl", false, T1),
+        Err(ApplyError::BadRequest(m)) if m == "metadata.managedFields must be nil"
+    ));
+    let dup = crontab("ports:\n- name: a\n- name: a");
+    assert_eq!(
+        fm.apply(None, &dup, "kubectl", false, T1).expect_err("dup").to_string(),
+        r#"failed to create typed patch object (stable.example.com/v1, Kind=CronTab): .spec.ports: duplicate entries for key [name="a"]"#
+    );
+    let nokey = crontab("ports:\n- port: 1");
+    assert_eq!(
+        fm.apply(None, &nokey, "kubectl", false, T1).expect_err("key").to_string(),
+        r#"failed to create typed patch object (stable.example.com/v1, Kind=CronTab): .spec.ports: element 0: associative list with keys has an element that omits key field "name" (and doesn't have default value)"#
+    );
+}
+
+#[test]
+fn field_manager_caps_update_managers() {
+    let schema = Schema::from_json_schema(&y(CRONTAB));
+    let fm = FieldManager::new(&schema, GV, "CronTab").with_max_update_managers(3);
+    let mut obj = crontab("replicas: 0");
+    fm.update(None, &mut obj, "m0", "2024-05-01T10:00:00Z");
+    for i in 1..=4 {
+        let mut next = obj.clone();
+        next["metadata"]["labels"][format!("l{i}")] = json!("x");
+        fm.update(Some(&obj), &mut next, &format!("m{i}"), &format!("2024-05-01T10:00:0{i}Z"));
+        obj = next;
+    }
+    let got: Vec<(String, Option<String>)> = entries(&obj).into_iter().map(|e| (e.0, e.3)).collect();
+    assert_eq!(
+        got,
+        [
+            ("ancient-changes".to_owned(), Some("2024-05-01T10:00:02Z".to_owned())),
+            ("m3".to_owned(), Some("2024-05-01T10:00:03Z".to_owned())),
+            ("m4".to_owned(), Some("2024-05-01T10:00:04Z".to_owned())),
+        ]
+    );
+    assert!(entries(&obj)[0].4.contains("f:l1") && entries(&obj)[0].4.contains("f:l2"));
+}
+
+#[test]
+fn schema_typing_embedded_and_int_or_string() {
+    let schema = Schema::from_json_schema(&y(r"
+      type: object
+      properties:
+        spec:
+          type: object
+          properties:
+            template:
+              type: object
+              x-kubernetes-embedded-resource: true
+              x-kubernetes-preserve-unknown-fields: true
+            port:
+              x-kubernetes-int-or-string: true
+    "));
+    let config = y(r"
+      spec:
+        template:
+          metadata:
+            labels: {a: b}
+            finalizers: [f]
+          data: {k: v}
+        port: http
+    ");
+    let set = typed::to_field_set(&schema, &config).expect("set");
+    assert_eq!(
+        set.to_fields_v1_string(),
+        r#"{"f:spec":{"f:port":{},"f:template":{"f:data":{"f:k":{},".":{}},"f:metadata":{"f:finalizers":{"v:\"f\"":{}},"f:labels":{"f:a":{}}}}}}"#
+    );
+}
