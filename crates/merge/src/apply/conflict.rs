@@ -25,7 +25,12 @@ impl Conflicts {
     pub fn causes(&self) -> Vec<(String, String)> {
         self.0
             .iter()
-            .map(|c| (c.path.to_string(), format!("conflict with {}", c.manager.describe())))
+            .map(|c| {
+                (
+                    c.path.to_string(),
+                    format!("conflict with {}", c.manager.describe()),
+                )
+            })
             .collect()
     }
 }
@@ -57,7 +62,12 @@ impl fmt::Display for Conflicts {
                 lines.push(format!("- {}", c.path));
             }
         }
-        write!(f, "Apply failed with {} conflicts: {}", self.0.len(), lines.join("\n"))
+        write!(
+            f,
+            "Apply failed with {} conflicts: {}",
+            self.0.len(),
+            lines.join("\n")
+        )
     }
 }
 

@@ -338,7 +338,12 @@ impl FieldSet {
     /// Returns the paths in both sets.
     #[must_use]
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
-        let members = self.members.iter().filter(|m| other.has_member(m)).cloned().collect();
+        let members = self
+            .members
+            .iter()
+            .filter(|m| other.has_member(m))
+            .cloned()
+            .collect();
         let mut children = Vec::new();
         for (pe, c) in &self.children {
             if let Some(oc) = other.child(pe) {
@@ -355,7 +360,12 @@ impl FieldSet {
     /// `Set.Difference`).
     #[must_use]
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
-        let members = self.members.iter().filter(|m| !other.has_member(m)).cloned().collect();
+        let members = self
+            .members
+            .iter()
+            .filter(|m| !other.has_member(m))
+            .cloned()
+            .collect();
         let mut children = Vec::new();
         for (pe, c) in &self.children {
             let d = match other.child(pe) {
@@ -373,7 +383,12 @@ impl FieldSet {
     /// `other` (SMD's `Set.RecursiveDifference`).
     #[must_use]
     pub fn recursive_difference(&self, other: &FieldSet) -> FieldSet {
-        let members = self.members.iter().filter(|m| !other.has_member(m)).cloned().collect();
+        let members = self
+            .members
+            .iter()
+            .filter(|m| !other.has_member(m))
+            .cloned()
+            .collect();
         let mut children = Vec::new();
         for (pe, c) in &self.children {
             if other.has_member(pe) {

@@ -46,7 +46,11 @@ impl ManagerId {
     /// `subresource`.
     pub fn new(manager: &str, operation: Operation, api_version: &str, subresource: &str) -> Self {
         ManagerId {
-            manager: if manager.is_empty() { "unknown".to_owned() } else { manager.to_owned() },
+            manager: if manager.is_empty() {
+                "unknown".to_owned()
+            } else {
+                manager.to_owned()
+            },
             operation,
             api_version: match operation {
                 Operation::Apply => String::new(),
@@ -188,7 +192,10 @@ pub fn validate_managed_fields(list: &Value) -> Vec<Violation> {
 /// Go's `unicode.IsPrint` for the characters that matter: letters, marks, numbers,
 /// punctuation, symbols and the ASCII space.
 fn is_go_printable(c: char) -> bool {
-    c == ' ' || !(c.is_control() || c.is_whitespace() || matches!(c as u32, 0xFFF9..=0xFFFB | 0xFEFF | 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x2064))
+    c == ' '
+        || !(c.is_control()
+            || c.is_whitespace()
+            || matches!(c as u32, 0xFFF9..=0xFFFB | 0xFEFF | 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x2064))
 }
 
 /// Go's `%#U`: `U+0009`, or `U+00E9 'é'` for printable characters.
@@ -233,12 +240,18 @@ impl ManagedFields {
         };
         for (i, item) in items.iter().enumerate() {
             let Some(o) = item.as_object() else {
-                return Err(DecodeError(format!("managed fields entry {i} must be an object")));
+                return Err(DecodeError(format!(
+                    "managed fields entry {i} must be an object"
+                )));
             };
             let operation = match str_field(o, "operation") {
                 "Apply" => Operation::Apply,
                 "Update" => Operation::Update,
-                _ => return Err(DecodeError("operation must be `Apply` or `Update`".to_owned())),
+                _ => {
+                    return Err(DecodeError(
+                        "operation must be `Apply` or `Update`".to_owned(),
+                    ));
+                }
             };
             let api_version = str_field(o, "apiVersion");
             if api_version.is_empty() {
@@ -246,7 +259,11 @@ impl ManagedFields {
             }
             match str_field(o, "fieldsType") {
                 "FieldsV1" => {}
-                "" => return Err(DecodeError(format!("missing fieldsType in managed fields entry {i}"))),
+                "" => {
+                    return Err(DecodeError(format!(
+                        "missing fieldsType in managed fields entry {i}"
+                    )));
+                }
                 other => {
                     return Err(DecodeError(format!(
                         "invalid fieldsType {other:?} in managed fields entry {i}"
@@ -272,7 +289,14 @@ impl ManagedFields {
                 subresource: str_field(o, "subresource").to_owned(),
             };
             let time = o.get("time").and_then(Value::as_str).map(normalize_time);
-            out.entries.insert(id, Entry { set, api_version: api_version.to_owned(), time });
+            out.entries.insert(
+                id,
+                Entry {
+                    set,
+                    api_version: api_version.to_owned(),
+                    time,
+                },
+            );
         }
         Ok(out)
     }
@@ -288,7 +312,9 @@ impl ManagedFields {
         sorted.sort_by(|(pi, pe), (qi, qe)| {
             pi.operation
                 .cmp(&qi.operation)
-                .then_with(|| time_seconds(pe.time.as_deref()).cmp(&time_seconds(qe.time.as_deref())))
+                .then_with(|| {
+                    time_seconds(pe.time.as_deref()).cmp(&time_seconds(qe.time.as_deref()))
+                })
                 .then_with(|| pi.manager.cmp(&qi.manager))
                 .then_with(|| pe.api_version.cmp(&qe.api_version))
                 .then_with(|| pi.subresource.cmp(&qi.subresource))
@@ -298,15 +324,27 @@ impl ManagedFields {
             .map(|(id, e)| {
                 // Keys in byte order, as custom resources' unstructured JSON has them.
                 let mut o = Map::new();
-                o.insert("apiVersion".to_owned(), Value::String(e.api_version.clone()));
-                o.insert("fieldsType".to_owned(), Value::String("FieldsV1".to_owned()));
+                o.insert(
+                    "apiVersion".to_owned(),
+                    Value::String(e.api_version.clone()),
+                );
+                o.insert(
+                    "fieldsType".to_owned(),
+                    Value::String("FieldsV1".to_owned()),
+                );
                 o.insert("fieldsV1".to_owned(), e.set.to_fields_v1());
                 if !id.manager.is_empty() {
                     o.insert("manager".to_owned(), Value::String(id.manager.clone()));
                 }
-                o.insert("operation".to_owned(), Value::String(id.operation.as_str().to_owned()));
+                o.insert(
+                    "operation".to_owned(),
+                    Value::String(id.operation.as_str().to_owned()),
+                );
                 if !id.subresource.is_empty() {
-                    o.insert("subresource".to_owned(), Value::String(id.subresource.clone()));
+                    o.insert(
+                        "subresource".to_owned(),
+                        Value::String(id.subresource.clone()),
+                    );
                 }
                 if let Some(t) = &e.time {
                     o.insert("time".to_owned(), Value::String(t.clone()));
@@ -340,16 +378,20 @@ impl ManagedFields {
             if length <= max {
                 break;
             }
-            let Some(entry) = self.entries.get(&id).cloned() else { continue };
+            let Some(entry) = self.entries.get(&id).cloned() else {
+                continue;
+            };
             let version = entry.api_version.clone();
             let bucket = ManagerId::new("ancient-changes", Operation::Update, &version, "");
             if let Some(first) = first_by_version.get(&version) {
-                if !self.entries.contains_key(&bucket) {
-                    if let Some(s) = self.entries.remove(first) {
-                        self.entries.insert(bucket.clone(), s);
-                    }
+                if !self.entries.contains_key(&bucket)
+                    && let Some(s) = self.entries.remove(first)
+                {
+                    self.entries.insert(bucket.clone(), s);
                 }
-                let Some(b) = self.entries.get_mut(&bucket) else { continue };
+                let Some(b) = self.entries.get_mut(&bucket) else {
+                    continue;
+                };
                 b.set = entry.set.union(&b.set);
                 b.api_version = entry.api_version;
                 b.time = entry.time;
@@ -367,14 +409,19 @@ impl ManagedFields {
 /// The manager identifier apimachinery builds (the entry's JSON without fields and time), used
 /// where upstream orders by it.
 pub(crate) fn identifier(id: &ManagerId) -> String {
-    let mut s = String::from("{");
-    s.push_str(&format!("\"manager\":{}", Value::String(id.manager.clone())));
-    s.push_str(&format!(",\"operation\":\"{}\"", id.operation.as_str()));
+    let quoted = |v: &str| Value::String(v.to_owned()).to_string();
+    let mut s = format!(
+        "{{\"manager\":{},\"operation\":\"{}\"",
+        quoted(&id.manager),
+        id.operation.as_str()
+    );
     if !id.api_version.is_empty() {
-        s.push_str(&format!(",\"apiVersion\":{}", Value::String(id.api_version.clone())));
+        s.push_str(",\"apiVersion\":");
+        s.push_str(&quoted(&id.api_version));
     }
     if !id.subresource.is_empty() {
-        s.push_str(&format!(",\"subresource\":{}", Value::String(id.subresource.clone())));
+        s.push_str(",\"subresource\":");
+        s.push_str(&quoted(&id.subresource));
     }
     s.push('}');
     s
@@ -389,7 +436,8 @@ fn entry_go_repr(o: &Map<String, Value>) -> String {
         str_field(o, "apiVersion"),
         o.get("time").and_then(Value::as_str).unwrap_or("nil"),
         str_field(o, "fieldsType"),
-        o.get("fieldsV1").map_or_else(|| "nil".to_owned(), Value::to_string),
+        o.get("fieldsV1")
+            .map_or_else(|| "nil".to_owned(), Value::to_string),
         str_field(o, "subresource"),
     )
 }
@@ -400,15 +448,16 @@ pub(crate) fn time_seconds(t: Option<&str>) -> i64 {
     t.and_then(parse_rfc3339).unwrap_or(0)
 }
 
-fn parse_rfc3339(t: &str) -> Option<i64> {
-    let b = t.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') {
+fn parse_rfc3339(text: &str) -> Option<i64> {
+    let bytes = text.as_bytes();
+    if bytes.len() < 20 || bytes[4] != b'-' || bytes[7] != b'-' || !matches!(bytes[10], b'T' | b't')
+    {
         return None;
     }
-    let num = |r: std::ops::Range<usize>| t.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut rest = &t[19..];
+    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let mut rest = &text[19..];
     if let Some(frac) = rest.strip_prefix('.') {
         let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
         rest = &frac[digits..];
@@ -426,7 +475,7 @@ fn parse_rfc3339(t: &str) -> Option<i64> {
             sign * (oh * 3600 + om * 60)
         }
     };
-    Some(days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - offset)
+    Some(days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset)
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -461,5 +510,10 @@ pub(crate) fn normalize_time(t: &str) -> String {
     };
     let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }

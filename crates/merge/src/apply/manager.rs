@@ -86,7 +86,9 @@ fn set_managed_fields(obj: &mut Value, mf: Option<Value>) {
     let Value::Object(o) = obj else { return };
     match mf {
         Some(mf) => {
-            let meta = o.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+            let meta = o
+                .entry("metadata")
+                .or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(m) = meta {
                 m.insert("managedFields".to_owned(), mf);
             }
@@ -150,7 +152,7 @@ impl<'a> FieldManager<'a> {
             None => None,
         };
         let is_sub = !self.subresource.is_empty();
-        let mut managed = match ManagedFields::decode(request.as_ref()) {
+        let mut tracked = match ManagedFields::decode(request.as_ref()) {
             Ok(m) if !m.entries.is_empty() && !is_sub => m,
             _ => {
                 if !is_sub && is_reset(request.as_ref()) {
@@ -160,9 +162,14 @@ impl<'a> FieldManager<'a> {
                 }
             }
         };
-        let id = ManagerId::new(manager, Operation::Update, self.api_version, self.subresource);
-        self.record_update(live, new, &mut managed, id, now);
-        set_managed_fields(new, managed.encode());
+        let id = ManagerId::new(
+            manager,
+            Operation::Update,
+            self.api_version,
+            self.subresource,
+        );
+        self.record_update(live, new, &mut tracked, id, now);
+        set_managed_fields(new, tracked.encode());
     }
 
     /// Applies `config` by `manager` at time `now` (RFC 3339) to `live` (`None` when the object
@@ -177,7 +184,10 @@ impl<'a> FieldManager<'a> {
         force: bool,
         now: &str,
     ) -> Result<Value, ApplyError> {
-        let api_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let api_version = config
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
         if api_version != self.api_version || kind != self.kind {
             let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
@@ -186,13 +196,15 @@ impl<'a> FieldManager<'a> {
             )));
         }
         if managed_fields_of(config).is_some_and(|v| !v.is_null()) {
-            return Err(ApplyError::BadRequest("metadata.managedFields must be nil".to_owned()));
+            return Err(ApplyError::BadRequest(
+                "metadata.managedFields must be nil".to_owned(),
+            ));
         }
         let empty = Value::Object(Map::new());
         let live = live.unwrap_or(&empty);
-        let mut managed = ManagedFields::decode(managed_fields_of(live))
+        let mut tracked = ManagedFields::decode(managed_fields_of(live))
             .map_err(|e| ApplyError::Internal(format!("failed to decode managed fields: {e}")))?;
-        if managed.entries.is_empty() {
+        if tracked.entries.is_empty() {
             // Fields set before the first apply belong to a synthetic Update manager.
             let id = ManagerId::new(
                 "before-first-apply",
@@ -200,25 +212,39 @@ impl<'a> FieldManager<'a> {
                 self.api_version,
                 self.subresource,
             );
-            self.record_update(&empty, live, &mut managed, id, now);
+            self.record_update(&empty, live, &mut tracked, id, now);
         }
-        let id = ManagerId::new(manager, Operation::Apply, self.api_version, self.subresource);
+        let id = ManagerId::new(
+            manager,
+            Operation::Apply,
+            self.api_version,
+            self.subresource,
+        );
         let gvk = || {
-            let (group, version) = self.api_version.rsplit_once('/').unwrap_or(("", self.api_version));
+            let (group, version) = self
+                .api_version
+                .rsplit_once('/')
+                .unwrap_or(("", self.api_version));
             format!("{group}/{version}, Kind={}", self.kind)
         };
         let merged = typed::merge(self.schema, live, config).map_err(|e| {
-            ApplyError::Internal(format!("failed to create typed patch object ({}): {e}", gvk()))
+            ApplyError::Internal(format!(
+                "failed to create typed patch object ({}): {e}",
+                gvk()
+            ))
         })?;
         let config_set = typed::to_field_set(self.schema, config).map_err(|e| {
-            ApplyError::Internal(format!("failed to create typed patch object ({}): {e}", gvk()))
+            ApplyError::Internal(format!(
+                "failed to create typed patch object ({}): {e}",
+                gvk()
+            ))
         })?;
         let changed = apply_sets(
             self.schema,
             live,
             merged,
             config_set,
-            &mut managed,
+            &mut tracked,
             &id,
             self.api_version,
             force,
@@ -227,14 +253,14 @@ impl<'a> FieldManager<'a> {
         .map_err(ApplyError::Conflicts)?;
         let mut out = match changed {
             Some(obj) => {
-                if let Some(e) = managed.entries.get_mut(&id) {
+                if let Some(e) = tracked.entries.get_mut(&id) {
                     e.time = Some(now.to_owned());
                 }
                 obj
             }
             None => live.clone(),
         };
-        set_managed_fields(&mut out, managed.encode());
+        set_managed_fields(&mut out, tracked.encode());
         Ok(out)
     }
 
@@ -248,10 +274,16 @@ impl<'a> FieldManager<'a> {
         id: ManagerId,
         now: &str,
     ) {
-        let cmp = match update_others(self.schema, live, new, managed, None, true, self.reset_fields)
-        {
-            Ok(c) => c,
-            Err(_) => return,
+        let Ok(cmp) = update_others(
+            self.schema,
+            live,
+            new,
+            managed,
+            None,
+            true,
+            self.reset_fields,
+        ) else {
+            return;
         };
         let mut set = cmp.modified.union(&cmp.added).difference(&cmp.removed);
         if let Some(reset) = self.reset_fields {
@@ -317,7 +349,10 @@ pub(super) fn update_others(
         conflicts.sort_by_key(|(id, _)| super::managed::identifier(id));
         for (id, set) in &conflicts {
             for p in set.paths() {
-                list.push(Conflict { manager: id.clone(), path: p });
+                list.push(Conflict {
+                    manager: id.clone(),
+                    path: p,
+                });
             }
         }
         return Err(Conflicts(list));
@@ -361,10 +396,16 @@ pub(super) fn apply_sets(
     let time = last.as_ref().and_then(|l| l.time.clone());
     managed.entries.insert(
         id.clone(),
-        Entry { set: config_set, api_version: api_version.to_owned(), time },
+        Entry {
+            set: config_set,
+            api_version: api_version.to_owned(),
+            time,
+        },
     );
-    if let Some(last) = &last {
-        if !last.set.is_empty() {
+    if let Some(last) = &last
+        && !last.set.is_empty()
+    {
+        {
             let mut owned = FieldSet::new();
             for e in managed.entries.values() {
                 owned = owned.union(&e.set);
@@ -379,5 +420,9 @@ pub(super) fn apply_sets(
             managed.entries.remove(id);
         }
     }
-    Ok(if equals(live, &merged) { None } else { Some(merged) })
+    Ok(if equals(live, &merged) {
+        None
+    } else {
+        Some(merged)
+    })
 }

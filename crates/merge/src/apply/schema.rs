@@ -1,4 +1,4 @@
-//! Schemas as the apply engine sees them: a JSONSchemaProps document (a CRD's
+//! Schemas as the apply engine sees them: a `JSONSchemaProps` document (a CRD's
 //! `openAPIV3Schema`, or a built-in kind given in the same form) compiled into SMD types.
 //!
 //! The rules follow kube-openapi's `schemaconv` as kube-apiserver uses it for custom resources:
@@ -67,7 +67,7 @@ pub struct Schema {
 }
 
 impl Schema {
-    /// Compiles a JSONSchemaProps document (the JSON of a CRD version's `openAPIV3Schema`). The
+    /// Compiles a `JSONSchemaProps` document (the JSON of a CRD version's `openAPIV3Schema`). The
     /// root always has `apiVersion`, `kind` and an ObjectMeta `metadata`.
     pub fn from_json_schema(props: &Value) -> Schema {
         let mut s = Schema::base();
@@ -85,7 +85,10 @@ impl Schema {
     }
 
     fn base() -> Schema {
-        let mut s = Schema { nodes: vec![Node::Scalar, Node::Deduced], root: DEDUCED };
+        let mut s = Schema {
+            nodes: vec![Node::Scalar, Node::Deduced],
+            root: DEDUCED,
+        };
         let meta = s.object_meta();
         debug_assert_eq!(meta, OBJECT_META);
         s
@@ -117,20 +120,39 @@ impl Schema {
 
     fn object_meta(&mut self) -> TypeId {
         let meta = self.push(Node::Scalar);
-        let string_map =
-            self.push(Node::Map { fields: HashMap::new(), elem: Some(SCALAR), atomic: false });
-        let finalizers = self.push(Node::List { elem: SCALAR, kind: ListKind::Set });
-        let owner_ref_fields = ["apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"]
-            .into_iter()
-            .map(|f| (f.to_owned(), SCALAR))
-            .collect();
-        let owner_ref =
-            self.push(Node::Map { fields: owner_ref_fields, elem: None, atomic: false });
+        let string_map = self.push(Node::Map {
+            fields: HashMap::new(),
+            elem: Some(SCALAR),
+            atomic: false,
+        });
+        let finalizers = self.push(Node::List {
+            elem: SCALAR,
+            kind: ListKind::Set,
+        });
+        let owner_ref_fields = [
+            "apiVersion",
+            "kind",
+            "name",
+            "uid",
+            "controller",
+            "blockOwnerDeletion",
+        ]
+        .into_iter()
+        .map(|f| (f.to_owned(), SCALAR))
+        .collect();
+        let owner_ref = self.push(Node::Map {
+            fields: owner_ref_fields,
+            elem: None,
+            atomic: false,
+        });
         let owner_refs = self.push(Node::List {
             elem: owner_ref,
             kind: ListKind::Map(vec![("uid".to_owned(), None)]),
         });
-        let managed = self.push(Node::List { elem: DEDUCED, kind: ListKind::Atomic });
+        let managed = self.push(Node::List {
+            elem: DEDUCED,
+            kind: ListKind::Atomic,
+        });
         let mut fields: HashMap<String, TypeId> = [
             "name",
             "generateName",
@@ -151,20 +173,32 @@ impl Schema {
         fields.insert("finalizers".to_owned(), finalizers);
         fields.insert("ownerReferences".to_owned(), owner_refs);
         fields.insert("managedFields".to_owned(), managed);
-        self.nodes[meta.0 as usize] = Node::Map { fields, elem: None, atomic: false };
+        self.nodes[meta.0 as usize] = Node::Map {
+            fields,
+            elem: None,
+            atomic: false,
+        };
         meta
     }
 
     /// Makes `t` a resource: a struct with `apiVersion`, `kind` and ObjectMeta `metadata`.
     fn as_resource(&mut self, t: TypeId) -> TypeId {
         let (mut fields, elem, atomic) = match self.node(t) {
-            Node::Map { fields, elem, atomic } => (fields.clone(), *elem, *atomic),
+            Node::Map {
+                fields,
+                elem,
+                atomic,
+            } => (fields.clone(), *elem, *atomic),
             _ => (HashMap::new(), Some(DEDUCED), false),
         };
         fields.entry("apiVersion".to_owned()).or_insert(SCALAR);
         fields.entry("kind".to_owned()).or_insert(SCALAR);
         fields.insert("metadata".to_owned(), OBJECT_META);
-        self.push(Node::Map { fields, elem, atomic })
+        self.push(Node::Map {
+            fields,
+            elem,
+            atomic,
+        })
     }
 
     fn compile(&mut self, p: &Value) -> TypeId {
@@ -203,7 +237,9 @@ impl Schema {
             }
         }
         let elem = match o.get("additionalProperties") {
-            Some(Value::Object(sub)) if !sub.is_empty() => Some(self.compile(&Value::Object(sub.clone()))),
+            Some(Value::Object(sub)) if !sub.is_empty() => {
+                Some(self.compile(&Value::Object(sub.clone())))
+            }
             Some(Value::Object(_) | Value::Bool(true)) => Some(DEDUCED),
             _ if preserve => Some(DEDUCED),
             _ => None,
@@ -213,7 +249,11 @@ impl Schema {
             return DEDUCED;
         }
         let atomic = o.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic");
-        self.push(Node::Map { fields, elem, atomic })
+        self.push(Node::Map {
+            fields,
+            elem,
+            atomic,
+        })
     }
 
     fn compile_array(&mut self, o: &serde_json::Map<String, Value>) -> TypeId {

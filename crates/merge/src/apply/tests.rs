@@ -14,15 +14,28 @@ fn y(s: &str) -> Value {
     if lines.is_empty() {
         return json!({});
     }
-    let indent = lines.iter().map(|l| l.len() - l.trim_start().len()).min().unwrap_or(0);
-    let text: String = lines.iter().map(|l| format!("{}\n", &l[indent..])).collect();
+    let indent = lines
+        .iter()
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let mut text = String::new();
+    for l in &lines {
+        text.push_str(&l[indent..]);
+        text.push('\n');
+    }
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("bad YAML {text}: {e}"))
 }
 
 enum Op {
     Apply(&'static str, &'static str, &'static str),
     ForceApply(&'static str, &'static str, &'static str),
-    Conflicts(&'static str, &'static str, &'static str, &'static [(&'static str, &'static str)]),
+    Conflicts(
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static [(&'static str, &'static str)],
+    ),
     Update(&'static str, &'static str, &'static str),
 }
 
@@ -192,7 +205,11 @@ fn cases() -> Vec<Case> {
             schema: LEAF,
             ops: &[
                 Apply("default", "v1", "numeric: 1\nstring: string"),
-                Update("controller", "v1", "numeric: 1\nstring: controller string\nbool: true"),
+                Update(
+                    "controller",
+                    "v1",
+                    "numeric: 1\nstring: controller string\nbool: true",
+                ),
                 Conflicts(
                     "default",
                     "v1",
@@ -231,14 +248,20 @@ fn cases() -> Vec<Case> {
         Case {
             name: "leaf/update_remove_empty_set",
             schema: LEAF,
-            ops: &[Apply("default", "v1", "string: string"), Update("controller", "v1", "string: new string")],
+            ops: &[
+                Apply("default", "v1", "string: string"),
+                Update("controller", "v1", "string: new string"),
+            ],
             object: "string: new string",
             managed: &[("controller", r#"{"f:string":{}}"#)],
         },
         Case {
             name: "leaf/apply_remove_empty_set",
             schema: LEAF,
-            ops: &[Apply("default", "v1", "string: string"), Apply("default", "v1", "")],
+            ops: &[
+                Apply("default", "v1", "string: string"),
+                Apply("default", "v1", ""),
+            ],
             object: "",
             managed: &[],
         },
@@ -284,7 +307,10 @@ fn cases() -> Vec<Case> {
                 Apply("default", "v1", "list: [a, b, c, d]"),
             ],
             object: "list: [a, b, c, d]",
-            managed: &[("default", r#"{"f:list":{"v:\"a\"":{},"v:\"b\"":{},"v:\"c\"":{},"v:\"d\"":{}}}"#)],
+            managed: &[(
+                "default",
+                r#"{"f:list":{"v:\"a\"":{},"v:\"b\"":{},"v:\"c\"":{},"v:\"d\"":{}}}"#,
+            )],
         },
         Case {
             name: "set/apply_update_apply_no_overlap",
@@ -297,7 +323,10 @@ fn cases() -> Vec<Case> {
             // SMD's merge.go order; upstream's own test compares ignoring set order.
             object: "list: [a, b, aprime, c, d, cprime]",
             managed: &[
-                ("default", r#"{"f:list":{"v:\"a\"":{},"v:\"aprime\"":{},"v:\"c\"":{},"v:\"cprime\"":{}}}"#),
+                (
+                    "default",
+                    r#"{"f:list":{"v:\"a\"":{},"v:\"aprime\"":{},"v:\"c\"":{},"v:\"cprime\"":{}}}"#,
+                ),
                 ("controller", r#"{"f:list":{"v:\"b\"":{},"v:\"d\"":{}}}"#),
             ],
         },
@@ -311,7 +340,10 @@ fn cases() -> Vec<Case> {
             ],
             object: "list: [a, b, c, d]",
             managed: &[
-                ("default", r#"{"f:list":{"v:\"a\"":{},"v:\"b\"":{},"v:\"c\"":{}}}"#),
+                (
+                    "default",
+                    r#"{"f:list":{"v:\"a\"":{},"v:\"b\"":{},"v:\"c\"":{}}}"#,
+                ),
                 ("controller", r#"{"f:list":{"v:\"b\"":{},"v:\"d\"":{}}}"#),
             ],
         },
@@ -323,7 +355,10 @@ fn cases() -> Vec<Case> {
                 Apply("default", "v1", "list: [a, d, c, b]"),
             ],
             object: "list: [a, d, c, b]",
-            managed: &[("default", r#"{"f:list":{"v:\"a\"":{},"v:\"b\"":{},"v:\"c\"":{},"v:\"d\"":{}}}"#)],
+            managed: &[(
+                "default",
+                r#"{"f:list":{"v:\"a\"":{},"v:\"b\"":{},"v:\"c\"":{},"v:\"d\"":{}}}"#,
+            )],
         },
         Case {
             name: "set/apply_update_apply_reorder",
@@ -334,7 +369,10 @@ fn cases() -> Vec<Case> {
                 Apply("default", "v1", "list: [a, b, c, d]"),
             ],
             object: "list: [a, b, c, d]",
-            managed: &[("default", r#"{"f:list":{"v:\"a\"":{},"v:\"b\"":{},"v:\"c\"":{},"v:\"d\"":{}}}"#)],
+            managed: &[(
+                "default",
+                r#"{"f:list":{"v:\"a\"":{},"v:\"b\"":{},"v:\"c\"":{},"v:\"d\"":{}}}"#,
+            )],
         },
         Case {
             name: "set/apply_twice_remove",
@@ -355,8 +393,14 @@ fn cases() -> Vec<Case> {
             ],
             object: "list: [x, w, b, z, a]",
             managed: &[
-                ("default", r#"{"f:list":{"v:\"a\"":{},"v:\"b\"":{},"v:\"z\"":{}}}"#),
-                ("controller", r#"{"f:list":{".":{},"v:\"a\"":{},"v:\"b\"":{},"v:\"w\"":{},"v:\"x\"":{}}}"#),
+                (
+                    "default",
+                    r#"{"f:list":{"v:\"a\"":{},"v:\"b\"":{},"v:\"z\"":{}}}"#,
+                ),
+                (
+                    "controller",
+                    r#"{"f:list":{".":{},"v:\"a\"":{},"v:\"b\"":{},"v:\"w\"":{},"v:\"x\"":{}}}"#,
+                ),
             ],
         },
         // ---- multiple_appliers_test.go: associative lists ----
@@ -370,8 +414,14 @@ fn cases() -> Vec<Case> {
             ],
             object: "list:\n- name: a\n- name: c",
             managed: &[
-                ("apply-one", r#"{"f:list":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}"#),
-                ("apply-two", r#"{"f:list":{"k:{\"name\":\"c\"}":{".":{},"f:name":{}}}}"#),
+                (
+                    "apply-one",
+                    r#"{"f:list":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}"#,
+                ),
+                (
+                    "apply-two",
+                    r#"{"f:list":{"k:{\"name\":\"c\"}":{".":{},"f:name":{}}}}"#,
+                ),
             ],
         },
         Case {
@@ -383,8 +433,14 @@ fn cases() -> Vec<Case> {
             ],
             object: "list:\n- name: a\n  value: 0",
             managed: &[
-                ("apply-one", r#"{"f:list":{"k:{\"name\":\"a\"}":{".":{},"f:name":{},"f:value":{}}}}"#),
-                ("apply-two", r#"{"f:list":{"k:{\"name\":\"a\"}":{".":{},"f:name":{},"f:value":{}}}}"#),
+                (
+                    "apply-one",
+                    r#"{"f:list":{"k:{\"name\":\"a\"}":{".":{},"f:name":{},"f:value":{}}}}"#,
+                ),
+                (
+                    "apply-two",
+                    r#"{"f:list":{"k:{\"name\":\"a\"}":{".":{},"f:name":{},"f:value":{}}}}"#,
+                ),
             ],
         },
         Case {
@@ -415,7 +471,10 @@ fn cases() -> Vec<Case> {
             ],
             object: "list:\n- name: a\n- name: c\n- name: d",
             managed: &[
-                ("apply-one", r#"{"f:list":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}"#),
+                (
+                    "apply-one",
+                    r#"{"f:list":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}"#,
+                ),
                 (
                     "apply-two",
                     r#"{"f:list":{"k:{\"name\":\"c\"}":{".":{},"f:name":{}},"k:{\"name\":\"d\"}":{".":{},"f:name":{}}}}"#,
@@ -431,8 +490,14 @@ fn cases() -> Vec<Case> {
             ],
             object: "list:\n- name: a\n  value: 1",
             managed: &[
-                ("apply-one", r#"{"f:list":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}"#),
-                ("apply-two", r#"{"f:list":{"k:{\"name\":\"a\"}":{".":{},"f:name":{},"f:value":{}}}}"#),
+                (
+                    "apply-one",
+                    r#"{"f:list":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}"#,
+                ),
+                (
+                    "apply-two",
+                    r#"{"f:list":{"k:{\"name\":\"a\"}":{".":{},"f:name":{},"f:value":{}}}}"#,
+                ),
             ],
         },
         // ---- multiple_appliers_test.go: field unsetting ----
@@ -470,7 +535,10 @@ fn cases() -> Vec<Case> {
             ],
             object: "struct:\n  name: a\n  scalarField: a",
             managed: &[
-                ("updater", r#"{"f:struct":{".":{},"f:name":{},"f:scalarField":{}}}"#),
+                (
+                    "updater",
+                    r#"{"f:struct":{".":{},"f:name":{},"f:scalarField":{}}}"#,
+                ),
                 ("applier", r#"{"f:struct":{"f:name":{}}}"#),
             ],
         },
@@ -491,7 +559,11 @@ fn cases() -> Vec<Case> {
             name: "field_unsetting/unset_complex_sole_owner",
             schema: STRUCT,
             ops: &[
-                Apply("apply-one", "v1", "struct:\n  name: a\n  complexField:\n    name: b"),
+                Apply(
+                    "apply-one",
+                    "v1",
+                    "struct:\n  name: a\n  complexField:\n    name: b",
+                ),
                 Apply("apply-one", "v2", "struct:\n  name: a"),
             ],
             object: "struct:\n  name: a",
@@ -501,21 +573,32 @@ fn cases() -> Vec<Case> {
             name: "field_unsetting/unset_complex_shared_with_applier",
             schema: STRUCT,
             ops: &[
-                Apply("apply-one", "v1", "struct:\n  name: a\n  complexField:\n    name: b"),
+                Apply(
+                    "apply-one",
+                    "v1",
+                    "struct:\n  name: a\n  complexField:\n    name: b",
+                ),
                 Apply("apply-two", "v2", "struct:\n  complexField:\n    name: b"),
                 Apply("apply-one", "v3", "struct:\n  name: a"),
             ],
             object: "struct:\n  name: a\n  complexField:\n    name: b",
             managed: &[
                 ("apply-one", r#"{"f:struct":{"f:name":{}}}"#),
-                ("apply-two", r#"{"f:struct":{"f:complexField":{"f:name":{}}}}"#),
+                (
+                    "apply-two",
+                    r#"{"f:struct":{"f:complexField":{"f:name":{}}}}"#,
+                ),
             ],
         },
         Case {
             name: "field_unsetting/sole_owner_drops_whole_struct",
             schema: STRUCT,
             ops: &[
-                Apply("apply-one", "v1", "struct:\n  name: a\n  complexField:\n    name: b"),
+                Apply(
+                    "apply-one",
+                    "v1",
+                    "struct:\n  name: a\n  complexField:\n    name: b",
+                ),
                 Apply("apply-one", "v1", ""),
             ],
             object: "",
@@ -526,13 +609,20 @@ fn cases() -> Vec<Case> {
             name: "nested/remove_one_keep_one_with_two_sub_items",
             schema: NESTED,
             ops: &[
-                Apply("apply-one", "v1", "listOfLists:\n- name: a\n- name: b\n  value: [c]"),
+                Apply(
+                    "apply-one",
+                    "v1",
+                    "listOfLists:\n- name: a\n- name: b\n  value: [c]",
+                ),
                 Apply("apply-two", "v2", "listOfLists:\n- name: b\n  value: [d]"),
                 Apply("apply-one", "v3", "listOfLists:\n- name: a"),
             ],
             object: "listOfLists:\n- name: a\n- name: b\n  value: [d]",
             managed: &[
-                ("apply-one", r#"{"f:listOfLists":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}"#),
+                (
+                    "apply-one",
+                    r#"{"f:listOfLists":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}"#,
+                ),
                 (
                     "apply-two",
                     r#"{"f:listOfLists":{"k:{\"name\":\"b\"}":{".":{},"f:name":{},"f:value":{"v:\"d\"":{}}}}}"#,
@@ -543,33 +633,58 @@ fn cases() -> Vec<Case> {
             name: "nested/remove_one_keep_one_with_dangling_subitem",
             schema: NESTED,
             ops: &[
-                Apply("apply-one", "v1", "listOfLists:\n- name: a\n- name: b\n  value: [c]"),
+                Apply(
+                    "apply-one",
+                    "v1",
+                    "listOfLists:\n- name: a\n- name: b\n  value: [c]",
+                ),
                 Apply("apply-two", "v2", "listOfLists:\n- name: b\n  value: [d]"),
-                Update("controller", "v2", "listOfLists:\n- name: a\n- name: b\n  value: [c, d, e]"),
+                Update(
+                    "controller",
+                    "v2",
+                    "listOfLists:\n- name: a\n- name: b\n  value: [c, d, e]",
+                ),
                 Apply("apply-one", "v3", "listOfLists:\n- name: a"),
             ],
             object: "listOfLists:\n- name: a\n- name: b\n  value: [d, e]",
             managed: &[
-                ("apply-one", r#"{"f:listOfLists":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}"#),
+                (
+                    "apply-one",
+                    r#"{"f:listOfLists":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}"#,
+                ),
                 (
                     "apply-two",
                     r#"{"f:listOfLists":{"k:{\"name\":\"b\"}":{".":{},"f:name":{},"f:value":{"v:\"d\"":{}}}}}"#,
                 ),
-                ("controller", r#"{"f:listOfLists":{"k:{\"name\":\"b\"}":{"f:value":{"v:\"e\"":{}}}}}"#),
+                (
+                    "controller",
+                    r#"{"f:listOfLists":{"k:{\"name\":\"b\"}":{"f:value":{"v:\"e\"":{}}}}}"#,
+                ),
             ],
         },
         Case {
             name: "nested/remove_one_with_dangling_subitem_keep_one",
             schema: NESTED,
             ops: &[
-                Apply("apply-one", "v1", "listOfLists:\n- name: a\n- name: b\n  value: [c]"),
+                Apply(
+                    "apply-one",
+                    "v1",
+                    "listOfLists:\n- name: a\n- name: b\n  value: [c]",
+                ),
                 Apply("apply-two", "v2", "listOfLists:\n- name: a\n  value: [b]"),
-                Update("controller", "v2", "listOfLists:\n- name: a\n  value: [b]\n- name: b\n  value: [c, d]"),
+                Update(
+                    "controller",
+                    "v2",
+                    "listOfLists:\n- name: a\n  value: [b]\n- name: b\n  value: [c, d]",
+                ),
                 Apply("apply-one", "v3", "listOfLists:\n- name: a"),
             ],
             object: "listOfLists:\n- name: a\n  value: [b]",
             managed: &[
-                ("apply-one", r#"{"f:listOfLists":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}"#),
+                (
+                    "apply-one",
+                    r#"{"f:listOfLists":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}"#,
+                ),
                 (
                     "apply-two",
                     r#"{"f:listOfLists":{"k:{\"name\":\"a\"}":{".":{},"f:name":{},"f:value":{"v:\"b\"":{}}}}}"#,
@@ -591,14 +706,23 @@ fn cases() -> Vec<Case> {
         Case {
             name: "atomic/list_same_value_shared",
             schema: ATOMIC,
-            ops: &[Apply("one", "v1", "atomicList: [a, b]"), Apply("two", "v1", "atomicList: [a, b]")],
+            ops: &[
+                Apply("one", "v1", "atomicList: [a, b]"),
+                Apply("two", "v1", "atomicList: [a, b]"),
+            ],
             object: "atomicList: [a, b]",
-            managed: &[("one", r#"{"f:atomicList":{}}"#), ("two", r#"{"f:atomicList":{}}"#)],
+            managed: &[
+                ("one", r#"{"f:atomicList":{}}"#),
+                ("two", r#"{"f:atomicList":{}}"#),
+            ],
         },
         Case {
             name: "atomic/map_replaced_whole",
             schema: ATOMIC,
-            ops: &[Apply("one", "v1", "atomicMap: {a: x, b: y}"), Apply("one", "v1", "atomicMap: {a: z}")],
+            ops: &[
+                Apply("one", "v1", "atomicMap: {a: x, b: y}"),
+                Apply("one", "v1", "atomicMap: {a: z}"),
+            ],
             object: "atomicMap: {a: z}",
             managed: &[("one", r#"{"f:atomicMap":{}}"#)],
         },
@@ -619,7 +743,10 @@ fn cases() -> Vec<Case> {
         Case {
             name: "atomic/update_of_atomic_list_owns_it",
             schema: ATOMIC,
-            ops: &[Apply("one", "v1", "atomicList: [a]"), Update("ctl", "v1", "atomicList: [a, b]")],
+            ops: &[
+                Apply("one", "v1", "atomicList: [a]"),
+                Update("ctl", "v1", "atomicList: [a, b]"),
+            ],
             object: "atomicList: [a, b]",
             managed: &[("ctl", r#"{"f:atomicList":{}}"#)],
         },
@@ -628,12 +755,19 @@ fn cases() -> Vec<Case> {
             name: "deduced/maps_granular_lists_atomic",
             schema: PRESERVE,
             ops: &[
-                Apply("one", "v1", "spec:\n  known: k\n  extra:\n    a: 1\n  list: [1, 2]"),
+                Apply(
+                    "one",
+                    "v1",
+                    "spec:\n  known: k\n  extra:\n    a: 1\n  list: [1, 2]",
+                ),
                 Apply("two", "v1", "spec:\n  extra:\n    b: 2"),
             ],
             object: "spec:\n  known: k\n  extra: {a: 1, b: 2}\n  list: [1, 2]",
             managed: &[
-                ("one", r#"{"f:spec":{"f:extra":{".":{},"f:a":{}},"f:known":{},"f:list":{}}}"#),
+                (
+                    "one",
+                    r#"{"f:spec":{"f:extra":{".":{},"f:a":{}},"f:known":{},"f:list":{}}}"#,
+                ),
                 ("two", r#"{"f:spec":{"f:extra":{".":{},"f:b":{}}}}"#),
             ],
         },
@@ -653,8 +787,16 @@ fn cases() -> Vec<Case> {
             name: "keys/multiple_keys_with_default",
             schema: MULTIKEY,
             ops: &[
-                Apply("one", "v1", "ports:\n- port: 80\n  name: http\n- port: 53\n  protocol: UDP"),
-                Apply("two", "v1", "ports:\n- port: 53\n  protocol: TCP\n  name: dns"),
+                Apply(
+                    "one",
+                    "v1",
+                    "ports:\n- port: 80\n  name: http\n- port: 53\n  protocol: UDP",
+                ),
+                Apply(
+                    "two",
+                    "v1",
+                    "ports:\n- port: 53\n  protocol: TCP\n  name: dns",
+                ),
             ],
             object: "ports:\n- port: 80\n  name: http\n- port: 53\n  protocol: UDP\n- port: 53\n  protocol: TCP\n  name: dns",
             managed: &[
@@ -662,7 +804,10 @@ fn cases() -> Vec<Case> {
                     "one",
                     r#"{"f:ports":{"k:{\"port\":53,\"protocol\":\"UDP\"}":{".":{},"f:port":{},"f:protocol":{}},"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{}}}}"#,
                 ),
-                ("two", r#"{"f:ports":{"k:{\"port\":53,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{},"f:protocol":{}}}}"#),
+                (
+                    "two",
+                    r#"{"f:ports":{"k:{\"port\":53,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{},"f:protocol":{}}}}"#,
+                ),
             ],
         },
         Case {
@@ -678,27 +823,48 @@ fn cases() -> Vec<Case> {
                 ),
             ],
             object: "ports:\n- port: 80\n  name: http",
-            managed: &[("one", r#"{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{}}}}"#)],
+            managed: &[(
+                "one",
+                r#"{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{}}}}"#,
+            )],
         },
         // ---- built-in patch strategies ----
         Case {
             name: "patch_strategy/merge_key_is_list_map",
             schema: PATCH_STRATEGY,
             ops: &[
-                Apply("one", "v1", "containers:\n- name: a\n  image: x\n  args: [p]"),
+                Apply(
+                    "one",
+                    "v1",
+                    "containers:\n- name: a\n  image: x\n  args: [p]",
+                ),
                 Apply("two", "v1", "containers:\n- name: b\n  image: y"),
-                Conflicts("two", "v1", "containers:\n- name: a\n  image: z", &[("one", r#".containers[name="a"].image"#)]),
+                Conflicts(
+                    "two",
+                    "v1",
+                    "containers:\n- name: a\n  image: z",
+                    &[("one", r#".containers[name="a"].image"#)],
+                ),
             ],
             object: "containers:\n- name: a\n  image: x\n  args: [p]\n- name: b\n  image: y",
             managed: &[
-                ("one", r#"{"f:containers":{"k:{\"name\":\"a\"}":{".":{},"f:args":{},"f:image":{},"f:name":{}}}}"#),
-                ("two", r#"{"f:containers":{"k:{\"name\":\"b\"}":{".":{},"f:image":{},"f:name":{}}}}"#),
+                (
+                    "one",
+                    r#"{"f:containers":{"k:{\"name\":\"a\"}":{".":{},"f:args":{},"f:image":{},"f:name":{}}}}"#,
+                ),
+                (
+                    "two",
+                    r#"{"f:containers":{"k:{\"name\":\"b\"}":{".":{},"f:image":{},"f:name":{}}}}"#,
+                ),
             ],
         },
         Case {
             name: "patch_strategy/merge_scalars_are_a_set",
             schema: PATCH_STRATEGY,
-            ops: &[Apply("one", "v1", "finalizers: [a]"), Apply("two", "v1", "finalizers: [b]")],
+            ops: &[
+                Apply("one", "v1", "finalizers: [a]"),
+                Apply("two", "v1", "finalizers: [b]"),
+            ],
             object: "finalizers: [a, b]",
             managed: &[
                 ("one", r#"{"f:finalizers":{"v:\"a\"":{}}}"#),
@@ -710,32 +876,58 @@ fn cases() -> Vec<Case> {
             name: "metadata/labels_granular_finalizers_set",
             schema: LEAF,
             ops: &[
-                Apply("one", "v1", "metadata:\n  labels: {a: '1'}\n  finalizers: [x]"),
-                Apply("two", "v1", "metadata:\n  labels: {b: '2'}\n  finalizers: [f]"),
+                Apply(
+                    "one",
+                    "v1",
+                    "metadata:\n  labels: {a: '1'}\n  finalizers: [x]",
+                ),
+                Apply(
+                    "two",
+                    "v1",
+                    "metadata:\n  labels: {b: '2'}\n  finalizers: [f]",
+                ),
                 Apply("one", "v1", "metadata:\n  labels: {c: '3'}"),
             ],
             object: "metadata:\n  labels: {b: '2', c: '3'}\n  finalizers: [f]",
             managed: &[
                 ("one", r#"{"f:metadata":{"f:labels":{"f:c":{}}}}"#),
-                ("two", r#"{"f:metadata":{"f:finalizers":{"v:\"f\"":{}},"f:labels":{"f:b":{}}}}"#),
+                (
+                    "two",
+                    r#"{"f:metadata":{"f:finalizers":{"v:\"f\"":{}},"f:labels":{"f:b":{}}}}"#,
+                ),
             ],
         },
         Case {
             name: "metadata/owner_references_keyed_by_uid",
             schema: LEAF,
             ops: &[
-                Apply("one", "v1", "metadata:\n  ownerReferences:\n  - {uid: u1, name: a, kind: K, apiVersion: v1}"),
-                Apply("two", "v1", "metadata:\n  ownerReferences:\n  - {uid: u2, name: b, kind: K, apiVersion: v1}"),
+                Apply(
+                    "one",
+                    "v1",
+                    "metadata:\n  ownerReferences:\n  - {uid: u1, name: a, kind: K, apiVersion: v1}",
+                ),
+                Apply(
+                    "two",
+                    "v1",
+                    "metadata:\n  ownerReferences:\n  - {uid: u2, name: b, kind: K, apiVersion: v1}",
+                ),
             ],
             object: "metadata:\n  ownerReferences:\n  - {uid: u1, name: a, kind: K, apiVersion: v1}\n  - {uid: u2, name: b, kind: K, apiVersion: v1}",
             managed: &[
-                ("one", r#"{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"u1\"}":{".":{},"f:apiVersion":{},"f:kind":{},"f:name":{},"f:uid":{}}}}}"#),
-                ("two", r#"{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"u2\"}":{".":{},"f:apiVersion":{},"f:kind":{},"f:name":{},"f:uid":{}}}}}"#),
+                (
+                    "one",
+                    r#"{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"u1\"}":{".":{},"f:apiVersion":{},"f:kind":{},"f:name":{},"f:uid":{}}}}}"#,
+                ),
+                (
+                    "two",
+                    r#"{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"u2\"}":{".":{},"f:apiVersion":{},"f:kind":{},"f:name":{},"f:uid":{}}}}}"#,
+                ),
             ],
         },
     ]
 }
 
+#[allow(clippy::many_single_char_names)]
 fn run_case(c: &Case) {
     let schema = Schema::from_json_schema(&y(c.schema));
     let mut live = json!({});
@@ -748,8 +940,13 @@ fn run_case(c: &Case) {
             Op::Update(m, v, o) => {
                 let new = y(o);
                 let id = ManagerId::new(m, Operation::Update, v, "");
-                FieldManager::new(&schema, v, "")
-                    .record_update(&live, &new, &mut managed, id, "2024-01-01T00:00:00Z");
+                FieldManager::new(&schema, v, "").record_update(
+                    &live,
+                    &new,
+                    &mut managed,
+                    id,
+                    "2024-01-01T00:00:00Z",
+                );
                 live = new;
                 continue;
             }
@@ -759,7 +956,12 @@ fn run_case(c: &Case) {
         let set = typed::to_field_set(&schema, &config).expect("field set");
         let id = ManagerId::new(mgr, Operation::Apply, ver, "");
         let mut next = managed.clone();
-        match (apply_sets(&schema, &live, merged, set, &mut next, &id, ver, force, None), want) {
+        match (
+            apply_sets(
+                &schema, &live, merged, set, &mut next, &id, ver, force, None,
+            ),
+            want,
+        ) {
             (Ok(out), None) => {
                 managed = next;
                 if let Some(out) = out {
@@ -772,8 +974,10 @@ fn run_case(c: &Case) {
                     .iter()
                     .map(|c| (c.manager.manager.clone(), c.path.to_string()))
                     .collect();
-                let want: Vec<(String, String)> =
-                    want.iter().map(|(m, p)| ((*m).to_owned(), (*p).to_owned())).collect();
+                let want: Vec<(String, String)> = want
+                    .iter()
+                    .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+                    .collect();
                 assert_eq!(got, want, "{}: op {i} conflicts", c.name);
             }
             (Ok(_), Some(want)) => panic!("{}: op {i}: expected conflicts {want:?}", c.name),
@@ -781,20 +985,28 @@ fn run_case(c: &Case) {
         }
     }
     assert_eq!(live, y(c.object), "{}: object", c.name);
-    let mut got: Vec<(String, FieldSet)> =
-        managed.entries.iter().map(|(id, e)| (id.manager.clone(), e.set.clone())).collect();
+    let mut got: Vec<(String, FieldSet)> = managed
+        .entries
+        .iter()
+        .map(|(id, e)| (id.manager.clone(), e.set.clone()))
+        .collect();
     got.sort_by(|a, b| a.0.cmp(&b.0));
     let mut want: Vec<(String, FieldSet)> = c
         .managed
         .iter()
         .map(|(m, f)| {
             let v: Value = serde_json::from_str(f).expect("fieldsV1 JSON");
-            ((*m).to_owned(), FieldSet::from_fields_v1(&v).expect("fieldsV1"))
+            (
+                (*m).to_owned(),
+                FieldSet::from_fields_v1(&v).expect("fieldsV1"),
+            )
         })
         .collect();
     want.sort_by(|a, b| a.0.cmp(&b.0));
     let show = |l: &[(String, FieldSet)]| {
-        l.iter().map(|(m, s)| format!("{m}: {}", s.to_fields_v1_string())).collect::<Vec<_>>()
+        l.iter()
+            .map(|(m, s)| format!("{m}: {}", s.to_fields_v1_string()))
+            .collect::<Vec<_>>()
     };
     assert_eq!(show(&got), show(&want), "{}: managed fields", c.name);
 }
@@ -807,11 +1019,18 @@ fn merge_scenarios() {
         .iter()
         .filter_map(|c| {
             std::panic::catch_unwind(|| run_case(c)).err().map(|e| {
-                e.downcast_ref::<String>().cloned().unwrap_or_else(|| c.name.to_owned())
+                e.downcast_ref::<String>()
+                    .cloned()
+                    .unwrap_or_else(|| c.name.to_owned())
             })
         })
         .collect();
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 // ---- fieldsV1 ----
@@ -833,7 +1052,10 @@ fn fields_v1_round_trips() {
             r#"{"f:ports":{"k:{\"protocol\":\"TCP\",\"port\":80}":{}}}"#,
             r#"{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{}}}"#,
         ),
-        (r#"{"f:s":{"v:1":{},"v:\"1\"":{},"v:true":{},"v:null":{}}}"#, r#"{"f:s":{"v:1":{},"v:\"1\"":{},"v:true":{},"v:null":{}}}"#),
+        (
+            r#"{"f:s":{"v:1":{},"v:\"1\"":{},"v:true":{},"v:null":{}}}"#,
+            r#"{"f:s":{"v:1":{},"v:\"1\"":{},"v:true":{},"v:null":{}}}"#,
+        ),
         // Unknown path-element types are dropped, as SMD drops them.
         (r#"{"f:a":{},"x:b":{}}"#, r#"{"f:a":{}}"#),
         (r"{}", r"{}"),
@@ -845,7 +1067,11 @@ fn fields_v1_round_trips() {
         let again = FieldSet::from_fields_v1(&set.to_fields_v1()).expect("re-decode");
         assert_eq!(again, set, "{input}");
         let text: Value = serde_json::from_str(&set.to_fields_v1_string()).expect("json");
-        assert_eq!(FieldSet::from_fields_v1(&text).expect("text"), set, "{input}");
+        assert_eq!(
+            FieldSet::from_fields_v1(&text).expect("text"),
+            set,
+            "{input}"
+        );
     }
 }
 
@@ -873,23 +1099,40 @@ fn fields_v1_paths_print_as_smd() {
 #[test]
 fn fields_v1_errors() {
     for (input, want) in [
-        (r#"{"ab":{}}"#, "parsing key as path element: missing colon: ab"),
-        (r#"{"f:a":{"q":{}}}"#, "parsing key as path element: key must be 2 characters long:"),
-        (r#"{"i:x":{}}"#, "parsing key as path element: strconv.Atoi: parsing \"x\": invalid syntax"),
+        (
+            r#"{"ab":{}}"#,
+            "parsing key as path element: missing colon: ab",
+        ),
+        (
+            r#"{"f:a":{"q":{}}}"#,
+            "parsing key as path element: key must be 2 characters long:",
+        ),
+        (
+            r#"{"i:x":{}}"#,
+            "parsing key as path element: strconv.Atoi: parsing \"x\": invalid syntax",
+        ),
         (r#"{"f:a":5}"#, "ReadMapCB: expect { or n, but found 5"),
         ("[]", "ReadMapCB: expect { or n, but found ["),
     ] {
         let v: Value = serde_json::from_str(input).expect("json");
-        assert_eq!(FieldSet::from_fields_v1(&v).expect_err(input).to_string(), want, "{input}");
+        assert_eq!(
+            FieldSet::from_fields_v1(&v).expect_err(input).to_string(),
+            want,
+            "{input}"
+        );
     }
 }
 
 #[test]
 fn set_operations() {
-    let d = |s: &str| FieldSet::from_fields_v1(&serde_json::from_str(s).expect("json")).expect("set");
+    let d =
+        |s: &str| FieldSet::from_fields_v1(&serde_json::from_str(s).expect("json")).expect("set");
     let a = d(r#"{"f:a":{},"f:b":{"f:c":{},"f:d":{}}}"#);
     let b = d(r#"{"f:b":{".":{},"f:c":{}},"f:e":{}}"#);
-    assert_eq!(a.union(&b), d(r#"{"f:a":{},"f:b":{".":{},"f:c":{},"f:d":{}},"f:e":{}}"#));
+    assert_eq!(
+        a.union(&b),
+        d(r#"{"f:a":{},"f:b":{".":{},"f:c":{},"f:d":{}},"f:e":{}}"#)
+    );
     assert_eq!(a.intersection(&b), d(r#"{"f:b":{"f:c":{}}}"#));
     assert_eq!(a.difference(&b), d(r#"{"f:a":{},"f:b":{"f:d":{}}}"#));
     assert_eq!(a.recursive_difference(&b), d(r#"{"f:a":{}}"#));
@@ -901,9 +1144,18 @@ fn set_operations() {
 #[test]
 fn managed_fields_decode_errors() {
     for (input, want) in [
-        (r#"[{"manager":"m","operation":"Patch","apiVersion":"v1","fieldsType":"FieldsV1"}]"#, "operation must be `Apply` or `Update`"),
-        (r#"[{"manager":"m","operation":"Apply","fieldsType":"FieldsV1"}]"#, "apiVersion must not be empty"),
-        (r#"[{"manager":"m","operation":"Update","apiVersion":"v1"}]"#, "missing fieldsType in managed fields entry 0"),
+        (
+            r#"[{"manager":"m","operation":"Patch","apiVersion":"v1","fieldsType":"FieldsV1"}]"#,
+            "operation must be `Apply` or `Update`",
+        ),
+        (
+            r#"[{"manager":"m","operation":"Apply","fieldsType":"FieldsV1"}]"#,
+            "apiVersion must not be empty",
+        ),
+        (
+            r#"[{"manager":"m","operation":"Update","apiVersion":"v1"}]"#,
+            "missing fieldsType in managed fields entry 0",
+        ),
         (
             r#"[{"manager":"m","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1"},{"manager":"n","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV2"}]"#,
             r#"invalid fieldsType "FieldsV2" in managed fields entry 1"#,
@@ -911,15 +1163,29 @@ fn managed_fields_decode_errors() {
         (r"[{}]", "operation must be `Apply` or `Update`"),
     ] {
         let v: Value = serde_json::from_str(input).expect("json");
-        assert_eq!(ManagedFields::decode(Some(&v)).expect_err(input).to_string(), want, "{input}");
+        assert_eq!(
+            ManagedFields::decode(Some(&v))
+                .expect_err(input)
+                .to_string(),
+            want,
+            "{input}"
+        );
     }
     let bad: Value = serde_json::from_str(
         r#"[{"manager":"m","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"nope":{}}}]"#,
     )
     .expect("json");
-    let err = ManagedFields::decode(Some(&bad)).expect_err("bad fieldsV1").to_string();
-    assert!(err.starts_with("error decoding versioned set from {m Update v1 nil FieldsV1"), "{err}");
-    assert!(err.ends_with("error decoding set: parsing key as path element: missing colon: nope"), "{err}");
+    let err = ManagedFields::decode(Some(&bad))
+        .expect_err("bad fieldsV1")
+        .to_string();
+    assert!(
+        err.starts_with("error decoding versioned set from {m Update v1 nil FieldsV1"),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("error decoding set: parsing key as path element: missing colon: nope"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -930,15 +1196,29 @@ fn managed_fields_validation() {
         {"manager": long, "operation": "Bad", "fieldsType": "FieldsV2", "subresource": "s".repeat(257)},
         {"manager": "tab\there", "operation": "Apply"},
     ]);
-    let got: Vec<(String, ViolationKind)> =
-        validate_managed_fields(&v).into_iter().map(|v| (v.field, v.kind)).collect();
+    let got: Vec<(String, ViolationKind)> = validate_managed_fields(&v)
+        .into_iter()
+        .map(|v| (v.field, v.kind))
+        .collect();
     assert_eq!(
         got,
         [
-            ("metadata.managedFields[1].operation".to_owned(), ViolationKind::Invalid("must be `Apply` or `Update`".to_owned())),
-            ("metadata.managedFields[1].fieldsType".to_owned(), ViolationKind::Invalid("must be `FieldsV1`".to_owned())),
-            ("metadata.managedFields[1].manager".to_owned(), ViolationKind::TooLong(128)),
-            ("metadata.managedFields[1].subresource".to_owned(), ViolationKind::TooLong(256)),
+            (
+                "metadata.managedFields[1].operation".to_owned(),
+                ViolationKind::Invalid("must be `Apply` or `Update`".to_owned())
+            ),
+            (
+                "metadata.managedFields[1].fieldsType".to_owned(),
+                ViolationKind::Invalid("must be `FieldsV1`".to_owned())
+            ),
+            (
+                "metadata.managedFields[1].manager".to_owned(),
+                ViolationKind::TooLong(128)
+            ),
+            (
+                "metadata.managedFields[1].subresource".to_owned(),
+                ViolationKind::TooLong(256)
+            ),
             (
                 "metadata.managedFields[2].manager".to_owned(),
                 ViolationKind::Invalid("invalid character U+0009 (at position 3)".to_owned())
@@ -961,7 +1241,12 @@ fn managed_fields_encode_order_and_reset() {
         .as_array()
         .expect("list")
         .iter()
-        .map(|e| (e["manager"].as_str().unwrap_or(""), e.get("time").and_then(Value::as_str)))
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap_or(""),
+                e.get("time").and_then(Value::as_str),
+            )
+        })
         .collect();
     assert_eq!(
         order,
@@ -1015,7 +1300,8 @@ const T3: &str = "2024-05-01T12:00:00Z";
 fn crontab(spec: &str) -> Value {
     let mut obj = y(&format!(
         "apiVersion: {GV}\nkind: CronTab\nmetadata:\n  name: c\n  namespace: default\n  uid: u\n  labels: {{app: a}}\nspec:\n{}",
-        spec.lines().map(|l| format!("  {l}\n")).collect::<String>()
+        spec.lines()
+            .fold(String::new(), |acc, l| acc + "  " + l + "\n")
     ));
     if spec.trim().is_empty() {
         obj.as_object_mut().expect("object").remove("spec");
@@ -1035,7 +1321,9 @@ fn entries(obj: &Value) -> Vec<(String, String, String, Option<String>, String)>
                         s("operation"),
                         s("subresource"),
                         e.get("time").and_then(Value::as_str).map(str::to_owned),
-                        FieldSet::from_fields_v1(&e["fieldsV1"]).expect("fieldsV1").to_fields_v1_string(),
+                        FieldSet::from_fields_v1(&e["fieldsV1"])
+                            .expect("fieldsV1")
+                            .to_fields_v1_string(),
                     )
                 })
                 .collect()
@@ -1043,8 +1331,20 @@ fn entries(obj: &Value) -> Vec<(String, String, String, Option<String>, String)>
         .unwrap_or_default()
 }
 
-fn e(m: &str, op: &str, sub: &str, t: Option<&str>, f: &str) -> (String, String, String, Option<String>, String) {
-    (m.to_owned(), op.to_owned(), sub.to_owned(), t.map(str::to_owned), f.to_owned())
+fn e(
+    m: &str,
+    op: &str,
+    sub: &str,
+    t: Option<&str>,
+    f: &str,
+) -> (String, String, String, Option<String>, String) {
+    (
+        m.to_owned(),
+        op.to_owned(),
+        sub.to_owned(),
+        t.map(str::to_owned),
+        f.to_owned(),
+    )
 }
 
 #[test]
@@ -1065,11 +1365,18 @@ fn field_manager_create_then_apply_conflict_force_noop() {
         )]
     );
     assert_eq!(created["metadata"]["managedFields"][0]["apiVersion"], GV);
-    assert_eq!(created["metadata"]["managedFields"][0]["fieldsType"], "FieldsV1");
+    assert_eq!(
+        created["metadata"]["managedFields"][0]["fieldsType"],
+        "FieldsV1"
+    );
 
     let config = crontab("cronSpec: '* * * * */10'");
-    let err = fm.apply(Some(&created), &config, "kubectl", false, T2).expect_err("conflict");
-    let ApplyError::Conflicts(c) = err else { panic!("{err}") };
+    let err = fm
+        .apply(Some(&created), &config, "kubectl", false, T2)
+        .expect_err("conflict");
+    let ApplyError::Conflicts(c) = err else {
+        panic!("{err}")
+    };
     assert_eq!(
         c.to_string(),
         r#"Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using stable.example.com/v1: .spec.cronSpec"#
@@ -1082,13 +1389,21 @@ fn field_manager_create_then_apply_conflict_force_noop() {
         )]
     );
 
-    let forced = fm.apply(Some(&created), &config, "kubectl", true, T2).expect("force");
+    let forced = fm
+        .apply(Some(&created), &config, "kubectl", true, T2)
+        .expect("force");
     assert_eq!(forced["spec"]["cronSpec"], "* * * * */10");
     assert_eq!(forced["spec"]["image"], "img");
     assert_eq!(
         entries(&forced),
         [
-            e("kubectl", "Apply", "", Some(T2), r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:cronSpec":{}}}"#),
+            e(
+                "kubectl",
+                "Apply",
+                "",
+                Some(T2),
+                r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:cronSpec":{}}}"#
+            ),
             e(
                 "kubectl-client-side-apply",
                 "Update",
@@ -1100,7 +1415,9 @@ fn field_manager_create_then_apply_conflict_force_noop() {
     );
 
     // The same apply again changes nothing: the object and the applier's time stay.
-    let again = fm.apply(Some(&forced), &config, "kubectl", false, T3).expect("no-op");
+    let again = fm
+        .apply(Some(&forced), &config, "kubectl", false, T3)
+        .expect("no-op");
     assert_eq!(again, forced);
 }
 
@@ -1113,22 +1430,32 @@ fn field_manager_multiple_conflicts_message() {
     let mut obj2 = crontab("cronSpec: a\nimage: b\nreplicas: 1");
     fm.update(Some(&obj), &mut obj2, "m2", T2);
     let config = crontab("cronSpec: x\nimage: y\nreplicas: 2");
-    let err = fm.apply(Some(&obj2), &config, "kubectl", false, T3).expect_err("conflicts");
-    let ApplyError::Conflicts(c) = err else { panic!("{err}") };
+    let err = fm
+        .apply(Some(&obj2), &config, "kubectl", false, T3)
+        .expect_err("conflicts");
+    let ApplyError::Conflicts(c) = err else {
+        panic!("{err}")
+    };
     assert_eq!(
         c.to_string(),
         "Apply failed with 3 conflicts: conflicts with \"m1\" using stable.example.com/v1:\n- .spec.cronSpec\n- .spec.image\nconflicts with \"m2\" using stable.example.com/v1:\n- .spec.replicas"
     );
     assert_eq!(c.causes().len(), 3);
-    assert_eq!(c.causes()[2].1, r#"conflict with "m2" using stable.example.com/v1"#);
+    assert_eq!(
+        c.causes()[2].1,
+        r#"conflict with "m2" using stable.example.com/v1"#
+    );
 }
 
 #[test]
 fn field_manager_apply_create_and_remove_owned_fields() {
     let schema = Schema::from_json_schema(&y(CRONTAB));
     let fm = FieldManager::new(&schema, GV, "CronTab");
-    let config = crontab("cronSpec: a\nports:\n- name: http\n  port: 80\n- name: https\n  port: 443");
-    let created = fm.apply(None, &config, "kubectl", false, T1).expect("create");
+    let config =
+        crontab("cronSpec: a\nports:\n- name: http\n  port: 80\n- name: https\n  port: 443");
+    let created = fm
+        .apply(None, &config, "kubectl", false, T1)
+        .expect("create");
     assert_eq!(
         entries(&created),
         [e(
@@ -1144,8 +1471,13 @@ fn field_manager_apply_create_and_remove_owned_fields() {
     updated["spec"]["replicas"] = json!(3);
     fm.update(Some(&created), &mut updated, "controller", T2);
     let config = crontab("ports:\n- name: http\n  port: 80");
-    let out = fm.apply(Some(&updated), &config, "kubectl", false, T3).expect("apply");
-    assert_eq!(out["spec"], json!({"replicas": 3, "ports": [{"name": "http", "port": 80}]}));
+    let out = fm
+        .apply(Some(&updated), &config, "kubectl", false, T3)
+        .expect("apply");
+    assert_eq!(
+        out["spec"],
+        json!({"replicas": 3, "ports": [{"name": "http", "port": 80}]})
+    );
     assert_eq!(
         entries(&out),
         [
@@ -1156,7 +1488,13 @@ fn field_manager_apply_create_and_remove_owned_fields() {
                 Some(T3),
                 r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:ports":{"k:{\"name\":\"http\"}":{"f:name":{},"f:port":{},".":{}}}}}"#
             ),
-            e("controller", "Update", "", Some(T2), r#"{"f:spec":{"f:replicas":{}}}"#),
+            e(
+                "controller",
+                "Update",
+                "",
+                Some(T2),
+                r#"{"f:spec":{"f:replicas":{}}}"#
+            ),
         ]
     );
 }
@@ -1172,11 +1510,21 @@ fn field_manager_update_same_manager_merges_and_noop_keeps_time() {
     fm.update(Some(&a), &mut b, "m", T2);
     assert_eq!(
         entries(&b),
-        [e("m", "Update", "", Some(T2), r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:image":{},"f:replicas":{},".":{}}}"#)]
+        [e(
+            "m",
+            "Update",
+            "",
+            Some(T2),
+            r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:image":{},"f:replicas":{},".":{}}}"#
+        )]
     );
     let mut c = b.clone();
     fm.update(Some(&b), &mut c, "m", T3);
-    assert_eq!(entries(&c), entries(&b), "a no-op update keeps the entry and its time");
+    assert_eq!(
+        entries(&c),
+        entries(&b),
+        "a no-op update keeps the entry and its time"
+    );
     // Another apiVersion is another Update entry.
     let fm2 = FieldManager::new(&schema, "stable.example.com/v2", "CronTab");
     let mut d = c.clone();
@@ -1184,7 +1532,10 @@ fn field_manager_update_same_manager_merges_and_noop_keeps_time() {
     fm2.update(Some(&c), &mut d, "m", T3);
     let got = entries(&d);
     assert_eq!(got.len(), 2);
-    assert_eq!(d["metadata"]["managedFields"][1]["apiVersion"], "stable.example.com/v2");
+    assert_eq!(
+        d["metadata"]["managedFields"][1]["apiVersion"],
+        "stable.example.com/v2"
+    );
     assert_eq!(got[1].4, r#"{"f:spec":{"f:image":{}}}"#);
 }
 
@@ -1198,12 +1549,25 @@ fn field_manager_request_managed_fields_reset_and_replace() {
         let mut new = live.clone();
         new["metadata"]["managedFields"] = reset.clone();
         fm.update(Some(&live), &mut new, "m", T2);
-        assert!(new["metadata"].get("managedFields").is_none(), "{reset}: nothing changed, no entries");
+        assert!(
+            new["metadata"].get("managedFields").is_none(),
+            "{reset}: nothing changed, no entries"
+        );
         let mut new = live.clone();
         new["metadata"]["managedFields"] = reset.clone();
         new["spec"]["replicas"] = json!(2);
         fm.update(Some(&live), &mut new, "m", T2);
-        assert_eq!(entries(&new), [e("m", "Update", "", Some(T2), r#"{"f:spec":{"f:replicas":{}}}"#)], "{reset}");
+        assert_eq!(
+            entries(&new),
+            [e(
+                "m",
+                "Update",
+                "",
+                Some(T2),
+                r#"{"f:spec":{"f:replicas":{}}}"#
+            )],
+            "{reset}"
+        );
     }
     // Managed fields the client rewrites replace the tracked ones.
     let mut new = live.clone();
@@ -1212,7 +1576,16 @@ fn field_manager_request_managed_fields_reset_and_replace() {
         "time": T1, "fieldsV1": {"f:spec": {"f:image": {}}}
     }]);
     fm.update(Some(&live), &mut new, "m", T2);
-    assert_eq!(entries(&new), [e("someone", "Apply", "", Some(T1), r#"{"f:spec":{"f:image":{}}}"#)]);
+    assert_eq!(
+        entries(&new),
+        [e(
+            "someone",
+            "Apply",
+            "",
+            Some(T1),
+            r#"{"f:spec":{"f:image":{}}}"#
+        )]
+    );
     // Undecodable ones fall back to the live object's.
     let mut new = live.clone();
     new["metadata"]["managedFields"] = json!([{"manager": "x", "operation": "Nope"}]);
@@ -1241,20 +1614,38 @@ fn field_manager_subresource_entries_and_reset_fields() {
     let mut live = crontab("image: a");
     live["status"] = json!({"phase": "x"});
     fm.update(None, &mut live, "creator", T1);
-    assert_eq!(entries(&live)[0].4, r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:image":{},".":{}}}"#);
+    assert_eq!(
+        entries(&live)[0].4,
+        r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:image":{},".":{}}}"#
+    );
 
     let mut new = live.clone();
     new["status"]["phase"] = json!("Running");
     new["metadata"]["managedFields"] = json!([{}]);
     status.update(Some(&live), &mut new, "ctl", T2);
     let got = entries(&new);
-    assert_eq!(got.len(), 2, "a subresource ignores the request's managed fields");
-    assert_eq!(got[1], e("ctl", "Update", "status", Some(T2), r#"{"f:status":{"f:phase":{}}}"#));
+    assert_eq!(
+        got.len(),
+        2,
+        "a subresource ignores the request's managed fields"
+    );
+    assert_eq!(
+        got[1],
+        e(
+            "ctl",
+            "Update",
+            "status",
+            Some(T2),
+            r#"{"f:status":{"f:phase":{}}}"#
+        )
+    );
 
     // Apply through the status subresource conflicts with its owner, named with the subresource.
     let mut cfg = crontab("");
     cfg["status"] = json!({"phase": "Done"});
-    let err = status.apply(Some(&new), &cfg, "other", false, T3).expect_err("conflict");
+    let err = status
+        .apply(Some(&new), &cfg, "other", false, T3)
+        .expect_err("conflict");
     assert_eq!(
         err.to_string(),
         r#"Apply failed with 1 conflict: conflict with "ctl" with subresource "status" using stable.example.com/v1: .status.phase"#
@@ -1266,20 +1657,35 @@ fn field_manager_before_first_apply_and_bad_requests() {
     let schema = Schema::from_json_schema(&y(CRONTAB));
     let fm = FieldManager::new(&schema, GV, "CronTab");
     let live = crontab("image: a\nreplicas: 1");
-    let err = fm.apply(Some(&live), &crontab("image: b"), "kubectl", false, T2).expect_err("conflict");
+    let err = fm
+        .apply(Some(&live), &crontab("image: b"), "kubectl", false, T2)
+        .expect_err("conflict");
     assert_eq!(
         err.to_string(),
         r#"Apply failed with 1 conflict: conflict with "before-first-apply" using stable.example.com/v1: .spec.image"#
     );
-    let out = fm.apply(Some(&live), &crontab("image: a"), "kubectl", false, T2).expect("shared");
+    let out = fm
+        .apply(Some(&live), &crontab("image: a"), "kubectl", false, T2)
+        .expect("shared");
     let got = entries(&out);
     assert_eq!(got[0].0, "kubectl");
-    assert_eq!(got[1], e("before-first-apply", "Update", "", Some(T2), r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:image":{},"f:replicas":{},".":{}}}"#));
+    assert_eq!(
+        got[1],
+        e(
+            "before-first-apply",
+            "Update",
+            "",
+            Some(T2),
+            r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:image":{},"f:replicas":{},".":{}}}"#
+        )
+    );
 
     let mut wrong = crontab("image: a");
     wrong["apiVersion"] = json!("stable.example.com/v2");
     assert_eq!(
-        fm.apply(None, &wrong, "kubectl", false, T1).expect_err("kind").to_string(),
+        fm.apply(None, &wrong, "kubectl", false, T1)
+            .expect_err("kind")
+            .to_string(),
         "invalid object type: stable.example.com/v2, Kind=CronTab"
     );
     let mut with_mf = crontab("image: a");
@@ -1290,12 +1696,16 @@ fn field_manager_before_first_apply_and_bad_requests() {
     ));
     let dup = crontab("ports:\n- name: a\n- name: a");
     assert_eq!(
-        fm.apply(None, &dup, "kubectl", false, T1).expect_err("dup").to_string(),
+        fm.apply(None, &dup, "kubectl", false, T1)
+            .expect_err("dup")
+            .to_string(),
         r#"failed to create typed patch object (stable.example.com/v1, Kind=CronTab): .spec.ports: duplicate entries for key [name="a"]"#
     );
     let nokey = crontab("ports:\n- port: 1");
     assert_eq!(
-        fm.apply(None, &nokey, "kubectl", false, T1).expect_err("key").to_string(),
+        fm.apply(None, &nokey, "kubectl", false, T1)
+            .expect_err("key")
+            .to_string(),
         r#"failed to create typed patch object (stable.example.com/v1, Kind=CronTab): .spec.ports: element 0: associative list with keys has an element that omits key field "name" (and doesn't have default value)"#
     );
 }
@@ -1309,14 +1719,23 @@ fn field_manager_caps_update_managers() {
     for i in 1..=4 {
         let mut next = obj.clone();
         next["metadata"]["labels"][format!("l{i}")] = json!("x");
-        fm.update(Some(&obj), &mut next, &format!("m{i}"), &format!("2024-05-01T10:00:0{i}Z"));
+        fm.update(
+            Some(&obj),
+            &mut next,
+            &format!("m{i}"),
+            &format!("2024-05-01T10:00:0{i}Z"),
+        );
         obj = next;
     }
-    let got: Vec<(String, Option<String>)> = entries(&obj).into_iter().map(|e| (e.0, e.3)).collect();
+    let got: Vec<(String, Option<String>)> =
+        entries(&obj).into_iter().map(|e| (e.0, e.3)).collect();
     assert_eq!(
         got,
         [
-            ("ancient-changes".to_owned(), Some("2024-05-01T10:00:02Z".to_owned())),
+            (
+                "ancient-changes".to_owned(),
+                Some("2024-05-01T10:00:02Z".to_owned())
+            ),
             ("m3".to_owned(), Some("2024-05-01T10:00:03Z".to_owned())),
             ("m4".to_owned(), Some("2024-05-01T10:00:04Z".to_owned())),
         ]

@@ -23,46 +23,55 @@ pub struct TypeError {
 }
 
 /// How a node is walked.
-enum Shape<'s> {
+enum Shape<'a> {
     /// Owned and replaced whole: scalars, atomic maps and lists, empty or mismatched values.
     Leaf,
-    /// A granular map: `t` is the map type (fields looked up in it).
+    /// A granular map: `ty` is the map type (fields looked up in it).
     Map(TypeId),
     /// A granular list.
-    List(TypeId, &'s ListKind),
+    List(TypeId, &'a ListKind),
 }
 
-fn is_nonempty_object(v: Option<&Value>) -> bool {
-    matches!(v, Some(Value::Object(m)) if !m.is_empty())
+fn is_nonempty_object(val: Option<&Value>) -> bool {
+    matches!(val, Some(Value::Object(m)) if !m.is_empty())
 }
 
-fn is_nonempty_array(v: Option<&Value>) -> bool {
-    matches!(v, Some(Value::Array(a)) if !a.is_empty())
+fn is_nonempty_array(val: Option<&Value>) -> bool {
+    matches!(val, Some(Value::Array(a)) if !a.is_empty())
 }
 
 /// The shape of a node given the values on both sides (either may be absent). Both sides empty
 /// or absent make a leaf, which keeps the empty/null distinction (SMD's `emptyPromoteToLeaf`).
-fn pair_shape<'s>(s: &'s Schema, t: TypeId, l: Option<&Value>, r: Option<&Value>) -> Shape<'s> {
-    match s.node(t) {
-        Node::Scalar => Shape::Leaf,
+fn pair_shape<'a>(
+    schema: &'a Schema,
+    ty: TypeId,
+    lhs: Option<&Value>,
+    rhs: Option<&Value>,
+) -> Shape<'a> {
+    match schema.node(ty) {
+        Node::Scalar
+        | Node::Map { atomic: true, .. }
+        | Node::List {
+            kind: ListKind::Atomic,
+            ..
+        } => Shape::Leaf,
         Node::Deduced => {
-            let is_map = |v: Option<&Value>| v.map(Value::is_object);
-            match (is_map(l), is_map(r)) {
+            let is_map = |val: Option<&Value>| val.map(Value::is_object);
+            match (is_map(lhs), is_map(rhs)) {
                 (Some(false), _) | (_, Some(false)) => Shape::Leaf,
-                _ if is_nonempty_object(l) || is_nonempty_object(r) => Shape::Map(DEDUCED),
+                _ if is_nonempty_object(lhs) || is_nonempty_object(rhs) => Shape::Map(DEDUCED),
                 _ => Shape::Leaf,
             }
         }
-        Node::Map { atomic: true, .. } | Node::List { kind: ListKind::Atomic, .. } => Shape::Leaf,
         Node::Map { .. } => {
-            if is_nonempty_object(l) || is_nonempty_object(r) {
-                Shape::Map(t)
+            if is_nonempty_object(lhs) || is_nonempty_object(rhs) {
+                Shape::Map(ty)
             } else {
                 Shape::Leaf
             }
         }
         Node::List { elem, kind } => {
-            if is_nonempty_array(l) || is_nonempty_array(r) {
+            if is_nonempty_array(lhs) || is_nonempty_array(rhs) {
                 Shape::List(*elem, kind)
             } else {
                 Shape::Leaf
@@ -72,7 +81,11 @@ fn pair_shape<'s>(s: &'s Schema, t: TypeId, l: Option<&Value>, r: Option<&Value>
 }
 
 /// Returns the path element of a list item (SMD's `listItemToPathElement`).
-pub(crate) fn item_element(kind: &ListKind, index: usize, item: &Value) -> Result<PathElement, String> {
+pub(crate) fn item_element(
+    kind: &ListKind,
+    index: usize,
+    item: &Value,
+) -> Result<PathElement, String> {
     match kind {
         ListKind::Atomic => Ok(PathElement::Index(index as i64)),
         ListKind::Set => match item {
@@ -82,16 +95,18 @@ pub(crate) fn item_element(kind: &ListKind, index: usize, item: &Value) -> Resul
             Value::Array(_) => {
                 Err("associative list without keys has an element that's a list type".to_owned())
             }
-            v => Ok(PathElement::Value(v.clone())),
+            val => Ok(PathElement::Value(val.clone())),
         },
         ListKind::Map(keys) => {
             let Value::Object(m) = item else {
-                return Err("associative list with keys has an element that's not a map type".to_owned());
+                return Err(
+                    "associative list with keys has an element that's not a map type".to_owned(),
+                );
             };
             let mut fields = Vec::with_capacity(keys.len());
             for (k, default) in keys {
                 match m.get(k).or(default.as_ref()) {
-                    Some(v) => fields.push((k.clone(), v.clone())),
+                    Some(val) => fields.push((k.clone(), val.clone())),
                     None => {
                         return Err(format!(
                             "associative list with keys has an element that omits key field {k:?} (and doesn't have default value)"
@@ -135,7 +150,10 @@ fn index_items<'v>(
 }
 
 fn type_error(path: &[PathElement], message: String) -> TypeError {
-    TypeError { path: Path(path.to_vec()).to_string(), message }
+    TypeError {
+        path: Path(path.to_vec()).to_string(),
+        message,
+    }
 }
 
 /// What a node contributes to a field set: itself as a whole, or what lies below it.
@@ -146,40 +164,52 @@ enum Owned {
 
 /// Returns the fields a value sets (SMD's `TypedValue.ToFieldSet`): leaves, every map entry
 /// and list item, but not the named fields of structs (they are implied by their children).
-pub(crate) fn to_field_set(s: &Schema, v: &Value) -> Result<FieldSet, TypeError> {
+pub(crate) fn to_field_set(schema: &Schema, val: &Value) -> Result<FieldSet, TypeError> {
     let mut path = Vec::new();
-    match owned(s, s.root(), v, &mut path)? {
+    match owned(schema, schema.root(), val, &mut path)? {
         Owned::Leaf => Ok(FieldSet::new()),
         Owned::Below(set) => Ok(set),
     }
 }
 
-fn owned(s: &Schema, t: TypeId, v: &Value, path: &mut Vec<PathElement>) -> Result<Owned, TypeError> {
-    let shape = match (s.node(t), v) {
-        (Node::Scalar, _) | (Node::Map { atomic: true, .. }, _) => return Ok(Owned::Leaf),
-        (Node::List { kind: ListKind::Atomic, .. }, _) => return Ok(Owned::Leaf),
+fn owned(
+    schema: &Schema,
+    ty: TypeId,
+    val: &Value,
+    path: &mut Vec<PathElement>,
+) -> Result<Owned, TypeError> {
+    let shape = match (schema.node(ty), val) {
         (Node::Deduced, Value::Object(_)) => Shape::Map(DEDUCED),
-        (Node::Deduced, _) => return Ok(Owned::Leaf),
-        (Node::Map { .. }, Value::Object(_)) => Shape::Map(t),
+        (
+            Node::Scalar
+            | Node::Deduced
+            | Node::Map { atomic: true, .. }
+            | Node::List {
+                kind: ListKind::Atomic,
+                ..
+            },
+            _,
+        ) => return Ok(Owned::Leaf),
+        (Node::Map { .. }, Value::Object(_)) => Shape::Map(ty),
         (Node::List { elem, kind }, Value::Array(_)) => Shape::List(*elem, kind),
         _ => return Ok(Owned::Below(FieldSet::new())),
     };
     let mut set = FieldSet::new();
-    match (shape, v) {
+    match (shape, val) {
         (Shape::Map(mt), Value::Object(m)) => {
             for (k, cv) in m {
-                let (ct, named) = s.field(mt, k);
+                let (ct, named) = schema.field(mt, k);
                 let pe = PathElement::Field(k.clone());
                 path.push(pe.clone());
-                let child = owned(s, ct, cv, path)?;
+                let child = owned(schema, ct, cv, path)?;
                 path.pop();
                 match child {
                     Owned::Leaf => set.insert_member(pe),
-                    Owned::Below(c) => {
+                    Owned::Below(cmp) => {
                         if !named {
                             set.insert_member(pe.clone());
                         }
-                        set.attach(pe, c);
+                        set.attach(pe, cmp);
                     }
                 }
             }
@@ -189,10 +219,10 @@ fn owned(s: &Schema, t: TypeId, v: &Value, path: &mut Vec<PathElement>) -> Resul
                 let pe = item_element(kind, i, item)
                     .map_err(|e| type_error(path, format!("element {i}: {e}")))?;
                 path.push(pe.clone());
-                let child = owned(s, et, item, path)?;
+                let child = owned(schema, et, item, path)?;
                 path.pop();
-                if let Owned::Below(c) = child {
-                    set.attach(pe.clone(), c);
+                if let Owned::Below(cmp) = child {
+                    set.attach(pe.clone(), cmp);
                 }
                 set.insert_member(pe);
             }
@@ -205,31 +235,31 @@ fn owned(s: &Schema, t: TypeId, v: &Value, path: &mut Vec<PathElement>) -> Resul
 /// Merges an applied configuration into a live object (SMD's `TypedValue.Merge`): the
 /// configuration wins at every leaf; granular maps merge by key and granular lists by item, in
 /// SMD's order (shared items in the configuration's order, live-only items where they were).
-pub(crate) fn merge(s: &Schema, live: &Value, config: &Value) -> Result<Value, TypeError> {
+pub(crate) fn merge(schema: &Schema, live: &Value, config: &Value) -> Result<Value, TypeError> {
     let mut path = Vec::new();
-    let out = merge_node(s, s.root(), Some(live), Some(config), &mut path)?;
+    let out = merge_node(schema, schema.root(), Some(live), Some(config), &mut path)?;
     Ok(out.unwrap_or_else(|| Value::Object(Map::new())))
 }
 
 fn merge_node(
-    s: &Schema,
-    t: TypeId,
-    l: Option<&Value>,
-    r: Option<&Value>,
+    schema: &Schema,
+    ty: TypeId,
+    lhs: Option<&Value>,
+    rhs: Option<&Value>,
     path: &mut Vec<PathElement>,
 ) -> Result<Option<Value>, TypeError> {
-    match pair_shape(s, t, l, r) {
-        Shape::Leaf => Ok(r.or(l).cloned()),
+    match pair_shape(schema, ty, lhs, rhs) {
+        Shape::Leaf => Ok(rhs.or(lhs).cloned()),
         Shape::Map(mt) => {
-            let lo = l.and_then(Value::as_object);
-            let ro = r.and_then(Value::as_object);
+            let lo = lhs.and_then(Value::as_object);
+            let ro = rhs.and_then(Value::as_object);
             let mut out = Map::new();
             if let Some(lo) = lo {
                 for (k, lv) in lo {
                     let rv = ro.and_then(|ro| ro.get(k));
-                    let (ct, _) = s.field(mt, k);
+                    let (ct, _) = schema.field(mt, k);
                     path.push(PathElement::Field(k.clone()));
-                    let merged = merge_node(s, ct, Some(lv), rv, path)?;
+                    let merged = merge_node(schema, ct, Some(lv), rv, path)?;
                     path.pop();
                     if let Some(m) = merged {
                         out.insert(k.clone(), m);
@@ -241,27 +271,31 @@ fn merge_node(
                     if lo.is_some_and(|lo| lo.contains_key(k)) {
                         continue;
                     }
-                    let (ct, _) = s.field(mt, k);
+                    let (ct, _) = schema.field(mt, k);
                     path.push(PathElement::Field(k.clone()));
-                    let merged = merge_node(s, ct, None, Some(rv), path)?;
+                    let merged = merge_node(schema, ct, None, Some(rv), path)?;
                     path.pop();
                     if let Some(m) = merged {
                         out.insert(k.clone(), m);
                     }
                 }
             }
-            Ok(if out.is_empty() { None } else { Some(Value::Object(out)) })
+            Ok(if out.is_empty() {
+                None
+            } else {
+                Some(Value::Object(out))
+            })
         }
         Shape::List(et, kind) => {
-            let (r_order, r_items) = index_items(kind, r, true, path)?;
-            let (l_order, l_items) = index_items(kind, l, false, path)?;
+            let (r_order, r_items) = index_items(kind, rhs, true, path)?;
+            let (l_order, l_items) = index_items(kind, lhs, false, path)?;
             let mut out = Vec::with_capacity(l_order.len().max(r_order.len()));
             let mut shared = r_order.iter().filter(|pe| l_items.contains_key(pe));
             let mut next_shared = shared.next();
             let (mut li, mut ri) = (0, 0);
             let mut push = |pe: &PathElement, lc, rc, path: &mut Vec<PathElement>| {
                 path.push(pe.clone());
-                let merged = merge_node(s, et, lc, rc, path);
+                let merged = merge_node(schema, et, lc, rc, path);
                 path.pop();
                 merged.map(|m| {
                     if let Some(m) = m {
@@ -301,7 +335,11 @@ fn merge_node(
                     }
                 }
             }
-            Ok(if out.is_empty() { None } else { Some(Value::Array(out)) })
+            Ok(if out.is_empty() {
+                None
+            } else {
+                Some(Value::Array(out))
+            })
         }
     }
 }
@@ -316,23 +354,29 @@ pub(crate) struct Comparison {
 
 /// Compares two objects (SMD's `TypedValue.Compare`): leaves added, removed or changed, and
 /// every map, list or struct added or removed as a whole.
-pub(crate) fn compare(s: &Schema, old: &Value, new: &Value) -> Comparison {
-    let mut c = Comparison::default();
-    compare_children(s, s.root(), Some(old), Some(new), &mut c);
-    c
+pub(crate) fn compare(schema: &Schema, old: &Value, new: &Value) -> Comparison {
+    let mut cmp = Comparison::default();
+    compare_children(schema, schema.root(), Some(old), Some(new), &mut cmp);
+    cmp
 }
 
-fn compare_children(s: &Schema, t: TypeId, l: Option<&Value>, r: Option<&Value>, c: &mut Comparison) {
-    match pair_shape(s, t, l, r) {
+fn compare_children(
+    schema: &Schema,
+    ty: TypeId,
+    lhs: Option<&Value>,
+    rhs: Option<&Value>,
+    cmp: &mut Comparison,
+) {
+    match pair_shape(schema, ty, lhs, rhs) {
         Shape::Leaf => {}
         Shape::Map(mt) => {
-            let lo = l.and_then(Value::as_object);
-            let ro = r.and_then(Value::as_object);
+            let lo = lhs.and_then(Value::as_object);
+            let ro = rhs.and_then(Value::as_object);
             if let Some(lo) = lo {
                 for (k, lv) in lo {
                     let rv = ro.and_then(|ro| ro.get(k));
-                    let (ct, _) = s.field(mt, k);
-                    compare_child(s, ct, PathElement::Field(k.clone()), Some(lv), rv, c);
+                    let (ct, _) = schema.field(mt, k);
+                    compare_child(schema, ct, PathElement::Field(k.clone()), Some(lv), rv, cmp);
                 }
             }
             if let Some(ro) = ro {
@@ -340,68 +384,79 @@ fn compare_children(s: &Schema, t: TypeId, l: Option<&Value>, r: Option<&Value>,
                     if lo.is_some_and(|lo| lo.contains_key(k)) {
                         continue;
                     }
-                    let (ct, _) = s.field(mt, k);
-                    compare_child(s, ct, PathElement::Field(k.clone()), None, Some(rv), c);
+                    let (ct, _) = schema.field(mt, k);
+                    compare_child(
+                        schema,
+                        ct,
+                        PathElement::Field(k.clone()),
+                        None,
+                        Some(rv),
+                        cmp,
+                    );
                 }
             }
         }
         Shape::List(et, kind) => {
-            let Ok((l_order, l_items)) = index_items(kind, l, false, &[]) else { return };
-            let Ok((r_order, r_items)) = index_items(kind, r, false, &[]) else { return };
+            let Ok((l_order, l_items)) = index_items(kind, lhs, false, &[]) else {
+                return;
+            };
+            let Ok((r_order, r_items)) = index_items(kind, rhs, false, &[]) else {
+                return;
+            };
             for pe in &l_order {
                 let rv = r_items.get(pe).copied();
-                compare_child(s, et, pe.clone(), l_items.get(pe).copied(), rv, c);
+                compare_child(schema, et, pe.clone(), l_items.get(pe).copied(), rv, cmp);
             }
             for pe in r_order {
                 if l_items.contains_key(&pe) {
                     continue;
                 }
                 let rv = r_items.get(&pe).copied();
-                compare_child(s, et, pe, None, rv, c);
+                compare_child(schema, et, pe, None, rv, cmp);
             }
         }
     }
 }
 
 fn compare_child(
-    s: &Schema,
-    t: TypeId,
+    schema: &Schema,
+    ty: TypeId,
     pe: PathElement,
-    l: Option<&Value>,
-    r: Option<&Value>,
-    c: &mut Comparison,
+    lhs: Option<&Value>,
+    rhs: Option<&Value>,
+    cmp: &mut Comparison,
 ) {
-    if let Shape::Leaf = pair_shape(s, t, l, r) {
-        match (l, r) {
-            (None, Some(_)) => c.added.insert_member(pe),
-            (Some(_), None) => c.removed.insert_member(pe),
+    if let Shape::Leaf = pair_shape(schema, ty, lhs, rhs) {
+        match (lhs, rhs) {
+            (None, Some(_)) => cmp.added.insert_member(pe),
+            (Some(_), None) => cmp.removed.insert_member(pe),
             (Some(a), Some(b)) if !equals(a, b) => {
                 // A deduced map that became a scalar (or the reverse) also loses (or gains)
                 // its entries, as SMD walks the map side of mismatched atoms.
-                if matches!(s.node(t), Node::Deduced) && a.is_object() != b.is_object() {
+                if matches!(schema.node(ty), Node::Deduced) && a.is_object() != b.is_object() {
                     let mut sub = Comparison::default();
                     let (la, rb) = (a.is_object().then_some(a), b.is_object().then_some(b));
-                    compare_children(s, DEDUCED, la, rb, &mut sub);
-                    c.added.attach(pe.clone(), sub.added);
-                    c.removed.attach(pe.clone(), sub.removed);
+                    compare_children(schema, DEDUCED, la, rb, &mut sub);
+                    cmp.added.attach(pe.clone(), sub.added);
+                    cmp.removed.attach(pe.clone(), sub.removed);
                 }
-                c.modified.insert_member(pe);
+                cmp.modified.insert_member(pe);
             }
             _ => {}
         }
         return;
     }
     let mut sub = Comparison::default();
-    compare_children(s, t, l, r, &mut sub);
-    if l.is_none() {
-        c.added.insert_member(pe.clone());
+    compare_children(schema, ty, lhs, rhs, &mut sub);
+    if lhs.is_none() {
+        cmp.added.insert_member(pe.clone());
     }
-    if r.is_none() {
-        c.removed.insert_member(pe.clone());
+    if rhs.is_none() {
+        cmp.removed.insert_member(pe.clone());
     }
-    c.added.attach(pe.clone(), sub.added);
-    c.modified.attach(pe.clone(), sub.modified);
-    c.removed.attach(pe, sub.removed);
+    cmp.added.attach(pe.clone(), sub.added);
+    cmp.modified.attach(pe.clone(), sub.modified);
+    cmp.removed.attach(pe, sub.removed);
 }
 
 /// Removes from `merged` what the applier owned last time and no manager owns now (SMD's
@@ -411,41 +466,41 @@ fn compare_child(
 ///
 /// A granular map or list emptied this way becomes `null`, or goes when it was itself in `last`,
 /// as SMD's removal walker leaves it.
-pub(crate) fn prune(s: &Schema, merged: &mut Value, last: &FieldSet, owned: &FieldSet) {
-    prune_node(s, s.root(), merged, last, owned);
+pub(crate) fn prune(schema: &Schema, merged: &mut Value, last: &FieldSet, owned: &FieldSet) {
+    prune_node(schema, schema.root(), merged, last, owned);
 }
 
 fn in_set(set: Option<&FieldSet>, pe: &PathElement, named: bool) -> bool {
     set.is_some_and(|set| {
-        set.has_member(pe) || (named && set.child(pe).is_some_and(|c| !c.is_empty()))
+        set.has_member(pe) || (named && set.child(pe).is_some_and(|cmp| !cmp.is_empty()))
     })
 }
 
-fn is_nonempty_container(v: &Value) -> bool {
-    match v {
+fn is_nonempty_container(val: &Value) -> bool {
+    match val {
         Value::Object(m) => !m.is_empty(),
         Value::Array(a) => !a.is_empty(),
         _ => false,
     }
 }
 
-fn prune_node(s: &Schema, t: TypeId, v: &mut Value, last: &FieldSet, owned: &FieldSet) {
+fn prune_node(schema: &Schema, ty: TypeId, val: &mut Value, last: &FieldSet, owned: &FieldSet) {
     let empty = FieldSet::new();
-    let shape = match s.node(t) {
-        Node::Deduced if v.is_object() => Shape::Map(DEDUCED),
-        Node::Map { atomic: false, .. } if v.is_object() => Shape::Map(t),
-        Node::List { elem, kind } if v.is_array() && !matches!(kind, ListKind::Atomic) => {
+    let shape = match schema.node(ty) {
+        Node::Deduced if val.is_object() => Shape::Map(DEDUCED),
+        Node::Map { atomic: false, .. } if val.is_object() => Shape::Map(ty),
+        Node::List { elem, kind } if val.is_array() && !matches!(kind, ListKind::Atomic) => {
             Shape::List(*elem, kind)
         }
         _ => return,
     };
     match shape {
         Shape::Map(mt) => {
-            let Value::Object(m) = v else { return };
+            let Value::Object(m) = val else { return };
             for pe in last.member_and_child_elements() {
                 let PathElement::Field(k) = pe else { continue };
                 let Some(child) = m.get_mut(k) else { continue };
-                let (ct, named) = s.field(mt, k);
+                let (ct, named) = schema.field(mt, k);
                 let in_last = in_set(Some(last), pe, named);
                 let in_owned = in_set(Some(owned), pe, named);
                 if in_last && !in_owned {
@@ -454,7 +509,7 @@ fn prune_node(s: &Schema, t: TypeId, v: &mut Value, last: &FieldSet, owned: &Fie
                 }
                 if let Some(lc) = last.child(pe) {
                     let was = is_nonempty_container(child);
-                    prune_node(s, ct, child, lc, owned.child(pe).unwrap_or(&empty));
+                    prune_node(schema, ct, child, lc, owned.child(pe).unwrap_or(&empty));
                     if was && !is_nonempty_container(child) {
                         if in_last {
                             m.remove(k);
@@ -466,7 +521,7 @@ fn prune_node(s: &Schema, t: TypeId, v: &mut Value, last: &FieldSet, owned: &Fie
             }
         }
         Shape::List(et, kind) => {
-            let Value::Array(items) = v else { return };
+            let Value::Array(items) = val else { return };
             let mut index: BTreeMap<PathElement, usize> = BTreeMap::new();
             for (i, item) in items.iter().enumerate() {
                 if let Ok(pe) = item_element(kind, i, item) {
@@ -485,7 +540,7 @@ fn prune_node(s: &Schema, t: TypeId, v: &mut Value, last: &FieldSet, owned: &Fie
                 if let Some(lc) = last.child(pe) {
                     let item = &mut items[i];
                     let was = is_nonempty_container(item);
-                    prune_node(s, et, item, lc, owned.child(pe).unwrap_or(&empty));
+                    prune_node(schema, et, item, lc, owned.child(pe).unwrap_or(&empty));
                     if was && !is_nonempty_container(item) {
                         if in_last {
                             drop[i] = true;

@@ -51,23 +51,23 @@ fn rank(v: &Value) -> u8 {
 /// Returns SMD's total order of two values (`value.Compare`): numbers compare numerically
 /// whatever their representation, then strings, booleans, lists (lexically), maps (by sorted
 /// keys, then values) and null.
-pub(crate) fn compare(a: &Value, b: &Value) -> Ordering {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => num_cmp(x, y),
-        (Value::String(x), Value::String(y)) => x.cmp(y),
-        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
-        (Value::Array(x), Value::Array(y)) => {
-            for (l, r) in x.iter().zip(y) {
-                let c = compare(l, r);
-                if c != Ordering::Equal {
-                    return c;
+pub(crate) fn compare(lhs: &Value, rhs: &Value) -> Ordering {
+    match (lhs, rhs) {
+        (Value::Number(xs), Value::Number(ys)) => num_cmp(xs, ys),
+        (Value::String(xs), Value::String(ys)) => xs.cmp(ys),
+        (Value::Bool(xs), Value::Bool(ys)) => xs.cmp(ys),
+        (Value::Array(xs), Value::Array(ys)) => {
+            for (li, ri) in xs.iter().zip(ys) {
+                let ord = compare(li, ri);
+                if ord != Ordering::Equal {
+                    return ord;
                 }
             }
-            x.len().cmp(&y.len())
+            xs.len().cmp(&ys.len())
         }
-        (Value::Object(x), Value::Object(y)) => map_compare(x, y),
+        (Value::Object(xs), Value::Object(ys)) => map_compare(xs, ys),
         (Value::Null, Value::Null) => Ordering::Equal,
-        _ => rank(a).cmp(&rank(b)),
+        _ => rank(lhs).cmp(&rank(rhs)),
     }
 }
 
@@ -90,16 +90,19 @@ fn map_compare(x: &Map<String, Value>, y: &Map<String, Value>) -> Ordering {
 }
 
 /// Returns whether two values are equal as SMD's `value.Equals` decides: `1` equals `1.0`.
-pub(crate) fn equals(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => num_cmp(x, y) == Ordering::Equal,
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(l, r)| equals(l, r))
+pub(crate) fn equals(lhs: &Value, rhs: &Value) -> bool {
+    match (lhs, rhs) {
+        (Value::Number(xs), Value::Number(ys)) => num_cmp(xs, ys) == Ordering::Equal,
+        (Value::Array(xs), Value::Array(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(li, ri)| equals(li, ri))
         }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| equals(v, w)))
+        (Value::Object(xs), Value::Object(ys)) => {
+            xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .all(|(k, v)| ys.get(k).is_some_and(|w| equals(v, w)))
         }
-        _ => a == b,
+        _ => lhs == rhs,
     }
 }
 
