@@ -94,7 +94,7 @@ impl PathElement {
 }
 
 /// JSON text of a value with object keys sorted (Go's encoder sorts map keys).
-fn canonical_json(v: &Value) -> String {
+pub(crate) fn canonical_json(v: &Value) -> String {
     match v {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();

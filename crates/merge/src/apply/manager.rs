@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value};
 
 use super::conflict::{Conflict, Conflicts};
-use super::fieldset::{FieldSet, PathElement};
+use super::fieldset::{FieldSet, PathElement, canonical_json};
 use super::managed::{Entry, ManagedFields, ManagerId, Operation, is_reset};
 use super::schema::Schema;
 use super::typed::{self, Comparison};
@@ -49,6 +49,56 @@ pub struct FieldManager<'a> {
     subresource: &'a str,
     reset_fields: Option<&'a FieldSet>,
     max_update_managers: usize,
+}
+
+/// The annotation `kubectl apply` (client-side) keeps its configuration in.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Keeps kubectl's client-side apply annotation, when the object has one, equal to the
+/// configuration applied server-side by kubectl (apimachinery's `lastAppliedUpdater`): the
+/// configuration without the annotation, as Go encodes it (sorted keys, HTML-escaped, newline).
+fn sync_last_applied(out: &mut Value, config: &Value) {
+    let has = out
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(LAST_APPLIED_ANNOTATION))
+        .and_then(Value::as_str)
+        .is_some_and(|t| !t.is_empty());
+    if !has {
+        return;
+    }
+    let mut cfg = config.clone();
+    if let Some(Value::Object(a)) = cfg
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+    {
+        a.remove(LAST_APPLIED_ANNOTATION);
+    }
+    let mut text = go_json(&cfg);
+    text.push('\n');
+    if let Some(Value::Object(a)) = out
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+    {
+        a.insert(LAST_APPLIED_ANNOTATION.to_owned(), Value::String(text));
+    }
+}
+
+/// JSON as Go's `encoding/json` writes a map: keys sorted, `<`, `>`, `&`, U+2028 and U+2029
+/// escaped.
+fn go_json(v: &Value) -> String {
+    let mut out = String::new();
+    for c in canonical_json(v).chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The fields never owned by anyone (apimachinery's `stripMetaManager`).
@@ -202,8 +252,47 @@ impl<'a> FieldManager<'a> {
         }
         let empty = Value::Object(Map::new());
         let live = live.unwrap_or(&empty);
-        let mut tracked = ManagedFields::decode(managed_fields_of(live))
+        let tracked = ManagedFields::decode(managed_fields_of(live))
             .map_err(|e| ApplyError::Internal(format!("failed to decode managed fields: {e}")))?;
+        let mut out = match self.apply_once(live, config, manager, force, now, tracked.clone()) {
+            // kubectl upgrading from client-side apply: conflicts on fields its last-applied
+            // annotation set (and that still hold those values) are forced.
+            Err(ApplyError::Conflicts(c)) if manager == "kubectl" => {
+                match self.allowed_from_last_applied(live) {
+                    Some(allowed) => {
+                        let rest: Vec<Conflict> =
+                            c.0.into_iter()
+                                .filter(|c| !allowed.has(&c.path.0))
+                                .collect();
+                        if rest.is_empty() {
+                            self.apply_once(live, config, manager, true, now, tracked)?
+                        } else {
+                            return Err(ApplyError::Conflicts(Conflicts(rest)));
+                        }
+                    }
+                    None => return Err(ApplyError::Conflicts(c)),
+                }
+            }
+            other => other?,
+        };
+        if manager == "kubectl" {
+            sync_last_applied(&mut out, config);
+        }
+        Ok(out)
+    }
+
+    /// One attempt at an apply from the decoded managed fields (below the last-applied
+    /// decorators).
+    fn apply_once(
+        &self,
+        live: &Value,
+        config: &Value,
+        manager: &str,
+        force: bool,
+        now: &str,
+        mut tracked: ManagedFields,
+    ) -> Result<Value, ApplyError> {
+        let empty = Value::Object(Map::new());
         if tracked.entries.is_empty() {
             // Fields set before the first apply belong to a synthetic Update manager.
             let id = ManagerId::new(
@@ -310,6 +399,31 @@ impl<'a> FieldManager<'a> {
             }
         }
         managed.cap_update_managers(self.max_update_managers);
+    }
+
+    /// The fields kubectl's client-side apply set and that still hold the values it set
+    /// (apimachinery's `lastAppliedManager.allowedConflictsFromLastApplied`), or `None` when
+    /// there is no usable annotation.
+    fn allowed_from_last_applied(&self, live: &Value) -> Option<FieldSet> {
+        let text = live
+            .get("metadata")?
+            .get("annotations")?
+            .get(LAST_APPLIED_ANNOTATION)?
+            .as_str()
+            .filter(|t| !t.is_empty())?;
+        let last: Value = serde_json::from_str(text).ok()?;
+        if !last.is_object()
+            || last.get("apiVersion").and_then(Value::as_str) != Some(self.api_version)
+        {
+            return None;
+        }
+        let set = typed::to_field_set(self.schema, &last).ok()?;
+        let cmp = typed::compare(self.schema, &last, live);
+        Some(
+            set.difference(&cmp.modified)
+                .difference(&cmp.added)
+                .difference(&cmp.removed),
+        )
     }
 }
 

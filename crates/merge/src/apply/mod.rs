@@ -26,7 +26,7 @@ pub use managed::{
     DecodeError, Entry, FIELD_MANAGER_MAX_LENGTH, MAX_SUBRESOURCE_NAME_LENGTH, ManagedFields,
     ManagerId, Operation, Violation, ViolationKind, is_reset, validate_managed_fields,
 };
-pub use manager::{ApplyError, DEFAULT_MAX_UPDATE_MANAGERS, FieldManager};
+pub use manager::{ApplyError, DEFAULT_MAX_UPDATE_MANAGERS, FieldManager, LAST_APPLIED_ANNOTATION};
 pub use schema::Schema;
 pub use typed::TypeError;
 

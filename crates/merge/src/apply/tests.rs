@@ -1773,3 +1773,52 @@ fn schema_typing_embedded_and_int_or_string() {
         r#"{"f:spec":{"f:port":{},"f:template":{"f:data":{"f:k":{},".":{}},"f:metadata":{"f:finalizers":{"v:\"f\"":{}},"f:labels":{"f:a":{}}}}}}"#
     );
 }
+
+#[test]
+fn field_manager_upgrades_from_client_side_apply() {
+    let schema = Schema::from_json_schema(&y(CRONTAB));
+    let fm = FieldManager::new(&schema, GV, "CronTab");
+    let last = json!({"apiVersion": GV, "kind": "CronTab", "metadata": {"name": "c", "namespace": "default", "labels": {"app": "a"}}, "spec": {"cronSpec": "x", "image": "a"}});
+    let mut live = crontab("cronSpec: x\nimage: a");
+    live["metadata"]["annotations"] = json!({LAST_APPLIED_ANNOTATION: format!("{}\n", serde_json::to_string(&last).unwrap_or_default())});
+    fm.update(None, &mut live, "kubectl-client-side-apply", T1);
+
+    let config = crontab("cronSpec: 'y<z'\nimage: a");
+    // Another manager than kubectl gets the conflict.
+    let err = fm
+        .apply(Some(&live), &config, "other", false, T2)
+        .expect_err("conflict");
+    assert_eq!(
+        err.to_string(),
+        r#"Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using stable.example.com/v1: .spec.cronSpec"#
+    );
+    // kubectl takes over the fields its last-applied configuration set, and keeps the
+    // annotation in sync with what it applies.
+    let out = fm
+        .apply(Some(&live), &config, "kubectl", false, T2)
+        .expect("upgrade");
+    assert_eq!(out["spec"]["cronSpec"], "y<z");
+    assert_eq!(
+        out["metadata"]["annotations"][LAST_APPLIED_ANNOTATION],
+        "{\"apiVersion\":\"stable.example.com/v1\",\"kind\":\"CronTab\",\"metadata\":{\"labels\":{\"app\":\"a\"},\"name\":\"c\",\"namespace\":\"default\",\"uid\":\"u\"},\"spec\":{\"cronSpec\":\"y\\u003cz\",\"image\":\"a\"}}\n"
+    );
+    let got = entries(&out);
+    assert_eq!(got[0].0, "kubectl");
+    assert_eq!(got[1].0, "kubectl-client-side-apply");
+    assert_eq!(
+        got[1].4,
+        r#"{"f:metadata":{"f:annotations":{"f:kubectl.kubernetes.io/last-applied-configuration":{},".":{}},"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:image":{},".":{}}}"#
+    );
+
+    // A field changed since the last client-side apply stays a conflict.
+    let mut drifted = live.clone();
+    drifted["spec"]["cronSpec"] = json!("drift");
+    fm.update(Some(&live), &mut drifted, "kubectl-client-side-apply", T2);
+    let err = fm
+        .apply(Some(&drifted), &config, "kubectl", false, T3)
+        .expect_err("drift");
+    assert_eq!(
+        err.to_string(),
+        r#"Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using stable.example.com/v1: .spec.cronSpec"#
+    );
+}
