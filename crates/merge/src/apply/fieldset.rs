@@ -226,6 +226,33 @@ impl FieldSet {
         self.members.is_empty() && self.children.iter().all(|(_, c)| c.is_empty())
     }
 
+    /// Builds a set from members and children gathered in any order (sorted here, equal
+    /// children merged, empty children dropped).
+    pub(crate) fn from_parts(
+        mut members: Vec<PathElement>,
+        mut children: Vec<(PathElement, FieldSet)>,
+    ) -> FieldSet {
+        if !members.is_sorted() {
+            members.sort();
+        }
+        members.dedup();
+        if !children.is_sorted_by(|a, b| a.0 <= b.0) {
+            children.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        if children.windows(2).any(|w| w[0].0 == w[1].0) {
+            let mut merged: Vec<(PathElement, FieldSet)> = Vec::with_capacity(children.len());
+            for (pe, c) in children {
+                match merged.last_mut() {
+                    Some(last) if last.0 == pe => last.1 = last.1.union(&c),
+                    _ => merged.push((pe, c)),
+                }
+            }
+            children = merged;
+        }
+        children.retain(|(_, c)| !c.is_empty());
+        FieldSet { members, children }
+    }
+
     /// Returns whether `pe` is a member at this level.
     pub(crate) fn has_member(&self, pe: &PathElement) -> bool {
         self.members.binary_search(pe).is_ok()
@@ -377,6 +404,30 @@ impl FieldSet {
             }
         }
         FieldSet { members, children }
+    }
+
+    /// Removes the paths of `other` from `self` (an in-place [`FieldSet::difference`]).
+    pub(crate) fn difference_in_place(&mut self, other: &FieldSet) {
+        if !other.members.is_empty() {
+            self.members.retain(|m| !other.has_member(m));
+        }
+        if !other.children.is_empty() {
+            self.children.retain_mut(|(pe, c)| {
+                if let Some(oc) = other.child(pe) {
+                    c.difference_in_place(oc);
+                }
+                !c.is_empty()
+            });
+        }
+    }
+
+    /// Returns whether every path of `self` is in `other`.
+    pub(crate) fn is_subset_of(&self, other: &FieldSet) -> bool {
+        self.members.iter().all(|m| other.has_member(m))
+            && self.children.iter().all(|(pe, c)| match other.child(pe) {
+                Some(oc) => c.is_subset_of(oc),
+                None => c.is_empty(),
+            })
     }
 
     /// Returns the paths in `self` that neither are in `other` nor lie under a member of
@@ -561,7 +612,9 @@ impl FieldSet {
 
 /// Reads one `fieldsV1` node: its children (if any) and whether it is itself a member.
 fn read_node(m: &Map<String, Value>) -> Result<(Option<FieldSet>, bool), FieldsV1Error> {
-    let mut children: Option<FieldSet> = None;
+    let mut members = Vec::new();
+    let mut children = Vec::new();
+    let mut any = false;
     let mut is_member = false;
     for (key, val) in m {
         if key == "." {
@@ -583,18 +636,21 @@ fn read_node(m: &Map<String, Value>) -> Result<(Option<FieldSet>, bool), FieldsV
                 )));
             }
         };
-        let set = children.get_or_insert_with(FieldSet::default);
-        if child_is_member {
-            set.insert_member(pe.clone());
-        }
-        if let Some(g) = grand {
-            set.attach(pe, g);
+        any = true;
+        match (child_is_member, grand) {
+            (true, Some(g)) => {
+                members.push(pe.clone());
+                children.push((pe, g));
+            }
+            (true, None) => members.push(pe),
+            (false, Some(g)) => children.push((pe, g)),
+            (false, None) => {}
         }
     }
-    if children.is_none() {
-        is_member = true;
+    if !any {
+        return Ok((None, true));
     }
-    Ok((children, is_member))
+    Ok((Some(FieldSet::from_parts(members, children)), is_member))
 }
 
 fn merge_sorted(a: &[PathElement], b: &[PathElement]) -> Vec<PathElement> {

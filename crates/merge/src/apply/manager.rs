@@ -254,7 +254,7 @@ impl<'a> FieldManager<'a> {
         let live = live.unwrap_or(&empty);
         let tracked = ManagedFields::decode(managed_fields_of(live))
             .map_err(|e| ApplyError::Internal(format!("failed to decode managed fields: {e}")))?;
-        let mut out = match self.apply_once(live, config, manager, force, now, tracked.clone()) {
+        let mut out = match self.apply_once(live, config, manager, force, now, tracked) {
             // kubectl upgrading from client-side apply: conflicts on fields its last-applied
             // annotation set (and that still hold those values) are forced.
             Err(ApplyError::Conflicts(c)) if manager == "kubectl" => {
@@ -265,6 +265,8 @@ impl<'a> FieldManager<'a> {
                                 .filter(|c| !allowed.has(&c.path.0))
                                 .collect();
                         if rest.is_empty() {
+                            let tracked =
+                                ManagedFields::decode(managed_fields_of(live)).unwrap_or_default();
                             self.apply_once(live, config, manager, true, now, tracked)?
                         } else {
                             return Err(ApplyError::Conflicts(Conflicts(rest)));
@@ -316,13 +318,13 @@ impl<'a> FieldManager<'a> {
                 .unwrap_or(("", self.api_version));
             format!("{group}/{version}, Kind={}", self.kind)
         };
-        let merged = typed::merge(self.schema, live, config).map_err(|e| {
+        let config_set = typed::to_field_set(self.schema, config).map_err(|e| {
             ApplyError::Internal(format!(
                 "failed to create typed patch object ({}): {e}",
                 gvk()
             ))
         })?;
-        let config_set = typed::to_field_set(self.schema, config).map_err(|e| {
+        let merged = typed::merge(self.schema, live, config).map_err(|e| {
             ApplyError::Internal(format!(
                 "failed to create typed patch object ({}): {e}",
                 gvk()
@@ -378,7 +380,7 @@ impl<'a> FieldManager<'a> {
         if let Some(reset) = self.reset_fields {
             set = set.recursive_difference(reset);
         }
-        let set = set.difference(strip_set());
+        set.difference_in_place(strip_set());
         if !set.is_empty() {
             match managed.entries.get_mut(&id) {
                 Some(e) => {
@@ -516,20 +518,20 @@ pub(super) fn apply_sets(
             time,
         },
     );
+    // Re-applying a superset of what was applied last time removes nothing.
     if let Some(last) = &last
         && !last.set.is_empty()
+        && !managed
+            .entries
+            .get(id)
+            .is_some_and(|e| last.set.is_subset_of(&e.set))
     {
-        {
-            let mut owned = FieldSet::new();
-            for e in managed.entries.values() {
-                owned = owned.union(&e.set);
-            }
-            typed::prune(schema, &mut merged, &last.set, &owned);
-        }
+        let owned: Vec<&FieldSet> = managed.entries.values().map(|e| &e.set).collect();
+        typed::prune(schema, &mut merged, &last.set, &owned);
     }
     update_others(schema, live, &merged, managed, Some(id), force, ignored)?;
     if let Some(e) = managed.entries.get_mut(id) {
-        e.set = e.set.difference(strip_set());
+        e.set.difference_in_place(strip_set());
         if e.set.is_empty() {
             managed.entries.remove(id);
         }

@@ -125,20 +125,19 @@ fn index_items<'v>(
     kind: &ListKind,
     items: Option<&'v Value>,
     strict: bool,
-    path: &[PathElement],
-) -> Result<(Vec<PathElement>, BTreeMap<PathElement, &'v Value>), TypeError> {
+) -> Result<(Vec<PathElement>, BTreeMap<PathElement, &'v Value>), Fault> {
     let mut order = Vec::new();
     let mut seen = BTreeMap::new();
     if let Some(Value::Array(items)) = items {
         for (i, item) in items.iter().enumerate() {
             let pe = match item_element(kind, i, item) {
                 Ok(pe) => pe,
-                Err(e) if strict => return Err(type_error(path, format!("element {i}: {e}"))),
+                Err(e) if strict => return Err(Fault::new(format!("element {i}: {e}"))),
                 Err(_) => continue,
             };
             if seen.contains_key(&pe) {
                 if strict {
-                    return Err(type_error(path, format!("duplicate entries for key {pe}")));
+                    return Err(Fault::new(format!("duplicate entries for key {pe}")));
                 }
                 continue;
             }
@@ -149,10 +148,32 @@ fn index_items<'v>(
     Ok((order, seen))
 }
 
-fn type_error(path: &[PathElement], message: String) -> TypeError {
-    TypeError {
-        path: Path(path.to_vec()).to_string(),
-        message,
+/// A type error found below a node; its path is collected while unwinding, so walks do not
+/// track paths they will almost never print.
+struct Fault {
+    reversed_path: Vec<PathElement>,
+    message: String,
+}
+
+impl Fault {
+    fn new(message: String) -> Self {
+        Fault {
+            reversed_path: Vec::new(),
+            message,
+        }
+    }
+
+    fn at(mut self, pe: &PathElement) -> Self {
+        self.reversed_path.push(pe.clone());
+        self
+    }
+
+    fn into_error(mut self) -> TypeError {
+        self.reversed_path.reverse();
+        TypeError {
+            path: Path(self.reversed_path).to_string(),
+            message: self.message,
+        }
     }
 }
 
@@ -165,19 +186,13 @@ enum Owned {
 /// Returns the fields a value sets (SMD's `TypedValue.ToFieldSet`): leaves, every map entry
 /// and list item, but not the named fields of structs (they are implied by their children).
 pub(crate) fn to_field_set(schema: &Schema, val: &Value) -> Result<FieldSet, TypeError> {
-    let mut path = Vec::new();
-    match owned(schema, schema.root(), val, &mut path)? {
+    match owned(schema, schema.root(), val).map_err(Fault::into_error)? {
         Owned::Leaf => Ok(FieldSet::new()),
         Owned::Below(set) => Ok(set),
     }
 }
 
-fn owned(
-    schema: &Schema,
-    ty: TypeId,
-    val: &Value,
-    path: &mut Vec<PathElement>,
-) -> Result<Owned, TypeError> {
+fn owned(schema: &Schema, ty: TypeId, val: &Value) -> Result<Owned, Fault> {
     let shape = match (schema.node(ty), val) {
         (Node::Deduced, Value::Object(_)) => Shape::Map(DEDUCED),
         (
@@ -194,41 +209,45 @@ fn owned(
         (Node::List { elem, kind }, Value::Array(_)) => Shape::List(*elem, kind),
         _ => return Ok(Owned::Below(FieldSet::new())),
     };
-    let mut set = FieldSet::new();
+    let mut members = Vec::new();
+    let mut children = Vec::new();
     match (shape, val) {
         (Shape::Map(mt), Value::Object(m)) => {
             for (k, cv) in m {
                 let (ct, named) = schema.field(mt, k);
                 let pe = PathElement::Field(k.clone());
-                path.push(pe.clone());
-                let child = owned(schema, ct, cv, path)?;
-                path.pop();
-                match child {
-                    Owned::Leaf => set.insert_member(pe),
-                    Owned::Below(cmp) => {
+                match owned(schema, ct, cv).map_err(|f| f.at(&pe))? {
+                    Owned::Leaf => members.push(pe),
+                    Owned::Below(below) => {
                         if !named {
-                            set.insert_member(pe.clone());
+                            members.push(pe.clone());
                         }
-                        set.attach(pe, cmp);
+                        if !below.is_empty() {
+                            children.push((pe, below));
+                        }
                     }
                 }
             }
         }
         (Shape::List(et, kind), Value::Array(items)) => {
+            let mut seen = std::collections::BTreeSet::new();
             for (i, item) in items.iter().enumerate() {
                 let pe = item_element(kind, i, item)
-                    .map_err(|e| type_error(path, format!("element {i}: {e}")))?;
-                path.push(pe.clone());
-                let child = owned(schema, et, item, path)?;
-                path.pop();
-                if let Owned::Below(cmp) = child {
-                    set.attach(pe.clone(), cmp);
+                    .map_err(|e| Fault::new(format!("element {i}: {e}")))?;
+                if !seen.insert(pe.clone()) {
+                    return Err(Fault::new(format!("duplicate entries for key {pe}")));
                 }
-                set.insert_member(pe);
+                if let Owned::Below(below) = owned(schema, et, item).map_err(|f| f.at(&pe))?
+                    && !below.is_empty()
+                {
+                    children.push((pe.clone(), below));
+                }
+                members.push(pe);
             }
         }
         _ => {}
     }
+    let set = FieldSet::from_parts(members, children);
     Ok(Owned::Below(set))
 }
 
@@ -236,8 +255,8 @@ fn owned(
 /// configuration wins at every leaf; granular maps merge by key and granular lists by item, in
 /// SMD's order (shared items in the configuration's order, live-only items where they were).
 pub(crate) fn merge(schema: &Schema, live: &Value, config: &Value) -> Result<Value, TypeError> {
-    let mut path = Vec::new();
-    let out = merge_node(schema, schema.root(), Some(live), Some(config), &mut path)?;
+    let out =
+        merge_node(schema, schema.root(), Some(live), Some(config)).map_err(Fault::into_error)?;
     Ok(out.unwrap_or_else(|| Value::Object(Map::new())))
 }
 
@@ -246,8 +265,20 @@ fn merge_node(
     ty: TypeId,
     lhs: Option<&Value>,
     rhs: Option<&Value>,
-    path: &mut Vec<PathElement>,
-) -> Result<Option<Value>, TypeError> {
+) -> Result<Option<Value>, Fault> {
+    match (lhs, rhs) {
+        // Nothing applied here: the live value stays as it is.
+        (_, None) => return Ok(lhs.cloned()),
+        // Applied as it is (the configuration was checked by `to_field_set`).
+        (Some(l), Some(r)) if equals(l, r) => {
+            return Ok(Some(if r.is_object() || r.is_array() {
+                l.clone()
+            } else {
+                r.clone()
+            }));
+        }
+        _ => {}
+    }
     match pair_shape(schema, ty, lhs, rhs) {
         Shape::Leaf => Ok(rhs.or(lhs).cloned()),
         Shape::Map(mt) => {
@@ -258,9 +289,8 @@ fn merge_node(
                 for (k, lv) in lo {
                     let rv = ro.and_then(|ro| ro.get(k));
                     let (ct, _) = schema.field(mt, k);
-                    path.push(PathElement::Field(k.clone()));
-                    let merged = merge_node(schema, ct, Some(lv), rv, path)?;
-                    path.pop();
+                    let merged = merge_node(schema, ct, Some(lv), rv)
+                        .map_err(|f| f.at(&PathElement::Field(k.clone())))?;
                     if let Some(m) = merged {
                         out.insert(k.clone(), m);
                     }
@@ -272,9 +302,8 @@ fn merge_node(
                         continue;
                     }
                     let (ct, _) = schema.field(mt, k);
-                    path.push(PathElement::Field(k.clone()));
-                    let merged = merge_node(schema, ct, None, Some(rv), path)?;
-                    path.pop();
+                    let merged = merge_node(schema, ct, None, Some(rv))
+                        .map_err(|f| f.at(&PathElement::Field(k.clone())))?;
                     if let Some(m) = merged {
                         out.insert(k.clone(), m);
                     }
@@ -287,27 +316,26 @@ fn merge_node(
             })
         }
         Shape::List(et, kind) => {
-            let (r_order, r_items) = index_items(kind, rhs, true, path)?;
-            let (l_order, l_items) = index_items(kind, lhs, false, path)?;
+            let (r_order, r_items) = index_items(kind, rhs, true)?;
+            let (l_order, l_items) = index_items(kind, lhs, false)?;
             let mut out = Vec::with_capacity(l_order.len().max(r_order.len()));
             let mut shared = r_order.iter().filter(|pe| l_items.contains_key(pe));
             let mut next_shared = shared.next();
             let (mut li, mut ri) = (0, 0);
-            let mut push = |pe: &PathElement, lc, rc, path: &mut Vec<PathElement>| {
-                path.push(pe.clone());
-                let merged = merge_node(schema, et, lc, rc, path);
-                path.pop();
-                merged.map(|m| {
-                    if let Some(m) = m {
-                        out.push(m);
-                    }
-                })
+            let mut push = |pe: &PathElement, lc, rc| {
+                merge_node(schema, et, lc, rc)
+                    .map_err(|f| f.at(pe))
+                    .map(|m| {
+                        if let Some(m) = m {
+                            out.push(m);
+                        }
+                    })
             };
             while li < l_order.len() || ri < r_order.len() {
                 if li < l_order.len() && ri < r_order.len() {
                     let pe = &l_order[li];
                     if *pe == r_order[ri] {
-                        push(pe, l_items.get(pe).copied(), r_items.get(pe).copied(), path)?;
+                        push(pe, l_items.get(pe).copied(), r_items.get(pe).copied())?;
                         li += 1;
                         ri += 1;
                         next_shared = shared.next();
@@ -321,14 +349,14 @@ fn merge_node(
                 if li < l_order.len() {
                     let pe = &l_order[li];
                     if !r_items.contains_key(pe) {
-                        push(pe, l_items.get(pe).copied(), None, path)?;
+                        push(pe, l_items.get(pe).copied(), None)?;
                         li += 1;
                         continue;
                     }
                 }
                 if ri < r_order.len() {
                     let pe = &r_order[ri];
-                    push(pe, l_items.get(pe).copied(), r_items.get(pe).copied(), path)?;
+                    push(pe, l_items.get(pe).copied(), r_items.get(pe).copied())?;
                     ri += 1;
                     if next_shared.is_some_and(|n| n == pe) {
                         next_shared = shared.next();
@@ -376,6 +404,9 @@ fn compare_children(
                 for (k, lv) in lo {
                     let rv = ro.and_then(|ro| ro.get(k));
                     let (ct, _) = schema.field(mt, k);
+                    if rv.is_some_and(|rv| equals(lv, rv)) {
+                        continue;
+                    }
                     compare_child(schema, ct, PathElement::Field(k.clone()), Some(lv), rv, cmp);
                 }
             }
@@ -397,10 +428,10 @@ fn compare_children(
             }
         }
         Shape::List(et, kind) => {
-            let Ok((l_order, l_items)) = index_items(kind, lhs, false, &[]) else {
+            let Ok((l_order, l_items)) = index_items(kind, lhs, false) else {
                 return;
             };
-            let Ok((r_order, r_items)) = index_items(kind, rhs, false, &[]) else {
+            let Ok((r_order, r_items)) = index_items(kind, rhs, false) else {
                 return;
             };
             for pe in &l_order {
@@ -426,6 +457,11 @@ fn compare_child(
     rhs: Option<&Value>,
     cmp: &mut Comparison,
 ) {
+    if let (Some(l), Some(r)) = (lhs, rhs)
+        && equals(l, r)
+    {
+        return;
+    }
     if let Shape::Leaf = pair_shape(schema, ty, lhs, rhs) {
         match (lhs, rhs) {
             (None, Some(_)) => cmp.added.insert_member(pe),
@@ -466,8 +502,17 @@ fn compare_child(
 ///
 /// A granular map or list emptied this way becomes `null`, or goes when it was itself in `last`,
 /// as SMD's removal walker leaves it.
-pub(crate) fn prune(schema: &Schema, merged: &mut Value, last: &FieldSet, owned: &FieldSet) {
+pub(crate) fn prune(schema: &Schema, merged: &mut Value, last: &FieldSet, owned: &[&FieldSet]) {
     prune_node(schema, schema.root(), merged, last, owned);
+}
+
+/// Whether any of `sets` holds `pe` (a struct field also when a set has paths below it).
+fn in_any(sets: &[&FieldSet], pe: &PathElement, named: bool) -> bool {
+    sets.iter().any(|s| in_set(Some(s), pe, named))
+}
+
+fn children_of<'a>(sets: &[&'a FieldSet], pe: &PathElement) -> Vec<&'a FieldSet> {
+    sets.iter().filter_map(|s| s.child(pe)).collect()
 }
 
 fn in_set(set: Option<&FieldSet>, pe: &PathElement, named: bool) -> bool {
@@ -484,8 +529,7 @@ fn is_nonempty_container(val: &Value) -> bool {
     }
 }
 
-fn prune_node(schema: &Schema, ty: TypeId, val: &mut Value, last: &FieldSet, owned: &FieldSet) {
-    let empty = FieldSet::new();
+fn prune_node(schema: &Schema, ty: TypeId, val: &mut Value, last: &FieldSet, owned: &[&FieldSet]) {
     let shape = match schema.node(ty) {
         Node::Deduced if val.is_object() => Shape::Map(DEDUCED),
         Node::Map { atomic: false, .. } if val.is_object() => Shape::Map(ty),
@@ -502,14 +546,14 @@ fn prune_node(schema: &Schema, ty: TypeId, val: &mut Value, last: &FieldSet, own
                 let Some(child) = m.get_mut(k) else { continue };
                 let (ct, named) = schema.field(mt, k);
                 let in_last = in_set(Some(last), pe, named);
-                let in_owned = in_set(Some(owned), pe, named);
+                let in_owned = in_any(owned, pe, named);
                 if in_last && !in_owned {
                     m.remove(k);
                     continue;
                 }
                 if let Some(lc) = last.child(pe) {
                     let was = is_nonempty_container(child);
-                    prune_node(schema, ct, child, lc, owned.child(pe).unwrap_or(&empty));
+                    prune_node(schema, ct, child, lc, &children_of(owned, pe));
                     if was && !is_nonempty_container(child) {
                         if in_last {
                             m.remove(k);
@@ -532,7 +576,7 @@ fn prune_node(schema: &Schema, ty: TypeId, val: &mut Value, last: &FieldSet, own
             for pe in last.member_and_child_elements() {
                 let Some(&i) = index.get(pe) else { continue };
                 let in_last = in_set(Some(last), pe, false);
-                let in_owned = in_set(Some(owned), pe, false);
+                let in_owned = in_any(owned, pe, false);
                 if in_last && !in_owned {
                     drop[i] = true;
                     continue;
@@ -540,7 +584,7 @@ fn prune_node(schema: &Schema, ty: TypeId, val: &mut Value, last: &FieldSet, own
                 if let Some(lc) = last.child(pe) {
                     let item = &mut items[i];
                     let was = is_nonempty_container(item);
-                    prune_node(schema, et, item, lc, owned.child(pe).unwrap_or(&empty));
+                    prune_node(schema, et, item, lc, &children_of(owned, pe));
                     if was && !is_nonempty_container(item) {
                         if in_last {
                             drop[i] = true;
