@@ -871,6 +871,118 @@ fn cases() -> Vec<Case> {
                 ("two", r#"{"f:finalizers":{"v:\"b\"":{}}}"#),
             ],
         },
+        // ---- empty, null and absent ----
+        Case {
+            name: "empty/applied_empty_list_is_kept_but_not_owned",
+            schema: SET,
+            ops: &[Apply("one", "v1", "list: []")],
+            object: "list: []",
+            managed: &[],
+        },
+        Case {
+            name: "empty/applied_empty_map_keeps_live_entries",
+            schema: ATOMIC,
+            ops: &[
+                Update("ctl", "v1", "granularMap: {a: x}"),
+                Apply("one", "v1", "granularMap: {}"),
+            ],
+            object: "granularMap: {a: x}",
+            managed: &[("ctl", r#"{"f:granularMap":{".":{},"f:a":{}}}"#)],
+        },
+        Case {
+            name: "null/applied_null_scalar_is_owned",
+            schema: LEAF,
+            ops: &[Apply("one", "v1", "string: null")],
+            object: "string: null",
+            managed: &[("one", r#"{"f:string":{}}"#)],
+        },
+        // ---- more ownership transfers ----
+        Case {
+            name: "set/drop_whole_list_other_owns_item",
+            schema: SET,
+            ops: &[
+                Apply("one", "v1", "list: [a, b]"),
+                Apply("two", "v1", "list: [b]"),
+                Apply("one", "v1", ""),
+            ],
+            object: "list: [b]",
+            managed: &[("two", r#"{"f:list":{"v:\"b\"":{}}}"#)],
+        },
+        Case {
+            name: "atomic/updater_takes_atomic_map_from_applier",
+            schema: ATOMIC,
+            ops: &[
+                Apply("one", "v1", "atomicMap: {a: x}"),
+                Update("ctl", "v1", "atomicMap: {a: z}"),
+            ],
+            object: "atomicMap: {a: z}",
+            managed: &[("ctl", r#"{"f:atomicMap":{}}"#)],
+        },
+        Case {
+            name: "nested/inner_set_items_per_applier",
+            schema: NESTED,
+            ops: &[
+                Apply("one", "v1", "listOfLists:\n- name: a\n  value: [x]"),
+                Apply("two", "v1", "listOfLists:\n- name: a\n  value: [z]"),
+            ],
+            object: "listOfLists:\n- name: a\n  value: [x, z]",
+            managed: &[
+                (
+                    "one",
+                    r#"{"f:listOfLists":{"k:{\"name\":\"a\"}":{".":{},"f:name":{},"f:value":{"v:\"x\"":{}}}}}"#,
+                ),
+                (
+                    "two",
+                    r#"{"f:listOfLists":{"k:{\"name\":\"a\"}":{".":{},"f:name":{},"f:value":{"v:\"z\"":{}}}}}"#,
+                ),
+            ],
+        },
+        Case {
+            name: "deduced/lists_are_atomic",
+            schema: PRESERVE,
+            ops: &[
+                Apply("one", "v1", "spec:\n  list: [1, 2]"),
+                Conflicts(
+                    "two",
+                    "v1",
+                    "spec:\n  list: [1, 2, 3]",
+                    &[("one", ".spec.list")],
+                ),
+            ],
+            object: "spec:\n  list: [1, 2]",
+            managed: &[("one", r#"{"f:spec":{"f:list":{}}}"#)],
+        },
+        Case {
+            name: "leaf/force_takes_from_updater_and_applier",
+            schema: LEAF,
+            ops: &[
+                Update("ctl", "v1", "numeric: 1"),
+                Apply("one", "v1", "numeric: 1"),
+                Conflicts(
+                    "two",
+                    "v1",
+                    "numeric: 2",
+                    &[("ctl", ".numeric"), ("one", ".numeric")],
+                ),
+                ForceApply("two", "v1", "numeric: 2"),
+            ],
+            object: "numeric: 2",
+            managed: &[("two", r#"{"f:numeric":{}}"#)],
+        },
+        Case {
+            name: "struct/update_removing_subtree_drops_it_from_applier",
+            schema: STRUCT,
+            ops: &[
+                Apply(
+                    "one",
+                    "v1",
+                    "struct:\n  name: a\n  complexField:\n    name: b",
+                ),
+                Update("ctl", "v1", "struct:\n  name: a"),
+            ],
+            object: "struct:\n  name: a",
+            managed: &[("one", r#"{"f:struct":{"f:name":{}}}"#)],
+        },
         // ---- metadata typed as ObjectMeta ----
         Case {
             name: "metadata/labels_granular_finalizers_set",
