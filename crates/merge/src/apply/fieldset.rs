@@ -335,6 +335,20 @@ impl FieldSet {
         }
     }
 
+    /// Returns the set of the given field-name paths (`&[&["status"], &["metadata", "labels"]]`),
+    /// the form strategies' reset fields take.
+    pub fn from_field_paths(paths: &[&[&str]]) -> FieldSet {
+        let mut set = FieldSet::new();
+        for path in paths {
+            let pes: Vec<PathElement> = path
+                .iter()
+                .map(|f| PathElement::Field((*f).to_owned()))
+                .collect();
+            set.insert(&pes);
+        }
+        set
+    }
+
     /// Adds a path. The empty path is ignored (the root is never a member).
     pub fn insert(&mut self, path: &[PathElement]) {
         match path {

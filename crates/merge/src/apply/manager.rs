@@ -173,9 +173,10 @@ impl<'a> FieldManager<'a> {
         self
     }
 
-    /// Sets the fields this endpoint resets (a strategy's `GetResetFields`: `status` for the main
-    /// resource of a kind with a status subresource, everything but `status` for the status
-    /// subresource). Nobody gains ownership of them through this endpoint.
+    /// Sets the fields this endpoint resets (a strategy's `GetResetFields`; for custom
+    /// resources with a status subresource: `status` for the main resource, `spec` for the
+    /// status subresource). Nobody gains ownership of them through this endpoint, and changes to
+    /// them take nothing from other managers.
     #[must_use]
     pub fn with_reset_fields(mut self, reset: &'a FieldSet) -> Self {
         self.reset_fields = Some(reset);

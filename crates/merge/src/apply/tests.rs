@@ -1708,17 +1708,8 @@ fn field_manager_request_managed_fields_reset_and_replace() {
 #[test]
 fn field_manager_subresource_entries_and_reset_fields() {
     let schema = Schema::from_json_schema(&y(CRONTAB));
-    let main_reset = {
-        let mut s = FieldSet::new();
-        s.insert(&[PathElement::Field("status".to_owned())]);
-        s
-    };
-    let status_reset = {
-        let mut s = FieldSet::new();
-        s.insert(&[PathElement::Field("spec".to_owned())]);
-        s.insert(&[PathElement::Field("metadata".to_owned())]);
-        s
-    };
+    let main_reset = FieldSet::from_field_paths(&[&["status"]]);
+    let status_reset = FieldSet::from_field_paths(&[&["spec"]]);
     let fm = FieldManager::new(&schema, GV, "CronTab").with_reset_fields(&main_reset);
     let status = FieldManager::new(&schema, GV, "CronTab")
         .with_subresource("status")
