@@ -312,12 +312,25 @@ impl<'a> FieldManager<'a> {
             self.api_version,
             self.subresource,
         );
+        // apimachinery's `objectGVKNN`: `namespace/name; group/version, Kind=kind`.
         let gvk = || {
             let (group, version) = self
                 .api_version
                 .rsplit_once('/')
                 .unwrap_or(("", self.api_version));
-            format!("{group}/{version}, Kind={}", self.kind)
+            let meta = |k: &str| {
+                config
+                    .get("metadata")
+                    .and_then(|m| m.get(k))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            };
+            format!(
+                "{}/{}; {group}/{version}, Kind={}",
+                meta("namespace"),
+                meta("name"),
+                self.kind
+            )
         };
         let config_set = typed::to_field_set(self.schema, config).map_err(|e| {
             ApplyError::Internal(format!(

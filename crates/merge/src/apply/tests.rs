@@ -1802,14 +1802,14 @@ fn field_manager_before_first_apply_and_bad_requests() {
         fm.apply(None, &dup, "kubectl", false, T1)
             .expect_err("dup")
             .to_string(),
-        r#"failed to create typed patch object (stable.example.com/v1, Kind=CronTab): .spec.ports: duplicate entries for key [name="a"]"#
+        r#"failed to create typed patch object (default/c; stable.example.com/v1, Kind=CronTab): .spec.ports: duplicate entries for key [name="a"]"#
     );
     let nokey = crontab("ports:\n- port: 1");
     assert_eq!(
         fm.apply(None, &nokey, "kubectl", false, T1)
             .expect_err("key")
             .to_string(),
-        r#"failed to create typed patch object (stable.example.com/v1, Kind=CronTab): .spec.ports: element 0: associative list with keys has an element that omits key field "name" (and doesn't have default value)"#
+        r#"failed to create typed patch object (default/c; stable.example.com/v1, Kind=CronTab): .spec.ports: element 0: associative list with keys has an element that omits key field "name" (and doesn't have default value)"#
     );
 }
 
