@@ -3,5 +3,4 @@
 //!
 //! Architecture Invariant: this crate does no IO and knows no HTTP, async runtime or storage.
 
-/// Server-side apply: managed fields, field sets and the structured merge.
 pub mod apply;
