@@ -253,6 +253,16 @@ impl FieldSet {
         FieldSet { members, children }
     }
 
+    /// Returns the members at this level, sorted.
+    pub(crate) fn members(&self) -> &[PathElement] {
+        &self.members
+    }
+
+    /// Returns the children at this level, sorted by path element.
+    pub(crate) fn children(&self) -> &[(PathElement, FieldSet)] {
+        &self.children
+    }
+
     /// Returns whether `pe` is a member at this level.
     pub(crate) fn has_member(&self, pe: &PathElement) -> bool {
         self.members.binary_search(pe).is_ok()

@@ -379,6 +379,7 @@ impl<'a> FieldManager<'a> {
         id: ManagerId,
         now: &str,
     ) {
+        reconcile_all(self.schema, managed, live);
         let Ok(cmp) = update_others(
             self.schema,
             live,
@@ -440,6 +441,16 @@ impl<'a> FieldManager<'a> {
                 .difference(&cmp.added)
                 .difference(&cmp.removed),
         )
+    }
+}
+
+/// Adapts every manager's fields to schema changes since they were recorded (SMD's
+/// `reconcileManagedFieldsWithSchemaChanges`).
+fn reconcile_all(schema: &Schema, managed: &mut ManagedFields, live: &Value) {
+    for e in managed.entries.values_mut() {
+        if let Some(set) = typed::reconcile(schema, &e.set, live) {
+            e.set = set;
+        }
     }
 }
 
@@ -518,6 +529,7 @@ pub(super) fn apply_sets(
     force: bool,
     ignored: Option<&FieldSet>,
 ) -> Result<Option<Value>, Conflicts> {
+    reconcile_all(schema, managed, live);
     let config_set = match ignored {
         Some(ign) => config_set.recursive_difference(ign),
         None => config_set,

@@ -1925,3 +1925,71 @@ fn field_manager_upgrades_from_client_side_apply() {
         r#"Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using stable.example.com/v1: .spec.cronSpec"#
     );
 }
+
+#[test]
+fn field_manager_reconciles_schema_changes() {
+    let granular = Schema::from_json_schema(&y(r"
+      type: object
+      properties:
+        spec:
+          type: object
+          properties:
+            list: {type: array, x-kubernetes-list-type: set, items: {type: string}}
+    "));
+    let atomic = Schema::from_json_schema(&y(r"
+      type: object
+      properties:
+        spec:
+          type: object
+          properties:
+            list: {type: array, items: {type: string}}
+    "));
+    let cfg = |items: &str| {
+        let mut c = crontab("");
+        c["spec"] = json!({"list": serde_json::from_str::<Value>(items).unwrap_or_default()});
+        c
+    };
+    let list_fields = |obj: &Value, m: &str| {
+        entries(obj)
+            .into_iter()
+            .find(|e| e.0 == m)
+            .map(|e| e.4)
+            .unwrap_or_default()
+    };
+
+    // Granular, then atomic: the owner of items owns the list.
+    let fm = FieldManager::new(&granular, GV, "CronTab");
+    let obj = fm
+        .apply(None, &cfg(r#"["a","b"]"#), "one", false, T1)
+        .expect("apply");
+    let fm = FieldManager::new(&atomic, GV, "CronTab");
+    let err = fm
+        .apply(Some(&obj), &cfg(r#"["c"]"#), "two", false, T2)
+        .expect_err("conflict");
+    assert_eq!(
+        err.to_string(),
+        r#"Apply failed with 1 conflict: conflict with "one": .spec.list"#
+    );
+
+    // Atomic, then granular: the owner of the list owns its items.
+    let obj = fm
+        .apply(None, &cfg(r#"["a","b"]"#), "one", false, T1)
+        .expect("apply");
+    assert_eq!(
+        list_fields(&obj, "one"),
+        r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:list":{}}}"#
+    );
+    let fm = FieldManager::new(&granular, GV, "CronTab");
+    let out = fm
+        .apply(Some(&obj), &cfg(r#"["c"]"#), "two", false, T2)
+        .expect("apply");
+    assert_eq!(out["spec"]["list"], json!(["a", "b", "c"]));
+    assert_eq!(
+        list_fields(&out, "one"),
+        r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:list":{"v:\"a\"":{},"v:\"b\"":{},".":{}}}}"#
+    );
+    assert_eq!(
+        list_fields(&out, "two"),
+        r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:list":{"v:\"c\"":{}}}}"#
+    );
+}

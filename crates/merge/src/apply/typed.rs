@@ -604,3 +604,165 @@ fn prune_node(schema: &Schema, ty: TypeId, val: &mut Value, last: &FieldSet, own
         Shape::Leaf => {}
     }
 }
+
+/// A path as a chain of borrowed elements, built only when a reconciliation needs it.
+struct Chain<'a> {
+    pe: &'a PathElement,
+    parent: Option<&'a Chain<'a>>,
+}
+
+impl Chain<'_> {
+    fn to_path(chain: Option<&Chain<'_>>) -> Vec<PathElement> {
+        let mut out = Vec::new();
+        let mut at = chain;
+        while let Some(c) = at {
+            out.push(c.pe.clone());
+            at = c.parent;
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// Adapts a manager's field set to schema changes since it was recorded (SMD's
+/// `ReconcileFieldSetWithSchema`): a map or list now atomic is owned whole instead of by parts,
+/// and one owned whole that is now granular is owned by all its parts in `live`. Returns `None`
+/// when nothing changes. Deduced parts are left alone, as upstream leaves them.
+pub(crate) fn reconcile(schema: &Schema, set: &FieldSet, live: &Value) -> Option<FieldSet> {
+    let mut remove = FieldSet::new();
+    let mut add = FieldSet::new();
+    reconcile_node(
+        schema,
+        schema.root(),
+        Some(set),
+        false,
+        None,
+        live,
+        &mut remove,
+        &mut add,
+    );
+    if remove.is_empty() && add.is_empty() {
+        return None;
+    }
+    Some(set.recursive_difference(&remove).union(&add))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn reconcile_node(
+    schema: &Schema,
+    ty: TypeId,
+    node: Option<&FieldSet>,
+    is_atomic: bool,
+    chain: Option<&Chain<'_>>,
+    live: &Value,
+    remove: &mut FieldSet,
+    add: &mut FieldSet,
+) {
+    let collapse = |remove: &mut FieldSet, add: &mut FieldSet| {
+        let path = Chain::to_path(chain);
+        remove.insert(&path);
+        add.insert(&path);
+    };
+    match schema.node(ty) {
+        Node::Scalar | Node::Deduced => {}
+        Node::List {
+            kind: ListKind::Atomic,
+            ..
+        } => {
+            if !is_atomic && chain.is_some() {
+                collapse(remove, add);
+            }
+        }
+        Node::Map { atomic: true, .. } => {
+            if !is_atomic && chain.is_some() && node.is_some_and(|n| !n.is_empty()) {
+                collapse(remove, add);
+            }
+        }
+        granular => {
+            if is_atomic {
+                expand(schema, ty, chain, live, add);
+            }
+            let Some(node) = node else { return };
+            let child_type = |pe: &PathElement| match (granular, pe) {
+                (Node::List { elem, .. }, _) => Some(*elem),
+                (Node::Map { .. }, PathElement::Field(name)) => Some(schema.field(ty, name).0),
+                _ => None,
+            };
+            for (pe, child) in node.children() {
+                if let Some(ct) = child_type(pe)
+                    && !node.has_member(pe)
+                {
+                    let link = Chain { pe, parent: chain };
+                    reconcile_node(
+                        schema,
+                        ct,
+                        Some(child),
+                        false,
+                        Some(&link),
+                        live,
+                        remove,
+                        add,
+                    );
+                }
+            }
+            for pe in node.members() {
+                if let Some(ct) = child_type(pe) {
+                    let child = node.child(pe).filter(|c| !c.is_empty());
+                    let link = Chain { pe, parent: chain };
+                    let atomic = child.is_none();
+                    reconcile_node(schema, ct, child, atomic, Some(&link), live, remove, add);
+                }
+            }
+        }
+    }
+}
+
+/// Adds the node at `chain` and all the parts `live` has below it.
+fn expand(
+    schema: &Schema,
+    ty: TypeId,
+    chain: Option<&Chain<'_>>,
+    live: &Value,
+    add: &mut FieldSet,
+) {
+    let path = Chain::to_path(chain);
+    if path.is_empty() {
+        return;
+    }
+    add.insert(&path);
+    let Some(value) = value_at(schema, schema.root(), live, &path) else {
+        return;
+    };
+    if let Ok(Owned::Below(below)) = owned(schema, ty, value) {
+        let mut at = &mut *add;
+        for pe in &path {
+            at = at.child_mut(pe.clone());
+        }
+        *at = at.union(&below);
+    }
+}
+
+/// Finds the value at `path` in `val`.
+fn value_at<'v>(
+    schema: &Schema,
+    ty: TypeId,
+    val: &'v Value,
+    path: &[PathElement],
+) -> Option<&'v Value> {
+    let Some((pe, rest)) = path.split_first() else {
+        return Some(val);
+    };
+    match (schema.node(ty), pe, val) {
+        (Node::List { elem, kind }, _, Value::Array(items)) => {
+            let found = items
+                .iter()
+                .enumerate()
+                .find(|(i, item)| item_element(kind, *i, item).is_ok_and(|p| p == *pe))?;
+            value_at(schema, *elem, found.1, rest)
+        }
+        (_, PathElement::Field(name), Value::Object(m)) => {
+            value_at(schema, schema.field(ty, name).0, m.get(name)?, rest)
+        }
+        _ => None,
+    }
+}
