@@ -430,19 +430,23 @@ impl FieldSet {
         FieldSet { members, children }
     }
 
-    /// Removes the paths of `other` from `self` (an in-place [`FieldSet::difference`]).
-    pub(crate) fn difference_in_place(&mut self, other: &FieldSet) {
+    /// Removes the paths of `other` from `self` (an in-place [`FieldSet::difference`]); returns
+    /// whether anything was removed.
+    pub(crate) fn difference_in_place(&mut self, other: &FieldSet) -> bool {
+        let before = (self.members.len(), self.children.len());
+        let mut changed = false;
         if !other.members.is_empty() {
             self.members.retain(|m| !other.has_member(m));
         }
         if !other.children.is_empty() {
             self.children.retain_mut(|(pe, c)| {
                 if let Some(oc) = other.child(pe) {
-                    c.difference_in_place(oc);
+                    changed |= c.difference_in_place(oc);
                 }
                 !c.is_empty()
             });
         }
+        changed || before != (self.members.len(), self.children.len())
     }
 
     /// Returns whether every path of `self` is in `other`.
@@ -623,9 +627,23 @@ impl FieldSet {
     /// Decodes a `fieldsV1` JSON object (SMD's `Set.FromJSON`). Unknown path-element types are
     /// skipped, as SMD does.
     pub fn from_fields_v1(v: &Value) -> Result<FieldSet, FieldsV1Error> {
+        Self::from_fields_v1_canonical(v, false).map(|(set, _)| set)
+    }
+
+    /// Decodes a `fieldsV1` object, and tells whether [`FieldSet::to_fields_v1`] would give it
+    /// back unchanged (no unknown or non-canonical keys, no null or lone `"."` nodes).
+    /// The check costs a re-encoding of list keys, so it runs only when `check` is set.
+    pub(crate) fn from_fields_v1_canonical(
+        v: &Value,
+        check: bool,
+    ) -> Result<(FieldSet, bool), FieldsV1Error> {
+        let mut canonical = check;
         match v {
-            Value::Object(m) => Ok(read_node(m)?.0.unwrap_or_default()),
-            Value::Null => Ok(FieldSet::default()),
+            Value::Object(m) => {
+                let set = read_node(m, &mut canonical)?.0.unwrap_or_default();
+                Ok((set, canonical))
+            }
+            Value::Null => Ok((FieldSet::default(), false)),
             other => Err(FieldsV1Error(format!(
                 "ReadMapCB: expect {{ or n, but found {}",
                 other.to_string().chars().next().unwrap_or(' ')
@@ -635,7 +653,10 @@ impl FieldSet {
 }
 
 /// Reads one `fieldsV1` node: its children (if any) and whether it is itself a member.
-fn read_node(m: &Map<String, Value>) -> Result<(Option<FieldSet>, bool), FieldsV1Error> {
+fn read_node(
+    m: &Map<String, Value>,
+    canonical: &mut bool,
+) -> Result<(Option<FieldSet>, bool), FieldsV1Error> {
     let mut members = Vec::new();
     let mut children = Vec::new();
     let mut any = false;
@@ -647,12 +668,21 @@ fn read_node(m: &Map<String, Value>) -> Result<(Option<FieldSet>, bool), FieldsV
         }
         let pe = match PathElement::from_fields_v1_key(key) {
             Ok(Some(pe)) => pe,
-            Ok(None) => continue,
+            Ok(None) => {
+                *canonical = false;
+                continue;
+            }
             Err(e) => return Err(FieldsV1Error(format!("parsing key as path element: {e}"))),
         };
+        if *canonical && !matches!(pe, PathElement::Field(_)) && pe.to_fields_v1_key() != *key {
+            *canonical = false;
+        }
         let (grand, child_is_member) = match val {
-            Value::Object(cm) => read_node(cm)?,
-            Value::Null => (None, true),
+            Value::Object(cm) => read_node(cm, canonical)?,
+            Value::Null => {
+                *canonical = false;
+                (None, true)
+            }
             other => {
                 return Err(FieldsV1Error(format!(
                     "ReadMapCB: expect {{ or n, but found {}",
@@ -672,6 +702,10 @@ fn read_node(m: &Map<String, Value>) -> Result<(Option<FieldSet>, bool), FieldsV
         }
     }
     if !any {
+        if is_member {
+            // `{".": {}}` alone encodes back as `{}`.
+            *canonical = false;
+        }
         return Ok((None, true));
     }
     Ok((Some(FieldSet::from_parts(members, children)), is_member))

@@ -78,14 +78,62 @@ impl ManagerId {
 }
 
 /// One manager's fields.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Entry {
     /// The fields it owns.
-    pub set: FieldSet,
+    set: FieldSet,
     /// The apiVersion the field paths are expressed in.
     pub api_version: String,
     /// The last time the manager changed the object (RFC 3339, UTC), if known.
     pub time: Option<String>,
+    /// The `fieldsV1` this entry was decoded from, reused when encoding while `set` is
+    /// unchanged.
+    raw: Option<Value>,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.set == other.set && self.api_version == other.api_version && self.time == other.time
+    }
+}
+
+impl Eq for Entry {}
+
+impl Entry {
+    /// Returns an entry owning `set` at `api_version`, last changed at `time`.
+    pub fn new(set: FieldSet, api_version: String, time: Option<String>) -> Self {
+        Entry {
+            set,
+            api_version,
+            time,
+            raw: None,
+        }
+    }
+
+    /// Returns the fields the manager owns.
+    pub fn set(&self) -> &FieldSet {
+        &self.set
+    }
+
+    /// Replaces the fields the manager owns.
+    pub fn replace_set(&mut self, set: FieldSet) {
+        self.set = set;
+        self.raw = None;
+    }
+
+    /// Removes `paths` from the fields the manager owns.
+    pub fn remove_paths(&mut self, paths: &FieldSet) {
+        if self.set.difference_in_place(paths) {
+            self.raw = None;
+        }
+    }
+
+    /// Keeps `previous`'s encoding when this entry owns the same fields.
+    pub(crate) fn reuse_encoding(&mut self, previous: Entry) {
+        if self.raw.is_none() && previous.set == self.set {
+            self.raw = previous.raw;
+        }
+    }
 }
 
 /// The decoded `metadata.managedFields` of an object.
@@ -227,9 +275,54 @@ pub fn is_reset(list: Option<&Value>) -> bool {
 }
 
 impl ManagedFields {
+    /// Decodes `metadata.managedFields` taken out of an object, as [`ManagedFields::decode`]
+    /// does; entries whose `fieldsV1` is canonical keep it, and [`ManagedFields::encode`] reuses
+    /// it while their fields do not change.
+    pub fn decode_owned(list: Option<Value>) -> Result<ManagedFields, DecodeError> {
+        let mut out = Self::decode_marking_canonical(list.as_ref(), true)?;
+        if let Some(Value::Array(items)) = list {
+            for item in items {
+                let Value::Object(mut o) = item else { continue };
+                let operation = match str_field(&o, "operation") {
+                    "Apply" => Operation::Apply,
+                    _ => Operation::Update,
+                };
+                let id = ManagerId {
+                    manager: str_field(&o, "manager").to_owned(),
+                    operation,
+                    api_version: match operation {
+                        Operation::Apply => String::new(),
+                        Operation::Update => str_field(&o, "apiVersion").to_owned(),
+                    },
+                    subresource: str_field(&o, "subresource").to_owned(),
+                };
+                if let Some(e) = out.entries.get_mut(&id)
+                    && e.raw.is_some()
+                {
+                    e.raw = o.remove("fieldsV1");
+                }
+            }
+        }
+        for e in out.entries.values_mut() {
+            if e.raw == Some(Value::Null) {
+                e.raw = None;
+            }
+        }
+        Ok(out)
+    }
+
     /// Decodes `metadata.managedFields` (absent or `null` is empty) as apimachinery's
     /// `DecodeManagedFields` does, with its error messages.
     pub fn decode(list: Option<&Value>) -> Result<ManagedFields, DecodeError> {
+        Self::decode_marking_canonical(list, false)
+    }
+
+    /// [`ManagedFields::decode`], with `raw` set to `null` on entries whose `fieldsV1` is
+    /// canonical.
+    fn decode_marking_canonical(
+        list: Option<&Value>,
+        check: bool,
+    ) -> Result<ManagedFields, DecodeError> {
         let mut out = ManagedFields::default();
         let items = match list {
             None | Some(Value::Null) => return Ok(out),
@@ -270,9 +363,9 @@ impl ManagedFields {
                     )));
                 }
             }
-            let set = match o.get("fieldsV1") {
-                None | Some(Value::Null) => FieldSet::new(),
-                Some(v) => FieldSet::from_fields_v1(v).map_err(|e| {
+            let (set, canonical) = match o.get("fieldsV1") {
+                None | Some(Value::Null) => (FieldSet::new(), false),
+                Some(v) => FieldSet::from_fields_v1_canonical(v, check).map_err(|e| {
                     DecodeError(format!(
                         "error decoding versioned set from {}: error decoding set: {e}",
                         entry_go_repr(o)
@@ -289,12 +382,15 @@ impl ManagedFields {
                 subresource: str_field(o, "subresource").to_owned(),
             };
             let time = o.get("time").and_then(Value::as_str).map(normalize_time);
+            // The encoding is kept only by `decode_owned`, which can move it instead of copying.
+            let raw = canonical.then_some(Value::Null);
             out.entries.insert(
                 id,
                 Entry {
                     set,
                     api_version: api_version.to_owned(),
                     time,
+                    raw,
                 },
             );
         }
@@ -332,7 +428,11 @@ impl ManagedFields {
                     "fieldsType".to_owned(),
                     Value::String("FieldsV1".to_owned()),
                 );
-                o.insert("fieldsV1".to_owned(), e.set.to_fields_v1());
+                let fields = match &e.raw {
+                    Some(raw) if raw.is_object() => raw.clone(),
+                    _ => e.set.to_fields_v1(),
+                };
+                o.insert("fieldsV1".to_owned(), fields);
                 if !id.manager.is_empty() {
                     o.insert("manager".to_owned(), Value::String(id.manager.clone()));
                 }
@@ -392,7 +492,8 @@ impl ManagedFields {
                 let Some(b) = self.entries.get_mut(&bucket) else {
                     continue;
                 };
-                b.set = entry.set.union(&b.set);
+                let merged = entry.set.union(&b.set);
+                b.replace_set(merged);
                 b.api_version = entry.api_version;
                 b.time = entry.time;
                 if id != bucket {

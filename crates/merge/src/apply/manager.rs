@@ -12,7 +12,6 @@ use super::fieldset::{FieldSet, PathElement, canonical_json};
 use super::managed::{Entry, ManagedFields, ManagerId, Operation, is_reset};
 use super::schema::Schema;
 use super::typed::{self, Comparison};
-use super::value::equals;
 
 /// How many Update entries an object keeps before the oldest are merged (apimachinery's
 /// `DefaultMaxUpdateManagers`).
@@ -203,10 +202,11 @@ impl<'a> FieldManager<'a> {
             None => None,
         };
         let is_sub = !self.subresource.is_empty();
-        let mut tracked = match ManagedFields::decode(request.as_ref()) {
+        let reset = !is_sub && is_reset(request.as_ref());
+        let mut tracked = match ManagedFields::decode_owned(request) {
             Ok(m) if !m.entries.is_empty() && !is_sub => m,
             _ => {
-                if !is_sub && is_reset(request.as_ref()) {
+                if reset {
                     ManagedFields::default()
                 } else {
                     ManagedFields::decode(managed_fields_of(live)).unwrap_or_default()
@@ -395,22 +395,19 @@ impl<'a> FieldManager<'a> {
         if let Some(reset) = self.reset_fields {
             set = set.recursive_difference(reset);
         }
-        set.difference_in_place(strip_set());
+        let _ = set.difference_in_place(strip_set());
         if !set.is_empty() {
             match managed.entries.get_mut(&id) {
                 Some(e) => {
-                    e.set = set.union(&e.set);
+                    let merged = set.union(e.set());
+                    e.replace_set(merged);
                     self.api_version.clone_into(&mut e.api_version);
                     e.time = Some(now.to_owned());
                 }
                 None => {
                     managed.entries.insert(
                         id,
-                        Entry {
-                            set,
-                            api_version: self.api_version.to_owned(),
-                            time: Some(now.to_owned()),
-                        },
+                        Entry::new(set, self.api_version.to_owned(), Some(now.to_owned())),
                     );
                 }
             }
@@ -448,8 +445,8 @@ impl<'a> FieldManager<'a> {
 /// `reconcileManagedFieldsWithSchemaChanges`).
 fn reconcile_all(schema: &Schema, managed: &mut ManagedFields, live: &Value) {
     for e in managed.entries.values_mut() {
-        if let Some(set) = typed::reconcile(schema, &e.set, live) {
-            e.set = set;
+        if let Some(set) = typed::reconcile(schema, e.set(), live) {
+            e.replace_set(set);
         }
     }
 }
@@ -479,7 +476,7 @@ pub(super) fn update_others(
             if Some(id) == workflow {
                 continue;
             }
-            let c = e.set.intersection(&changed);
+            let c = e.set().intersection(&changed);
             if !c.is_empty() {
                 conflicts.push((id.clone(), c));
             }
@@ -500,17 +497,17 @@ pub(super) fn update_others(
     }
     for (id, c) in conflicts {
         if let Some(e) = managed.entries.get_mut(&id) {
-            e.set = e.set.difference(&c);
+            e.remove_paths(&c);
         }
     }
     if !cmp.removed.is_empty() {
         for (id, e) in &mut managed.entries {
             if Some(id) != workflow {
-                e.set = e.set.difference(&cmp.removed);
+                e.remove_paths(&cmp.removed);
             }
         }
     }
-    managed.entries.retain(|_, e| !e.set.is_empty());
+    managed.entries.retain(|_, e| !e.set().is_empty());
     Ok(cmp)
 }
 
@@ -538,33 +535,33 @@ pub(super) fn apply_sets(
     let time = last.as_ref().and_then(|l| l.time.clone());
     managed.entries.insert(
         id.clone(),
-        Entry {
-            set: config_set,
-            api_version: api_version.to_owned(),
-            time,
-        },
+        Entry::new(config_set, api_version.to_owned(), time),
     );
     // Re-applying a superset of what was applied last time removes nothing.
     if let Some(last) = &last
-        && !last.set.is_empty()
+        && !last.set().is_empty()
         && !managed
             .entries
             .get(id)
-            .is_some_and(|e| last.set.is_subset_of(&e.set))
+            .is_some_and(|e| last.set().is_subset_of(e.set()))
     {
-        let owned: Vec<&FieldSet> = managed.entries.values().map(|e| &e.set).collect();
-        typed::prune(schema, &mut merged, &last.set, &owned);
+        let owned: Vec<&FieldSet> = managed.entries.values().map(Entry::set).collect();
+        typed::prune(schema, &mut merged, last.set(), &owned);
     }
-    update_others(schema, live, &merged, managed, Some(id), force, ignored)?;
+    let cmp = update_others(schema, live, &merged, managed, Some(id), force, ignored)?;
     if let Some(e) = managed.entries.get_mut(id) {
-        e.set.difference_in_place(strip_set());
-        if e.set.is_empty() {
+        e.remove_paths(strip_set());
+        if let Some(last) = last {
+            e.reuse_encoding(last);
+        }
+        if e.set().is_empty() {
             managed.entries.remove(id);
         }
     }
-    Ok(if equals(live, &merged) {
-        None
-    } else {
-        Some(merged)
-    })
+    // A reordered list changes the object without changing any field.
+    let unchanged = cmp.added.is_empty()
+        && cmp.modified.is_empty()
+        && cmp.removed.is_empty()
+        && typed::same_object(live, &merged);
+    Ok(if unchanged { None } else { Some(merged) })
 }

@@ -28,7 +28,7 @@ pub(crate) struct TypeId(u32);
 
 pub(crate) const SCALAR: TypeId = TypeId(0);
 pub(crate) const DEDUCED: TypeId = TypeId(1);
-const OBJECT_META: TypeId = TypeId(2);
+pub(crate) const OBJECT_META: TypeId = TypeId(2);
 
 /// One SMD type.
 #[derive(Debug)]

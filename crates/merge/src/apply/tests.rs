@@ -1100,7 +1100,7 @@ fn run_case(c: &Case) {
     let mut got: Vec<(String, FieldSet)> = managed
         .entries
         .iter()
-        .map(|(id, e)| (id.manager.clone(), e.set.clone()))
+        .map(|(id, e)| (id.manager.clone(), e.set().clone()))
         .collect();
     got.sort_by(|a, b| a.0.cmp(&b.0));
     let mut want: Vec<(String, FieldSet)> = c
@@ -1370,6 +1370,19 @@ fn managed_fields_encode_order_and_reset() {
         ]
     );
     assert_eq!(out[1]["subresource"], "status");
+    // Entries re-encode from their sets unless their fieldsV1 is already canonical.
+    let odd = json!([
+        {"manager": "m", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:a": {}, "x:b": {}, "f:l": {"k:{\"b\":1,\"a\":2}": {}}, "f:n": null}},
+    ]);
+    let out = ManagedFields::decode(Some(&odd))
+        .expect("decode")
+        .encode()
+        .expect("entries");
+    assert_eq!(
+        out[0]["fieldsV1"],
+        json!({"f:a": {}, "f:l": {"k:{\"a\":2,\"b\":1}": {}}, "f:n": {}})
+    );
     assert_eq!(ManagedFields::default().encode(), None);
     assert!(is_reset(Some(&json!([]))));
     assert!(is_reset(Some(&json!([{}]))));

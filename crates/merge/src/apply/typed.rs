@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::fieldset::{FieldSet, Path, PathElement};
-use super::schema::{DEDUCED, ListKind, Node, Schema, TypeId};
+use super::schema::{DEDUCED, ListKind, Node, OBJECT_META, Schema, TypeId};
 use super::value::equals;
 
 /// A value that does not fit its schema where the engine needs it to (list items without their
@@ -20,6 +20,52 @@ pub struct TypeError {
     /// What is wrong (`element 0: associative list with keys has an element that omits key
     /// field "port" (and doesn't have default value)`).
     pub message: String,
+}
+
+/// Whether a map entry is left out of merges and comparisons: `metadata.managedFields`, which
+/// nobody owns and the field manager rewrites.
+fn is_managed_fields(map_type: TypeId, key: &str) -> bool {
+    map_type == OBJECT_META && key == "managedFields"
+}
+
+/// The `metadata` map of an object (empty when absent), or `None` when it is not a map.
+fn meta<'m>(
+    m: &'m Map<String, Value>,
+    empty: &'m Map<String, Value>,
+) -> Option<&'m Map<String, Value>> {
+    match m.get("metadata") {
+        Some(Value::Object(meta)) => Some(meta),
+        None => Some(empty),
+        Some(_) => None,
+    }
+}
+
+/// Returns whether two objects are equal but for `metadata.managedFields`.
+pub(crate) fn same_object(a: &Value, b: &Value) -> bool {
+    let (Value::Object(a), Value::Object(b)) = (a, b) else {
+        return equals(a, b);
+    };
+    let without = |m: &Map<String, Value>, key: &str| m.len() - usize::from(m.contains_key(key));
+    if without(a, "metadata") != without(b, "metadata") {
+        return false;
+    }
+    if !a
+        .iter()
+        .filter(|(k, _)| *k != "metadata")
+        .all(|(k, v)| b.get(k).is_some_and(|w| equals(v, w)))
+    {
+        return false;
+    }
+    let empty = Map::new();
+    match (meta(a, &empty), meta(b, &empty)) {
+        (Some(x), Some(y)) => {
+            without(x, "managedFields") == without(y, "managedFields")
+                && x.iter()
+                    .filter(|(k, _)| *k != "managedFields")
+                    .all(|(k, v)| y.get(k).is_some_and(|w| equals(v, w)))
+        }
+        _ => a.get("metadata") == b.get("metadata"),
+    }
 }
 
 /// How a node is walked.
@@ -287,6 +333,9 @@ fn merge_node(
             let mut out = Map::new();
             if let Some(lo) = lo {
                 for (k, lv) in lo {
+                    if is_managed_fields(mt, k) {
+                        continue;
+                    }
                     let rv = ro.and_then(|ro| ro.get(k));
                     let (ct, _) = schema.field(mt, k);
                     let merged = merge_node(schema, ct, Some(lv), rv)
@@ -298,7 +347,7 @@ fn merge_node(
             }
             if let Some(ro) = ro {
                 for (k, rv) in ro {
-                    if lo.is_some_and(|lo| lo.contains_key(k)) {
+                    if lo.is_some_and(|lo| lo.contains_key(k)) || is_managed_fields(mt, k) {
                         continue;
                     }
                     let (ct, _) = schema.field(mt, k);
@@ -403,16 +452,16 @@ fn compare_children(
             if let Some(lo) = lo {
                 for (k, lv) in lo {
                     let rv = ro.and_then(|ro| ro.get(k));
-                    let (ct, _) = schema.field(mt, k);
-                    if rv.is_some_and(|rv| equals(lv, rv)) {
+                    if is_managed_fields(mt, k) || rv.is_some_and(|rv| equals(lv, rv)) {
                         continue;
                     }
+                    let (ct, _) = schema.field(mt, k);
                     compare_child(schema, ct, PathElement::Field(k.clone()), Some(lv), rv, cmp);
                 }
             }
             if let Some(ro) = ro {
                 for (k, rv) in ro {
-                    if lo.is_some_and(|lo| lo.contains_key(k)) {
+                    if lo.is_some_and(|lo| lo.contains_key(k)) || is_managed_fields(mt, k) {
                         continue;
                     }
                     let (ct, _) = schema.field(mt, k);
