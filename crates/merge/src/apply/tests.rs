@@ -2006,3 +2006,45 @@ fn field_manager_reconciles_schema_changes() {
         r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:list":{"v:\"c\"":{}}}}"#
     );
 }
+
+#[test]
+fn field_manager_update_with_managed_fields_sent_back() {
+    let schema = Schema::from_json_schema(&y(CRONTAB));
+    let fm = FieldManager::new(&schema, GV, "CronTab");
+    let mut live = crontab("image: a\nreplicas: 1");
+    fm.update(None, &mut live, "m1", T1);
+    // A controller sends the object back with its managed fields and drops a field.
+    let mut new = live.clone();
+    new["spec"]
+        .as_object_mut()
+        .expect("spec")
+        .remove("replicas");
+    new["spec"]["cronSpec"] = json!("x");
+    fm.update(Some(&live), &mut new, "m2", T2);
+    assert_eq!(
+        entries(&new),
+        [
+            e(
+                "m1",
+                "Update",
+                "",
+                Some(T1),
+                r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:image":{},".":{}}}"#
+            ),
+            e(
+                "m2",
+                "Update",
+                "",
+                Some(T2),
+                r#"{"f:spec":{"f:cronSpec":{}}}"#
+            ),
+        ]
+    );
+    // Unchanged entries keep their encoding.
+    let mut again = new.clone();
+    fm.update(Some(&new), &mut again, "m3", T3);
+    assert_eq!(
+        again["metadata"]["managedFields"],
+        new["metadata"]["managedFields"]
+    );
+}
