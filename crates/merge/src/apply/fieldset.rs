@@ -331,20 +331,6 @@ impl FieldSet {
         &mut self.children[i].1
     }
 
-    /// Attaches `set` under `pe` when it is not empty (merging with an existing subset).
-    pub(crate) fn attach(&mut self, pe: PathElement, set: FieldSet) {
-        if set.is_empty() {
-            return;
-        }
-        match self.children.binary_search_by(|(c, _)| c.cmp(&pe)) {
-            Ok(i) => {
-                let merged = self.children[i].1.union(&set);
-                self.children[i].1 = merged;
-            }
-            Err(i) => self.children.insert(i, (pe, set)),
-        }
-    }
-
     /// Returns the set of the given field-name paths (`&[&["status"], &["metadata", "labels"]]`),
     /// the form strategies' reset fields take.
     pub fn from_field_paths(paths: &[&[&str]]) -> FieldSet {

@@ -444,6 +444,7 @@ fn compare_children(
     rhs: Option<&Value>,
     cmp: &mut Comparison,
 ) {
+    let mut level = Level::default();
     match pair_shape(schema, ty, lhs, rhs) {
         Shape::Leaf => {}
         Shape::Map(mt) => {
@@ -456,7 +457,14 @@ fn compare_children(
                         continue;
                     }
                     let (ct, _) = schema.field(mt, k);
-                    compare_child(schema, ct, PathElement::Field(k.clone()), Some(lv), rv, cmp);
+                    compare_child(
+                        schema,
+                        ct,
+                        PathElement::Field(k.clone()),
+                        Some(lv),
+                        rv,
+                        &mut level,
+                    );
                 }
             }
             if let Some(ro) = ro {
@@ -471,7 +479,7 @@ fn compare_children(
                         PathElement::Field(k.clone()),
                         None,
                         Some(rv),
-                        cmp,
+                        &mut level,
                     );
                 }
             }
@@ -485,16 +493,49 @@ fn compare_children(
             };
             for pe in &l_order {
                 let rv = r_items.get(pe).copied();
-                compare_child(schema, et, pe.clone(), l_items.get(pe).copied(), rv, cmp);
+                compare_child(
+                    schema,
+                    et,
+                    pe.clone(),
+                    l_items.get(pe).copied(),
+                    rv,
+                    &mut level,
+                );
             }
             for pe in r_order {
                 if l_items.contains_key(&pe) {
                     continue;
                 }
                 let rv = r_items.get(&pe).copied();
-                compare_child(schema, et, pe, None, rv, cmp);
+                compare_child(schema, et, pe, None, rv, &mut level);
             }
         }
+    }
+    level.finish_into(cmp);
+}
+
+/// One level of a comparison being built: members and children gathered in walk order, sorted
+/// once at the end (a list's items do not come in path-element order).
+#[derive(Default)]
+struct Level {
+    added: (Vec<PathElement>, Vec<(PathElement, FieldSet)>),
+    modified: (Vec<PathElement>, Vec<(PathElement, FieldSet)>),
+    removed: (Vec<PathElement>, Vec<(PathElement, FieldSet)>),
+}
+
+impl Level {
+    fn finish_into(self, cmp: &mut Comparison) {
+        let build =
+            |(m, c): (Vec<PathElement>, Vec<(PathElement, FieldSet)>)| FieldSet::from_parts(m, c);
+        cmp.added = cmp.added.union(&build(self.added));
+        cmp.modified = cmp.modified.union(&build(self.modified));
+        cmp.removed = cmp.removed.union(&build(self.removed));
+    }
+}
+
+fn push_child(list: &mut Vec<(PathElement, FieldSet)>, pe: &PathElement, set: FieldSet) {
+    if !set.is_empty() {
+        list.push((pe.clone(), set));
     }
 }
 
@@ -504,7 +545,7 @@ fn compare_child(
     pe: PathElement,
     lhs: Option<&Value>,
     rhs: Option<&Value>,
-    cmp: &mut Comparison,
+    level: &mut Level,
 ) {
     if let (Some(l), Some(r)) = (lhs, rhs)
         && equals(l, r)
@@ -513,8 +554,8 @@ fn compare_child(
     }
     if let Shape::Leaf = pair_shape(schema, ty, lhs, rhs) {
         match (lhs, rhs) {
-            (None, Some(_)) => cmp.added.insert_member(pe),
-            (Some(_), None) => cmp.removed.insert_member(pe),
+            (None, Some(_)) => level.added.0.push(pe),
+            (Some(_), None) => level.removed.0.push(pe),
             (Some(a), Some(b)) if !equals(a, b) => {
                 // A deduced map that became a scalar (or the reverse) also loses (or gains)
                 // its entries, as SMD walks the map side of mismatched atoms.
@@ -522,10 +563,10 @@ fn compare_child(
                     let mut sub = Comparison::default();
                     let (la, rb) = (a.is_object().then_some(a), b.is_object().then_some(b));
                     compare_children(schema, DEDUCED, la, rb, &mut sub);
-                    cmp.added.attach(pe.clone(), sub.added);
-                    cmp.removed.attach(pe.clone(), sub.removed);
+                    push_child(&mut level.added.1, &pe, sub.added);
+                    push_child(&mut level.removed.1, &pe, sub.removed);
                 }
-                cmp.modified.insert_member(pe);
+                level.modified.0.push(pe);
             }
             _ => {}
         }
@@ -534,14 +575,14 @@ fn compare_child(
     let mut sub = Comparison::default();
     compare_children(schema, ty, lhs, rhs, &mut sub);
     if lhs.is_none() {
-        cmp.added.insert_member(pe.clone());
+        level.added.0.push(pe.clone());
     }
     if rhs.is_none() {
-        cmp.removed.insert_member(pe.clone());
+        level.removed.0.push(pe.clone());
     }
-    cmp.added.attach(pe.clone(), sub.added);
-    cmp.modified.attach(pe.clone(), sub.modified);
-    cmp.removed.attach(pe, sub.removed);
+    push_child(&mut level.added.1, &pe, sub.added);
+    push_child(&mut level.modified.1, &pe, sub.modified);
+    push_child(&mut level.removed.1, &pe, sub.removed);
 }
 
 /// Removes from `merged` what the applier owned last time and no manager owns now (SMD's
