@@ -11,8 +11,8 @@
 //! - `x-kubernetes-int-or-string` and the scalar types are scalars;
 //! - `x-kubernetes-preserve-unknown-fields` makes unknown parts *deduced*: objects are granular
 //!   maps, lists atomic, everything else scalar;
-//! - `x-kubernetes-embedded-resource` objects get `apiVersion`, `kind` and an ObjectMeta
-//!   `metadata`, as the root does.
+//! - `x-kubernetes-embedded-resource` objects get `apiVersion`, `kind` and (unless declared) an
+//!   ObjectMeta `metadata`, as the root does.
 //!
 //! `metadata` at the root is always typed as ObjectMeta is upstream: `labels` and `annotations`
 //! granular maps, `finalizers` a set, `ownerReferences` a map keyed by `uid`, `managedFields`
@@ -72,7 +72,7 @@ impl Schema {
     pub fn from_json_schema(props: &Value) -> Schema {
         let mut s = Schema::base();
         let root = s.compile(props);
-        s.root = s.as_resource(root);
+        s.root = s.as_resource(root, true);
         s
     }
 
@@ -80,7 +80,7 @@ impl Schema {
     /// `metadata`.
     pub fn deduced() -> Schema {
         let mut s = Schema::base();
-        s.root = s.as_resource(DEDUCED);
+        s.root = s.as_resource(DEDUCED, true);
         s
     }
 
@@ -181,8 +181,10 @@ impl Schema {
         meta
     }
 
-    /// Makes `t` a resource: a struct with `apiVersion`, `kind` and ObjectMeta `metadata`.
-    fn as_resource(&mut self, t: TypeId) -> TypeId {
+    /// Makes `t` a resource: a struct with `apiVersion`, `kind` and ObjectMeta `metadata`. The
+    /// root's `metadata` is always ObjectMeta; an embedded resource keeps a `metadata` its schema
+    /// declares, as apiextensions' OpenAPI builder does.
+    fn as_resource(&mut self, t: TypeId, root: bool) -> TypeId {
         let (mut fields, elem, atomic) = match self.node(t) {
             Node::Map {
                 fields,
@@ -193,7 +195,11 @@ impl Schema {
         };
         fields.entry("apiVersion".to_owned()).or_insert(SCALAR);
         fields.entry("kind".to_owned()).or_insert(SCALAR);
-        fields.insert("metadata".to_owned(), OBJECT_META);
+        if root {
+            fields.insert("metadata".to_owned(), OBJECT_META);
+        } else {
+            fields.entry("metadata".to_owned()).or_insert(OBJECT_META);
+        }
         self.push(Node::Map {
             fields,
             elem,
@@ -222,7 +228,7 @@ impl Schema {
             }
         };
         if flag("x-kubernetes-embedded-resource") {
-            self.as_resource(compiled)
+            self.as_resource(compiled, false)
         } else {
             compiled
         }
