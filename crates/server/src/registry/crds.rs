@@ -155,6 +155,12 @@ impl Strategy for CrdStrategy {
         super::BUILTIN_PATCH_TYPES
     }
 
+    fn reset_fields(&self, sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
+        static RESET: std::sync::LazyLock<super::StatusResetFields> =
+            std::sync::LazyLock::new(super::StatusResetFields::default);
+        Some(RESET.of(sub))
+    }
+
     async fn guard_update(&self, new: &Value, old: &Value) -> Result<(), ApiError> {
         guard_stored_versions(self.store.as_ref(), &self.registry, new, old).await
     }

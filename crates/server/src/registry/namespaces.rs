@@ -70,6 +70,12 @@ impl Strategy for NamespaceStrategy {
         super::BUILTIN_PATCH_TYPES
     }
 
+    fn reset_fields(&self, sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
+        static RESET: std::sync::LazyLock<super::StatusResetFields> =
+            std::sync::LazyLock::new(super::StatusResetFields::default);
+        Some(RESET.of(sub))
+    }
+
     fn decode_protobuf(&self, body: &[u8]) -> Option<Result<Value, String>> {
         Some(crate::protobuf::decode_namespace(body).map_err(|e| e.clone()))
     }
