@@ -24,7 +24,6 @@ use tokio::sync::{mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 
 use crate::auth::User;
-use crate::controllers;
 use crate::discovery;
 use crate::handlers::{self, Ctx, Reply, ReplyBody};
 use crate::registry::Subresource;
@@ -275,7 +274,7 @@ async fn route_request(
                 .registry
                 .get(&name)
                 .ok_or_else(|| crd_core::Status::not_found(&gr, &name))?;
-            let counts = controllers::migration::count_stored_versions(state.store.as_ref(), &crd)
+            let counts = crate::registry::storage_versions::count_stored_versions(state.store.as_ref(), &crd)
                 .await
                 .map_err(|e| ApiError::storage(&gr, &name, e))?;
             let doc = serde_json::json!({

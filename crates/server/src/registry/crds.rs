@@ -3,9 +3,12 @@
 //! storedVersions bookkeeping, generation, and the cleanup finalizer on delete.
 
 use crd_core::{ErrorList, Status};
+use crd_storage::Store;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
 
+use super::serving::Registry;
+use super::storage_versions::count_stored_versions;
 use super::{DeleteOutcome, ResourceInfo, Scope, Strategy, Subresource, meta};
 use crate::http::error::ApiError;
 use crate::table::{Cell, TableColumn};
@@ -235,7 +238,7 @@ impl Strategy for CrdStrategy {
             finalizers.push(CLEANUP_FINALIZER.to_string());
             meta::set_finalizers(obj, &finalizers);
         }
-        crate::controllers::conditions::set(
+        super::conditions::set(
             obj,
             "Terminating",
             "True",
@@ -275,7 +278,8 @@ fn stored_versions(obj: &Value) -> Vec<String> {
 /// The storedVersions safety check: a version may leave `status.storedVersions` only when no
 /// object is stored at it any more, unless the update carries the force annotation.
 pub async fn guard_stored_versions(
-    state: &crate::state::AppState,
+    store: &dyn Store,
+    registry: &Registry,
     new: &Value,
     old: &Value,
 ) -> Result<(), ApiError> {
@@ -293,11 +297,11 @@ pub async fn guard_stored_versions(
         return Ok(());
     }
     let name = meta::name(new);
-    let Some(crd) = state.registry.get(name) else {
+    let Some(crd) = registry.get(name) else {
         return Ok(());
     };
     let gr = crd_core::GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
-    let counts = crate::controllers::migration::count_stored_versions(state.store.as_ref(), &crd)
+    let counts = count_stored_versions(store, &crd)
         .await
         .map_err(|e| ApiError::storage(&gr, name, e))?;
     let blocking: Vec<String> = removed

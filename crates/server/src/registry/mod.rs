@@ -6,6 +6,7 @@
 //! Modules: [`serving`] (per-CRD compiled state), [`pipeline`] (the custom-object transforms),
 //! [`crds`], [`namespaces`] and [`custom`] (the three strategies), [`meta`] (metadata access).
 
+pub mod conditions;
 pub mod crds;
 pub mod custom;
 pub mod meta;
@@ -13,6 +14,7 @@ pub mod migrations;
 pub mod namespaces;
 pub mod pipeline;
 pub mod serving;
+pub mod storage_versions;
 
 use crd_core::{ErrorList, GroupResource};
 use serde_json::Value;
