@@ -104,7 +104,8 @@ async fn start_up_serves_and_establishes_every_crd_before_synced() {
         f.create(&crd(&format!("things{i:02}s"), "g.io", &format!("Thing{i:02}")))
             .await;
     }
-    // Two CRDs of another group want the same kind: the first (by name) wins.
+    // Two CRDs of another group want the same kind (and list kind): the first (by name) wins;
+    // upstream reports the last conflicting name.
     f.create(&crd("alphas", "h.io", "Same")).await;
     f.create(&crd("betas", "h.io", "Same")).await;
     let running = f.start().await;
@@ -121,7 +122,7 @@ async fn start_up_serves_and_establishes_every_crd_before_synced() {
     let alphas = f.get("alphas.h.io").await.unwrap();
     assert_eq!(reason(&alphas, "NamesAccepted"), "True/NoConflicts");
     let betas = f.get("betas.h.io").await.unwrap();
-    assert_eq!(reason(&betas, "NamesAccepted"), "False/KindConflict");
+    assert_eq!(reason(&betas, "NamesAccepted"), "False/ListKindConflict");
     assert_eq!(reason(&betas, "Established"), "False/NotAccepted");
     assert!(!f.registry.get("betas.h.io").unwrap().serving());
 
@@ -152,7 +153,7 @@ async fn start_up_respects_names_accepted_by_later_crds() {
     f.create(&b).await;
     let _running = f.start().await;
     let a = f.get("as.g.io").await.unwrap();
-    assert_eq!(reason(&a, "NamesAccepted"), "False/KindConflict");
+    assert_eq!(reason(&a, "NamesAccepted"), "False/ListKindConflict");
     let b = f.get("bs.g.io").await.unwrap();
     assert_eq!(reason(&b, "NamesAccepted"), "True/NoConflicts");
     f.shutdown.send_replace(true);
