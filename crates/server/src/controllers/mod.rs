@@ -31,6 +31,8 @@ pub mod namespaces;
 pub mod naming;
 pub mod purge;
 pub mod supervisor;
+#[cfg(test)]
+mod testing;
 
 use std::time::Duration;
 

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use crd_storage::sqlite::SqliteStore;
 use serde_json::json;
 
 use super::*;
+use crate::controllers::testing::Recording;
 
 fn crd(plural: &str, group: &str, kind: &str) -> Value {
     json!({
@@ -26,6 +26,7 @@ fn crd(plural: &str, group: &str, kind: &str) -> Value {
 
 struct Fixture {
     _dir: tempfile::TempDir,
+    recording: Arc<Recording>,
     store: Arc<dyn Store>,
     registry: Arc<Registry>,
     shutdown: watch::Sender<bool>,
@@ -33,11 +34,11 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let store: Arc<dyn Store> = SqliteStore::open(dir.path()).expect("open sqlite");
+        let (dir, recording) = Recording::open();
         Fixture {
             _dir: dir,
-            store,
+            store: recording.clone(),
+            recording,
             registry: Arc::new(Registry::default()),
             shutdown: watch::Sender::new(false),
         }
@@ -109,6 +110,8 @@ async fn start_up_serves_and_establishes_every_crd_before_synced() {
     f.create(&crd("alphas", "h.io", "Same")).await;
     f.create(&crd("betas", "h.io", "Same")).await;
     let running = f.start().await;
+    // O(N): one list request for all CRDs (one page), none per CRD.
+    assert_eq!(f.recording.lists_under(CRD_KEY_ROOT), 1);
     // Synced means reconciled and served: no waiting needed.
     assert_eq!(f.registry.all().len(), n + 2);
     for i in 0..n {

@@ -1,74 +1,13 @@
 //! The informer against the real SQLite engine: paged initial lists at one revision, live
 //! events, relists after compaction, and the cache.
 
-use std::sync::Mutex;
-
-use async_trait::async_trait;
 use bytes::Bytes;
-use crd_storage::sqlite::SqliteStore;
-use crd_storage::{KeyValue, ListResponse, WatchStream};
 use serde_json::json;
 
 use super::*;
+use crate::controllers::testing::Recording;
 
 const PREFIX: &str = "/registry/g.io/things/";
-
-/// A store that records list requests and can write once, in the middle of a paged list.
-struct Recording {
-    inner: Arc<SqliteStore>,
-    lists: Mutex<Vec<ListRequest>>,
-    /// Written (created) before answering the second list request.
-    write_during_list: Mutex<Option<(String, Bytes)>>,
-}
-
-#[async_trait]
-impl Store for Recording {
-    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        self.inner.get(key).await
-    }
-    async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
-        let n = {
-            let mut lists = self.lists.lock().unwrap();
-            lists.push(request.clone());
-            lists.len()
-        };
-        let write = self.write_during_list.lock().unwrap().take_if(|_| n == 2);
-        if let Some((key, value)) = write {
-            self.inner.create(&key, value).await?;
-        }
-        self.inner.list(request).await
-    }
-    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
-        self.inner.count(prefix).await
-    }
-    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError> {
-        self.inner.create(key, value).await
-    }
-    async fn update(
-        &self,
-        key: &str,
-        value: Bytes,
-        expected: Revision,
-    ) -> Result<Revision, StorageError> {
-        self.inner.update(key, value, expected).await
-    }
-    async fn delete(
-        &self,
-        key: &str,
-        expected: Option<Revision>,
-    ) -> Result<(KeyValue, Revision), StorageError> {
-        self.inner.delete(key, expected).await
-    }
-    async fn watch(&self, request: WatchRequest) -> Result<WatchStream, StorageError> {
-        self.inner.watch(request).await
-    }
-    async fn current_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.current_revision().await
-    }
-    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        self.inner.compact(revision).await
-    }
-}
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -77,15 +16,10 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let inner = SqliteStore::open(dir.path()).expect("open sqlite");
+    let (dir, store) = Recording::open();
     Fixture {
         _dir: dir,
-        store: Arc::new(Recording {
-            inner,
-            lists: Mutex::default(),
-            write_during_list: Mutex::default(),
-        }),
+        store,
         shutdown: watch::Sender::new(false),
     }
 }
