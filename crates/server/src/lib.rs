@@ -140,8 +140,7 @@ pub async fn run(
     tokio::spawn(supervisor.run());
     // Ready only once every stored CRD is served (as before: the first list, reconciled).
     let mut waiting = shutdown.clone();
-    match controllers::informer::until_shutdown(&mut waiting, crds_synced.wait_for(|s| *s)).await
-    {
+    match controllers::informer::until_shutdown(&mut waiting, crds_synced.wait_for(|s| *s)).await {
         None => return Ok(()),
         Some(synced) => {
             synced.context("loading CRDs")?;

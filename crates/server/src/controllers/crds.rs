@@ -125,7 +125,8 @@ impl CrdController {
                 while let Some(key) = run.queue.pop() {
                     run.reconcile(&key).await;
                 }
-                self.synced.send_if_modified(|s| !std::mem::replace(s, true));
+                self.synced
+                    .send_if_modified(|s| !std::mem::replace(s, true));
             }
             tokio::select! {
                 change = informer.next() => match change {

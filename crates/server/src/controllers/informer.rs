@@ -109,9 +109,9 @@ impl<T> Change<T> {
     /// The storage key the change is about.
     pub fn key(&self) -> &str {
         match self {
-            Change::Added { key, .. } | Change::Modified { key, .. } | Change::Deleted { key, .. } => {
-                key
-            }
+            Change::Added { key, .. }
+            | Change::Modified { key, .. }
+            | Change::Deleted { key, .. } => key,
         }
     }
 
@@ -234,6 +234,7 @@ enum Phase {
 }
 
 /// What the informer does after a failure.
+#[derive(Clone, Copy)]
 enum Retry {
     /// Start over with a new list (the revision is compacted).
     Relist,
@@ -427,17 +428,16 @@ impl<T: Send + Sync + 'static> Informer<T> {
         listing.revision = Some(page.revision);
         listing.start_after = page.items.last().map(|kv| kv.key.clone());
         for kv in &page.items {
-            match (self.decode)(kv) {
-                Some(obj) => {
-                    listing.items.insert(
-                        kv.key.clone(),
-                        Entry {
-                            revision: kv.mod_revision,
-                            object: Arc::new(obj),
-                        },
-                    );
-                }
-                None => tracing::warn!(key = %kv.key, "informer cannot decode a stored object"),
+            if let Some(obj) = (self.decode)(kv) {
+                listing.items.insert(
+                    kv.key.clone(),
+                    Entry {
+                        revision: kv.mod_revision,
+                        object: Arc::new(obj),
+                    },
+                );
+            } else {
+                tracing::warn!(key = %kv.key, "informer cannot decode a stored object");
             }
         }
         if page.remaining > 0 && !page.items.is_empty() {
@@ -520,10 +520,7 @@ impl<T: Send + Sync + 'static> Informer<T> {
                 let Some(old) = self.cache.get(&prev.key) else {
                     return;
                 };
-                Change::Deleted {
-                    key: prev.key,
-                    old,
-                }
+                Change::Deleted { key: prev.key, old }
             }
             Event::Progress { .. } => return,
         };
@@ -551,13 +548,17 @@ impl<T: Send + Sync + 'static> Informer<T> {
 
     fn mark_synced(&self) {
         if self.listed {
-            self.synced.send_if_modified(|s| !std::mem::replace(s, true));
+            self.synced
+                .send_if_modified(|s| !std::mem::replace(s, true));
         }
     }
 
     fn fail(&mut self, error: &StorageError, retry: Retry) {
         let relist = matches!(retry, Retry::Relist)
-            || matches!(error, StorageError::Compacted { .. } | StorageError::FutureRevision { .. });
+            || matches!(
+                error,
+                StorageError::Compacted { .. } | StorageError::FutureRevision { .. }
+            );
         if relist {
             tracing::info!(prefix = %self.prefix, error = %error, "informer relisting");
             self.listing = None;

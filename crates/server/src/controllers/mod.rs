@@ -79,7 +79,10 @@ pub async fn guaranteed_update(
             return Ok(None);
         }
         let result = if meta::is_deleting(&obj) && ready_to_remove(&obj) {
-            store.delete(key, Some(kv.mod_revision)).await.map(|(_, rev)| rev)
+            store
+                .delete(key, Some(kv.mod_revision))
+                .await
+                .map(|(_, rev)| rev)
         } else {
             let bytes = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
             store.update(key, bytes, kv.mod_revision).await

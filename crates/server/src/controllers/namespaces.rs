@@ -30,7 +30,8 @@ pub struct NamespaceController {
 
 impl std::fmt::Debug for NamespaceController {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NamespaceController").finish_non_exhaustive()
+        f.debug_struct("NamespaceController")
+            .finish_non_exhaustive()
     }
 }
 

@@ -127,10 +127,13 @@ impl NameIndex {
     pub fn update(&mut self, crd: &Value) -> Update {
         let name = meta::name(crd).to_string();
         let revision = meta::resource_version(crd).parse::<Revision>().ok();
-        if let (Some(new), Some(Held {
-            revision: Some(old),
-            ..
-        })) = (revision, self.held.get(&name))
+        if let (
+            Some(new),
+            Some(Held {
+                revision: Some(old),
+                ..
+            }),
+        ) = (revision, self.held.get(&name))
             && new < *old
         {
             return Update::Stale;
@@ -400,13 +403,41 @@ mod tests {
     #[test]
     fn conflict_reasons() {
         let cases = [
-            (json!({"plural": "crontabs"}), "PluralConflict", "\"crontabs\" is already in use"),
-            (json!({"plural": "x", "singular": "crontab"}), "SingularConflict", "\"crontab\" is already in use"),
-            (json!({"plural": "x", "shortNames": ["ct"]}), "ShortNamesConflict", "\"ct\" is already in use"),
-            (json!({"plural": "x", "shortNames": ["ct", "cr"]}), "ShortNamesConflict", "[\"ct\" is already in use, \"cr\" is already in use]"),
-            (json!({"plural": "crontab"}), "SingularConflict", "\"crontab\" is already in use"),
-            (json!({"plural": "x", "kind": "CronTabList"}), "ListKindConflict", "\"CronTabList\" is already in use"),
-            (json!({"plural": "x", "kind": "Other"}), "NoConflicts", "no conflicts found"),
+            (
+                json!({"plural": "crontabs"}),
+                "PluralConflict",
+                "\"crontabs\" is already in use",
+            ),
+            (
+                json!({"plural": "x", "singular": "crontab"}),
+                "SingularConflict",
+                "\"crontab\" is already in use",
+            ),
+            (
+                json!({"plural": "x", "shortNames": ["ct"]}),
+                "ShortNamesConflict",
+                "\"ct\" is already in use",
+            ),
+            (
+                json!({"plural": "x", "shortNames": ["ct", "cr"]}),
+                "ShortNamesConflict",
+                "[\"ct\" is already in use, \"cr\" is already in use]",
+            ),
+            (
+                json!({"plural": "crontab"}),
+                "SingularConflict",
+                "\"crontab\" is already in use",
+            ),
+            (
+                json!({"plural": "x", "kind": "CronTabList"}),
+                "ListKindConflict",
+                "\"CronTabList\" is already in use",
+            ),
+            (
+                json!({"plural": "x", "kind": "Other"}),
+                "NoConflicts",
+                "no conflicts found",
+            ),
         ];
         for (held, reason, message) in cases {
             let other = json!({"metadata": {"name": "other.g.io"}, "spec": {"group": "g.io"},
@@ -414,12 +445,18 @@ mod tests {
             let mut index = NameIndex::default();
             index.update(&other);
             // The same names in another group never conflict.
-            index.update(&json!({"metadata": {"name": "x.h.io"}, "spec": {"group": "h.io"},
-                "status": {"acceptedNames": {"plural": "crontabs", "kind": "CronTab"}}}));
+            index.update(
+                &json!({"metadata": {"name": "x.h.io"}, "spec": {"group": "h.io"},
+                "status": {"acceptedNames": {"plural": "crontabs", "kind": "CronTab"}}}),
+            );
             let c = crd("crontab", "crontabs", "CronTab", &["ct", "cr"], None);
             let out = desired_status(&c, &index.taken("g.io", "crontabs.g.io"));
             let cond = condition(&out, "NamesAccepted");
-            assert_eq!((cond["reason"].as_str(), cond["message"].as_str()), (Some(reason), Some(message)), "{held}");
+            assert_eq!(
+                (cond["reason"].as_str(), cond["message"].as_str()),
+                (Some(reason), Some(message)),
+                "{held}"
+            );
         }
     }
 
@@ -427,7 +464,13 @@ mod tests {
     fn own_names_never_conflict_and_kept_names_stay() {
         let accepted = json!({"plural": "crontabs", "singular": "crontab", "kind": "CronTab",
             "listKind": "CronTabList", "shortNames": ["ct"]});
-        let c = crd("crontab", "crontabs", "CronTab", &["ct"], Some(accepted.clone()));
+        let c = crd(
+            "crontab",
+            "crontabs",
+            "CronTab",
+            &["ct"],
+            Some(accepted.clone()),
+        );
         let mut index = NameIndex::default();
         index.update(&c);
         let out = desired_status(&c, &index.taken("g.io", "crontabs.g.io"));
@@ -449,23 +492,38 @@ mod tests {
             json!({"metadata": {"name": "a.g.io", "resourceVersion": rv}, "spec": {"group": "g.io"},
                 "status": {"acceptedNames": {"plural": plural, "kind": "A"}}})
         };
-        assert_eq!(index.update(&names("as", "5")), Update::Applied { released: false });
+        assert_eq!(
+            index.update(&names("as", "5")),
+            Update::Applied { released: false }
+        );
         assert!(index.taken("g.io", "b.g.io").resource("as"));
         assert!(index.taken("g.io", "b.g.io").kind("A"));
         assert!(!index.taken("g.io", "a.g.io").resource("as"));
         assert_eq!(index.update(&names("bs", "4")), Update::Stale);
         assert!(index.taken("g.io", "b.g.io").resource("as"));
-        assert_eq!(index.update(&names("bs", "6")), Update::Applied { released: true });
+        assert_eq!(
+            index.update(&names("bs", "6")),
+            Update::Applied { released: true }
+        );
         assert!(!index.taken("g.io", "b.g.io").resource("as"));
         assert!(index.taken("g.io", "b.g.io").resource("bs"));
-        assert_eq!(index.update(&names("bs", "7")), Update::Applied { released: false });
-        assert_eq!(index.group_members("g.io").collect::<Vec<_>>(), vec!["a.g.io"]);
+        assert_eq!(
+            index.update(&names("bs", "7")),
+            Update::Applied { released: false }
+        );
+        assert_eq!(
+            index.group_members("g.io").collect::<Vec<_>>(),
+            vec!["a.g.io"]
+        );
         assert_eq!(index.forget("a.g.io").as_deref(), Some("g.io"));
         assert!(index.is_empty());
         assert!(!index.taken("g.io", "b.g.io").resource("bs"));
         assert_eq!(index.group_members("g.io").count(), 0);
         // After a deletion, a recreated CRD starts over (any revision is accepted).
-        assert_eq!(index.update(&names("cs", "1")), Update::Applied { released: false });
+        assert_eq!(
+            index.update(&names("cs", "1")),
+            Update::Applied { released: false }
+        );
         assert_eq!(index.len(), 1);
     }
 }

@@ -110,12 +110,7 @@ pub async fn purge(
     if purge_pass(store.as_ref(), prefix).await? == 0 {
         return Ok(true);
     }
-    let mut informer = Informer::new(
-        store.clone(),
-        prefix,
-        Arc::new(Remaining::decode),
-        shutdown,
-    );
+    let mut informer = Informer::new(store.clone(), prefix, Arc::new(Remaining::decode), shutdown);
     let cache = informer.cache();
     loop {
         if informer.has_synced() && cache.is_empty() {
@@ -177,7 +172,10 @@ mod tests {
         assert!(meta::is_deleting(&held));
         assert_eq!(held["metadata"]["generation"], 2);
         assert_eq!(held["metadata"]["deletionGracePeriodSeconds"], 0);
-        assert_eq!(store.count("/registry/g.io/things/other/").await.unwrap(), 1);
+        assert_eq!(
+            store.count("/registry/g.io/things/other/").await.unwrap(),
+            1
+        );
     }
 
     #[tokio::test]

@@ -29,7 +29,7 @@ pub const INITIAL_BACKOFF: Duration = Duration::from_millis(200);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// A controller that ran this long before stopping restarts after [`INITIAL_BACKOFF`] again.
-const STABLE: Duration = Duration::from_secs(60);
+const STABLE: Duration = Duration::from_mins(1);
 
 /// How long controllers get to finish after shutdown before they are aborted.
 const GRACE: Duration = Duration::from_secs(5);

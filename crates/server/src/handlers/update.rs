@@ -87,7 +87,13 @@ pub async fn write_update(
         return Err(invalid(strategy, name, &errors));
     }
     if info.group == "apiextensions.k8s.io" {
-        crate::registry::crds::guard_stored_versions(ctx.store().as_ref(), &ctx.state.registry, &new, &old).await?;
+        crate::registry::crds::guard_stored_versions(
+            ctx.store().as_ref(),
+            &ctx.state.registry,
+            &new,
+            &old,
+        )
+        .await?;
     }
     let mut warnings = crd_core::validation::finalizer_warnings(&new, Some(&old));
     warnings.extend(strategy.write_warnings(&new, Some(&old)));

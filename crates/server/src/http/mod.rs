@@ -274,9 +274,12 @@ async fn route_request(
                 .registry
                 .get(&name)
                 .ok_or_else(|| crd_core::Status::not_found(&gr, &name))?;
-            let counts = crate::registry::storage_versions::count_stored_versions(state.store.as_ref(), &crd)
-                .await
-                .map_err(|e| ApiError::storage(&gr, &name, e))?;
+            let counts = crate::registry::storage_versions::count_stored_versions(
+                state.store.as_ref(),
+                &crd,
+            )
+            .await
+            .map_err(|e| ApiError::storage(&gr, &name, e))?;
             let doc = serde_json::json!({
                 "crd": name,
                 "storageVersion": crd.storage_version,

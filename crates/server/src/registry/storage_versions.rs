@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use crd_storage::{ListRequest, StorageError, Store};
 use super::serving::ServingCrd;
+use crd_storage::{ListRequest, StorageError, Store};
 
 /// How many objects one storage request reads.
 pub const PAGE: usize = 500;
@@ -77,7 +77,10 @@ mod tests {
     #[test]
     fn version_of_stored_bytes() {
         for (bytes, want) in [
-            (r#"{"apiVersion":"stable.example.com/v1","kind":"CronTab"}"#, "v1"),
+            (
+                r#"{"apiVersion":"stable.example.com/v1","kind":"CronTab"}"#,
+                "v1",
+            ),
             (r#"{"apiVersion":"v1beta2"}"#, "v1beta2"),
             (r#"{"kind":"CronTab"}"#, ""),
             ("not json", ""),

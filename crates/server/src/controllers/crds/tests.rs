@@ -93,7 +93,13 @@ fn reason(obj: &Value, kind: &str) -> String {
         .into_iter()
         .flatten()
         .find(|c| c["type"] == kind)
-        .map(|c| format!("{}/{}", c["status"].as_str().unwrap_or(""), c["reason"].as_str().unwrap_or("")))
+        .map(|c| {
+            format!(
+                "{}/{}",
+                c["status"].as_str().unwrap_or(""),
+                c["reason"].as_str().unwrap_or("")
+            )
+        })
         .unwrap_or_default()
 }
 
@@ -102,8 +108,12 @@ async fn start_up_serves_and_establishes_every_crd_before_synced() {
     let f = Fixture::new();
     let n = 40;
     for i in 0..n {
-        f.create(&crd(&format!("things{i:02}s"), "g.io", &format!("Thing{i:02}")))
-            .await;
+        f.create(&crd(
+            &format!("things{i:02}s"),
+            "g.io",
+            &format!("Thing{i:02}"),
+        ))
+        .await;
     }
     // Two CRDs of another group want the same kind (and list kind): the first (by name) wins;
     // upstream reports the last conflicting name.
@@ -117,8 +127,15 @@ async fn start_up_serves_and_establishes_every_crd_before_synced() {
     for i in 0..n {
         let name = format!("things{i:02}s.g.io");
         let obj = f.get(&name).await.unwrap();
-        assert_eq!(reason(&obj, "Established"), "True/InitialNamesAccepted", "{name}");
-        assert_eq!(obj["status"]["acceptedNames"]["kind"], format!("Thing{i:02}"));
+        assert_eq!(
+            reason(&obj, "Established"),
+            "True/InitialNamesAccepted",
+            "{name}"
+        );
+        assert_eq!(
+            obj["status"]["acceptedNames"]["kind"],
+            format!("Thing{i:02}")
+        );
         let serving = f.registry.get(&name).unwrap();
         assert!(serving.established && serving.names_accepted, "{name}");
     }
@@ -171,8 +188,11 @@ async fn cleanup_finalizer_deletes_objects_then_the_crd() {
         f.store
             .create(
                 &format!("/registry/g.io/crontabs/default/c{i}"),
-                Bytes::from(json!({"apiVersion": "g.io/v1", "kind": "CronTab",
-                    "metadata": {"name": format!("c{i}"), "namespace": "default"}}).to_string()),
+                Bytes::from(
+                    json!({"apiVersion": "g.io/v1", "kind": "CronTab",
+                    "metadata": {"name": format!("c{i}"), "namespace": "default"}})
+                    .to_string(),
+                ),
             )
             .await
             .unwrap();

@@ -34,7 +34,11 @@ impl Fixture {
         let body = Bytes::from(json!({"metadata": {"name": name}, "spec": spec}).to_string());
         match self.store.get(&key).await.unwrap() {
             None => self.store.create(&key, body).await.unwrap(),
-            Some(kv) => self.store.update(&key, body, kv.mod_revision).await.unwrap(),
+            Some(kv) => self
+                .store
+                .update(&key, body, kv.mod_revision)
+                .await
+                .unwrap(),
         }
     }
 
@@ -58,7 +62,10 @@ fn describe(change: &Change<Value>) -> (&'static str, String, Value, Value) {
     }
 }
 
-async fn next_n(informer: &mut Informer<Value>, n: usize) -> Vec<(&'static str, String, Value, Value)> {
+async fn next_n(
+    informer: &mut Informer<Value>,
+    n: usize,
+) -> Vec<(&'static str, String, Value, Value)> {
     let mut out = Vec::new();
     for _ in 0..n {
         let change = tokio::time::timeout(Duration::from_secs(10), informer.next())
@@ -106,22 +113,44 @@ async fn initial_list_is_paged_at_one_revision() {
     assert_eq!(cache.len(), 7);
 
     let lists = f.store.lists.lock().unwrap().clone();
-    let list_revision = lists[1].revision.expect("later pages read at a fixed revision");
+    let list_revision = lists[1]
+        .revision
+        .expect("later pages read at a fixed revision");
     let got: Vec<_> = lists
         .iter()
-        .map(|r| (r.prefix.as_str(), r.start_after.clone(), r.limit, r.revision))
+        .map(|r| {
+            (
+                r.prefix.as_str(),
+                r.start_after.clone(),
+                r.limit,
+                r.revision,
+            )
+        })
         .collect();
     assert_eq!(
         got,
         vec![
             (PREFIX, None, Some(3), None),
-            (PREFIX, Some(format!("{PREFIX}o2")), Some(3), Some(list_revision)),
-            (PREFIX, Some(format!("{PREFIX}o5")), Some(3), Some(list_revision)),
+            (
+                PREFIX,
+                Some(format!("{PREFIX}o2")),
+                Some(3),
+                Some(list_revision)
+            ),
+            (
+                PREFIX,
+                Some(format!("{PREFIX}o5")),
+                Some(3),
+                Some(list_revision)
+            ),
         ]
     );
 
     let late = next_n(&mut informer, 1).await;
-    assert_eq!(late, vec![("Added", "p".into(), Value::Null, json!("late"))]);
+    assert_eq!(
+        late,
+        vec![("Added", "p".into(), Value::Null, json!("late"))]
+    );
     assert_eq!(cache.len(), 8);
     let p = cache.get(&format!("{PREFIX}p")).unwrap();
     assert!(meta::resource_version(&p).parse::<i64>().unwrap() > list_revision);
@@ -143,7 +172,10 @@ async fn empty_prefix_syncs() {
     f.put("a", json!(1)).await;
     let (change, informer) = next.await.unwrap();
     assert_eq!(change, Some(("Added", "a".into(), Value::Null, json!(1))));
-    assert_eq!(cached_specs(&informer.cache()), vec![("a".into(), json!(1))]);
+    assert_eq!(
+        cached_specs(&informer.cache()),
+        vec![("a".into(), json!(1))]
+    );
 }
 
 #[tokio::test]
@@ -202,7 +234,10 @@ async fn relists_after_compaction_and_delivers_the_difference() {
             ("Added", "d".into(), Value::Null, json!(2)),
         ]
     );
-    assert!(f.store.lists.lock().unwrap().len() > lists_before, "relisted");
+    assert!(
+        f.store.lists.lock().unwrap().len() > lists_before,
+        "relisted"
+    );
     assert_eq!(
         cached_specs(&cache),
         vec![
