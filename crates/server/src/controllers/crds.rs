@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::{Id, JoinError, JoinSet};
 
-use super::informer::{Cache, Change, Informer, until_shutdown};
+use super::informer::{Cache, Change, Informer, Notification, until_shutdown};
 use super::naming::{NameIndex, Update, desired_status};
 use super::purge::purge;
 use super::{INITIAL_RETRY, get_json, guaranteed_update, retry_after};
@@ -121,21 +121,23 @@ impl CrdController {
             shutdown,
         };
         loop {
+            tokio::select! {
+                notification = informer.next() => match notification {
+                    Some(Notification::Changed(change)) => run.observe(change),
+                    Some(Notification::Synced) => run.prune_registry(),
+                    None => return Ok(()),
+                },
+                Some(ended) = run.cleanups.join_next_with_id(), if !run.cleanups.is_empty() => {
+                    run.cleanup_ended(ended);
+                }
+            }
+            // Names are accepted only once every stored CRD is in the index.
             if informer.has_synced() {
                 while let Some(key) = run.queue.pop() {
                     run.reconcile(&key).await;
                 }
                 self.synced
                     .send_if_modified(|s| !std::mem::replace(s, true));
-            }
-            tokio::select! {
-                change = informer.next() => match change {
-                    Some(change) => run.observe(change),
-                    None => return Ok(()),
-                },
-                Some(ended) = run.cleanups.join_next_with_id(), if !run.cleanups.is_empty() => {
-                    run.cleanup_ended(ended);
-                }
             }
         }
     }
@@ -162,6 +164,17 @@ impl Run {
                 if let Some(group) = self.names.forget(name) {
                     self.requeue_group(&group, name);
                 }
+            }
+        }
+    }
+
+    /// Removes from the registry the CRDs the first list of this run did not find: after a
+    /// restart, the deletions missed while the controller was down.
+    fn prune_registry(&mut self) {
+        for crd in self.registry.all() {
+            if self.cache.get(&crd_key(&crd.name)).is_none() {
+                tracing::info!(crd = %crd.name, "CRD deleted while its controller was down");
+                self.registry.remove(&crd.name);
             }
         }
     }

@@ -10,9 +10,10 @@
 //!    see only the changes they missed; on other watch failures, a new watch from the last
 //!    revision seen. Retries back off exponentially ([`INITIAL_BACKOFF`] to [`MAX_BACKOFF`]).
 //!
-//! Consumers pull [`Change`]s with [`Informer::next`]; the cache ([`Cache`], a cheap cloneable
-//! read handle keyed by storage key) reflects every change delivered so far, and
-//! [`Informer::has_synced`] turns true once the first list has been delivered.
+//! Consumers pull [`Notification`]s with [`Informer::next`]: a [`Change`] (Added, Modified or
+//! Deleted, with the old and new objects) per key, and once, after the first list's changes,
+//! [`Notification::Synced`]. The cache ([`Cache`], a cheap cloneable read handle keyed by storage
+//! key) reflects every change delivered so far.
 //!
 //! Architecture Invariant: controllers read the world only through informers (and point reads of
 //! the object they are about to write); no controller lists a whole prefix in one request or
@@ -43,6 +44,9 @@ pub const INITIAL_BACKOFF: Duration = Duration::from_millis(100);
 /// The longest wait between two attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
+/// A watch that ran this long before failing retries after [`INITIAL_BACKOFF`] again.
+const STABLE: Duration = Duration::from_mins(1);
+
 /// Turns stored bytes into the cached object; `None` leaves the key out of the cache (logged).
 pub type Decode<T> = Arc<dyn Fn(&KeyValue) -> Option<T> + Send + Sync>;
 
@@ -55,6 +59,25 @@ pub fn decode_json(kv: &KeyValue) -> Option<Value> {
     }
     meta::set_resource_version(&mut obj, kv.mod_revision);
     Some(obj)
+}
+
+/// What [`Informer::next`] delivers.
+#[derive(Debug)]
+pub enum Notification<T> {
+    /// A key changed.
+    Changed(Change<T>),
+    /// Every key of the first list has been delivered (once per informer, even when the list was
+    /// empty): the cache now holds a complete view of the prefix.
+    Synced,
+}
+
+impl<T> Clone for Notification<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Notification::Changed(c) => Notification::Changed(c.clone()),
+            Notification::Synced => Notification::Synced,
+        }
+    }
 }
 
 /// A change to one key, as a consumer of an informer sees it.
@@ -259,7 +282,9 @@ pub struct Informer<T> {
     revision: Revision,
     backoff: Duration,
     retry_at: Option<Instant>,
-    /// A list finished; synced turns true once its changes are delivered.
+    /// When the current watch was opened.
+    watching_since: Option<Instant>,
+    /// A list finished; [`Notification::Synced`] follows its changes.
     listed: bool,
     synced: watch::Sender<bool>,
 }
@@ -309,6 +334,7 @@ impl<T: Send + Sync + 'static> Informer<T> {
             revision: 0,
             backoff: INITIAL_BACKOFF,
             retry_at: None,
+            watching_since: None,
             listed: false,
             synced: watch::Sender::new(false),
         }
@@ -331,8 +357,8 @@ impl<T: Send + Sync + 'static> Informer<T> {
         self.cache.clone()
     }
 
-    /// Whether the first list has been delivered: every key that existed when the informer
-    /// started has been handed out by [`Informer::next`] and is in the cache.
+    /// Whether [`Notification::Synced`] has been delivered: every key that existed when the
+    /// informer started has been handed out by [`Informer::next`] and is in the cache.
     pub fn has_synced(&self) -> bool {
         *self.synced.borrow()
     }
@@ -347,19 +373,21 @@ impl<T: Send + Sync + 'static> Informer<T> {
         self.revision
     }
 
-    /// Waits for the next change, listing, watching and relisting as needed. Returns `None` at
-    /// shutdown. Cancel-safe: dropping the future loses no change.
-    pub async fn next(&mut self) -> Option<Change<T>> {
+    /// Waits for the next change (or the one-time [`Notification::Synced`]), listing, watching
+    /// and relisting as needed. Returns `None` at shutdown. Cancel-safe: dropping the future loses
+    /// nothing.
+    pub async fn next(&mut self) -> Option<Notification<T>> {
         loop {
             if *self.shutdown.borrow() {
                 return None;
             }
             if let Some((change, revision)) = self.pending.pop_front() {
                 self.apply(&change, revision);
-                if self.pending.is_empty() {
-                    self.mark_synced();
-                }
-                return Some(change);
+                return Some(Notification::Changed(change));
+            }
+            if self.listed && !self.has_synced() {
+                self.synced.send_replace(true);
+                return Some(Notification::Synced);
             }
             if let Some(at) = self.retry_at {
                 until_shutdown(&mut self.shutdown, tokio::time::sleep_until(at)).await?;
@@ -382,7 +410,10 @@ impl<T: Send + Sync + 'static> Informer<T> {
         };
         let opened = until_shutdown(&mut self.shutdown, self.store.watch(request)).await?;
         match opened {
-            Ok(stream) => self.phase = Phase::Watching(stream),
+            Ok(stream) => {
+                self.phase = Phase::Watching(stream);
+                self.watching_since = Some(Instant::now());
+            }
             Err(e) => self.fail(&e, Retry::Rewatch),
         }
         Some(())
@@ -448,9 +479,6 @@ impl<T: Send + Sync + 'static> Informer<T> {
         self.revision = page.revision;
         self.phase = Phase::Watch;
         self.listed = true;
-        if self.pending.is_empty() {
-            self.mark_synced();
-        }
         Some(())
     }
 
@@ -546,13 +574,6 @@ impl<T: Send + Sync + 'static> Informer<T> {
         }
     }
 
-    fn mark_synced(&self) {
-        if self.listed {
-            self.synced
-                .send_if_modified(|s| !std::mem::replace(s, true));
-        }
-    }
-
     fn fail(&mut self, error: &StorageError, retry: Retry) {
         let relist = matches!(retry, Retry::Relist)
             || matches!(
@@ -571,6 +592,14 @@ impl<T: Send + Sync + 'static> Informer<T> {
     }
 
     fn schedule_retry(&mut self) {
+        // A watch that ran for a while before failing starts the backoff over.
+        if self
+            .watching_since
+            .take()
+            .is_some_and(|since| since.elapsed() >= STABLE)
+        {
+            self.backoff = INITIAL_BACKOFF;
+        }
         self.retry_at = Some(Instant::now() + self.backoff);
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
     }

@@ -15,7 +15,7 @@ use crd_storage::{ListRequest, StorageError, Store};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::informer::{Change, Informer, until_shutdown};
+use super::informer::{Change, Informer, Notification, until_shutdown};
 use super::{INITIAL_RETRY, get_json, guaranteed_update, retry_after};
 use crate::registry::conditions;
 use crate::registry::crds::CRD_KEY_ROOT;
@@ -209,8 +209,10 @@ pub async fn run(
     };
     synced.map_err(|_| anyhow::anyhow!("the CRD controller is gone"))?;
     let mut informer = Informer::json(store.clone(), format!("{KEY_ROOT}/"), shutdown.clone());
-    while let Some(change) = informer.next().await {
-        let (Change::Added { key, new } | Change::Modified { key, new, .. }) = change else {
+    while let Some(notification) = informer.next().await {
+        let Notification::Changed(Change::Added { key, new } | Change::Modified { key, new, .. }) =
+            notification
+        else {
             continue;
         };
         if finished(&new) || meta::is_deleting(&new) {

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::{Id, JoinError, JoinSet};
 
-use super::informer::{Change, Informer, until_shutdown};
+use super::informer::{Change, Informer, Notification, until_shutdown};
 use super::purge::{purge, purge_pass};
 use super::{INITIAL_RETRY, guaranteed_update, retry_after};
 use crate::registry::namespaces::{NAMESPACE_FINALIZER, NamespaceStrategy, spec_finalizers};
@@ -71,11 +71,13 @@ impl NamespaceController {
         let mut running: HashMap<Id, String> = HashMap::new();
         loop {
             tokio::select! {
-                change = informer.next() => match change {
-                    Some(Change::Added { key, new } | Change::Modified { key, new, .. }) => {
+                notification = informer.next() => match notification {
+                    Some(Notification::Changed(
+                        Change::Added { key, new } | Change::Modified { key, new, .. },
+                    )) => {
                         self.consider(&key, &new, &mut tasks, &mut running, &shutdown);
                     }
-                    Some(Change::Deleted { .. }) => {}
+                    Some(_) => {}
                     None => return Ok(()),
                 },
                 Some(ended) = tasks.join_next_with_id(), if !tasks.is_empty() => {

@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::get_json;
-use super::informer::{Change, Informer, PAGE};
+use super::informer::{Change, Informer, Notification, PAGE};
 use crate::registry::meta;
 
 /// What a purge needs to know of a remaining object.
@@ -113,21 +113,23 @@ pub async fn purge(
     let mut informer = Informer::new(store.clone(), prefix, Arc::new(Remaining::decode), shutdown);
     let cache = informer.cache();
     loop {
-        if informer.has_synced() && cache.is_empty() {
-            return Ok(true);
-        }
-        let Some(change) = informer.next().await else {
+        let Some(notification) = informer.next().await else {
             return Ok(false);
         };
-        let (Change::Added { key, new } | Change::Modified { key, new, .. }) = change else {
-            continue;
-        };
-        if !new.finalizers {
-            retire(store.as_ref(), &key, Value::Null, new.revision).await?;
-        } else if !new.deleting
-            && let Some((obj, kv)) = get_json(store.as_ref(), &key).await?
+        if let Notification::Changed(
+            Change::Added { key, new } | Change::Modified { key, new, .. },
+        ) = notification
         {
-            retire(store.as_ref(), &key, obj, kv.mod_revision).await?;
+            if !new.finalizers {
+                retire(store.as_ref(), &key, Value::Null, new.revision).await?;
+            } else if !new.deleting
+                && let Some((obj, kv)) = get_json(store.as_ref(), &key).await?
+            {
+                retire(store.as_ref(), &key, obj, kv.mod_revision).await?;
+            }
+        }
+        if informer.has_synced() && cache.is_empty() {
+            return Ok(true);
         }
     }
 }

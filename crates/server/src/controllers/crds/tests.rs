@@ -214,3 +214,34 @@ async fn cleanup_finalizer_deletes_objects_then_the_crd() {
     assert_eq!(f.store.count("/registry/g.io/crontabs/").await.unwrap(), 0);
     f.shutdown.send_replace(true);
 }
+
+#[tokio::test]
+async fn start_up_without_crds_syncs() {
+    let f = Fixture::new();
+    let _running = f.start().await;
+    assert!(f.registry.all().is_empty());
+    // Later CRDs are served and established.
+    f.create(&crd("crontabs", "g.io", "CronTab")).await;
+    f.eventually("crontabs.g.io", |o| {
+        o.is_some_and(|o| reason(o, "Established") == "True/InitialNamesAccepted")
+    })
+    .await;
+    assert!(f.registry.get("crontabs.g.io").is_some());
+    f.shutdown.send_replace(true);
+}
+
+#[tokio::test]
+async fn a_restarted_controller_forgets_crds_deleted_meanwhile() {
+    let f = Fixture::new();
+    f.create(&crd("crontabs", "g.io", "CronTab")).await;
+    f.create(&crd("others", "g.io", "Other")).await;
+    let first = f.start().await;
+    f.shutdown.send_replace(true);
+    first.await.unwrap().unwrap();
+    f.store.delete(&crd_key("others.g.io"), None).await.unwrap();
+    f.shutdown.send_replace(false);
+    let _second = f.start().await;
+    let names: Vec<String> = f.registry.all().iter().map(|c| c.name.clone()).collect();
+    assert_eq!(names, vec!["crontabs.g.io"]);
+    f.shutdown.send_replace(true);
+}

@@ -62,19 +62,38 @@ fn describe(change: &Change<Value>) -> (&'static str, String, Value, Value) {
     }
 }
 
+/// The next `n` changes, skipping the `Synced` notification.
 async fn next_n(
     informer: &mut Informer<Value>,
     n: usize,
 ) -> Vec<(&'static str, String, Value, Value)> {
     let mut out = Vec::new();
-    for _ in 0..n {
-        let change = tokio::time::timeout(Duration::from_secs(10), informer.next())
+    while out.len() < n {
+        let notification = tokio::time::timeout(Duration::from_secs(10), informer.next())
             .await
             .expect("a change within 10s")
             .expect("not shut down");
-        out.push(describe(&change));
+        if let Notification::Changed(change) = notification {
+            out.push(describe(&change));
+        }
     }
     out
+}
+
+/// The next notification, described; `Synced` as `("Synced", "", null, null)`.
+async fn next_one(informer: &mut Informer<Value>) -> (&'static str, String, Value, Value) {
+    let notification = tokio::time::timeout(Duration::from_secs(10), informer.next())
+        .await
+        .expect("a notification within 10s")
+        .expect("not shut down");
+    match notification {
+        Notification::Changed(change) => describe(&change),
+        Notification::Synced => synced(),
+    }
+}
+
+fn synced() -> (&'static str, String, Value, Value) {
+    ("Synced", String::new(), Value::Null, Value::Null)
 }
 
 fn cached_specs(cache: &Cache<Value>) -> Vec<(String, Value)> {
@@ -104,10 +123,14 @@ async fn initial_list_is_paged_at_one_revision() {
     let mut informer = f.informer().page_size(3);
     let cache = informer.cache();
     assert!(!informer.has_synced());
-    let listed = next_n(&mut informer, 7).await;
-    let want: Vec<_> = (0..7)
+    let mut listed = Vec::new();
+    for _ in 0..8 {
+        listed.push(next_one(&mut informer).await);
+    }
+    let mut want: Vec<_> = (0..7)
         .map(|i| ("Added", format!("o{i}"), Value::Null, json!(i)))
         .collect();
+    want.push(synced());
     assert_eq!(listed, want);
     assert!(informer.has_synced());
     assert_eq!(cache.len(), 7);
@@ -160,18 +183,14 @@ async fn initial_list_is_paged_at_one_revision() {
 async fn empty_prefix_syncs() {
     let f = fixture();
     let mut informer = f.informer();
-    let mut synced = informer.synced();
-    let next = tokio::spawn(async move {
-        let change = informer.next().await.map(|c| describe(&c));
-        (change, informer)
-    });
-    tokio::time::timeout(Duration::from_secs(10), synced.wait_for(|s| *s))
-        .await
-        .expect("synced within 10s")
-        .unwrap();
+    let mut synced_rx = informer.synced();
+    assert_eq!(next_one(&mut informer).await, synced());
+    assert!(*synced_rx.borrow_and_update());
     f.put("a", json!(1)).await;
-    let (change, informer) = next.await.unwrap();
-    assert_eq!(change, Some(("Added", "a".into(), Value::Null, json!(1))));
+    assert_eq!(
+        next_one(&mut informer).await,
+        ("Added", "a".into(), Value::Null, json!(1))
+    );
     assert_eq!(
         cached_specs(&informer.cache()),
         vec![("a".into(), json!(1))]
@@ -267,7 +286,7 @@ async fn undecodable_objects_are_left_out() {
         next_n(&mut informer, 1).await,
         vec![("Added", "a".into(), Value::Null, json!(1))]
     );
-    assert!(informer.has_synced());
+    assert_eq!(next_one(&mut informer).await, synced());
     // An object that becomes undecodable leaves the cache as a deletion.
     let kv = f.store.get(&format!("{PREFIX}a")).await.unwrap().unwrap();
     f.store
@@ -285,7 +304,10 @@ async fn undecodable_objects_are_left_out() {
 async fn next_returns_none_at_shutdown() {
     let f = fixture();
     let mut informer = f.informer();
-    let waiting = tokio::spawn(async move { informer.next().await.is_none() });
+    let waiting = tokio::spawn(async move {
+        assert!(matches!(informer.next().await, Some(Notification::Synced)));
+        informer.next().await.is_none()
+    });
     tokio::time::sleep(Duration::from_millis(50)).await;
     f.shutdown.send_replace(true);
     let ended = tokio::time::timeout(Duration::from_secs(10), waiting)
@@ -302,19 +324,20 @@ async fn next_is_cancel_safe() {
         f.put(&format!("o{i}"), json!(i)).await;
     }
     let mut informer = f.informer().page_size(2);
-    let mut seen = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
     // Poll with budgets that start far too short and grow until a change arrives: the
     // interrupted calls lose nothing and every change arrives exactly once, in order.
     let mut budget = Duration::from_micros(10);
-    while seen.len() < 5 {
+    while seen.len() < 6 {
         match tokio::time::timeout(budget, informer.next()).await {
-            Ok(Some(change)) => {
+            Ok(Some(Notification::Changed(change))) => {
                 seen.push(describe(&change).1);
                 budget = Duration::from_micros(10);
             }
+            Ok(Some(Notification::Synced)) => seen.push("synced".into()),
             Ok(None) => panic!("shut down"),
             Err(_) => budget *= 2,
         }
     }
-    assert_eq!(seen, vec!["o0", "o1", "o2", "o3", "o4"]);
+    assert_eq!(seen, vec!["o0", "o1", "o2", "o3", "o4", "synced"]);
 }
