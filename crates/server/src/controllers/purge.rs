@@ -31,9 +31,10 @@ pub struct Remaining {
 }
 
 impl Remaining {
-    /// Reads the facts from stored bytes.
+    /// Reads the facts from stored bytes. Bytes that are not an object with finalizers (even
+    /// undecodable ones) count as free to delete, as in [`purge_pass`].
     pub fn decode(kv: &KeyValue) -> Option<Remaining> {
-        let obj: Value = serde_json::from_slice(&kv.value).ok()?;
+        let obj = serde_json::from_slice::<Value>(&kv.value).unwrap_or(Value::Null);
         Some(Remaining {
             revision: kv.mod_revision,
             finalizers: !meta::finalizers(&obj).is_empty(),
