@@ -168,3 +168,99 @@ impl NamespaceController {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use crd_storage::sqlite::SqliteStore;
+    use serde_json::json;
+
+    use super::*;
+    use crate::controllers::get_json;
+
+    #[tokio::test]
+    async fn a_terminating_namespace_is_emptied_then_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = SqliteStore::open(dir.path()).unwrap();
+        let registry = Arc::new(Registry::default());
+        registry
+            .apply_stored(&json!({
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "crontabs.g.io"},
+                "spec": {"group": "g.io", "scope": "Namespaced",
+                    "names": {"plural": "crontabs", "kind": "CronTab"},
+                    "versions": [{"name": "v1", "served": true, "storage": true}]},
+            }))
+            .unwrap();
+        let put = |key: String, obj: Value| {
+            let store = store.clone();
+            async move {
+                store
+                    .create(&key, Bytes::from(obj.to_string()))
+                    .await
+                    .unwrap()
+            }
+        };
+        for (ns, name, finalizers) in [
+            ("team", "a", json!([])),
+            ("team", "held", json!(["example.com/f"])),
+            ("other", "b", json!([])),
+        ] {
+            put(
+                format!("/registry/g.io/crontabs/{ns}/{name}"),
+                json!({"metadata": {"name": name, "namespace": ns, "finalizers": finalizers}}),
+            )
+            .await;
+        }
+        let ns_key = "/registry/namespaces/team".to_string();
+        put(
+            ns_key.clone(),
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "team", "deletionTimestamp": "2025-01-01T00:00:00Z"},
+                "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Terminating"}}),
+        )
+        .await;
+        let (shutdown, rx) = watch::channel(false);
+        let controller = NamespaceController::new(store.clone(), registry);
+        let running = tokio::spawn(controller.run(rx));
+        let held = "/registry/g.io/crontabs/team/held";
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        // The free object goes, the held one is marked and waited for.
+        loop {
+            let marked = get_json(store.as_ref(), held)
+                .await
+                .unwrap()
+                .is_some_and(|(o, _)| meta::is_deleting(&o));
+            if marked && store.count("/registry/g.io/crontabs/team/").await.unwrap() == 1 {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "objects not purged");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(store.get(&ns_key).await.unwrap().is_some());
+        // Its finalizer's owner lets go; the API server would delete it: do so.
+        store.delete(held, None).await.unwrap();
+        loop {
+            if store.get(&ns_key).await.unwrap().is_none() {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "namespace not released"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(
+            store.count("/registry/g.io/crontabs/other/").await.unwrap(),
+            1
+        );
+        shutdown.send_replace(true);
+        tokio::time::timeout(Duration::from_secs(10), running)
+            .await
+            .expect("stops at shutdown")
+            .unwrap()
+            .unwrap();
+    }
+}
