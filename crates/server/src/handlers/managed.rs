@@ -35,7 +35,12 @@ pub fn manager_name(ctx: &Ctx<'_>) -> String {
         .get(http::header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    ua.split('/').next().unwrap_or("").chars().take(MAX_MANAGER_LEN).collect()
+    ua.split('/')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(MAX_MANAGER_LEN)
+        .collect()
 }
 
 /// The endpoint's name in managed-field entries ("" for the object itself).
@@ -81,35 +86,49 @@ pub fn apply(
 ) -> Result<Value, ApiError> {
     let manager = ctx.opts.write.field_manager.clone().unwrap_or_default();
     with_field_manager(strategy, ctx.sub, |fm| {
-        fm.apply(live, config, &manager, ctx.opts.write.force, &meta::now_rfc3339())
+        fm.apply(
+            live,
+            config,
+            &manager,
+            ctx.opts.write.force,
+            &meta::now_rfc3339(),
+        )
     })
     .map_err(|e| match e {
-            ApplyError::Conflicts(c) => {
-                let mut status = Status::failure(409, "Conflict", c.to_string());
-                status.details = Some(StatusDetails {
-                    causes: c
-                        .causes()
-                        .into_iter()
-                        .map(|(field, message)| StatusCause {
-                            reason: "FieldManagerConflict".into(),
-                            message,
-                            field,
-                        })
-                        .collect(),
-                    ..StatusDetails::default()
-                });
-                status.into()
-            }
-            ApplyError::BadRequest(m) => Status::bad_request(m).into(),
-            ApplyError::Internal(m) => Status::internal(m).into(),
-        })
+        ApplyError::Conflicts(c) => {
+            let mut status = Status::failure(409, "Conflict", c.to_string());
+            status.details = Some(StatusDetails {
+                causes: c
+                    .causes()
+                    .into_iter()
+                    .map(|(field, message)| StatusCause {
+                        reason: "FieldManagerConflict".into(),
+                        message,
+                        field,
+                    })
+                    .collect(),
+                ..StatusDetails::default()
+            });
+            status.into()
+        }
+        ApplyError::BadRequest(m) => Status::bad_request(m).into(),
+        ApplyError::Internal(m) => Status::internal(m).into(),
+    })
 }
 
 /// `PatchOptions` checks for the patch type: an apply needs a `fieldManager`; only an apply may
 /// be forced.
 pub fn check_patch_options(ctx: &Ctx<'_>, apply: bool) -> Result<(), ApiError> {
     let mut errs = ErrorList::new();
-    if apply && ctx.opts.write.field_manager.as_deref().unwrap_or("").is_empty() {
+    if apply
+        && ctx
+            .opts
+            .write
+            .field_manager
+            .as_deref()
+            .unwrap_or("")
+            .is_empty()
+    {
         errs.push(FieldError::required(
             &Path::new("fieldManager"),
             "is required for apply patch",
@@ -124,7 +143,12 @@ pub fn check_patch_options(ctx: &Ctx<'_>, apply: bool) -> Result<(), ApiError> {
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(Status::invalid(&GroupResource::new("meta.k8s.io", "PatchOptions"), "", &errs).into())
+        Err(Status::invalid(
+            &GroupResource::new("meta.k8s.io", "PatchOptions"),
+            "",
+            &errs,
+        )
+        .into())
     }
 }
 

@@ -10,6 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use serde_json::{Value, json};
 
 use super::serving::Registry;
+use super::storage_versions::count_stored_versions;
 use super::{DeleteOutcome, ResourceInfo, Scope, Strategy, Subresource, meta};
 use crate::error::ApiError;
 use crate::table::{Cell, TableColumn};
@@ -324,7 +325,7 @@ pub async fn guard_stored_versions(
         return Ok(());
     };
     let gr = crd_core::GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
-    let counts = super::storage_versions::count_stored_versions(store, &crd)
+    let counts = count_stored_versions(store, &crd)
         .await
         .map_err(|e| ApiError::storage(&gr, name, e))?;
     let blocking: Vec<String> = removed

@@ -110,9 +110,7 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn reset_fields(&self, sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
-        self.version
-            .status_subresource
-            .then(|| self.reset.of(sub))
+        self.version.status_subresource.then(|| self.reset.of(sub))
     }
 
     fn scale(&self) -> Option<&super::serving::ScalePaths> {
