@@ -12,6 +12,7 @@ mod migration;
 mod python_client;
 mod reliability;
 mod schemas;
+mod server_side_apply;
 mod serving;
 mod support;
 mod versions;
