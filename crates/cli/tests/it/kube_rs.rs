@@ -125,3 +125,122 @@ async fn kube_runtime_finalizer_helper_adds_and_removes_its_finalizer() {
         "the object went once the helper removed its finalizer"
     );
 }
+
+const WIDGETS: &str = r"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.ops.example.com
+spec:
+  group: ops.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+              color: {type: string}
+          status:
+            type: object
+            properties:
+              ready: {type: boolean}
+";
+
+fn widgets(client: kube::Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("ops.example.com", "v1", "Widget");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "widgets");
+    Api::namespaced_with(client, "default", &ar)
+}
+
+/// `Patch::Apply` as kube-rs controllers write objects and status: creation by apply, a status
+/// apply through `/status` by another manager, and a conflict between two managers.
+#[tokio::test]
+async fn patch_apply_on_objects_and_status_with_conflicts() {
+    let server = TestServer::start();
+    server.apply_crd("widgets.yaml", WIDGETS, "widgets.ops.example.com");
+    let api = widgets(client(&server).await);
+    let desired = json!({
+        "apiVersion": "ops.example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"size": 3, "color": "red"},
+    });
+    let created = api
+        .patch(
+            "w",
+            &PatchParams::apply("widget-controller"),
+            &Patch::Apply(&desired),
+        )
+        .await
+        .expect("apply creates the object");
+    assert_eq!(created.data["spec"]["size"], 3);
+
+    let status = json!({
+        "apiVersion": "ops.example.com/v1", "kind": "Widget",
+        "status": {"ready": true},
+    });
+    let with_status = api
+        .patch_status(
+            "w",
+            &PatchParams::apply("widget-status"),
+            &Patch::Apply(&status),
+        )
+        .await
+        .expect("status apply");
+    assert_eq!(with_status.data["status"]["ready"], true);
+    assert_eq!(
+        with_status.data["spec"]["size"], 3,
+        "a status apply leaves spec alone"
+    );
+    let entries: Vec<(String, Option<String>)> = with_status
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| (e.manager.unwrap_or_default(), e.subresource))
+        .collect();
+    assert!(
+        entries.contains(&("widget-status".to_string(), Some("status".to_string()))),
+        "{entries:?}"
+    );
+
+    // Another manager sets a field the controller owns to another value: a conflict.
+    let other = json!({
+        "apiVersion": "ops.example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"size": 5},
+    });
+    let err = api
+        .patch("w", &PatchParams::apply("intruder"), &Patch::Apply(&other))
+        .await
+        .expect_err("a conflict");
+    match err {
+        kube::Error::Api(status) => {
+            assert_eq!(status.code, 409);
+            assert_eq!(status.reason, "Conflict");
+            assert_eq!(
+                status.message,
+                "Apply failed with 1 conflict: conflict with \"widget-controller\": .spec.size"
+            );
+        }
+        other => panic!("expected a Status, got {other:?}"),
+    }
+    let forced = api
+        .patch(
+            "w",
+            &PatchParams::apply("intruder").force(),
+            &Patch::Apply(&other),
+        )
+        .await
+        .expect("forced");
+    assert_eq!(forced.data["spec"]["size"], 5);
+    assert_eq!(
+        forced.data["spec"]["color"], "red",
+        "fields only the controller set stay"
+    );
+}
