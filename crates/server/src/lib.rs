@@ -1,15 +1,19 @@
 //! The crd-apiserver API server as a library: a Kubernetes-compatible server for
 //! CustomResourceDefinitions and their objects, over any [`crd_storage::Store`].
 //!
-//! # Layout
-//! - [`http`]: TLS accept loop, routing, negotiation, errors → Status.
-//! - [`handlers`]: one module per verb, generic over a [`registry::Strategy`].
-//! - [`registry`]: per-kind strategies (CRDs, namespaces, custom objects), the serving state of
-//!   CRDs, and the custom-object pipeline.
-//! - [`controllers`]: informers, a supervisor, and the controllers: naming/establishing/finalizing
-//!   CRDs, namespace cleanup, storage-version migration, compaction.
-//! - [`discovery`], [`openapi`], [`table`]: derived documents.
-//! - [`tls`], [`auth`], [`kubeconfig`]: identity and access.
+//! # Layout (lowest layer first; `tests/module_graph.rs` keeps it a DAG)
+//! - [`error`], [`version`], [`body`], [`table`], [`auth`], [`protobuf`], [`limits`]: the
+//!   vocabulary every layer shares.
+//! - [`request`] (route, typed options, negotiation), [`tls`], [`authz`] (ABAC),
+//!   [`conversion`] (conversion webhooks), [`kubeconfig`].
+//! - [`registry`]: per-kind strategies, the kinds table, the CRD registry, the custom-object
+//!   pipeline.
+//! - [`controllers`] (CRD naming/establishing/cleanup, namespace cleanup, storage-version
+//!   migration, compaction, on informers), [`admission`], [`discovery`], [`openapi`].
+//! - [`state`]: what requests share.
+//! - [`handlers`]: one module per verb, generic over a [`registry::Strategy`], and field
+//!   ownership (server-side apply).
+//! - [`http`]: the accept loop, filters, non-resource endpoints, rendering.
 //!
 //! Architecture Invariant: only the CLI chooses a concrete storage engine; this crate sees
 //! `Arc<dyn Store>`.
