@@ -10,8 +10,7 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use crd_storage::{ListRequest, StorageError, Store};
+use crd_storage::{Pages, StorageError, Store};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -47,18 +46,9 @@ pub async fn migrate(
     let storage_api_version = plan.storage.clone();
     let prefix = format!("{}/", crd.key_root());
     let mut summary = Summary::default();
-    let mut start_after = None;
-    loop {
-        let page = store
-            .list(ListRequest {
-                prefix: prefix.clone(),
-                start_after: start_after.clone(),
-                limit: Some(PAGE),
-                revision: None,
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        for kv in &page.items {
+    let mut pages = Pages::latest(store, prefix, PAGE);
+    while let Some(items) = pages.next_page().await.map_err(|e| e.to_string())? {
+        for kv in &items {
             summary.total += 1;
             let mut current = kv.clone();
             loop {
@@ -74,7 +64,7 @@ pub async fn migrate(
                         .map_or_else(|| "conversion failed".to_string(), |s| s.message);
                     format!("converting {}: {why}", current.key)
                 })?;
-                let bytes = Bytes::from(serde_json::to_vec(&converted).map_err(|e| e.to_string())?);
+                let bytes = meta::encode(&converted).map_err(|e| e.to_string())?;
                 match store
                     .update(&current.key, bytes, current.mod_revision)
                     .await
@@ -93,11 +83,8 @@ pub async fn migrate(
             }
         }
         progress(&summary);
-        start_after = page.items.last().map(|kv| kv.key.clone());
-        if page.remaining == 0 || page.items.is_empty() {
-            return Ok(summary);
-        }
     }
+    Ok(summary)
 }
 
 /// After a successful migration: `status.storedVersions` becomes the storage version alone,

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use crd_storage::{KeyValue, ListRequest, Revision, StorageError, Store};
+use crd_storage::{KeyValue, Pages, Revision, StorageError, Store};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -71,26 +71,15 @@ async fn retire(
 /// One paged pass over `prefix`: deletes or marks every object. Returns how many keys remain
 /// under the prefix afterwards.
 pub async fn purge_pass(store: &dyn Store, prefix: &str) -> Result<u64, StorageError> {
-    let mut start_after = None;
-    loop {
-        let page = store
-            .list(ListRequest {
-                prefix: prefix.to_string(),
-                start_after: start_after.clone(),
-                limit: Some(PAGE),
-                revision: None,
-            })
-            .await?;
-        for kv in &page.items {
+    let mut pages = Pages::latest(store, prefix, PAGE);
+    while let Some(items) = pages.next_page().await? {
+        for kv in &items {
             // An undecodable object cannot carry finalizers: it goes.
             let obj = serde_json::from_slice::<Value>(&kv.value).unwrap_or(Value::Null);
             retire(store, &kv.key, obj, kv.mod_revision).await?;
         }
-        start_after = page.items.last().map(|kv| kv.key.clone());
-        if page.remaining == 0 || page.items.is_empty() {
-            return store.count(prefix).await;
-        }
     }
+    store.count(prefix).await
 }
 
 /// Deletes everything under `prefix` and returns once nothing is left (`true`), or at shutdown

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::serving::ServingCrd;
-use crd_storage::{ListRequest, StorageError, Store};
+use crd_storage::{Pages, StorageError, Store};
 
 /// How many objects one storage request reads.
 pub const PAGE: usize = 500;
@@ -48,26 +48,13 @@ async fn count_at_one_revision(
     prefix: &str,
 ) -> Result<BTreeMap<String, u64>, StorageError> {
     let mut counts = BTreeMap::new();
-    let mut start_after = None;
-    let mut revision = None;
-    loop {
-        let page = store
-            .list(ListRequest {
-                prefix: prefix.to_string(),
-                start_after: start_after.clone(),
-                limit: Some(PAGE),
-                revision,
-            })
-            .await?;
-        revision = Some(page.revision);
-        for kv in &page.items {
+    let mut pages = Pages::new(store, prefix, None, PAGE);
+    while let Some(items) = pages.next_page().await? {
+        for kv in &items {
             *counts.entry(stored_version(&kv.value)).or_insert(0) += 1;
         }
-        start_after = page.items.last().map(|kv| kv.key.clone());
-        if page.remaining == 0 || page.items.is_empty() {
-            return Ok(counts);
-        }
     }
+    Ok(counts)
 }
 
 #[cfg(test)]
