@@ -204,7 +204,10 @@ fn webhook_converts_reads_and_writes_in_batches() {
 
     // Watch events at v1 are converted too. The watch starts at the list's resourceVersion, so
     // it delivers the create however late the watch request itself arrives.
-    let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let watch = std::thread::scope(|scope| {
         let w = scope.spawn(|| {
             f.server.kubectl_ok(&[

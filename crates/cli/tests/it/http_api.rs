@@ -8,15 +8,27 @@ use serde_json::{Value, json};
 use crate::support::{Resp, TestServer, crd_json};
 
 async fn post(s: &TestServer, path: &str, body: Value) -> Resp {
-    s.call(Method::POST, path, "application/json", Some(body.to_string()))
-        .await
+    s.call(
+        Method::POST,
+        path,
+        "application/json",
+        Some(body.to_string()),
+    )
+    .await
 }
 
 #[tokio::test]
 async fn restart_keeps_everything() {
-    let s = tokio::task::spawn_blocking(TestServer::start).await.unwrap();
-    s.create_crd(&crd_json("r.example.com", "records", "Record", "Namespaced"))
-        .await;
+    let s = tokio::task::spawn_blocking(TestServer::start)
+        .await
+        .unwrap();
+    s.create_crd(&crd_json(
+        "r.example.com",
+        "records",
+        "Record",
+        "Namespaced",
+    ))
+    .await;
     let base = "/apis/r.example.com/v1/namespaces/default/records";
     let r = post(&s, base, json!({"apiVersion": "r.example.com/v1", "kind": "Record", "metadata": {"name": "keep"}, "spec": {"x": 1}})).await;
     assert_eq!(r.status, 201, "{}", r.text);
@@ -33,7 +45,12 @@ async fn restart_keeps_everything() {
     let got = s.get(&format!("{base}/keep")).await;
     assert_eq!(got.status, 200, "{}", got.text);
     assert_eq!(got.json()["spec"]["x"], 1);
-    let r = post(&s, base, json!({"apiVersion": "r.example.com/v1", "kind": "Record", "metadata": {"name": "next"}})).await;
+    let r = post(
+        &s,
+        base,
+        json!({"apiVersion": "r.example.com/v1", "kind": "Record", "metadata": {"name": "next"}}),
+    )
+    .await;
     assert_eq!(r.status, 201, "{}", r.text);
     let rv2: i64 = r.json()["metadata"]["resourceVersion"]
         .as_str()
@@ -42,4 +59,3 @@ async fn restart_keeps_everything() {
         .unwrap();
     assert!(rv2 > rv, "revisions keep increasing across restarts");
 }
-

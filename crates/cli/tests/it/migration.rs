@@ -249,7 +249,10 @@ fn a_migration_resumes_after_a_restart() {
     // The stop came before the migration finished: objects remain at v1beta1, so the success
     // below is the restarted server's work, not something that was already done.
     let left = rt.block_on(stored_at(&dir.path().join("data/state.db"), "v1beta1"));
-    assert!(left > 0, "the migration finished before the stop; nothing was resumed");
+    assert!(
+        left > 0,
+        "the migration finished before the stop; nothing was resumed"
+    );
     let s = TestServer::start_in(dir);
     s.kubectl_ok(&[
         "wait",

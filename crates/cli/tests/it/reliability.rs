@@ -22,12 +22,21 @@ type Acked = HashMap<String, (i64, u64)>;
 /// Creates from 16 clients until the server stops answering (or `deadline`, which fails the
 /// test); returns what was acknowledged and counts it in `acks` as it goes. Requests cut off by
 /// the kill are simply not acknowledged.
-async fn write_load(s: &TestServer, cycle: usize, acks: Arc<AtomicUsize>, deadline: Instant) -> Acked {
+async fn write_load(
+    s: &TestServer,
+    cycle: usize,
+    acks: Arc<AtomicUsize>,
+    deadline: Instant,
+) -> Acked {
     let client = s.client(HttpVersion::Http1);
     let mut tasks = Vec::new();
     for w in 0..16 {
-        let (client, url, token, acks) =
-            (client.clone(), s.url.clone(), s.token.clone(), Arc::clone(&acks));
+        let (client, url, token, acks) = (
+            client.clone(),
+            s.url.clone(),
+            s.token.clone(),
+            Arc::clone(&acks),
+        );
         tasks.push(tokio::spawn(async move {
             let mut acked = Acked::new();
             let mut i = 0u64;
@@ -72,7 +81,12 @@ fn sigkill_during_writes_loses_nothing_acknowledged() {
         .build()
         .unwrap();
     let mut s = TestServer::start();
-    rt.block_on(s.create_crd(&crd_json("r.example.com", "records", "Record", "Namespaced")));
+    rt.block_on(s.create_crd(&crd_json(
+        "r.example.com",
+        "records",
+        "Record",
+        "Namespaced",
+    )));
     let mut acked = Acked::new();
     let mut previous_revision = 0i64;
     for cycle in 0..20 {
@@ -81,9 +95,10 @@ fn sigkill_during_writes_loses_nothing_acknowledged() {
         let killer = {
             let (pid, acks) = (s.pid(), Arc::clone(&acks));
             std::thread::spawn(move || {
-                eventually(&format!("{ACKED_BEFORE_KILL} writes are acknowledged"), || {
-                    acks.load(Ordering::SeqCst) >= ACKED_BEFORE_KILL
-                });
+                eventually(
+                    &format!("{ACKED_BEFORE_KILL} writes are acknowledged"),
+                    || acks.load(Ordering::SeqCst) >= ACKED_BEFORE_KILL,
+                );
                 let status = std::process::Command::new("kill")
                     .args(["-KILL", &pid.to_string()])
                     .status()
@@ -97,7 +112,9 @@ fn sigkill_during_writes_loses_nothing_acknowledged() {
             acks,
             Instant::now() + Duration::from_mins(1),
         ));
-        killer.join().expect("the killer observed the writes and killed the server");
+        killer
+            .join()
+            .expect("the killer observed the writes and killed the server");
         assert!(
             got.len() >= ACKED_BEFORE_KILL,
             "cycle {cycle}: {} acknowledged",

@@ -207,7 +207,12 @@ impl TestServer {
     pub async fn create_crd(&self, crd: &Value) {
         let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
         let r = self
-            .call(Method::POST, crds, "application/json", Some(crd.to_string()))
+            .call(
+                Method::POST,
+                crds,
+                "application/json",
+                Some(crd.to_string()),
+            )
             .await;
         assert_eq!(r.status, 201, "{}", r.text);
         let path = format!("{crds}/{}", crd["metadata"]["name"].as_str().expect("name"));

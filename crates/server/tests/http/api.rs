@@ -338,8 +338,7 @@ async fn crd_validation_errors() {
     let api = s.api(HttpVersion::Http1);
     let mut crd = crd_json("v.example.com", "things", "Thing", "Namespaced");
     crd["metadata"]["name"] = json!("wrong.v.example.com");
-    let r = api
-.post(CRDS, crd).await;
+    let r = api.post(CRDS, crd).await;
     assert_eq!(r.status, 422, "{}", r.text);
     let st = r.json();
     assert_eq!(st["reason"], "Invalid");
@@ -351,8 +350,7 @@ async fn crd_validation_errors() {
     let mut crd = crd_json("v.example.com", "things", "Thing", "Namespaced");
     crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
         "conversionReviewVersions": ["v2"], "clientConfig": {"url": "http://example.com/convert?x=1"}}});
-    let r = api
-.post(CRDS, crd).await;
+    let r = api.post(CRDS, crd).await;
     assert_eq!(r.status, 422, "{}", r.text);
     let causes: Vec<String> = r.json()["details"]["causes"]
         .as_array()
@@ -469,7 +467,12 @@ async fn crd_deletion_terminates_cleans_up_and_recreation_starts_empty() {
             let line: String = text.drain(..=end).collect();
             let event: Value = serde_json::from_str(&line).unwrap();
             if event["type"] == "DELETED" {
-                deleted.insert(event["object"]["metadata"]["name"].as_str().unwrap().to_string());
+                deleted.insert(
+                    event["object"]["metadata"]["name"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                );
             }
         }
     }

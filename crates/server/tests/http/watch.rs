@@ -125,7 +125,6 @@ spec:
         labelSelectorPath: .status.labelSelector
 ";
 
-
 #[tokio::test]
 async fn metadata_only_responses_and_watch_details() {
     let s = TestServer::start_with(|c| c.compaction_interval = Duration::from_secs(1)).await;
@@ -139,7 +138,10 @@ async fn metadata_only_responses_and_watch_details() {
         .unwrap();
     assert_eq!(r.status(), 201);
     eventually("the CronTab CRD is Established", || async {
-        let crd = api.get(&format!("{CRDS}/crontabs.stable.example.com")).await.json();
+        let crd = api
+            .get(&format!("{CRDS}/crontabs.stable.example.com"))
+            .await
+            .json();
         crate::support::condition(&crd, "Established") == Some("True")
     })
     .await;
@@ -219,7 +221,9 @@ async fn metadata_only_responses_and_watch_details() {
     })
     .await;
     let r = api
-        .get(&format!("{base}?watch=true&resourceVersion=1&timeoutSeconds=1"))
+        .get(&format!(
+            "{base}?watch=true&resourceVersion=1&timeoutSeconds=1"
+        ))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     let events = r.lines();

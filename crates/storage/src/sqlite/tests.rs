@@ -218,13 +218,20 @@ async fn a_full_command_queue_makes_writers_wait() {
 
     blocker.execute_batch("COMMIT").expect("release the lock");
     for writer in writers {
-        writer.await.expect("task").expect("a waiting write succeeds");
+        writer
+            .await
+            .expect("task")
+            .expect("a waiting write succeeds");
     }
     extra.await.expect("the extra write succeeds");
     assert_eq!(store.count("/q/").await.expect("count"), 41);
     assert_eq!(store.queued_commands(), 0);
     // Still group commit: the 41 writes did not take one transaction each.
-    assert!(store.commit_count() < 41, "{} commits", store.commit_count());
+    assert!(
+        store.commit_count() < 41,
+        "{} commits",
+        store.commit_count()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -251,7 +258,10 @@ async fn queued_bytes_are_bounded() {
 
     blocker.execute_batch("COMMIT").expect("release the lock");
     for writer in writers {
-        writer.await.expect("task").expect("a waiting write succeeds");
+        writer
+            .await
+            .expect("task")
+            .expect("a waiting write succeeds");
     }
     extra.await.expect("the extra write succeeds");
     big.await.expect("task").expect("the large write succeeds");
