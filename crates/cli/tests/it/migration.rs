@@ -212,7 +212,7 @@ async fn migrate_under_concurrent_writes_and_the_safety_check() {
     }
 }
 
-/// How many CronTabs the stopped server's database holds at `version`, read from the file.
+/// How many `CronTab` objects the stopped server's database holds at `version`, read from the file.
 async fn stored_at(db: &std::path::Path, version: &str) -> usize {
     use crd_storage::Store as _;
     let store = crd_storage::sqlite::SqliteStore::open(db).expect("open the stopped server's db");
