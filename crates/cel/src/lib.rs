@@ -1,14 +1,16 @@
-//! CEL validation rules (`x-kubernetes-validations`) for crd-apiserver, built on kube-cel (the
-//! kube-rs port of the Kubernetes CEL libraries and rule evaluator).
+//! CEL validation rules (`x-kubernetes-validations`) for crd-apiserver. kube-cel supplies the
+//! cel 0.13 parser and interpreter and the Kubernetes libraries; the Kubernetes semantics on top
+//! are this crate's own, one module per step: `parse` (optional syntax, two-variable
+//! comprehensions), `checker` (a CEL type checker with cel-go's texts, schema types and the
+//! Kubernetes library declarations by release), `cost` (the static estimate and runtime
+//! accounting of the Kubernetes cost model), `eval` (lowering and evaluation under a cost limit)
+//! and `validator` (walking an object: budgets, transition rules, ratcheting, error texts).
 //!
 //! - [`CompiledRules`]: every rule of one version's schema, compiled once per CRD revision.
-//! - [`check_rules`]: the checks run when a CRD is written (rule fields, compilation, `oldSelf`
-//!   placement, fields a rule names that the schema does not declare, a coarse cost bound).
+//! - [`check_rules`]: the checks run when a CRD is written (rule fields, type checking,
+//!   `oldSelf` placement, undeclared fields, the per-rule and per-CRD cost limits).
 //! - [`validate`]: evaluation against an object (and the old object on update), as field errors
 //!   with Kubernetes' texts (1.32–1.34 form: `<path>: Invalid value: "object": <message>`).
-//!
-//! What kube-cel does not provide is approximated and said so where it matters: there is no full
-//! CEL type checker or Kubernetes cost model; runtime cost is bounded by kube-cel's own limits.
 //!
 //! Architecture Invariant: this crate does no IO; schemas and objects in, field errors out.
 

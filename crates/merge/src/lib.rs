@@ -3,6 +3,7 @@
 //!
 //! Architecture Invariant: this crate does no IO and knows no HTTP, async runtime or storage.
 
+pub mod apply;
 pub mod json_patch;
 pub mod merge_patch;
 pub mod strategic;

@@ -1,14 +1,19 @@
 //! The crd-apiserver API server as a library: a Kubernetes-compatible server for
 //! CustomResourceDefinitions and their objects, over any [`crd_storage::Store`].
 //!
-//! # Layout
-//! - [`http`]: TLS accept loop, routing, negotiation, errors → Status.
-//! - [`handlers`]: one module per verb, generic over a [`registry::Strategy`].
-//! - [`registry`]: per-kind strategies (CRDs, namespaces, custom objects), the serving state of
-//!   CRDs, and the custom-object pipeline.
-//! - [`controllers`]: naming/establishing/finalizing CRDs, namespace cleanup, compaction.
-//! - [`discovery`], [`openapi`], [`table`]: derived documents.
-//! - [`tls`], [`auth`], [`kubeconfig`]: identity and access.
+//! # Layout (lowest layer first; `tests/module_graph.rs` keeps it a DAG)
+//! - [`error`], [`version`], [`body`], [`table`], [`auth`], [`protobuf`], [`limits`]: the
+//!   vocabulary every layer shares.
+//! - [`request`] (route, typed options, negotiation), [`tls`], [`authz`] (ABAC),
+//!   [`conversion`] (conversion webhooks), [`kubeconfig`].
+//! - [`registry`]: per-kind strategies, the kinds table, the CRD registry, the custom-object
+//!   pipeline.
+//! - [`controllers`] (CRD naming/establishing/cleanup, namespace cleanup, storage-version
+//!   migration, compaction, on informers), [`admission`], [`discovery`], [`openapi`].
+//! - [`state`]: what requests share.
+//! - [`handlers`]: one module per verb, generic over a [`registry::Strategy`], and field
+//!   ownership (server-side apply).
+//! - [`http`]: the accept loop, filters, non-resource endpoints, rendering.
 //!
 //! Architecture Invariant: only the CLI chooses a concrete storage engine; this crate sees
 //! `Arc<dyn Store>`.
@@ -46,6 +51,7 @@ use tokio::sync::watch;
 use crate::auth::TokenAuthenticator;
 use crate::controllers::crds::CrdController;
 use crate::controllers::namespaces::NamespaceController;
+use crate::controllers::supervisor::Supervisor;
 use crate::state::AppState;
 use crate::tls::TlsSource;
 
@@ -115,19 +121,48 @@ pub async fn run(
     state.limits = limits::InFlight::new(&config.limits);
     let state = Arc::new(state);
 
-    controllers::namespaces_bootstrap(&state).await?;
-    let crd_controller = CrdController::new(state.clone());
-    let crd_rev = crd_controller.sync().await.context("loading CRDs")?;
-    let ns_controller = NamespaceController::new(state.clone());
-    let ns_rev = ns_controller.sync().await.context("loading namespaces")?;
-    tokio::spawn(crd_controller.run(crd_rev, shutdown.clone()));
-    tokio::spawn(ns_controller.run(ns_rev, shutdown.clone()));
-    tokio::spawn(controllers::migration::run(state.clone(), shutdown.clone()));
-    tokio::spawn(controllers::compaction::run(
-        store,
-        config.compaction_interval,
-        shutdown.clone(),
-    ));
+    controllers::namespaces_bootstrap(store.as_ref()).await?;
+    let crds = CrdController::new(store.clone(), state.registry.clone());
+    let mut crds_synced = crds.synced();
+    let mut supervisor = Supervisor::new(shutdown.clone());
+    supervisor.spawn("customresourcedefinitions", move |shutdown| {
+        crds.clone().run(shutdown)
+    });
+    let namespaces = NamespaceController::new(
+        store.clone(),
+        state.registry.clone(),
+        state.kinds.namespaced_key_roots(),
+    );
+    supervisor.spawn("namespaces", move |shutdown| {
+        namespaces.clone().run(shutdown)
+    });
+    let (migration_store, registry) = (store.clone(), state.registry.clone());
+    let synced = crds_synced.clone();
+    supervisor.spawn("storageversionmigrations", move |shutdown| {
+        controllers::migration::run(
+            migration_store.clone(),
+            registry.clone(),
+            synced.clone(),
+            shutdown,
+        )
+    });
+    let interval = config.compaction_interval;
+    supervisor.spawn("compaction", move |shutdown| {
+        let store = store.clone();
+        async move {
+            controllers::compaction::run(store, interval, shutdown).await;
+            Ok(())
+        }
+    });
+    tokio::spawn(supervisor.run());
+    // Ready only once every stored CRD is served (as before: the first list, reconciled).
+    let mut waiting = shutdown.clone();
+    match controllers::informer::until_shutdown(&mut waiting, crds_synced.wait_for(|s| *s)).await {
+        None => return Ok(()),
+        Some(synced) => {
+            synced.context("loading CRDs")?;
+        }
+    }
 
     let kubeconfig = config.data_dir.join("kubeconfig");
     kubeconfig::write(&kubeconfig, addr, &tls.ca_pem, admin_token.as_deref())?;

@@ -7,7 +7,10 @@
 //!
 //! # Layout
 //! - [`Store`]: the one trait every engine implements.
-//! - [`sqlite::SqliteStore`]: the embedded engine (a kine-style log table in `SQLite`, group commit).
+//! - `sqlite::SqliteStore` (feature `sqlite`): the embedded engine (a kine-style log table in
+//!   `SQLite`, group commit).
+//! - `etcd::EtcdStore` (feature `etcd`): etcd, with kube-apiserver's key layout.
+//! - [`fanout::FanoutStore`]: serves many watches from one engine watch.
 //! - [`conformance`]: the suite every engine must pass (feature `conformance`, and in tests).
 //!
 //! Architecture Invariant: this crate knows nothing of Kubernetes objects; values are bytes.
@@ -24,7 +27,13 @@ pub mod conformance;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod fanout;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
+
+// The crate's tests run the conformance suite on SQLite; they must never compile to nothing.
+// (The self dev-dependency in Cargo.toml turns the feature on for `cargo test`.)
+#[cfg(all(test, not(feature = "sqlite")))]
+compile_error!("crd-storage's tests need the `sqlite` feature");
 
 /// A global, monotonically increasing write counter; `metadata.resourceVersion` is its decimal form.
 pub type Revision = i64;
@@ -99,6 +108,76 @@ pub struct ListResponse {
     pub revision: Revision,
     /// How many matching items were left out because of the limit.
     pub remaining: u64,
+}
+
+/// A paged scan of a prefix: page after page of at most `page_size` items, continuing after
+/// the last key, so memory holds one page at a time. A snapshot scan reads every page at the
+/// first page's revision (or the revision asked for); a [`Pages::latest`] scan reads each page
+/// at the latest revision, for work that must not fail on compaction (purges, migrations).
+pub struct Pages<'a> {
+    store: &'a dyn Store,
+    prefix: String,
+    page_size: usize,
+    revision: Option<Revision>,
+    pinned: bool,
+    start_after: Option<String>,
+    done: bool,
+}
+
+impl<'a> Pages<'a> {
+    /// A scan of `prefix` at `revision` (`None`: the latest, fixed by the first page).
+    pub fn new(
+        store: &'a dyn Store,
+        prefix: impl Into<String>,
+        revision: Option<Revision>,
+        page_size: usize,
+    ) -> Self {
+        Pages {
+            store,
+            prefix: prefix.into(),
+            page_size: page_size.max(1),
+            revision,
+            pinned: true,
+            start_after: None,
+            done: false,
+        }
+    }
+
+    /// A scan of `prefix` that reads each page at the latest revision.
+    pub fn latest(store: &'a dyn Store, prefix: impl Into<String>, page_size: usize) -> Self {
+        Pages {
+            pinned: false,
+            ..Pages::new(store, prefix, None, page_size)
+        }
+    }
+
+    /// The next page, or `None` after the last one.
+    pub async fn next_page(&mut self) -> Result<Option<Vec<KeyValue>>, StorageError> {
+        if self.done {
+            return Ok(None);
+        }
+        let page = self
+            .store
+            .list(ListRequest {
+                prefix: self.prefix.clone(),
+                start_after: self.start_after.take(),
+                limit: Some(self.page_size),
+                revision: if self.pinned { self.revision } else { None },
+            })
+            .await?;
+        self.revision = Some(page.revision);
+        self.start_after = page.items.last().map(|kv| kv.key.clone());
+        self.done = page.remaining == 0 || page.items.is_empty();
+        if page.items.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(page.items))
+    }
+
+    /// The revision the scan reads at, once the first page is read.
+    pub fn revision(&self) -> Option<Revision> {
+        self.revision
+    }
 }
 
 /// Options of a watch.

@@ -12,6 +12,10 @@
 //!   order in ONE transaction (each command in its own savepoint, with its checks done before its
 //!   writes, so a failed compare-and-swap affects no other command), commits once, then publishes
 //!   the batch's events and replies. Each successful write gets its own revision.
+//! - The queue to the writer is bounded twice: at most [`QUEUE_COMMANDS`] commands wait, and the
+//!   values of the commands not yet committed hold at most [`QUEUE_BYTES`]. A writer beyond either
+//!   bound waits (its future is pending) until the writer thread catches up: backpressure on the
+//!   request handlers instead of memory that grows with the load.
 //! - Reads run on `spawn_blocking` over a small pool of read connections; WAL lets them run while
 //!   the writer commits.
 //! - Watch: subscribe to the live feed first, then read history from `log` up to the snapshot's
@@ -25,7 +29,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -33,7 +37,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::{
@@ -50,6 +54,12 @@ pub const DEFAULT_FILE_NAME: &str = "state.db";
 
 /// At most this many commands share one transaction, bounding the time a batch holds the writer.
 const MAX_BATCH: usize = 1024;
+/// At most this many write commands wait for the writer thread: one full batch, so the next
+/// transaction is ready when the current one commits.
+pub const QUEUE_COMMANDS: usize = MAX_BATCH;
+/// At most this many bytes of values are queued or in the writer's current batch: ten of the
+/// largest values the engine stores. A larger value than the budget waits until it is alone.
+pub const QUEUE_BYTES: usize = 10 * MAX_VALUE_BYTES;
 /// Live-feed capacity in batches; a watcher further behind than this gets `WatchLagged` (and its
 /// client a 410, so it re-lists). Each retained batch holds its events' values, so this bounds
 /// memory under sustained writes.
@@ -92,8 +102,30 @@ pub struct SqliteStore {
     reads: Arc<ReadPool>,
     state: Arc<State>,
     commands: Option<mpsc::Sender<Command>>,
+    /// Permits are bytes of values not yet committed.
+    queue_bytes: Arc<Semaphore>,
+    capacities: Capacities,
     events: broadcast::Sender<Batch>,
     writer: Option<JoinHandle<()>>,
+}
+
+/// The bounds of an open store: the constants in production, small ones in tests.
+#[derive(Clone, Copy, Debug)]
+struct Capacities {
+    /// Live-feed capacity in batches.
+    events: usize,
+    /// Commands waiting for the writer.
+    queue_commands: usize,
+    /// Bytes of values not yet committed.
+    queue_bytes: usize,
+}
+
+impl Capacities {
+    const DEFAULT: Capacities = Capacities {
+        events: EVENT_BUFFER,
+        queue_commands: QUEUE_COMMANDS,
+        queue_bytes: QUEUE_BYTES,
+    };
 }
 
 /// Counters the writer publishes after each commit.
@@ -113,13 +145,13 @@ impl SqliteStore {
     /// directories are created. An existing directory is taken to mean the file
     /// [`DEFAULT_FILE_NAME`] inside it.
     pub fn open(dir_or_file: &Path) -> Result<Arc<SqliteStore>, StorageError> {
-        Self::open_with_buffer(dir_or_file, EVENT_BUFFER)
+        Self::open_with(dir_or_file, Capacities::DEFAULT)
     }
 
-    /// [`SqliteStore::open`] with a live-feed capacity of `buffer` batches.
-    fn open_with_buffer(
+    /// [`SqliteStore::open`] with other bounds.
+    fn open_with(
         dir_or_file: &Path,
-        buffer: usize,
+        capacities: Capacities,
     ) -> Result<Arc<SqliteStore>, StorageError> {
         let path = if dir_or_file.is_dir() {
             dir_or_file.join(DEFAULT_FILE_NAME)
@@ -163,8 +195,8 @@ impl SqliteStore {
             compacted: AtomicI64::new(compacted),
             commits: AtomicU64::new(0),
         });
-        let (events, _) = broadcast::channel(buffer.max(1));
-        let (tx, rx) = mpsc::channel();
+        let (events, _) = broadcast::channel(capacities.events.max(1));
+        let (tx, mut rx) = mpsc::channel(capacities.queue_commands.max(1));
         let writer = Writer {
             conn,
             current,
@@ -174,7 +206,7 @@ impl SqliteStore {
         };
         let handle = std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || writer.run(&rx))
+            .spawn(move || writer.run(&mut rx))
             .map_err(|e| StorageError::Unavailable(format!("starting the writer thread: {e}")))?;
         let reads = Arc::new(ReadPool {
             path,
@@ -188,6 +220,8 @@ impl SqliteStore {
             reads,
             state,
             commands: Some(tx),
+            queue_bytes: Arc::new(Semaphore::new(capacities.queue_bytes)),
+            capacities,
             events,
             writer: Some(handle),
         }))
@@ -209,14 +243,36 @@ impl SqliteStore {
         &self.reads.path
     }
 
+    /// How many write commands wait for the writer thread now (at most [`QUEUE_COMMANDS`]).
+    pub fn queued_commands(&self) -> usize {
+        self.commands
+            .as_ref()
+            .map_or(0, |c| c.max_capacity() - c.capacity())
+    }
+
+    /// How many bytes of values are queued or being committed now (at most [`QUEUE_BYTES`]).
+    pub fn queued_bytes(&self) -> usize {
+        self.capacities.queue_bytes - self.queue_bytes.available_permits()
+    }
+
+    /// Queues `op` for the writer, waiting while the queue is full, and waits for its outcome.
     async fn submit(&self, op: Op) -> Result<Outcome, StorageError> {
         let (reply, rx) = oneshot::channel();
         let commands = self
             .commands
             .as_ref()
             .ok_or_else(|| StorageError::Unavailable("the store is closed".into()))?;
+        // A value larger than the whole budget waits for all of it rather than forever.
+        let weight = op.value_len().min(self.capacities.queue_bytes);
+        let bytes = Arc::clone(&self.queue_bytes)
+            .acquire_many_owned(u32::try_from(weight).unwrap_or(u32::MAX))
+            .await
+            .map_err(|_| StorageError::Unavailable("the store is closed".into()))?;
+        // The permit travels with the command and is released when the writer is done with it,
+        // so an abandoned caller cannot free budget its queued command still uses.
         commands
-            .send(Command { op, reply })
+            .send(Command { op, reply, bytes })
+            .await
             .map_err(|_| StorageError::Unavailable("the writer thread has stopped".into()))?;
         rx.await
             .map_err(|_| StorageError::Unavailable("the writer thread has stopped".into()))?
@@ -782,6 +838,16 @@ enum Op {
     },
 }
 
+impl Op {
+    /// The bytes this command's value holds while it waits.
+    fn value_len(&self) -> usize {
+        match self {
+            Op::Create { value, .. } | Op::Update { value, .. } => value.len(),
+            Op::Delete { .. } | Op::Compact { .. } => 0,
+        }
+    }
+}
+
 #[derive(Debug)]
 enum Outcome {
     Written(Revision),
@@ -792,6 +858,18 @@ enum Outcome {
 struct Command {
     op: Op,
     reply: oneshot::Sender<Result<Outcome, StorageError>>,
+    /// The command's share of [`QUEUE_BYTES`], released when the command is dropped.
+    bytes: OwnedSemaphorePermit,
+}
+
+impl Command {
+    /// Releases the command's share of the byte budget, then answers: a caller that sees its
+    /// answer sees the budget it used already free.
+    fn answer(self, result: Result<Outcome, StorageError>) {
+        let Command { reply, bytes, .. } = self;
+        drop(bytes);
+        let _ = reply.send(result);
+    }
 }
 
 struct Writer {
@@ -811,8 +889,9 @@ struct Applied {
 }
 
 impl Writer {
-    fn run(mut self, commands: &mpsc::Receiver<Command>) {
-        while let Ok(first) = commands.recv() {
+    fn run(mut self, commands: &mut mpsc::Receiver<Command>) {
+        // Waits for the first command, then takes whatever else is queued: group commit.
+        while let Some(first) = commands.blocking_recv() {
             let mut batch = vec![first];
             while batch.len() < MAX_BATCH {
                 match commands.try_recv() {
@@ -868,16 +947,14 @@ impl Writer {
                     let _ = self.events.send(Arc::new(events));
                 }
                 for (command, result) in batch.into_iter().zip(results) {
-                    let _ = command.reply.send(result);
+                    command.answer(result);
                 }
             }
             Err(e) => {
                 tracing::error!(error = %e, commands = batch.len(), "sqlite commit failed");
                 let message = e.to_string();
                 for command in batch {
-                    let _ = command
-                        .reply
-                        .send(Err(StorageError::Engine(message.clone())));
+                    command.answer(Err(StorageError::Engine(message.clone())));
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! CEL validation rules through kubectl: the seed's replicas example, messages, transition
 //! rules, ratcheting warnings, and rules refused when the CRD is written.
 
-use crate::support::TestServer;
+use crate::support::{TestServer, eventually};
 
 const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -79,7 +79,17 @@ fn cel_rules_through_kubectl() {
         &CRD.replace("rule: self < 10", "rule: self < 1"),
     );
     s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The tightened rule is served once a new object with size 1 is refused (a server-side dry
+    // run stores nothing).
+    s.write(
+        "probe.yaml",
+        &object(5, "a", 1).replace("my-new-cron-object", "probe"),
+    );
+    eventually("the tightened rule is served", || {
+        let out = s.kubectl(&["create", "-f", "probe.yaml", "--dry-run=server"]);
+        !out.status.success()
+            && String::from_utf8_lossy(&out.stderr).contains("failed rule: self < 1")
+    });
     s.write("ct.yaml", &object(6, "a", 1));
     let out = s.kubectl(&["apply", "-f", "ct.yaml"]);
     assert!(

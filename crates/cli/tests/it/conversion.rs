@@ -202,16 +202,20 @@ fn webhook_converts_reads_and_writes_in_batches() {
         "one call for the whole list"
     );
 
-    // Watch events at v1 are converted too.
+    // Watch events at v1 are converted too. The watch starts at the list's resourceVersion, so
+    // it delivers the create however late the watch request itself arrives.
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let watch = std::thread::scope(|scope| {
         let w = scope.spawn(|| {
             f.server.kubectl_ok(&[
                 "get",
                 "--raw",
-                "/apis/example.com/v1/namespaces/default/crontabs?watch=true&fieldSelector=metadata.name%3Dwatched&timeoutSeconds=3",
+                &format!("/apis/example.com/v1/namespaces/default/crontabs?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dwatched&timeoutSeconds=5"),
             ])
         });
-        std::thread::sleep(Duration::from_millis(800));
         f.create("watched", "v1beta1", "hostPort: w:7");
         w.join().unwrap()
     });

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{HttpVersion, TestServer};
+use crate::support::{HttpVersion, TestServer, crd_json};
 
 struct Etcd {
     child: Child,
@@ -83,32 +83,20 @@ fn server_on(etcd: &Etcd) -> TestServer {
     )
 }
 
-const CRD: &str = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
-"metadata":{"name":"things.e.example.com"},
-"spec":{"group":"e.example.com","scope":"Namespaced",
-"names":{"plural":"things","singular":"thing","kind":"Thing"},
-"versions":[{"name":"v1","served":true,"storage":true,
-"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}"#;
-
 const BASE: &str = "/apis/e.example.com/v1/namespaces/default/things";
 
+/// Sends a JSON request through the shared helper; answers the status and the JSON body.
 async fn call(
     s: &TestServer,
     method: reqwest::Method,
     path: &str,
     body: Option<String>,
 ) -> (u16, Value) {
-    let mut req = s
-        .client(HttpVersion::Http2)
-        .request(method, format!("{}{path}", s.url))
-        .bearer_auth(&s.token)
-        .header("Content-Type", "application/json");
-    if let Some(b) = body {
-        req = req.body(b);
-    }
-    let r = req.send().await.unwrap();
-    let code = r.status().as_u16();
-    (code, r.json().await.unwrap_or(Value::Null))
+    let r = s.call(method, path, "application/json", body).await;
+    (
+        r.status.as_u16(),
+        serde_json::from_str(&r.text).unwrap_or(Value::Null),
+    )
 }
 
 async fn served_within(s: &TestServer, path: &str, want: u16, limit: Duration) -> Duration {
@@ -138,11 +126,12 @@ async fn two_servers_share_crds_watches_and_conflicts() {
     .unwrap();
 
     // A CRD created through A is served by B within a second.
+    let crd = crd_json("e.example.com", "things", "Thing", "Namespaced");
     let (code, _) = call(
         &a,
         reqwest::Method::POST,
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        Some(CRD.into()),
+        Some(crd.to_string()),
     )
     .await;
     assert_eq!(code, 201);

@@ -8,10 +8,12 @@ mod conversion;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod http_api;
+mod kube_rs;
 mod migration;
 mod python_client;
 mod reliability;
 mod schemas;
+mod server_side_apply;
 mod serving;
 mod support;
 mod versions;

@@ -196,16 +196,7 @@ async fn migrate_under_concurrent_writes_and_the_safety_check() {
     })
     .await
     .unwrap();
-    let all: Value = s
-        .client(HttpVersion::Http2)
-        .get(format!("{}{BASE}", s.url))
-        .bearer_auth(&s.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let all = s.get(BASE).await.json();
     let items = all["items"].as_array().unwrap();
     assert_eq!(items.len(), 1200);
     assert!(!last.is_empty());
@@ -221,6 +212,26 @@ async fn migrate_under_concurrent_writes_and_the_safety_check() {
     }
 }
 
+/// How many `CronTab` objects the stopped server's database holds at `version`, read from the file.
+async fn stored_at(db: &std::path::Path, version: &str) -> usize {
+    use crd_storage::Store as _;
+    let store = crd_storage::sqlite::SqliteStore::open(db).expect("open the stopped server's db");
+    let list = store
+        .list(crd_storage::ListRequest {
+            prefix: "/registry/stable.example.com/crontabs/".into(),
+            ..crd_storage::ListRequest::default()
+        })
+        .await
+        .expect("list");
+    list.items
+        .iter()
+        .filter(|kv| {
+            serde_json::from_slice::<Value>(&kv.value).expect("stored JSON")["apiVersion"]
+                == format!("stable.example.com/{version}")
+        })
+        .count()
+}
+
 #[test]
 fn a_migration_resumes_after_a_restart() {
     let s = TestServer::start();
@@ -233,8 +244,15 @@ fn a_migration_resumes_after_a_restart() {
         "apiVersion: storagemigration.k8s.io/v1alpha1\nkind: StorageVersionMigration\nmetadata:\n  name: crontabs-to-v1\nspec:\n  resource:\n    group: stable.example.com\n    version: v1\n    resource: crontabs\n",
     );
     s.kubectl_ok(&["create", "-f", "svm.yaml"]);
-    // Stop the server at once, most likely mid-migration, and start it again on the same data.
+    // Stop the server at once, mid-migration, and start it again on the same data.
     let dir = s.stop();
+    // The stop came before the migration finished: objects remain at v1beta1, so the success
+    // below is the restarted server's work, not something that was already done.
+    let left = rt.block_on(stored_at(&dir.path().join("data/state.db"), "v1beta1"));
+    assert!(
+        left > 0,
+        "the migration finished before the stop; nothing was resumed"
+    );
     let s = TestServer::start_in(dir);
     s.kubectl_ok(&[
         "wait",

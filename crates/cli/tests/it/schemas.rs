@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::support::TestServer;
+use crate::support::{TestServer, eventually};
 
 fn crd(schema: &str) -> String {
     format!(
@@ -190,21 +190,13 @@ fn pruning_and_field_validation() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("Warning: unknown field \"spec.bogus\""));
     // A Strict patch with an unknown field is 422, with upstream's odd empty kind and name.
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (code, body): (u16, Value) = rt.block_on(async {
-        let r = s
-            .client(crate::support::HttpVersion::Http2)
-            .patch(format!(
-                "{}/apis/stable.example.com/v1/namespaces/default/crontabs/my-new-cron-object?fieldValidation=Strict",
-                s.url
-            ))
-            .bearer_auth(&s.token)
-            .header("Content-Type", "application/merge-patch+json")
-            .body(r#"{"spec":{"bogus":1}}"#)
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.json().await.unwrap())
-    });
+    let r = rt.block_on(s.call(
+        reqwest::Method::PATCH,
+        "/apis/stable.example.com/v1/namespaces/default/crontabs/my-new-cron-object?fieldValidation=Strict",
+        "application/merge-patch+json",
+        Some(r#"{"spec":{"bogus":1}}"#.into()),
+    ));
+    let (code, body) = (r.status, r.json());
     assert_eq!(code, 422, "{body}");
     let message = body["message"].as_str().unwrap();
     assert!(
@@ -276,15 +268,9 @@ fn defaults_apply_on_read_without_being_written_back() {
         &crd("type: object\nproperties:\n  spec:\n    type: object\n    properties:\n      image: {type: string}\n      replicas: {type: integer, default: 3}"),
     );
     s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
-    let mut seen = String::new();
-    for _ in 0..50 {
-        seen = s.kubectl_ok(&["get", "ct", "old", "-o", "jsonpath={.spec.replicas}"]);
-        if seen == "3" {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert_eq!(seen, "3");
+    eventually("reads show the new default", || {
+        s.kubectl_ok(&["get", "ct", "old", "-o", "jsonpath={.spec.replicas}"]) == "3"
+    });
     let raw = s.kubectl_ok(&[
         "get",
         "--raw",

@@ -1,12 +1,12 @@
-//! Serving features through kubectl (and raw requests where kubectl hides them): printer
-//! columns, status and scale subresources, categories and names, finalizers, selectors, paging,
-//! watch, dry run, metadata-only responses and OpenAPI v2.
+//! Serving features through kubectl: printer columns, status and scale subresources, categories
+//! and names, finalizers, selectors, paging, watch, dry run and OpenAPI v2. Metadata-only
+//! responses and watch details over raw HTTP are tested in `crates/server/tests/http/watch.rs`.
 
-use std::time::Duration;
+use std::io::{BufRead, BufReader};
 
 use serde_json::Value;
 
-use crate::support::TestServer;
+use crate::support::{TestServer, eventually};
 
 const CRD: &str = r"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -380,16 +380,27 @@ fn kubectl_get_watch_shows_changes() {
     let s = setup();
     s.write("ct.yaml", &crontab("first", ""));
     s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
-    let out = std::thread::scope(|scope| {
-        let w = scope.spawn(|| s.kubectl(&["get", "ct", "-w", "--request-timeout=4s"]));
-        std::thread::sleep(Duration::from_millis(1500));
-        s.write("ct2.yaml", &crontab("second", ""));
-        s.kubectl_ok(&["apply", "-f", "ct2.yaml"]);
-        w.join().unwrap()
-    });
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.lines().any(|l| l.starts_with("first")), "{text}");
-    assert!(text.lines().any(|l| l.starts_with("second")), "{text}");
+    let mut watch = s.kubectl_spawn(&["get", "ct", "-w", "--request-timeout=60s"]);
+    let mut lines = BufReader::new(watch.stdout.take().expect("stdout")).lines();
+    let mut seen = Vec::new();
+    let mut read_until = |prefix: &str| {
+        for line in lines.by_ref() {
+            let line = line.expect("kubectl output");
+            seen.push(line.clone());
+            if line.starts_with(prefix) {
+                return;
+            }
+        }
+        panic!("kubectl get -w ended without a {prefix} row: {seen:?}");
+    };
+    // The first row comes from the list; the watch continues from the list's resourceVersion,
+    // so a change made after it is shown however late the watch request itself starts.
+    read_until("first");
+    s.write("ct2.yaml", &crontab("second", ""));
+    s.kubectl_ok(&["apply", "-f", "ct2.yaml"]);
+    read_until("second");
+    let _ = watch.kill();
+    let _ = watch.wait();
 }
 
 #[test]
@@ -411,144 +422,6 @@ fn openapi_v2_and_metadata_only_lists() {
     assert!(!v2.to_string().contains("#/components/schemas"));
 }
 
-async fn raw(s: &TestServer, path: &str, accept: &str) -> (u16, String) {
-    let r = s
-        .client(crate::support::HttpVersion::Http2)
-        .get(format!("{}{path}", s.url))
-        .bearer_auth(&s.token)
-        .header("Accept", accept)
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.text().await.unwrap())
-}
-
-fn lines(text: &str) -> Vec<Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-#[tokio::test]
-async fn metadata_only_responses_and_watch_details() {
-    let s = tokio::task::spawn_blocking(|| {
-        let s = TestServer::start_with(
-            tempfile::tempdir().unwrap(),
-            &["--etcd-compaction-interval", "1s"],
-        );
-        s.write("crd.yaml", CRD);
-        s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
-        s.kubectl_ok(&[
-            "wait",
-            "--for",
-            "condition=established",
-            "crd/crontabs.stable.example.com",
-        ]);
-        for (name, env) in [("a", "prod"), ("b", "dev")] {
-            s.write(
-                "ct.yaml",
-                &crontab(name, &format!("  labels:\n    env: {env}\n")),
-            );
-            s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
-        }
-        s
-    })
-    .await
-    .unwrap();
-    let base = "/apis/stable.example.com/v1/namespaces/default/crontabs";
-
-    // PartialObjectMetadata and its List form.
-    let (code, text) = raw(
-        &s,
-        base,
-        "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
-    )
-    .await;
-    assert_eq!(code, 200, "{text}");
-    let list: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(list["kind"], "PartialObjectMetadataList");
-    assert_eq!(list["apiVersion"], "meta.k8s.io/v1");
-    assert_eq!(list["items"][0]["kind"], "PartialObjectMetadata");
-    assert_eq!(list["items"][0]["metadata"]["name"], "a");
-    assert!(list["items"][0].get("spec").is_none());
-    let (_, text) = raw(
-        &s,
-        &format!("{base}/b"),
-        "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
-    )
-    .await;
-    let one: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(one["kind"], "PartialObjectMetadata");
-    assert_eq!(one["metadata"]["labels"]["env"], "dev");
-
-    // resourceVersionMatch needs a resourceVersion.
-    let (code, text) = raw(
-        &s,
-        &format!("{base}?resourceVersionMatch=NotOlderThan"),
-        "application/json",
-    )
-    .await;
-    assert_eq!(code, 422, "{text}");
-    assert!(
-        text.contains("resourceVersionMatch is forbidden unless resourceVersion is provided"),
-        "{text}"
-    );
-
-    // sendInitialEvents with bookmarks: the current objects, then the initial-events-end bookmark.
-    let (code, text) = raw(
-        &s,
-        &format!("{base}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&labelSelector=env%3Dprod&timeoutSeconds=1"),
-        "application/json",
-    )
-    .await;
-    assert_eq!(code, 200, "{text}");
-    let events = lines(&text);
-    assert_eq!(events[0]["type"], "ADDED");
-    assert_eq!(events[0]["object"]["metadata"]["name"], "a");
-    assert_eq!(events.len(), 2, "label selector filters: {text}");
-    assert_eq!(events[1]["type"], "BOOKMARK");
-    assert_eq!(
-        events[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
-        "true"
-    );
-
-    // After compaction, watching from an old resourceVersion is 410 Gone: an ERROR event.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    tokio::task::spawn_blocking({
-        let kubeconfig = s.kubeconfig();
-        move || {
-            let out = std::process::Command::new("kubectl")
-                .args(["label", "ct", "a", "touched=yes"])
-                .env("KUBECONFIG", kubeconfig)
-                .output()
-                .unwrap();
-            assert!(out.status.success());
-        }
-    })
-    .await
-    .unwrap();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    let (code, text) = raw(
-        &s,
-        &format!("{base}?watch=true&resourceVersion=1&timeoutSeconds=1"),
-        "application/json",
-    )
-    .await;
-    assert_eq!(code, 200, "{text}");
-    let events = lines(&text);
-    assert_eq!(events.len(), 1, "{text}");
-    assert_eq!(events[0]["type"], "ERROR");
-    assert_eq!(events[0]["object"]["code"], 410);
-    assert_eq!(events[0]["object"]["reason"], "Expired");
-    assert!(
-        events[0]["object"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("too old resource version: 1 ("),
-        "{text}"
-    );
-}
-
 #[test]
 fn namespace_and_crd_deletion_wait_for_finalizers() {
     let s = setup();
@@ -560,19 +433,24 @@ fn namespace_and_crd_deletion_wait_for_finalizers() {
     s.kubectl_ok(&["-n", "team", "apply", "-f", "ct.yaml"]);
     s.kubectl_ok(&["delete", "namespace", "team", "--wait=false"]);
     let phase = || s.kubectl_ok(&["get", "ns", "team", "-o", "jsonpath={.status.phase}"]);
-    // The namespace stays Terminating while the object waits for its finalizer.
-    std::thread::sleep(Duration::from_millis(1500));
+    let deletion_requested = |namespace: &str| {
+        !s.kubectl_ok(&[
+            "-n",
+            namespace,
+            "get",
+            "ct",
+            "held",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ])
+        .is_empty()
+    };
+    // The namespace controller deletes the namespace's objects: the held one gets a
+    // deletionTimestamp and stays for its finalizer, and the namespace stays Terminating.
+    eventually("the namespace controller deletes the held object", || {
+        deletion_requested("team")
+    });
     assert_eq!(phase(), "Terminating");
-    let ts = s.kubectl_ok(&[
-        "-n",
-        "team",
-        "get",
-        "ct",
-        "held",
-        "-o",
-        "jsonpath={.metadata.deletionTimestamp}",
-    ]);
-    assert!(!ts.is_empty());
     s.kubectl_ok(&[
         "-n",
         "team",
@@ -593,7 +471,11 @@ fn namespace_and_crd_deletion_wait_for_finalizers() {
         "crontabs.stable.example.com",
         "--wait=false",
     ]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // The CRD controller's cleanup deletes the object, which stays for its finalizer; the CRD
+    // stays, Terminating.
+    eventually("the CRD cleanup deletes the held object", || {
+        deletion_requested("default")
+    });
     let cond = s.kubectl_ok(&[
         "get",
         "crd",

@@ -1,11 +1,20 @@
 //! `TestServer`: the real `crd-apiserver` binary on 127.0.0.1 with a free port and a temporary
-//! data dir, plus helpers to drive it with kubectl and with an HTTP client.
+//! data dir, plus helpers to drive it with kubectl and with an HTTP client: the one request
+//! helper ([`TestServer::call`]), the one CRD builder ([`crd_json`]) and the one way to wait
+//! ([`eventually`], [`eventually_async`]) the tests share.
 
+use std::future::Future;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+/// How long a wait for an observable condition may take before the test fails.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The repository root (for `examples/`).
 pub fn repo_root() -> PathBuf {
@@ -106,6 +115,19 @@ impl TestServer {
             .expect("running kubectl")
     }
 
+    /// Starts kubectl (for a command that runs on, like `get -w`) with stdout piped.
+    pub fn kubectl_spawn(&self, args: &[&str]) -> Child {
+        Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", self.kubeconfig())
+            .env("HOME", self.dir.path())
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("running kubectl")
+    }
+
     /// Runs kubectl and asserts success; returns stdout.
     pub fn kubectl_ok(&self, args: &[&str]) -> String {
         let out = self.kubectl(args);
@@ -150,6 +172,58 @@ impl TestServer {
             HttpVersion::Http2 => b,
         };
         b.build().expect("client")
+    }
+
+    /// Sends `body` (if any) as `content_type` with the admin token over HTTP/2 and reads the
+    /// whole response.
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: Option<String>,
+    ) -> Resp {
+        let mut req = self
+            .client(HttpVersion::Http2)
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .header("Content-Type", content_type);
+        if let Some(b) = body {
+            req = req.body(b);
+        }
+        let r = req.send().await.expect("request");
+        Resp {
+            status: r.status(),
+            text: r.text().await.expect("body"),
+        }
+    }
+
+    /// GET with the admin token.
+    pub async fn get(&self, path: &str) -> Resp {
+        self.call(Method::GET, path, "application/json", None).await
+    }
+
+    /// Creates a CRD over HTTP and waits until the CRD controller reports it Established.
+    pub async fn create_crd(&self, crd: &Value) {
+        let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+        let r = self
+            .call(
+                Method::POST,
+                crds,
+                "application/json",
+                Some(crd.to_string()),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+        let path = format!("{crds}/{}", crd["metadata"]["name"].as_str().expect("name"));
+        eventually_async(&format!("{path} is Established"), || async {
+            let crd = self.get(&path).await.json();
+            crd["status"]["conditions"].as_array().is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Established" && c["status"] == "True")
+            })
+        })
+        .await;
     }
 
     /// The server's process id.
@@ -197,6 +271,55 @@ pub enum HttpVersion {
     Http1,
     /// HTTP/2 negotiated by ALPN.
     Http2,
+}
+
+/// A response read whole.
+pub struct Resp {
+    /// The status code.
+    pub status: StatusCode,
+    /// The body.
+    pub text: String,
+}
+
+impl Resp {
+    /// The body as JSON; panics with the body when it is not.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
+    }
+}
+
+/// A CRD with one served and stored version `v1` whose schema keeps every field.
+pub fn crd_json(group: &str, plural: &str, kind: &str, scope: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {"group": group, "scope": scope,
+                 "names": {"plural": plural, "singular": plural.trim_end_matches('s'), "kind": kind},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    })
+}
+
+/// Polls `check` until it returns true; fails the test after [`TIMEOUT`] naming `what`.
+pub fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + TIMEOUT;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// [`eventually`] for an async check.
+pub async fn eventually_async<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + TIMEOUT;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// The seed's CronTab CRD.

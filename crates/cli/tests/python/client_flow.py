@@ -83,4 +83,29 @@ assert sorted(i.metadata.name for i in items) == ["py-cron", "py-cron-2"], items
 crontabs.delete(name="py-cron", namespace="default")
 items = crontabs.get(namespace="default").items
 assert [i.metadata.name for i in items] == ["py-cron-2"], items
+
+# Server-side apply through DynamicClient: create, then a second manager conflicts, then force.
+applied = dyn.server_side_apply(crontabs,
+    body={"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+          "metadata": {"name": "py-ssa", "namespace": "default"},
+          "spec": {"image": "one"}},
+    field_manager="py-operator", namespace="default")
+assert applied.spec.image == "one", applied
+entries = [(e.manager, e.operation) for e in applied.metadata.managedFields]
+assert entries == [("py-operator", "Apply")], entries
+try:
+    dyn.server_side_apply(
+        crontabs,
+        body={"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+              "metadata": {"name": "py-ssa", "namespace": "default"}, "spec": {"image": "two"}},
+        field_manager="someone-else", namespace="default")
+    raise SystemExit("expected a 409 conflict")
+except ApiException as e:
+    assert e.status == 409, e
+    assert 'conflict with \\"py-operator\\"' in e.body, e.body
+forced = dyn.server_side_apply(crontabs,
+    body={"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+          "metadata": {"name": "py-ssa", "namespace": "default"}, "spec": {"image": "two"}},
+    field_manager="someone-else", force_conflicts=True, namespace="default")
+assert forced.spec.image == "two", forced
 print("python client flow: ok")

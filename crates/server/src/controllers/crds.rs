@@ -1,449 +1,355 @@
-//! The CRD controller: one watch on stored CRDs that
+//! The CRD controller: one [`Informer`] on stored CRDs that
 //! 1. rebuilds each CRD's serving state in the [`Registry`] (every server does this);
 //! 2. accepts names and sets NamesAccepted and Established (upstream's naming and establishing
-//!    controllers; the desired status is the pure function [`desired_status`]);
+//!    controllers; the desired status is the pure function [`desired_status`], conflicts come
+//!    from the [`NameIndex`] the controller keeps);
 //! 3. runs the `customresourcecleanup.apiextensions.k8s.io` finalizer when a CRD is deleted:
-//!    deletes every object of the CRD, then removes the finalizer so the CRD goes.
+//!    deletes every object of the CRD ([`purge`]), then removes the finalizer so the CRD goes.
+//!
+//! Events update the registry and the index and queue the CRD's key; the queue is worked once
+//! the informer has synced, so that every CRD stored at start-up is known before any name is
+//! accepted. Each event costs O(1) in the number of CRDs; start-up with N CRDs is O(N).
+//!
+//! Architecture Invariant: a status this controller writes is applied to the registry and the
+//! name index before the next CRD is reconciled, so the resource is served by the time a client
+//! sees Established, and the next CRD sees the names just accepted.
 
-use std::collections::{BTreeSet, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
-use crd_storage::{Event, ListRequest, StorageError, WatchRequest};
-use futures::StreamExt;
-use serde_json::{Value, json};
+use crd_storage::{StorageError, Store};
+use serde_json::Value;
 use tokio::sync::watch;
+use tokio::task::{Id, JoinError, JoinSet};
 
-use super::{CLEANUP_POLL, guaranteed_update, purge_prefix};
+use super::informer::{Cache, Change, Informer, Notification, until_shutdown};
+use super::naming::{NameIndex, Update, desired_status};
+use super::purge::purge;
+use super::{INITIAL_RETRY, get_json, guaranteed_update, retry_after};
 use crate::registry::conditions;
 use crate::registry::crds::{CLEANUP_FINALIZER, CRD_KEY_ROOT};
 use crate::registry::meta;
 use crate::registry::serving::Registry;
-use crate::state::AppState;
 
-/// The CRD controller.
+/// The key prefix of stored CRDs.
+fn crd_prefix() -> String {
+    format!("{CRD_KEY_ROOT}/")
+}
+
+/// The storage key of a CRD.
+fn crd_key(name: &str) -> String {
+    format!("{CRD_KEY_ROOT}/{name}")
+}
+
+/// The CRD controller. It lives across restarts by the supervisor; each [`CrdController::run`]
+/// starts from a fresh list.
 pub struct CrdController {
-    state: Arc<AppState>,
-    cleanups: Mutex<HashSet<String>>,
+    store: Arc<dyn Store>,
+    registry: Arc<Registry>,
+    synced: watch::Sender<bool>,
 }
 
-/// Accepted names of the other CRDs of a group.
+impl std::fmt::Debug for CrdController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CrdController")
+            .field("synced", &*self.synced.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A queue of keys to reconcile, each at most once.
 #[derive(Default)]
-pub struct TakenNames {
-    resources: BTreeSet<String>,
-    kinds: BTreeSet<String>,
+struct WorkQueue {
+    order: VecDeque<String>,
+    queued: HashSet<String>,
 }
 
-impl TakenNames {
-    /// Collects the accepted names of every CRD of `group` other than `except`.
-    pub fn collect<'a>(crds: impl Iterator<Item = &'a Value>, group: &str, except: &str) -> Self {
-        let mut t = TakenNames::default();
-        for crd in crds {
-            if crd.pointer("/spec/group").and_then(Value::as_str) != Some(group)
-                || meta::name(crd) == except
-            {
-                continue;
-            }
-            let Some(a) = crd.pointer("/status/acceptedNames") else {
-                continue;
-            };
-            for f in ["plural", "singular"] {
-                if let Some(s) = a.get(f).and_then(Value::as_str).filter(|s| !s.is_empty()) {
-                    t.resources.insert(s.to_string());
-                }
-            }
-            for s in a
-                .get("shortNames")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(s) = s.as_str() {
-                    t.resources.insert(s.to_string());
-                }
-            }
-            for f in ["kind", "listKind"] {
-                if let Some(s) = a.get(f).and_then(Value::as_str).filter(|s| !s.is_empty()) {
-                    t.kinds.insert(s.to_string());
-                }
-            }
+impl WorkQueue {
+    fn push(&mut self, key: String) {
+        if self.queued.insert(key.clone()) {
+            self.order.push_back(key);
         }
-        t
+    }
+
+    fn pop(&mut self) -> Option<String> {
+        let key = self.order.pop_front()?;
+        self.queued.remove(&key);
+        Some(key)
     }
 }
 
-/// The status a CRD should have: accepted names and the NamesAccepted and Established
-/// conditions (upstream `calculateNamesAndConditions` plus the establishing controller).
-pub fn desired_status(crd: &Value, taken: &TakenNames) -> Value {
-    let mut out = crd.clone();
-    let requested = crd
-        .pointer("/spec/names")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    let old = crd
-        .pointer("/status/acceptedNames")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    let mut accepted = old.clone();
-    let mut reason = "NoConflicts";
-    let mut message = String::from("no conflicts found");
-    let s = |v: &Value, f: &str| v.get(f).and_then(Value::as_str).unwrap_or("").to_string();
-    let mut check = |field: &str, set: &BTreeSet<String>, why: &'static str| {
-        let want = s(&requested, field);
-        if set.contains(&want) && want != s(&old, field) {
-            reason = why;
-            message = format!("\"{want}\" is already in use");
-        } else if !want.is_empty() {
-            accepted[field] = Value::String(want);
-        }
-    };
-    check("plural", &taken.resources, "PluralConflict");
-    check("singular", &taken.resources, "SingularConflict");
-    let old_short: Vec<String> = old
-        .get("shortNames")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    let want_short: Vec<String> = requested
-        .get("shortNames")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    let short_conflicts: Vec<String> = want_short
-        .iter()
-        .filter(|n| taken.resources.contains(*n) && !old_short.contains(n))
-        .map(|n| format!("\"{n}\" is already in use"))
-        .collect();
-    if short_conflicts.is_empty() {
-        if want_short.is_empty() {
-            if let Some(m) = accepted.as_object_mut() {
-                m.remove("shortNames");
-            }
-        } else {
-            accepted["shortNames"] = json!(want_short);
-        }
-    } else {
-        reason = "ShortNamesConflict";
-        message = if short_conflicts.len() == 1 {
-            short_conflicts[0].clone()
-        } else {
-            format!("[{}]", short_conflicts.join(", "))
-        };
-    }
-    let mut check_kind = |field: &str, why: &'static str| {
-        let want = s(&requested, field);
-        if taken.kinds.contains(&want) && want != s(&old, field) {
-            reason = why;
-            message = format!("\"{want}\" is already in use");
-        } else if !want.is_empty() {
-            accepted[field] = Value::String(want);
-        }
-    };
-    check_kind("kind", "KindConflict");
-    check_kind("listKind", "ListKindConflict");
-    match requested.get("categories") {
-        Some(c) if c.as_array().is_some_and(|a| !a.is_empty()) => {
-            accepted["categories"] = c.clone();
-        }
-        _ => {
-            if let Some(m) = accepted.as_object_mut() {
-                m.remove("categories");
-            }
-        }
-    }
-    if !out.get("status").is_some_and(Value::is_object) {
-        out["status"] = json!({});
-    }
-    out["status"]["acceptedNames"] = accepted;
-    let names_ok = reason == "NoConflicts";
-    conditions::set(
-        &mut out,
-        "NamesAccepted",
-        if names_ok { "True" } else { "False" },
-        reason,
-        &message,
-    );
-    if conditions::get(&out, "Established") != Some("True") {
-        if names_ok {
-            conditions::set(
-                &mut out,
-                "Established",
-                "True",
-                "InitialNamesAccepted",
-                "the initial names have been accepted",
-            );
-        } else {
-            conditions::set(
-                &mut out,
-                "Established",
-                "False",
-                "NotAccepted",
-                "not all names are accepted",
-            );
-        }
-    }
-    out
+/// The state of one run: rebuilt from a fresh list at every (re)start.
+struct Run {
+    store: Arc<dyn Store>,
+    registry: Arc<Registry>,
+    cache: Cache<Value>,
+    names: NameIndex,
+    queue: WorkQueue,
+    cleanups: JoinSet<()>,
+    /// The CRDs whose cleanup is running, by task.
+    cleaning: HashMap<Id, String>,
+    shutdown: watch::Receiver<bool>,
 }
 
 impl CrdController {
     /// Creates the controller.
-    pub fn new(state: Arc<AppState>) -> Arc<Self> {
+    pub fn new(store: Arc<dyn Store>, registry: Arc<Registry>) -> Arc<Self> {
         Arc::new(CrdController {
-            state,
-            cleanups: Mutex::new(HashSet::new()),
+            store,
+            registry,
+            synced: watch::Sender::new(false),
         })
     }
 
-    /// Loads every stored CRD into the registry and reconciles it; returns the revision to
-    /// watch from. Called before the server reports ready.
-    pub async fn sync(self: &Arc<Self>) -> Result<i64, StorageError> {
-        let list = self
-            .state
-            .store
-            .list(ListRequest {
-                prefix: format!("{CRD_KEY_ROOT}/"),
-                ..Default::default()
-            })
-            .await?;
-        for kv in &list.items {
-            if let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) {
-                apply_to_registry(&self.state.registry, &obj);
-            }
-        }
-        for kv in &list.items {
-            if let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) {
-                self.reconcile(obj).await;
-            }
-        }
-        Ok(list.revision)
+    /// Turns true once every CRD stored at start-up is in the registry and reconciled (the
+    /// server reports ready after this).
+    pub fn synced(&self) -> watch::Receiver<bool> {
+        self.synced.subscribe()
     }
 
-    /// Follows CRD changes until shutdown, re-listing if the watch is lost.
-    pub async fn run(self: Arc<Self>, mut after: i64, mut shutdown: watch::Receiver<bool>) {
+    /// Follows CRDs until shutdown.
+    pub async fn run(self: Arc<Self>, shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+        let mut informer = Informer::json(self.store.clone(), crd_prefix(), shutdown.clone());
+        let mut run = Run {
+            store: self.store.clone(),
+            registry: self.registry.clone(),
+            cache: informer.cache(),
+            names: NameIndex::default(),
+            queue: WorkQueue::default(),
+            cleanups: JoinSet::new(),
+            cleaning: HashMap::new(),
+            shutdown,
+        };
         loop {
-            let request = WatchRequest {
-                prefix: format!("{CRD_KEY_ROOT}/"),
-                after,
-                progress_interval: None,
-            };
-            let mut stream = match self.state.store.watch(request).await {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "CRD watch failed; re-listing");
-                    after = self.resync().await;
-                    continue;
+            tokio::select! {
+                notification = informer.next() => match notification {
+                    Some(Notification::Changed(change)) => run.observe(change),
+                    Some(Notification::Synced) => run.prune_registry(),
+                    None => return Ok(()),
+                },
+                Some(ended) = run.cleanups.join_next_with_id(), if !run.cleanups.is_empty() => {
+                    run.cleanup_ended(ended);
                 }
-            };
-            loop {
-                let item = tokio::select! {
-                    item = stream.next() => item,
-                    _ = shutdown.changed() => return,
+            }
+            // Names are accepted only once every stored CRD is in the index.
+            if informer.has_synced() {
+                while let Some(key) = run.queue.pop() {
+                    run.reconcile(&key).await;
+                }
+                self.synced
+                    .send_if_modified(|s| !std::mem::replace(s, true));
+            }
+        }
+    }
+}
+
+impl Run {
+    /// Applies one change to the registry and the name index, and queues the work it causes.
+    fn observe(&mut self, change: Change<Value>) {
+        match change {
+            Change::Added { key, new } | Change::Modified { key, new, .. } => {
+                let Update::Applied { released } = self.names.update(&new) else {
+                    // Older than a status this controller wrote and already applied.
+                    return;
                 };
-                match item {
-                    Some(Ok(Event::Put { kv, .. })) => {
-                        if let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) {
-                            apply_to_registry(&self.state.registry, &obj);
-                            self.reconcile(obj).await;
-                        }
-                    }
-                    Some(Ok(Event::Delete { prev, .. })) => {
-                        if let Ok(obj) = serde_json::from_slice::<Value>(&prev.value) {
-                            self.state.registry.remove(meta::name(&obj));
-                            self.requeue_group(&obj).await;
-                        }
-                    }
-                    Some(Ok(Event::Progress { .. })) => {}
-                    Some(Err(e)) => {
-                        tracing::warn!(error = %e, "CRD watch ended; re-listing");
-                        after = self.resync().await;
-                        break;
-                    }
-                    None => return,
+                apply_to_registry(&self.registry, &new);
+                self.queue.push(key);
+                if released {
+                    self.requeue_group(group_of(&new), meta::name(&new));
+                }
+            }
+            Change::Deleted { old, .. } => {
+                let name = meta::name(&old);
+                self.registry.remove(name);
+                if let Some(group) = self.names.forget(name) {
+                    self.requeue_group(&group, name);
                 }
             }
         }
     }
 
-    async fn resync(self: &Arc<Self>) -> i64 {
-        loop {
-            match self.sync().await {
-                Ok(rev) => return rev,
-                Err(e) => {
-                    tracing::warn!(error = %e, "CRD re-list failed");
-                    tokio::time::sleep(CLEANUP_POLL).await;
-                }
+    /// Removes from the registry the CRDs the first list of this run did not find: after a
+    /// restart, the deletions missed while the controller was down.
+    fn prune_registry(&mut self) {
+        for crd in self.registry.all() {
+            if self.cache.get(&crd_key(&crd.name)).is_none() {
+                tracing::info!(crd = %crd.name, "CRD deleted while its controller was down");
+                self.registry.remove(&crd.name);
             }
         }
     }
 
-    /// Re-checks the names of the other CRDs of a deleted CRD's group (conflicts may be gone).
-    async fn requeue_group(self: &Arc<Self>, deleted: &Value) {
-        let group = deleted
-            .pointer("/spec/group")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let list = self
-            .state
-            .store
-            .list(ListRequest {
-                prefix: format!("{CRD_KEY_ROOT}/"),
-                ..Default::default()
+    /// Queues the CRDs of a group that have names not accepted: names were released, conflicts
+    /// may be gone (upstream requeues every other CRD of the group).
+    fn requeue_group(&mut self, group: &str, except: &str) {
+        let keys: Vec<String> = self
+            .names
+            .group_members(group)
+            .filter(|name| *name != except)
+            .map(|name| crd_key(name))
+            .filter(|key| {
+                self.cache
+                    .get(key)
+                    .is_some_and(|crd| conditions::get(&crd, "NamesAccepted") != Some("True"))
             })
-            .await;
-        let Ok(list) = list else { return };
-        for kv in list.items {
-            if let Ok(obj) = serde_json::from_slice::<Value>(&kv.value)
-                && obj.pointer("/spec/group").and_then(Value::as_str) == Some(group)
-            {
-                self.reconcile(obj).await;
-            }
+            .collect();
+        for key in keys {
+            self.queue.push(key);
         }
     }
 
-    async fn reconcile(self: &Arc<Self>, crd: Value) {
+    async fn reconcile(&mut self, key: &str) {
+        let Some(crd) = self.cache.get(key) else {
+            return;
+        };
         if meta::is_deleting(&crd) {
             if meta::finalizers(&crd)
                 .iter()
                 .any(|f| f == CLEANUP_FINALIZER)
             {
-                self.start_cleanup(meta::name(&crd).to_string());
+                self.start_cleanup(meta::name(&crd));
             }
             return;
         }
-        let group = crd
-            .pointer("/spec/group")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
         let name = meta::name(&crd).to_string();
-        let others = self
-            .state
-            .store
-            .list(ListRequest {
-                prefix: format!("{CRD_KEY_ROOT}/"),
-                ..Default::default()
-            })
-            .await;
-        let Ok(others) = others else { return };
-        let values: Vec<Value> = others
-            .items
-            .iter()
-            .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
-            .collect();
-        let taken = TakenNames::collect(values.iter(), &group, &name);
-        let desired = desired_status(&crd, &taken);
-        if desired.get("status") == crd.get("status") {
-            return;
-        }
-        let key = format!("{CRD_KEY_ROOT}/{name}");
-        let uid = meta::uid(&crd).to_string();
-        let written = guaranteed_update(
-            self.state.store.as_ref(),
-            &key,
-            |obj| {
-                if meta::uid(obj) != uid || meta::is_deleting(obj) {
-                    return false;
-                }
-                let desired = desired_status(obj, &taken);
-                if desired.get("status") == obj.get("status") {
-                    return false;
-                }
-                *obj = desired;
-                true
-            },
-            |_| false,
-        )
-        .await;
+        let group = group_of(&crd).to_string();
+        let written = {
+            let taken = self.names.taken(&group, &name);
+            let desired = desired_status(&crd, &taken);
+            if desired.get("status") == crd.get("status") {
+                return;
+            }
+            let uid = meta::uid(&crd).to_string();
+            guaranteed_update(
+                self.store.as_ref(),
+                key,
+                |obj| {
+                    if meta::uid(obj) != uid || meta::is_deleting(obj) {
+                        return false;
+                    }
+                    let desired = desired_status(obj, &taken);
+                    if desired.get("status") == obj.get("status") {
+                        return false;
+                    }
+                    *obj = desired;
+                    true
+                },
+                |_| false,
+            )
+            .await
+        };
         match written {
             // Serve at once, before the watch event of our own write arrives.
-            Ok(Some(obj)) => apply_to_registry(&self.state.registry, &obj),
+            Ok(Some(obj)) => {
+                if let Update::Applied { released: true } = self.names.update(&obj) {
+                    self.requeue_group(&group, &name);
+                }
+                apply_to_registry(&self.registry, &obj);
+            }
             Ok(None) => {}
             Err(e) => tracing::warn!(crd = %name, error = %e, "updating CRD status failed"),
         }
     }
 
-    fn start_cleanup(self: &Arc<Self>, name: String) {
-        {
-            let mut running = self
-                .cleanups
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !running.insert(name.clone()) {
-                return;
-            }
+    fn start_cleanup(&mut self, name: &str) {
+        if self.cleaning.values().any(|n| n == name) {
+            return;
         }
-        let this = self.clone();
-        tokio::spawn(async move {
-            if let Err(e) = this.cleanup(&name).await {
-                tracing::warn!(crd = %name, error = %e, "CRD cleanup failed");
+        let store = self.store.clone();
+        let mut shutdown = self.shutdown.clone();
+        let crd = name.to_string();
+        let handle = self.cleanups.spawn(async move {
+            let mut backoff = INITIAL_RETRY;
+            loop {
+                match cleanup(&store, &crd, shutdown.clone()).await {
+                    Ok(()) => return,
+                    Err(e) => {
+                        tracing::warn!(crd = %crd, error = %e, "CRD cleanup failed; retrying");
+                    }
+                }
+                if !retry_after(&mut backoff, &mut shutdown).await {
+                    return;
+                }
             }
-            this.cleanups
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(&name);
         });
+        self.cleaning.insert(handle.id(), name.to_string());
     }
 
-    /// The cleanup finalizer: delete all instances, then release the CRD.
-    async fn cleanup(&self, name: &str) -> Result<(), StorageError> {
-        let store = self.state.store.as_ref();
-        let key = format!("{CRD_KEY_ROOT}/{name}");
-        let Some((crd, _)) = super::get_json(store, &key).await? else {
-            return Ok(());
+    /// A cleanup ended: it succeeded (the CRD is released), stopped at shutdown, or died,
+    /// which is logged; the CRD's next change starts a new one.
+    fn cleanup_ended(&mut self, ended: Result<(Id, ()), JoinError>) {
+        let id = match &ended {
+            Ok((id, ())) => *id,
+            Err(e) => e.id(),
         };
-        let established = conditions::get(&crd, "Established") == Some("True");
+        let name = self.cleaning.remove(&id);
+        if let (Err(e), Some(name)) = (ended, name) {
+            tracing::error!(crd = %name, error = %e, "CRD cleanup task died");
+        }
+    }
+}
+
+fn group_of(crd: &Value) -> &str {
+    crd.pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The cleanup finalizer: delete all instances, then release the CRD. Stops early (`Ok`) at
+/// shutdown; the next run resumes.
+async fn cleanup(
+    store: &Arc<dyn Store>,
+    name: &str,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), StorageError> {
+    let key = crd_key(name);
+    let Some((crd, _)) = get_json(store.as_ref(), &key).await? else {
+        return Ok(());
+    };
+    let established = conditions::get(&crd, "Established") == Some("True");
+    set_terminating(
+        store.as_ref(),
+        &key,
+        "True",
+        "InstanceDeletionInProgress",
+        "CustomResource deletion is in progress",
+    )
+    .await?;
+    if established {
+        let group = group_of(&crd);
+        let plural = crd
+            .pointer("/spec/names/plural")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let prefix = format!("/registry/{group}/{plural}/");
+        if !purge(store, &prefix, shutdown.clone()).await? {
+            return Ok(());
+        }
         set_terminating(
-            store,
+            store.as_ref(),
             &key,
-            "True",
-            "InstanceDeletionInProgress",
-            "CustomResource deletion is in progress",
+            "False",
+            "InstanceDeletionCompleted",
+            "removed all instances",
         )
         .await?;
-        if established {
-            let group = crd
-                .pointer("/spec/group")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let plural = crd
-                .pointer("/spec/names/plural")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let prefix = format!("/registry/{group}/{plural}/");
-            loop {
-                let remaining = purge_prefix(store, &prefix).await?;
-                if remaining == 0 {
-                    break;
-                }
-                tokio::time::sleep(CLEANUP_POLL).await;
-            }
-            set_terminating(
-                store,
-                &key,
-                "False",
-                "InstanceDeletionCompleted",
-                "removed all instances",
-            )
-            .await?;
-        } else {
-            set_terminating(
-                store,
-                &key,
-                "False",
-                "NeverEstablished",
-                "resource was never established",
-            )
-            .await?;
-        }
+    } else {
+        set_terminating(
+            store.as_ref(),
+            &key,
+            "False",
+            "NeverEstablished",
+            "resource was never established",
+        )
+        .await?;
+    }
+    if *shutdown.borrow_and_update() {
+        return Ok(());
+    }
+    let released = until_shutdown(
+        &mut shutdown,
         guaranteed_update(
-            store,
+            store.as_ref(),
             &key,
             |obj| {
                 let mut f = meta::finalizers(obj);
@@ -453,14 +359,15 @@ impl CrdController {
                 f.len() != before
             },
             |obj| meta::finalizers(obj).is_empty(),
-        )
-        .await?;
-        Ok(())
-    }
+        ),
+    )
+    .await;
+    released.transpose()?;
+    Ok(())
 }
 
 async fn set_terminating(
-    store: &dyn crd_storage::Store,
+    store: &dyn Store,
     key: &str,
     status: &str,
     reason: &str,
@@ -488,54 +395,4 @@ fn apply_to_registry(registry: &Registry, obj: &Value) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn crd(name: &str, plural: &str, kind: &str, short: &[&str], accepted: Option<Value>) -> Value {
-        let mut c = json!({"metadata": {"name": format!("{plural}.g.io")}, "spec": {"group": "g.io",
-            "names": {"plural": plural, "singular": name, "kind": kind, "listKind": format!("{kind}List"), "shortNames": short}}});
-        if let Some(a) = accepted {
-            c["status"] = json!({"acceptedNames": a});
-        }
-        c
-    }
-
-    #[test]
-    fn accepts_names_without_conflicts() {
-        let c = crd("crontab", "crontabs", "CronTab", &["ct"], None);
-        let out = desired_status(&c, &TakenNames::default());
-        assert_eq!(out["status"]["acceptedNames"]["plural"], "crontabs");
-        assert_eq!(out["status"]["acceptedNames"]["shortNames"], json!(["ct"]));
-        assert_eq!(conditions::get(&out, "NamesAccepted"), Some("True"));
-        assert_eq!(conditions::get(&out, "Established"), Some("True"));
-    }
-
-    #[test]
-    fn conflicting_names_are_not_accepted() {
-        let other = crd(
-            "other",
-            "others",
-            "Other",
-            &["ct"],
-            Some(
-                json!({"plural": "others", "singular": "other", "kind": "Other", "listKind": "OtherCollection", "shortNames": ["ct"]}),
-            ),
-        );
-        // Only the kind conflicts: upstream reports the last conflicting name, so keep listKind free.
-        let c = crd("crontab", "crontabs", "Other", &["ct"], None);
-        let taken = TakenNames::collect([other].iter(), "g.io", "crontabs.g.io");
-        let out = desired_status(&c, &taken);
-        assert_eq!(conditions::get(&out, "NamesAccepted"), Some("False"));
-        let cond = out["status"]["conditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["type"] == "NamesAccepted")
-            .unwrap()
-            .clone();
-        assert_eq!(cond["reason"], "KindConflict");
-        assert_eq!(cond["message"], "\"Other\" is already in use");
-        assert_eq!(conditions::get(&out, "Established"), Some("False"));
-        assert!(out["status"]["acceptedNames"].get("shortNames").is_none());
-    }
-}
+mod tests;

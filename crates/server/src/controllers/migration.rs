@@ -1,30 +1,28 @@
 //! Storage-version migration: every object of a CRD is rewritten at the current storage version
 //! (convert, then compare-and-swap), page by page, and the migrated versions are then dropped
 //! from the CRD's `status.storedVersions`. The controller runs it for StorageVersionMigration
-//! objects and resumes unfinished ones after a restart (migrating is idempotent: objects already
-//! at the storage version are skipped).
+//! objects, which it follows with an [`Informer`], and resumes unfinished ones after a restart
+//! (migrating is idempotent: objects already at the storage version are skipped).
+//!
+//! Architecture Invariant: a migration holds one page of objects at a time and rewrites each with
+//! compare-and-swap; it starts only after the CRD controller has loaded every CRD into the
+//! registry.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use bytes::Bytes;
-use crd_storage::{ListRequest, StorageError, Store};
-use futures::StreamExt;
+use crd_storage::{Pages, StorageError, Store};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::{get_json, guaranteed_update};
+use super::informer::{Change, Informer, Notification, until_shutdown};
+use super::{INITIAL_RETRY, get_json, guaranteed_update, retry_after};
 use crate::registry::conditions;
 use crate::registry::crds::CRD_KEY_ROOT;
 use crate::registry::meta;
 use crate::registry::migrations::{KEY_ROOT, target};
 use crate::registry::pipeline::{ConversionPlan, to_storage};
-use crate::registry::serving::ServingCrd;
-use crate::registry::storage_versions::count_stored_versions;
-use crate::state::AppState;
-
-/// How many objects one page of a migration reads.
-pub const PAGE: usize = crate::registry::storage_versions::PAGE;
+use crate::registry::serving::{Registry, ServingCrd};
+use crate::registry::storage_versions::{PAGE, count_stored_versions};
 
 /// What a migration did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,18 +46,9 @@ pub async fn migrate(
     let storage_api_version = plan.storage.clone();
     let prefix = format!("{}/", crd.key_root());
     let mut summary = Summary::default();
-    let mut start_after = None;
-    loop {
-        let page = store
-            .list(ListRequest {
-                prefix: prefix.clone(),
-                start_after: start_after.clone(),
-                limit: Some(PAGE),
-                revision: None,
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        for kv in &page.items {
+    let mut pages = Pages::latest(store, prefix, PAGE);
+    while let Some(items) = pages.next_page().await.map_err(|e| e.to_string())? {
+        for kv in &items {
             summary.total += 1;
             let mut current = kv.clone();
             loop {
@@ -69,10 +58,13 @@ pub async fn migrate(
                     summary.unchanged += 1;
                     break;
                 }
-                let converted = to_storage(&plan, obj)
-                    .await
-                    .map_err(|e| format!("converting {}: {}", current.key, describe(&e)))?;
-                let bytes = Bytes::from(serde_json::to_vec(&converted).map_err(|e| e.to_string())?);
+                let converted = to_storage(&plan, obj).await.map_err(|e| {
+                    let why = e
+                        .to_status()
+                        .map_or_else(|| "conversion failed".to_string(), |s| s.message);
+                    format!("converting {}: {why}", current.key)
+                })?;
+                let bytes = meta::encode(&converted).map_err(|e| e.to_string())?;
                 match store
                     .update(&current.key, bytes, current.mod_revision)
                     .await
@@ -91,16 +83,8 @@ pub async fn migrate(
             }
         }
         progress(&summary);
-        start_after = page.items.last().map(|kv| kv.key.clone());
-        if page.remaining == 0 || page.items.is_empty() {
-            return Ok(summary);
-        }
     }
-}
-
-fn describe(e: &crate::error::ApiError) -> String {
-    e.to_status()
-        .map_or_else(|| "conversion failed".to_string(), |s| s.message)
+    Ok(summary)
 }
 
 /// After a successful migration: `status.storedVersions` becomes the storage version alone,
@@ -148,8 +132,7 @@ fn finished(obj: &Value) -> bool {
 }
 
 /// Runs one StorageVersionMigration object to completion and records its conditions.
-async fn run_one(state: &AppState, key: &str) -> Result<(), StorageError> {
-    let store = state.store.as_ref();
+async fn run_one(store: &dyn Store, registry: &Registry, key: &str) -> Result<(), StorageError> {
     let Some((obj, _)) = get_json(store, key).await? else {
         return Ok(());
     };
@@ -178,7 +161,7 @@ async fn run_one(state: &AppState, key: &str) -> Result<(), StorageError> {
     )
     .await?;
     let (group, resource) = target(&obj);
-    let outcome = match state.registry.lookup(&group, &resource) {
+    let outcome = match registry.lookup(&group, &resource) {
         None => Err(format!("the resource {resource}.{group} is not served")),
         Some(crd) => match migrate(store, &crd, |_| {}).await {
             Ok(summary) => prune_stored_versions(store, &crd).await.map(|()| summary),
@@ -200,43 +183,41 @@ async fn run_one(state: &AppState, key: &str) -> Result<(), StorageError> {
     Ok(())
 }
 
-/// Runs pending migrations now, and again whenever a migration object changes, until shutdown.
-pub async fn run(state: Arc<AppState>, mut shutdown: watch::Receiver<bool>) {
-    let prefix = format!("{KEY_ROOT}/");
-    loop {
-        let Ok(rev) = state.store.current_revision().await else {
-            tokio::time::sleep(Duration::from_secs(1)).await;
+/// Runs pending migrations, and each new one as it is created, until shutdown. Waits first for
+/// `crds_synced` (the registry must know every CRD before a migration looks its target up).
+pub async fn run(
+    store: Arc<dyn Store>,
+    registry: Arc<Registry>,
+    mut crds_synced: watch::Receiver<bool>,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let Some(synced) = until_shutdown(&mut shutdown, crds_synced.wait_for(|s| *s)).await else {
+        return Ok(());
+    };
+    synced.map_err(|_| anyhow::anyhow!("the CRD controller is gone"))?;
+    let mut informer = Informer::json(store.clone(), format!("{KEY_ROOT}/"), shutdown.clone());
+    while let Some(notification) = informer.next().await {
+        let Notification::Changed(Change::Added { key, new } | Change::Modified { key, new, .. }) =
+            notification
+        else {
             continue;
         };
-        if let Ok(list) = state
-            .store
-            .list(ListRequest {
-                prefix: prefix.clone(),
-                ..Default::default()
-            })
-            .await
-        {
-            for kv in list.items {
-                if let Err(e) = run_one(&state, &kv.key).await {
-                    tracing::warn!(key = %kv.key, error = %e, "storage migration failed");
-                }
+        if finished(&new) || meta::is_deleting(&new) {
+            continue;
+        }
+        let mut backoff = INITIAL_RETRY;
+        loop {
+            let Some(outcome) =
+                until_shutdown(&mut shutdown, run_one(store.as_ref(), &registry, &key)).await
+            else {
+                return Ok(());
+            };
+            let Err(e) = outcome else { break };
+            tracing::warn!(key = %key, error = %e, "storage migration failed; retrying");
+            if !retry_after(&mut backoff, &mut shutdown).await {
+                return Ok(());
             }
         }
-        let Ok(mut events) = state
-            .store
-            .watch(crd_storage::WatchRequest {
-                prefix: prefix.clone(),
-                after: rev,
-                progress_interval: None,
-            })
-            .await
-        else {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            continue;
-        };
-        tokio::select! {
-            _ = events.next() => {}
-            _ = shutdown.changed() => return,
-        }
     }
+    Ok(())
 }

@@ -1,31 +1,51 @@
-//! Background controllers. Each owns one duty, watches the store (never the handlers), and
-//! writes through compare-and-swap:
+//! Background controllers. Each owns one duty, reads the world through an [`informer`] (paged
+//! list, watch from the list's revision, relist on compaction, local cache), and writes through
+//! compare-and-swap. The [`supervisor`] runs them and restarts any that stops before shutdown.
 //!
-//! - [`crds::CrdController`]: keeps the serving registry in step with stored CRDs, sets the
-//!   NamesAccepted and Established conditions, and runs the cleanup finalizer on deletion.
+//! - [`crds::CrdController`]: keeps the serving registry in step with stored CRDs, accepts names
+//!   (from the [`naming::NameIndex`], O(1) per CRD), sets the NamesAccepted and Established
+//!   conditions, and runs the cleanup finalizer on deletion.
 //! - [`namespaces::NamespaceController`]: deletes the custom objects of terminating namespaces,
 //!   then the namespace.
-//! - [`compaction`]: compacts storage history periodically, as kube-apiserver does.
 //! - [`migration`]: storage-version migration for StorageVersionMigration objects.
+//! - [`compaction`]: compacts storage history periodically, as kube-apiserver does.
+//! - [`purge`]: deleting everything under a key prefix, honouring finalizers.
+//!
+//! Controllers are given the store, the [`Registry`](crate::registry::serving::Registry) and a
+//! shutdown receiver, nothing else.
+//!
+//! Architecture Invariant: controllers depend only on `registry` and `crd_storage`; never on
+//! `http`, `handlers`, `openapi`, `discovery` or the server's `AppState`.
 //!
 //! Architecture Invariant: controllers reach objects through the store, never through HTTP
 //! handlers; handlers never drive controllers.
+//!
+//! Architecture Invariant: controllers read the world only through informers; none polls on a
+//! timer (compaction, whose duty is periodic, aside).
 
 pub mod compaction;
 pub mod crds;
+pub mod informer;
 pub mod migration;
 pub mod namespaces;
+pub mod naming;
+pub mod purge;
+pub mod supervisor;
+#[cfg(test)]
+mod testing;
 
 use std::time::Duration;
 
-use bytes::Bytes;
-use crd_storage::{KeyValue, ListRequest, StorageError, Store};
+use crd_storage::{KeyValue, StorageError, Store};
 use serde_json::Value;
 
 use crate::registry::meta;
 
-/// How long a cleanup waits between checks for remaining objects.
-pub const CLEANUP_POLL: Duration = Duration::from_millis(200);
+/// The first wait before a controller retries failed work; it doubles up to [`MAX_RETRY`].
+pub const INITIAL_RETRY: Duration = Duration::from_millis(200);
+
+/// The longest wait between two retries of failed work.
+pub const MAX_RETRY: Duration = Duration::from_secs(30);
 
 /// Reads and decodes one stored object.
 pub async fn get_json(
@@ -42,7 +62,8 @@ pub async fn get_json(
 
 /// Re-reads, changes and writes an object until the write wins (compare-and-swap). `change`
 /// returns `false` to leave the object as it is. An object whose deletion is pending and whose
-/// finalizers are all gone is removed instead of written. Returns the written object, if any.
+/// finalizers are all gone is removed instead of written. Returns the written object, if any,
+/// with `metadata.resourceVersion` set to the revision of the write.
 pub async fn guaranteed_update(
     store: &dyn Store,
     key: &str,
@@ -57,13 +78,20 @@ pub async fn guaranteed_update(
             return Ok(None);
         }
         let result = if meta::is_deleting(&obj) && ready_to_remove(&obj) {
-            store.delete(key, Some(kv.mod_revision)).await.map(|_| ())
+            store
+                .delete(key, Some(kv.mod_revision))
+                .await
+                .map(|(_, rev)| rev)
         } else {
-            let bytes = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
-            store.update(key, bytes, kv.mod_revision).await.map(|_| ())
+            store
+                .update(key, meta::encode(&obj)?, kv.mod_revision)
+                .await
         };
         match result {
-            Ok(()) => return Ok(Some(obj)),
+            Ok(revision) => {
+                meta::set_resource_version(&mut obj, revision);
+                return Ok(Some(obj));
+            }
             Err(StorageError::Conflict { .. }) => {}
             Err(StorageError::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(e),
@@ -71,41 +99,17 @@ pub async fn guaranteed_update(
     }
 }
 
-/// Deletes every object under a prefix: objects without finalizers are removed, the others are
-/// marked for deletion (deletionTimestamp) and left for their finalizers. Returns how many
-/// objects remain.
-pub async fn purge_prefix(store: &dyn Store, prefix: &str) -> Result<u64, StorageError> {
-    let list = store
-        .list(ListRequest {
-            prefix: prefix.to_string(),
-            ..Default::default()
-        })
-        .await?;
-    for kv in list.items {
-        let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
-            continue;
-        };
-        let result = if meta::finalizers(&obj).is_empty() {
-            store
-                .delete(&kv.key, Some(kv.mod_revision))
-                .await
-                .map(|_| ())
-        } else if meta::is_deleting(&obj) {
-            Ok(())
-        } else {
-            meta::mark_deleting(&mut obj);
-            let bytes = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
-            store
-                .update(&kv.key, bytes, kv.mod_revision)
-                .await
-                .map(|_| ())
-        };
-        match result {
-            Ok(()) | Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    store.count(prefix).await
+/// Waits `backoff` (unless shutdown comes first: `false` then) and doubles it, up to
+/// [`MAX_RETRY`].
+pub async fn retry_after(
+    backoff: &mut Duration,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+) -> bool {
+    let wait = *backoff;
+    *backoff = (*backoff * 2).min(MAX_RETRY);
+    informer::until_shutdown(shutdown, tokio::time::sleep(wait))
+        .await
+        .is_some()
 }
 
 /// The namespaces every Kubernetes cluster starts with.
@@ -113,12 +117,13 @@ const SYSTEM_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "
 
 /// Creates the system namespaces that are missing (kube-apiserver's system namespaces
 /// controller does this at start-up).
-pub async fn namespaces_bootstrap(state: &crate::state::AppState) -> Result<(), StorageError> {
+pub async fn namespaces_bootstrap(store: &dyn Store) -> Result<(), StorageError> {
     use crate::registry::Strategy;
-    let info = state.namespaces.info();
+    let strategy = crate::registry::namespaces::NamespaceStrategy::default();
+    let info = strategy.info();
     for name in SYSTEM_NAMESPACES {
         let key = info.key(None, name);
-        if state.store.get(&key).await?.is_some() {
+        if store.get(&key).await?.is_some() {
             continue;
         }
         let ns = serde_json::json!({
@@ -129,8 +134,7 @@ pub async fn namespaces_bootstrap(state: &crate::state::AppState) -> Result<(), 
             "spec": {"finalizers": ["kubernetes"]},
             "status": {"phase": "Active"},
         });
-        let bytes = Bytes::from(serde_json::to_vec(&ns).unwrap_or_default());
-        match state.store.create(&key, bytes).await {
+        match store.create(&key, meta::encode(&ns)?).await {
             Ok(_) | Err(StorageError::AlreadyExists { .. }) => {}
             Err(e) => return Err(e),
         }

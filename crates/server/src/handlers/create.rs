@@ -7,6 +7,7 @@ use crd_storage::StorageError;
 use rand::Rng;
 use serde_json::Value;
 
+use super::managed::{self, Ownership};
 use super::{Ctx, Reply, invalid, read_object, render_object, storage_bytes};
 use crate::error::ApiError;
 use crate::registry::{Strategy, Subresource, meta};
@@ -17,14 +18,26 @@ const GENERATE_NAME_ATTEMPTS: usize = 8;
 
 /// Creates one object.
 pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
-    let info = strategy.info();
     let mut obj = decode_body(ctx, strategy)?;
     let how = crate::registry::Admission {
         sub: Subresource::Main,
         field_validation: ctx.opts.write.field_validation,
         patch: false,
     };
-    let mut warnings = strategy.admit(&mut obj, &how)?;
+    let warnings = strategy.admit(&mut obj, &how)?;
+    create_object(ctx, strategy, obj, warnings, Ownership::Track).await
+}
+
+/// Creates an admitted object: system fields, preparation, field ownership, validation,
+/// admission and storage. Shared by POST and by server-side apply of a missing object.
+pub async fn create_object(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    mut obj: Value,
+    mut warnings: Vec<String>,
+    ownership: Ownership,
+) -> Result<Reply, ApiError> {
+    let info = strategy.info();
     if !meta::resource_version(&obj).is_empty() {
         return Err(Status::failure(
             500,
@@ -45,7 +58,11 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     if generate {
         meta::meta_mut(&mut obj).insert("name".into(), Value::String(name.clone()));
     }
-    let errors = strategy.validate_create(&obj);
+    if ownership == Ownership::Track {
+        managed::track_update(ctx, strategy, None, &mut obj);
+    }
+    let mut errors = strategy.validate_create(&obj);
+    errors.extend(managed::validation_errors(&obj));
     if !errors.is_empty() {
         return Err(invalid(strategy, &name, &errors));
     }

@@ -9,6 +9,7 @@ pub mod delete;
 pub mod delete_collection;
 pub mod get;
 pub mod list;
+pub mod managed;
 pub mod patch;
 pub mod scale;
 pub mod update;

@@ -6,11 +6,12 @@
 use crd_core::Status;
 use serde_json::Value;
 
+use super::managed::{self, Ownership};
 use super::update::write_update;
 use super::{Ctx, Reply, get_stored, read_object, render_object};
 use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
-use crate::request::negotiate::{PatchType, patch_type};
+use crate::request::negotiate::{BodyFormat, PatchType, decode_document, patch_type};
 use crate::request::options::FieldValidation;
 use crd_merge as merge;
 
@@ -22,6 +23,10 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     let info = strategy.info();
     let name = ctx.name();
     let kind = patch_kind(ctx, strategy)?;
+    managed::check_patch_options(ctx, kind == PatchType::Apply)?;
+    if kind == PatchType::Apply {
+        return apply_patch(ctx, strategy).await;
+    }
     let field_validation = ctx.opts.write.field_validation;
     let gr = info.group_resource();
     for attempt in 0..MAX_ATTEMPTS {
@@ -45,7 +50,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
         if precondition && !patched_rv.is_empty() {
             return Err(Status::conflict_modified(&gr, name).into());
         }
-        match write_update(ctx, strategy, &current, patched).await {
+        match write_update(ctx, strategy, &current, patched, Ownership::Track).await {
             Ok((out, mut more)) => {
                 warnings.append(&mut more);
                 return Ok(
@@ -59,18 +64,90 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     Err(Status::conflict_modified(&gr, name).into())
 }
 
+/// Server-side apply (`application/apply-patch+yaml`): the configuration is merged into the
+/// live object by the field manager, or creates the object when there is none.
+async fn apply_patch(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
+    let info = strategy.info();
+    let name = ctx.name();
+    let config = decode_document(BodyFormat::Yaml, &ctx.body)
+        .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
+    if !config.is_object() {
+        return Err(Status::bad_request(
+            "error decoding patch: the apply configuration must be an object",
+        )
+        .into());
+    }
+    let body_name = meta::name(&config);
+    if !body_name.is_empty() && body_name != name {
+        return Err(Status::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        ))
+        .into());
+    }
+    let url_ns = ctx.namespace().unwrap_or("");
+    let body_ns = meta::namespace(&config);
+    if info.namespaced() && !body_ns.is_empty() && body_ns != url_ns {
+        return Err(Status::bad_request(format!(
+            "the namespace of the object ({body_ns}) does not match the namespace on the request ({url_ns})"
+        ))
+        .into());
+    }
+    let how = crate::registry::Admission {
+        sub: ctx.sub,
+        field_validation: ctx.opts.write.field_validation,
+        patch: true,
+    };
+    let gr = info.group_resource();
+    for attempt in 0..MAX_ATTEMPTS {
+        let stored = match get_stored(ctx, strategy).await {
+            Ok(kv) => Some(kv),
+            Err(e) if e.to_status().is_some_and(|s| s.code == 404) => None,
+            Err(e) => return Err(e),
+        };
+        let Some(current) = stored else {
+            if ctx.sub != crate::registry::Subresource::Main {
+                return Err(Status::not_found(&gr, name).into());
+            }
+            let mut obj = managed::apply(ctx, strategy, None, &config)?;
+            let m = meta::meta_mut(&mut obj);
+            m.insert("name".into(), Value::String(name.to_string()));
+            if info.namespaced() {
+                m.insert("namespace".into(), Value::String(url_ns.to_string()));
+            }
+            let warnings = strategy.admit(&mut obj, &how)?;
+            match super::create::create_object(ctx, strategy, obj, warnings, Ownership::Applied)
+                .await
+            {
+                Err(e) if is_already_exists(&e) && attempt + 1 < MAX_ATTEMPTS => continue,
+                other => return other,
+            }
+        };
+        let live = read_object(strategy, &current).await?;
+        let mut applied = managed::apply(ctx, strategy, Some(&live), &config)?;
+        let mut warnings = strategy.admit(&mut applied, &how)?;
+        match write_update(ctx, strategy, &current, applied, Ownership::Applied).await {
+            Ok((out, mut more)) => {
+                warnings.append(&mut more);
+                return Ok(
+                    Reply::value(200, render_object(ctx, strategy, out)?).with_warnings(warnings)
+                );
+            }
+            Err(e) if e.is_storage_conflict() && attempt + 1 < MAX_ATTEMPTS => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Status::conflict_modified(&gr, name).into())
+}
+
+fn is_already_exists(e: &ApiError) -> bool {
+    e.to_status().is_some_and(|s| s.reason == "AlreadyExists")
+}
+
 /// The patch type of a request, with Kubernetes' 415 listing the types the kind accepts.
 pub(super) fn patch_kind(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<PatchType, ApiError> {
     let accepted = strategy.patch_types();
-    // Server-side apply is not served yet: it is refused like a type the kind does not take.
-    let served: Vec<&str> = accepted
-        .iter()
-        .filter(|t| **t != PatchType::Apply)
-        .map(|t| t.media_type())
-        .collect();
     match patch_type(ctx.headers) {
-        Some(t) if t != PatchType::Apply && accepted.contains(&t) => Ok(t),
-        Some(PatchType::Apply) => Err(Status::unsupported_media_type(&served).into()),
+        Some(t) if accepted.contains(&t) => Ok(t),
         _ => Err(Status::unsupported_media_type(
             &accepted.iter().map(|t| t.media_type()).collect::<Vec<_>>(),
         )

@@ -6,6 +6,7 @@ use crd_core::Status;
 use serde_json::{Value, json};
 
 use super::create::decode_body;
+use super::managed::Ownership;
 use super::patch::{apply, patch_kind};
 use super::update::write_update;
 use super::{Ctx, Reply, get_stored, read_object};
@@ -62,7 +63,7 @@ pub async fn handle(
     };
     let mut new = obj.clone();
     set_path(&mut new, &paths.spec_replicas, Value::from(replicas));
-    let (out, warnings) = write_update(ctx, strategy, &current, new).await?;
+    let (out, warnings) = write_update(ctx, strategy, &current, new, Ownership::Track).await?;
     Ok(Reply::value(200, scale_of(&out, paths)?).with_warnings(warnings))
 }
 

@@ -7,6 +7,7 @@ use crd_storage::{KeyValue, StorageError};
 use serde_json::Value;
 
 use super::create::decode_body;
+use super::managed::{self, Ownership};
 use super::{Ctx, Reply, get_stored, invalid, read_object, render_object, storage_bytes};
 use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
@@ -55,7 +56,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     } else if rv != current.mod_revision.to_string() {
         return Err(Status::conflict_modified(&info.group_resource(), name).into());
     }
-    let (out, mut more) = write_update(ctx, strategy, &current, new).await?;
+    let (out, mut more) = write_update(ctx, strategy, &current, new, Ownership::Track).await?;
     warnings.append(&mut more);
     Ok(Reply::value(200, render_object(ctx, strategy, out)?).with_warnings(warnings))
 }
@@ -67,13 +68,18 @@ pub async fn write_update(
     strategy: &dyn Strategy,
     current: &KeyValue,
     mut new: Value,
+    ownership: Ownership,
 ) -> Result<(Value, Vec<String>), ApiError> {
     let info = strategy.info();
     let name = ctx.name();
     let old = read_object(strategy, current).await?;
+    if ownership == Ownership::Track {
+        managed::track_update(ctx, strategy, Some(&old), &mut new);
+    }
     before_update(&mut new, &old);
     strategy.prepare_update(&mut new, &old, ctx.sub);
-    let errors = strategy.validate_update(&new, &old, ctx.sub);
+    let mut errors = strategy.validate_update(&new, &old, ctx.sub);
+    errors.extend(managed::validation_errors(&new));
     if !errors.is_empty() {
         return Err(invalid(strategy, name, &errors));
     }

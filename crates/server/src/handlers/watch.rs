@@ -242,24 +242,22 @@ impl WatchTask {
         tx: &mpsc::Sender<Bytes>,
         first: &mut bool,
     ) -> bool {
-        let mut start_after = None;
+        let mut pages = crd_storage::Pages::new(
+            store.as_ref(),
+            request.prefix.clone(),
+            Some(request.after),
+            INITIAL_PAGE,
+        );
         loop {
-            let page = match store
-                .list(crd_storage::ListRequest {
-                    prefix: request.prefix.clone(),
-                    start_after: start_after.clone(),
-                    limit: Some(INITIAL_PAGE),
-                    revision: Some(request.after),
-                })
-                .await
-            {
-                Ok(p) => p,
+            let items = match pages.next_page().await {
+                Ok(Some(items)) => items,
+                Ok(None) => return true,
                 Err(e) => {
                     self.send_error(tx, &e, request.after).await;
                     return false;
                 }
             };
-            let objs = match read_objects(self.strategy.as_ref(), &page.items, true).await {
+            let objs = match read_objects(self.strategy.as_ref(), &items, true).await {
                 Ok(o) => o,
                 Err(e) => {
                     self.send_api_error(tx, &e).await;
@@ -272,10 +270,6 @@ impl WatchTask {
                 {
                     return false;
                 }
-            }
-            start_after = page.items.last().map(|kv| kv.key.clone());
-            if page.remaining == 0 || page.items.is_empty() {
-                return true;
             }
         }
     }

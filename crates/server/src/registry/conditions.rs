@@ -1,9 +1,11 @@
-//! Condition bookkeeping for CRD status, as upstream's `SetCRDCondition`: the transition time
-//! changes only when the status changes; reason and message are always overwritten.
+//! Condition bookkeeping on `status.conditions`, as upstream's `SetCRDCondition`: the
+//! transition time changes only when the status changes; reason and message are always
+//! overwritten. Pure functions on JSON, shared by strategies (the CRD's Terminating condition on
+//! delete) and controllers (NamesAccepted, Established, migration conditions).
 
 use serde_json::{Value, json};
 
-use crate::registry::meta::now_rfc3339;
+use super::meta::now_rfc3339;
 
 /// Sets a condition on an object's `status.conditions`.
 pub fn set(obj: &mut Value, kind: &str, status: &str, reason: &str, message: &str) {

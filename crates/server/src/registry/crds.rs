@@ -10,6 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use serde_json::{Value, json};
 
 use super::serving::Registry;
+use super::storage_versions::count_stored_versions;
 use super::{DeleteOutcome, ResourceInfo, Scope, Strategy, Subresource, meta};
 use crate::error::ApiError;
 use crate::table::{Cell, TableColumn};
@@ -155,6 +156,12 @@ impl Strategy for CrdStrategy {
         super::BUILTIN_PATCH_TYPES
     }
 
+    fn reset_fields(&self, sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
+        static RESET: std::sync::LazyLock<super::StatusResetFields> =
+            std::sync::LazyLock::new(super::StatusResetFields::default);
+        Some(RESET.of(sub))
+    }
+
     async fn guard_update(&self, new: &Value, old: &Value) -> Result<(), ApiError> {
         guard_stored_versions(self.store.as_ref(), &self.registry, new, old).await
     }
@@ -163,18 +170,44 @@ impl Strategy for CrdStrategy {
         schema_warnings(new, old)
     }
 
-    fn admit(&self, obj: &mut Value, _how: &super::Admission) -> Result<Vec<String>, ApiError> {
-        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-        let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    fn admit(&self, obj: &mut Value, how: &super::Admission) -> Result<Vec<String>, ApiError> {
+        // A body without apiVersion and kind takes them from the URL, as upstream's decoder
+        // defaults them.
+        let kind = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .filter(|k| !k.is_empty())
+            .unwrap_or("CustomResourceDefinition")
+            .to_string();
+        let api_version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+            .unwrap_or("apiextensions.k8s.io/v1")
+            .to_string();
         if kind != "CustomResourceDefinition" || api_version != "apiextensions.k8s.io/v1" {
             return Err(Status::bad_request(format!(
                 "the object provided is unrecognized (must be of type CustomResourceDefinition): {api_version}, Kind={kind}"
             ))
             .into());
         }
+        if let Some(m) = obj.as_object_mut() {
+            m.insert("kind".into(), Value::String(kind));
+            m.insert("apiVersion".into(), Value::String(api_version));
+        }
+        let before = how.patch.then(|| obj.to_string());
+        let unknown = super::pipeline::typed_unknown_fields::<CustomResourceDefinition>(obj);
+        let warnings = super::pipeline::unknown_fields_outcome(
+            &self.info.kind,
+            &self.info.version,
+            &unknown,
+            how,
+            before,
+        )?;
+        super::pipeline::remove_fields(obj, &unknown);
         crd_core::crd::set_defaults(obj);
         typed(obj)?;
-        Ok(Vec::new())
+        Ok(warnings)
     }
 
     fn prepare_create(&self, obj: &mut Value) {
@@ -318,7 +351,7 @@ pub async fn guard_stored_versions(
         return Ok(());
     };
     let gr = crd_core::GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
-    let counts = super::storage_versions::count_stored_versions(store, &crd)
+    let counts = count_stored_versions(store, &crd)
         .await
         .map_err(|e| ApiError::storage(&gr, name, e))?;
     let blocking: Vec<String> = removed

@@ -17,6 +17,8 @@ pub struct CustomResourceStrategy {
     crd: Arc<ServingCrd>,
     version: ServedVersion,
     info: ResourceInfo,
+    apply_schema: crd_merge::apply::Schema,
+    reset: super::StatusResetFields,
 }
 
 impl CustomResourceStrategy {
@@ -33,10 +35,16 @@ impl CustomResourceStrategy {
             key_root: crd.key_root(),
             status_subresource: version.status_subresource,
         };
+        let apply_schema = match &version.schema {
+            Some(s) => crd_merge::apply::Schema::from_json_schema(s),
+            None => crd_merge::apply::Schema::deduced(),
+        };
         CustomResourceStrategy {
             crd,
             version: version.clone(),
             info,
+            apply_schema,
+            reset: super::StatusResetFields::default(),
         }
     }
 
@@ -95,6 +103,14 @@ impl Strategy for CustomResourceStrategy {
 
     fn schema(&self) -> Option<&Value> {
         self.version.schema.as_ref()
+    }
+
+    fn apply_schema(&self) -> &crd_merge::apply::Schema {
+        &self.apply_schema
+    }
+
+    fn reset_fields(&self, sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
+        self.version.status_subresource.then(|| self.reset.of(sub))
     }
 
     fn scale(&self) -> Option<&super::serving::ScalePaths> {

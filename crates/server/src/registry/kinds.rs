@@ -41,6 +41,19 @@ impl Kinds {
             .cloned()
     }
 
+    /// The storage key roots of the namespaced rows, each once (kinds may share storage): what
+    /// a namespace's deletion must purge besides custom objects.
+    pub fn namespaced_key_roots(&self) -> Vec<String> {
+        let roots: std::collections::BTreeSet<String> = self
+            .by_resource
+            .values()
+            .map(|s| s.info())
+            .filter(|i| i.namespaced())
+            .map(|i| i.key_root.clone())
+            .collect();
+        roots.into_iter().collect()
+    }
+
     /// Every row, in no particular order.
     pub fn all(&self) -> impl Iterator<Item = &Arc<dyn Strategy>> {
         self.by_resource.values()

@@ -57,6 +57,13 @@ pub fn uid(obj: &Value) -> &str {
     meta_str(obj, "uid")
 }
 
+/// Encodes an object for storage; an encoding failure is an error, never empty bytes.
+pub fn encode(obj: &Value) -> Result<bytes::Bytes, crd_storage::StorageError> {
+    serde_json::to_vec(obj)
+        .map(bytes::Bytes::from)
+        .map_err(|e| crd_storage::StorageError::Engine(format!("encoding an object: {e}")))
+}
+
 /// Marks an object as being deleted, as the generic store's graceful deletion does:
 /// `deletionTimestamp` now, `deletionGracePeriodSeconds: 0`, and `generation` bumped when the
 /// kind tracks it. An object already being deleted is left as it is.

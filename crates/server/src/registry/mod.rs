@@ -121,6 +121,39 @@ pub enum DeleteOutcome {
     Graceful,
 }
 
+/// The deduced server-side apply schema, shared by every kind without a schema of its own.
+pub fn deduced_apply_schema() -> &'static crd_merge::apply::Schema {
+    static DEDUCED: std::sync::LazyLock<crd_merge::apply::Schema> =
+        std::sync::LazyLock::new(crd_merge::apply::Schema::deduced);
+    &DEDUCED
+}
+
+/// The reset fields of a kind with a status subresource: `status` through the main endpoint,
+/// `spec` through `/status`.
+pub struct StatusResetFields {
+    main: crd_merge::apply::FieldSet,
+    status: crd_merge::apply::FieldSet,
+}
+
+impl Default for StatusResetFields {
+    fn default() -> Self {
+        StatusResetFields {
+            main: crd_merge::apply::FieldSet::from_field_paths(&[&["status"]]),
+            status: crd_merge::apply::FieldSet::from_field_paths(&[&["spec"]]),
+        }
+    }
+}
+
+impl StatusResetFields {
+    /// The reset fields of a write through `sub`.
+    pub fn of(&self, sub: Subresource) -> &crd_merge::apply::FieldSet {
+        match sub {
+            Subresource::Status => &self.status,
+            _ => &self.main,
+        }
+    }
+}
+
 /// The patch types a custom resource (and any kind without strategic-merge metadata) accepts,
 /// in the order kube-apiserver lists them in its 415.
 pub const CUSTOM_PATCH_TYPES: &[PatchType] = &[PatchType::Json, PatchType::Merge, PatchType::Apply];
@@ -268,6 +301,19 @@ pub trait Strategy: Send + Sync {
     /// The object's schema at the request version (`JSONSchemaProps` JSON), typing strategic
     /// merge patches and server-side apply; `None` when the kind has none (untyped merge).
     fn schema(&self) -> Option<&Value> {
+        None
+    }
+
+    /// The schema server-side apply types this kind's objects with, compiled once. Kinds without
+    /// a schema use the deduced one (maps granular, lists atomic).
+    fn apply_schema(&self) -> &crd_merge::apply::Schema {
+        deduced_apply_schema()
+    }
+
+    /// Fields a write through `sub` may not set, which field ownership therefore ignores
+    /// (upstream's `GetResetFields`): `status` through the main endpoint and `spec` through
+    /// `/status`, for kinds with a status subresource.
+    fn reset_fields(&self, _sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
         None
     }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 
-use super::{MAX_VALUE_BYTES, SqliteStore};
+use super::{Capacities, MAX_VALUE_BYTES, SqliteStore};
 use crate::{Event, ListRequest, StorageError, Store, WatchRequest, conformance};
 
 fn temp() -> tempfile::TempDir {
@@ -158,6 +158,115 @@ async fn concurrent_creates_are_group_committed() {
         "{commits} commits for {WRITES} writes: no batching"
     );
     assert_eq!(store.count("/c/").await.expect("count"), WRITES as u64);
+}
+
+/// Polls `condition` every few milliseconds until it holds; panics after ten seconds.
+async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Takes the database's write lock from another connection, so the writer thread blocks on
+/// its next batch until the returned connection commits.
+fn block_the_writer(path: &std::path::Path) -> rusqlite::Connection {
+    let blocker = rusqlite::Connection::open(path).expect("open a second connection");
+    blocker
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    blocker
+}
+
+/// Spawns `n` creates of `value` under `prefix`.
+fn spawn_creates(
+    store: &Arc<SqliteStore>,
+    prefix: &str,
+    n: usize,
+    value: &'static [u8],
+) -> Vec<tokio::task::JoinHandle<Result<i64, StorageError>>> {
+    (0..n)
+        .map(|i| {
+            let store = Arc::clone(store);
+            let key = format!("{prefix}{i:03}");
+            tokio::spawn(async move { store.create(&key, Bytes::from_static(value)).await })
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_command_queue_makes_writers_wait() {
+    let dir = temp();
+    let path = dir.path().join("state.db");
+    let capacities = Capacities {
+        queue_commands: 4,
+        ..Capacities::DEFAULT
+    };
+    let store = SqliteStore::open_with(&path, capacities).expect("open");
+    let blocker = block_the_writer(&path);
+    let writers = spawn_creates(&store, "/q/", 40, b"x");
+    // The writer holds one batch and waits for the lock; the queue fills to its bound.
+    eventually("the queue is full", || store.queued_commands() == 4).await;
+    // A further write cannot even enqueue: its future is pending, the queue does not grow.
+    let mut extra = Box::pin(store.create("/q/extra", Bytes::from_static(b"x")));
+    assert!(futures::poll!(extra.as_mut()).is_pending());
+    assert_eq!(store.queued_commands(), 4);
+
+    blocker.execute_batch("COMMIT").expect("release the lock");
+    for writer in writers {
+        writer
+            .await
+            .expect("task")
+            .expect("a waiting write succeeds");
+    }
+    extra.await.expect("the extra write succeeds");
+    assert_eq!(store.count("/q/").await.expect("count"), 41);
+    assert_eq!(store.queued_commands(), 0);
+    // Still group commit: the 41 writes did not take one transaction each.
+    assert!(
+        store.commit_count() < 41,
+        "{} commits",
+        store.commit_count()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_bytes_are_bounded() {
+    let dir = temp();
+    let path = dir.path().join("state.db");
+    let capacities = Capacities {
+        queue_bytes: 8,
+        ..Capacities::DEFAULT
+    };
+    let store = SqliteStore::open_with(&path, capacities).expect("open");
+    let blocker = block_the_writer(&path);
+    let writers = spawn_creates(&store, "/b/", 10, b"four");
+    // Two 4-byte values fill the budget (queued or in the blocked batch); the rest wait.
+    eventually("the byte budget is used up", || store.queued_bytes() == 8).await;
+    let mut extra = Box::pin(store.create("/b/extra", Bytes::from_static(b"four")));
+    assert!(futures::poll!(extra.as_mut()).is_pending());
+    assert!(store.queued_commands() <= 2, "{}", store.queued_commands());
+    // A value larger than the whole budget still gets through once it is alone.
+    let big = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move { store.create("/b/big", Bytes::from(vec![1_u8; 64])).await })
+    };
+
+    blocker.execute_batch("COMMIT").expect("release the lock");
+    for writer in writers {
+        writer
+            .await
+            .expect("task")
+            .expect("a waiting write succeeds");
+    }
+    extra.await.expect("the extra write succeeds");
+    big.await.expect("task").expect("the large write succeeds");
+    assert_eq!(store.count("/b/").await.expect("count"), 12);
+    assert_eq!(store.queued_bytes(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -326,7 +435,11 @@ async fn too_large_values_are_refused() {
 #[tokio::test]
 async fn lagging_watch_fails_with_watch_lagged() {
     let dir = temp();
-    let store = SqliteStore::open_with_buffer(&dir.path().join("state.db"), 4).expect("open");
+    let capacities = Capacities {
+        events: 4,
+        ..Capacities::DEFAULT
+    };
+    let store = SqliteStore::open_with(&dir.path().join("state.db"), capacities).expect("open");
     let mut stream = store
         .watch(WatchRequest {
             prefix: "/lag/".into(),

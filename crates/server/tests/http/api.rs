@@ -1,0 +1,556 @@
+//! CRUD, status codes and errors, authentication, discovery, CRD validation and CRD deletion
+//! over HTTP/1.1 and HTTP/2.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::{CRDS, HttpVersion, TestServer, crd_json, eventually};
+
+async fn crud_scenario(s: &TestServer, v: HttpVersion) {
+    let api = s.api(v);
+    let want_version = match v {
+        HttpVersion::Http1 => reqwest::Version::HTTP_11,
+        HttpVersion::Http2 => reqwest::Version::HTTP_2,
+    };
+    let group = match v {
+        HttpVersion::Http1 => "h1.example.com",
+        HttpVersion::Http2 => "h2.example.com",
+    };
+    api.create_crd(crd_json(group, "widgets", "Widget", "Namespaced"))
+        .await;
+    let base = format!("/apis/{group}/v1/namespaces/default/widgets");
+
+    // Create: the server fills system fields.
+    let obj = json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+                     "metadata": {"name": "w1", "labels": {"app": "a"}}, "spec": {"size": 1}});
+    let r = api.post(&base, obj.clone()).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.version, want_version);
+    let created = r.json();
+    assert_eq!(created["metadata"]["generation"], 1);
+    assert_eq!(created["metadata"]["namespace"], "default");
+    assert!(
+        created["metadata"]["uid"]
+            .as_str()
+            .is_some_and(|u| u.len() == 36)
+    );
+    assert!(
+        created["metadata"]["creationTimestamp"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
+    let rv1: i64 = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    // AlreadyExists.
+    let r = api.post(&base, obj.clone()).await;
+    assert_eq!(r.status, 409);
+    assert_eq!(r.json()["reason"], "AlreadyExists");
+    assert_eq!(
+        r.json()["message"],
+        format!("widgets.{group} \"w1\" already exists")
+    );
+
+    // NotFound is a Status with details.
+    let r = api.get(&format!("{base}/nope")).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": format!("widgets.{group} \"nope\" not found"), "reason": "NotFound",
+               "details": {"name": "nope", "group": group, "kind": "widgets"}, "code": 404})
+    );
+
+    // Update needs a resourceVersion, and the current one.
+    let mut upd = created.clone();
+    upd["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{base}/w1"),
+            "application/json",
+            Some(upd.clone()),
+        )
+        .await;
+    assert_eq!(r.status, 422);
+    assert_eq!(
+        r.json()["message"],
+        format!(
+            "widgets.{group} \"w1\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update"
+        )
+    );
+    upd["metadata"]["resourceVersion"] = json!("1");
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{base}/w1"),
+            "application/json",
+            Some(upd.clone()),
+        )
+        .await;
+    assert_eq!(r.status, 409);
+    assert_eq!(
+        r.json()["message"],
+        format!(
+            "Operation cannot be fulfilled on widgets.{group} \"w1\": the object has been modified; please apply your changes to the latest version and try again"
+        )
+    );
+    // A label change keeps the generation; a spec change bumps it.
+    upd["metadata"]["resourceVersion"] = json!(rv1.to_string());
+    upd["metadata"]["labels"]["app"] = json!("b");
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{base}/w1"),
+            "application/json",
+            Some(upd.clone()),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let updated = r.json();
+    assert_eq!(updated["metadata"]["generation"], 1);
+    let rv2: i64 = updated["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(rv2 > rv1);
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{base}/w1"),
+            "application/merge-patch+json",
+            Some(json!({"spec": {"size": 2}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["metadata"]["generation"], 2);
+    assert_eq!(r.json()["spec"]["size"], 2);
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{base}/w1"),
+            "application/json-patch+json",
+            Some(json!([{"op": "test", "path": "/spec/size", "value": 5}])),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{base}/w1"),
+            "application/strategic-merge-patch+json",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(r.status, 415);
+    assert_eq!(
+        r.json()["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    );
+
+    // generateName.
+    let r = api
+        .post(&base, json!({"apiVersion": format!("{group}/v1"), "kind": "Widget", "metadata": {"generateName": "gen-"}}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let generated = r.json()["metadata"]["name"].as_str().unwrap().to_string();
+    assert!(
+        generated.starts_with("gen-") && generated.len() == 9,
+        "{generated}"
+    );
+
+    // Lists, label selectors and paging.
+    let r = api.get(&format!("{base}?labelSelector=app%3Db")).await;
+    let list = r.json();
+    assert_eq!(list["kind"], "WidgetList");
+    assert_eq!(list["items"].as_array().unwrap().len(), 1);
+    let r = api.get(&format!("{base}?limit=1")).await;
+    let page = r.json();
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    assert_eq!(page["metadata"]["remainingItemCount"], 1);
+    let token = page["metadata"]["continue"].as_str().unwrap().to_string();
+    let r = api.get(&format!("{base}?limit=1&continue={token}")).await;
+    let page2 = r.json();
+    assert_eq!(page2["items"].as_array().unwrap().len(), 1);
+    assert_ne!(
+        page2["items"][0]["metadata"]["name"],
+        page["items"][0]["metadata"]["name"]
+    );
+    assert!(page2["metadata"].get("continue").is_none());
+
+    // Server-side Table.
+    let table = api
+        .get_as(
+            &base,
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )
+        .await
+        .json();
+    assert_eq!(table["kind"], "Table");
+    let cols: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(cols, ["Name", "Age"]);
+    assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+
+    // Delete: a Success Status without a code.
+    let r = api.delete(&format!("{base}/w1")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let st = r.json();
+    assert_eq!(st["status"], "Success");
+    assert!(st.get("code").is_none());
+    assert_eq!(st["details"]["name"], "w1");
+    // deletecollection answers with the list of what it deleted.
+    let r = api.delete(&base).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["items"].as_array().unwrap().len(), 1);
+    assert_eq!(api.get(&base).await.json()["items"], json!([]));
+}
+
+#[tokio::test]
+async fn crud_over_http1_and_http2() {
+    let s = TestServer::start().await;
+    crud_scenario(&s, HttpVersion::Http1).await;
+    crud_scenario(&s, HttpVersion::Http2).await;
+}
+
+#[tokio::test]
+async fn auth_health_version_and_unknown_paths() {
+    let s = TestServer::start().await;
+    let client = s.client(HttpVersion::Http1);
+    let r = client.get(format!("{}/apis", s.url)).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["reason"], "Unauthorized");
+    let r = client
+        .get(format!("{}/apis", s.url))
+        .bearer_auth("wrong")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    for path in ["/healthz", "/livez", "/readyz"] {
+        let r = client.get(format!("{}{path}", s.url)).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(r.text().await.unwrap(), "ok");
+    }
+    for path in ["/version", "/version/"] {
+        let v: Value = client
+            .get(format!("{}{path}", s.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(v["major"], "1");
+        assert_eq!(v["minor"], "32");
+    }
+    let api = s.api(HttpVersion::Http2);
+    let r = api.get("/apis/nothing.example.com/v1/things").await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.text, "404 page not found\n");
+    let r = api.get("/api/v1/namespaces/default").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["content-type"], "application/json");
+    assert_eq!(r.json()["status"]["phase"], "Active");
+}
+
+#[tokio::test]
+async fn discovery_follows_crds() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http2);
+    let agg =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let get_agg = || async {
+        let r = api.get_as("/apis", agg).await;
+        assert_eq!(
+            r.headers["content-type"],
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        );
+        r.json()
+    };
+    let before = get_agg().await;
+    assert!(!before.to_string().contains("disco.example.com"));
+    api.create_crd(crd_json("disco.example.com", "gizmos", "Gizmo", "Cluster"))
+        .await;
+    let after = get_agg().await;
+    let group = after["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == "disco.example.com")
+        .unwrap();
+    let res = &group["versions"][0]["resources"][0];
+    assert_eq!(res["resource"], "gizmos");
+    assert_eq!(res["scope"], "Cluster");
+    assert_eq!(
+        res["verbs"],
+        json!([
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "create",
+            "update",
+            "watch"
+        ])
+    );
+    let legacy = api.get("/apis/disco.example.com/v1").await.json();
+    assert_eq!(legacy["resources"][0]["name"], "gizmos");
+    assert_eq!(legacy["resources"][0]["namespaced"], false);
+    let g = api.get("/apis/disco.example.com").await.json();
+    assert_eq!(g["preferredVersion"]["version"], "v1");
+    let idx = api.get("/openapi/v3").await.json();
+    assert!(
+        idx["paths"]["apis/disco.example.com/v1"]["serverRelativeURL"]
+            .as_str()
+            .unwrap()
+            .contains("hash=")
+    );
+    // Deleting the CRD removes it from discovery.
+    let r = api
+        .delete(&format!("{CRDS}/gizmos.disco.example.com"))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    eventually("the group is no longer served", || async {
+        api.get("/apis/disco.example.com/v1").await.status == 404
+    })
+    .await;
+    let after = get_agg().await;
+    assert!(!after.to_string().contains("disco.example.com"), "{after}");
+}
+
+#[tokio::test]
+async fn crd_validation_errors() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let mut crd = crd_json("v.example.com", "things", "Thing", "Namespaced");
+    crd["metadata"]["name"] = json!("wrong.v.example.com");
+    let r = api.post(CRDS, crd).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let st = r.json();
+    assert_eq!(st["reason"], "Invalid");
+    assert!(st["message"].as_str().unwrap().starts_with(
+        "CustomResourceDefinition.apiextensions.k8s.io \"wrong.v.example.com\" is invalid: metadata.name: Invalid value: \"wrong.v.example.com\": must be spec.names.plural+\".\"+spec.group"
+    ), "{st}");
+
+    // Webhook conversion: https only, and a review version the server can send.
+    let mut crd = crd_json("v.example.com", "things", "Thing", "Namespaced");
+    crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v2"], "clientConfig": {"url": "http://example.com/convert?x=1"}}});
+    let r = api.post(CRDS, crd).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let causes: Vec<String> = r.json()["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["field"].as_str().unwrap(),
+                c["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    for want in [
+        "spec.conversion.webhookClientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]",
+        "spec.conversion.webhookClientConfig.url: Invalid value: \"x=1\": query parameters are not permitted in the URL",
+        "spec.conversion.conversionReviewVersions: Invalid value: [\"v2\"]: must include at least one of v1, v1beta1",
+    ] {
+        assert!(
+            causes.iter().any(|c| c == want),
+            "missing {want} in {causes:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn crd_deletion_terminates_cleans_up_and_recreation_starts_empty() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http2);
+    let crd = crd_json("d.example.com", "things", "Thing", "Namespaced");
+    api.create_crd(crd.clone()).await;
+    let base = "/apis/d.example.com/v1/namespaces/default/things";
+    for i in 0..5 {
+        let r = api
+            .post(
+                base,
+                json!({"apiVersion": "d.example.com/v1", "kind": "Thing", "metadata": {"name": format!("t{i}")}}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    let crd_path = &format!("{CRDS}/things.d.example.com");
+    let rv = api.get(crd_path).await.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut watch = api
+        .request(
+            Method::GET,
+            &format!(
+                "{CRDS}?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dthings.d.example.com&timeoutSeconds=20"
+            ),
+        )
+        .send()
+        .await
+        .unwrap();
+    // And one on the objects: the controller deletes each before the CRD goes.
+    let objects_rv = api.get(base).await.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut object_watch = api
+        .request(
+            Method::GET,
+            &format!("{base}?watch=true&resourceVersion={objects_rv}&timeoutSeconds=20"),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 200);
+
+    // The first DELETE answers with the CRD, now carrying a deletionTimestamp and the finalizer.
+    let r = api.delete(crd_path).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let body = r.json();
+    assert!(body["metadata"]["deletionTimestamp"].is_string(), "{body}");
+    assert_eq!(
+        body["metadata"]["finalizers"],
+        json!(["customresourcecleanup.apiextensions.k8s.io"])
+    );
+
+    // The watch shows Terminating=True (InstanceDeletionInProgress) before the final DELETED.
+    let mut text = String::new();
+    while let Some(chunk) = watch.chunk().await.unwrap() {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        if text.contains("\"DELETED\"") {
+            break;
+        }
+    }
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let terminating = events.iter().any(|e| {
+        e["object"]["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Terminating" && c["status"] == "True")
+            })
+    });
+    assert!(terminating, "no Terminating condition in {text}");
+    assert_eq!(events.last().unwrap()["type"], "DELETED", "{text}");
+    // Every object got a DELETED event: the cleanup ran, the data did not merely become
+    // unreachable with the resource.
+    let mut deleted = std::collections::BTreeSet::new();
+    let mut text = String::new();
+    while deleted.len() < 5 {
+        let Some(chunk) = object_watch.chunk().await.unwrap() else {
+            panic!("the object watch ended before every object was deleted: {text}");
+        };
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = text.find('\n') {
+            let line: String = text.drain(..=end).collect();
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "DELETED" {
+                deleted.insert(
+                    event["object"]["metadata"]["name"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                );
+            }
+        }
+    }
+    assert_eq!(deleted.len(), 5, "{deleted:?}");
+
+    // The objects went with it, the resource is gone, and a re-created CRD starts empty.
+    let r = api.get(base).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.text.trim(), "404 page not found");
+    api.create_crd(crd).await;
+    let list = api.get(base).await.json();
+    assert_eq!(list["items"], json!([]), "{list}");
+}
+
+/// Strict decoding of typed kinds: unknown fields in a CRD or a Namespace are a 400 with
+/// upstream's text under `fieldValidation=Strict` (kubectl's default), warnings under `Warn`
+/// and dropped; a CRD body without `apiVersion`/`kind` takes them from the URL.
+#[tokio::test]
+async fn typed_kinds_decode_strictly() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http2);
+    let mut crd = crd_json("strict.example.com", "things", "Thing", "Namespaced");
+    crd["spec"]["scpoe"] = json!("Namespaced");
+    crd["spec"]["subresource"] = json!({"status": {}});
+    let r = api
+        .call(
+            Method::POST,
+            &format!("{CRDS}?fieldValidation=Strict"),
+            "application/json",
+            Some(crd.clone()),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "CustomResourceDefinition in version \"v1\" cannot be handled as a CustomResourceDefinition: strict decoding error: unknown field \"spec.scpoe\", unknown field \"spec.subresource\""
+    );
+    // Warn (the server default): created, with the warnings, and the fields dropped.
+    let r = api.post(CRDS, crd).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let warnings: Vec<&str> = r
+        .headers
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert!(
+        warnings.contains(&"299 - \"unknown field \\\"spec.scpoe\\\"\""),
+        "{warnings:?}"
+    );
+    assert!(r.json()["spec"].get("scpoe").is_none(), "{}", r.text);
+
+    // Without apiVersion and kind.
+    let mut bare = crd_json("bare.example.com", "things", "Thing", "Namespaced");
+    let m = bare.as_object_mut().unwrap();
+    m.remove("apiVersion");
+    m.remove("kind");
+    let r = api.post(CRDS, bare).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.json()["kind"], "CustomResourceDefinition");
+
+    // Namespaces.
+    let ns =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n1"}, "spce": {}});
+    let r = api
+        .call(
+            Method::POST,
+            "/api/v1/namespaces?fieldValidation=Strict",
+            "application/json",
+            Some(ns.clone()),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "Namespace in version \"v1\" cannot be handled as a Namespace: strict decoding error: unknown field \"spce\""
+    );
+    let r = api.post("/api/v1/namespaces", ns).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert!(r.json().get("spce").is_none(), "{}", r.text);
+}

@@ -1,0 +1,127 @@
+//! Hostile inputs (huge, deeply nested, invalid or explosive bodies) get a Status, quickly, and
+//! the server stays healthy.
+
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::{HttpVersion, TestServer, crd_json};
+
+const BASE: &str = "/apis/r.example.com/v1/namespaces/default/records";
+
+async fn send(s: &TestServer, ct: &str, body: Vec<u8>) -> (u16, Value) {
+    let r = s
+        .api(HttpVersion::Http2)
+        .request(Method::POST, BASE)
+        .header("Content-Type", ct)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let code = r.status().as_u16();
+    (code, r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn hostile_inputs_get_a_status_and_the_server_stays_healthy() {
+    let s = TestServer::start().await;
+    s.api(HttpVersion::Http2)
+        .create_crd(crd_json("r.example.com", "records", "Record", "Namespaced"))
+        .await;
+    let obj = |extra: &str| {
+        format!(r#"{{"apiVersion":"r.example.com/v1","kind":"Record","metadata":{{"name":"x"}},"spec":{extra}}}"#)
+            .into_bytes()
+    };
+    let cases: Vec<(&str, &str, Vec<u8>, u16)> = vec![
+        ("body over 3 MiB", "application/json", obj(&format!("{{\"a\":\"{}\"}}", "x".repeat(3 * 1024 * 1024))), 413),
+        ("JSON nested 10,000 levels", "application/json", obj(&format!("{}{}", "[".repeat(10_000), "]".repeat(10_000))), 400),
+        ("invalid UTF-8", "application/json", [&obj("{\"a\":\"")[..], &[0xff, 0xfe], b"\"}}"].concat(), 400),
+        (
+            "YAML bomb",
+            "application/yaml",
+            b"apiVersion: r.example.com/v1\nkind: Record\nmetadata: {name: bomb}\na: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\ni: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]\nspec: [*i,*i,*i,*i,*i,*i,*i,*i,*i]\n".to_vec(),
+            400,
+        ),
+        ("number out of range", "application/json", obj(r#"{"n":1e400}"#), 400),
+    ];
+    for (what, ct, body, want) in cases {
+        let started = Instant::now();
+        let (code, status) = send(&s, ct, body).await;
+        assert_eq!(code, want, "{what}: {status}");
+        assert_eq!(status["kind"], "Status", "{what}: {status}");
+        assert_eq!(status["code"], want, "{what}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{what} took {:?}",
+            started.elapsed()
+        );
+    }
+    // A huge integer is accepted as a number, not a crash.
+    let (code, created) = send(
+        &s,
+        "application/json",
+        obj(r#"{"n":123456789012345678901234567890}"#),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+
+    // An object that grows past the storage engine's limit through a patch: 413, nothing stored.
+    let big = "y".repeat(2 * 1024 * 1024);
+    let (code, _) = send(
+        &s,
+        "application/json",
+        format!(r#"{{"apiVersion":"r.example.com/v1","kind":"Record","metadata":{{"name":"big"}},"spec":{{"a":"{big}"}}}}"#).into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let patch_status = |ops: Value| {
+        let s = &s;
+        async move {
+            let r = s
+                .api(HttpVersion::Http2)
+                .request(Method::PATCH, &format!("{BASE}/big"))
+                .header("Content-Type", "application/json-patch+json")
+                .body(ops.to_string())
+                .send()
+                .await
+                .unwrap();
+            let code = r.status();
+            let mut status = r.json::<Value>().await.unwrap();
+            // Keep failure messages short: an accepted patch answers with the 4 MiB object.
+            status["spec"] = Value::Null;
+            (code, status)
+        }
+    };
+    // Each patch body stays under the 3 MiB request limit; the second grows the object past the
+    // storage engine's limit (6 MiB): 413 RequestEntityTooLarge.
+    let (code, status) =
+        patch_status(json!([{"op": "add", "path": "/spec/b", "value": big}])).await;
+    assert_eq!(code, 200, "{status}");
+    let (code, status) =
+        patch_status(json!([{"op": "add", "path": "/spec/c", "value": big}])).await;
+    assert_eq!(code, 413, "{status}");
+    assert_eq!(status["reason"], "RequestEntityTooLarge", "{status}");
+    // Copies beyond JSON Patch's 3 MiB copy budget: evanphx/json-patch refuses them and
+    // kube-apiserver answers 422 with its generic message.
+    let (code, status) = patch_status(json!([
+        {"op": "copy", "from": "/spec/a", "path": "/spec/c"},
+        {"op": "copy", "from": "/spec/a", "path": "/spec/d"},
+    ]))
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(status["reason"], "Invalid", "{status}");
+    assert_eq!(
+        status["message"],
+        "the server rejected our request due to an error in our request"
+    );
+
+    // Still healthy.
+    let r = s
+        .client(HttpVersion::Http1)
+        .get(format!("{}/readyz", s.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}

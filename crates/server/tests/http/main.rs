@@ -1,0 +1,8 @@
+//! HTTP behaviour of the server as a library: `crd_server::run` in the test process over a
+//! SQLite store, driven by an HTTPS client over HTTP/1.1 and HTTP/2. Tests that need the binary
+//! (flags, signals, restarts) or kubectl live in `crates/cli/tests/it`.
+
+mod api;
+mod hostile;
+mod support;
+mod watch;

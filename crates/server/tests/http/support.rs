@@ -1,0 +1,294 @@
+//! `TestServer`: [`crd_server::run`] inside the test process, on 127.0.0.1 with a free port and a
+//! SQLite store in a temporary directory, plus an HTTPS client that trusts the generated CA and
+//! sends the admin token. Dropping the server shuts it down and waits for it.
+//!
+//! The server runs on its own runtime in its own thread, so a test's runtime flavour never
+//! starves it and a test can block (or stop the server) without deadlocking.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crd_server::tls::TlsSource;
+use crd_server::{ServerConfig, Started};
+use crd_storage::sqlite::SqliteStore;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+/// How long any wait for the server may take before the test fails.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running in-process server.
+pub struct TestServer {
+    /// `https://127.0.0.1:<port>`.
+    pub url: String,
+    /// The admin bearer token.
+    pub token: String,
+    /// The generated CA, PEM.
+    pub ca_pem: Vec<u8>,
+    shutdown: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Removed after the server has stopped.
+    dir: Option<tempfile::TempDir>,
+}
+
+impl TestServer {
+    /// Starts a server with the defaults `crd-apiserver serve` uses.
+    pub async fn start() -> TestServer {
+        TestServer::start_with(|_| {}).await
+    }
+
+    /// Starts a server after `configure` has adjusted its configuration.
+    pub async fn start_with(configure: impl FnOnce(&mut ServerConfig)) -> TestServer {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        let mut config = ServerConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            data_dir: data.clone(),
+            tls: TlsSource::Generated { dir: data.clone() },
+            token_file: None,
+            conversion: crd_server::conversion::ConversionOptions::default(),
+            client_ca_file: None,
+            authorization_policy_file: None,
+            compaction_interval: crd_server::controllers::compaction::INTERVAL,
+            limits: crd_server::limits::Limits::default(),
+        };
+        configure(&mut config);
+        let (shutdown, rx) = watch::channel(false);
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Started>();
+        let store_path = data.join("state.db");
+        let thread = std::thread::Builder::new()
+            .name("crd-server".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .expect("server runtime");
+                runtime.block_on(async move {
+                    let store = SqliteStore::open(&store_path).expect("opening the store");
+                    let store: Arc<dyn crd_storage::Store> = store;
+                    crd_server::run(config, store, rx, move |started: &Started| {
+                        let _ = ready_tx.send(started.clone());
+                    })
+                    .await
+                    .expect("the server failed");
+                });
+            })
+            .expect("spawning the server thread");
+        let started = tokio::time::timeout(TIMEOUT, ready_rx)
+            .await
+            .expect("the server did not become ready")
+            .expect("the server stopped before it was ready");
+        let token = std::fs::read_to_string(data.join("tokens.csv"))
+            .expect("tokens.csv")
+            .split(',')
+            .next()
+            .expect("a token")
+            .to_string();
+        let ca_pem = std::fs::read(data.join("ca.crt")).expect("ca.crt");
+        TestServer {
+            url: format!("https://{}", started.addr),
+            token,
+            ca_pem,
+            shutdown,
+            thread: Some(thread),
+            dir: Some(dir),
+        }
+    }
+
+    /// An HTTPS client trusting the server's CA; HTTP/1.1 only, or HTTP/2 (ALPN). No token.
+    pub fn client(&self, version: HttpVersion) -> reqwest::Client {
+        let ca = reqwest::Certificate::from_pem(&self.ca_pem).expect("ca");
+        let builder = reqwest::Client::builder()
+            .tls_certs_only([ca])
+            .timeout(TIMEOUT);
+        let builder = match version {
+            HttpVersion::Http1 => builder.http1_only(),
+            HttpVersion::Http2 => builder,
+        };
+        builder.build().expect("client")
+    }
+
+    /// A client that sends the admin token with every request.
+    pub fn api(&self, version: HttpVersion) -> Api<'_> {
+        Api {
+            server: self,
+            client: self.client(version),
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(thread) = self.thread.take() {
+            // A panic in the server thread (a failed start) is reported by the test already.
+            let _ = thread.join();
+        }
+        drop(self.dir.take());
+    }
+}
+
+/// Which HTTP version a client speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpVersion {
+    /// HTTP/1.1 only.
+    Http1,
+    /// HTTP/2 negotiated by ALPN.
+    Http2,
+}
+
+/// A response read whole.
+pub struct Resp {
+    /// The status code.
+    pub status: StatusCode,
+    /// The HTTP version the response came over.
+    pub version: reqwest::Version,
+    /// The headers.
+    pub headers: reqwest::header::HeaderMap,
+    /// The body.
+    pub text: String,
+}
+
+impl Resp {
+    /// The body as JSON; panics with the body when it is not.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
+    }
+
+    /// The body's lines as JSON values (a watch stream).
+    pub fn lines(&self) -> Vec<Value> {
+        self.text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+            .collect()
+    }
+}
+
+/// An authenticated client of one server.
+pub struct Api<'a> {
+    /// The server.
+    pub server: &'a TestServer,
+    /// The underlying client (without the token).
+    pub client: reqwest::Client,
+}
+
+impl Api<'_> {
+    /// A request builder for `path` with the admin token.
+    pub fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, format!("{}{path}", self.server.url))
+            .bearer_auth(&self.server.token)
+    }
+
+    /// Sends `body` (if any) as `content_type` and reads the whole response.
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: Option<Value>,
+    ) -> Resp {
+        let mut req = self
+            .request(method, path)
+            .header("Content-Type", content_type);
+        if let Some(b) = body {
+            req = req.body(b.to_string());
+        }
+        read(req.send().await.expect("request")).await
+    }
+
+    /// GET with `Accept: accept`.
+    pub async fn get_as(&self, path: &str, accept: &str) -> Resp {
+        let r = self
+            .request(Method::GET, path)
+            .header("Accept", accept)
+            .send()
+            .await
+            .expect("request");
+        read(r).await
+    }
+
+    /// GET.
+    pub async fn get(&self, path: &str) -> Resp {
+        self.call(Method::GET, path, "application/json", None).await
+    }
+
+    /// POST a JSON body.
+    pub async fn post(&self, path: &str, body: Value) -> Resp {
+        self.call(Method::POST, path, "application/json", Some(body))
+            .await
+    }
+
+    /// DELETE.
+    pub async fn delete(&self, path: &str) -> Resp {
+        self.call(Method::DELETE, path, "application/json", None)
+            .await
+    }
+
+    /// Creates a CRD and waits until the CRD controller reports it Established.
+    pub async fn create_crd(&self, crd: Value) {
+        let name = crd["metadata"]["name"]
+            .as_str()
+            .expect("metadata.name")
+            .to_string();
+        let r = self.post(CRDS, crd).await;
+        assert_eq!(r.status, 201, "{}", r.text);
+        let path = format!("{CRDS}/{name}");
+        eventually(&format!("CRD {name} is Established"), || async {
+            let crd = self.get(&path).await.json();
+            condition(&crd, "Established") == Some("True")
+        })
+        .await;
+    }
+}
+
+async fn read(r: reqwest::Response) -> Resp {
+    Resp {
+        status: r.status(),
+        version: r.version(),
+        headers: r.headers().clone(),
+        text: r.text().await.expect("body"),
+    }
+}
+
+/// The CRD collection.
+pub const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+/// A CRD with one served and stored version `v1` whose schema keeps every field.
+pub fn crd_json(group: &str, plural: &str, kind: &str, scope: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {"group": group, "scope": scope,
+                 "names": {"plural": plural, "singular": plural.trim_end_matches('s'), "kind": kind},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    })
+}
+
+/// The status of condition `kind` in `obj.status.conditions`.
+pub fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a str> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+        .and_then(|c| c["status"].as_str())
+}
+
+/// Polls `check` until it returns true; fails the test after [`TIMEOUT`] naming `what`.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + TIMEOUT;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,242 @@
+//! Watch over HTTP: events and timeouts, metadata-only responses, `sendInitialEvents` with
+//! bookmarks, and 410 Gone after compaction.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::{CRDS, HttpVersion, TestServer, crd_json, eventually};
+
+#[tokio::test]
+async fn watch_streams_events_and_times_out() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    api.create_crd(crd_json("w.example.com", "events", "Event", "Namespaced"))
+        .await;
+    let base = "/apis/w.example.com/v1/namespaces/default/events";
+    let list = api.get(base).await.json();
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut resp = api
+        .request(
+            Method::GET,
+            &format!("{base}?watch=true&resourceVersion={rv}&timeoutSeconds=2"),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let r = api
+        .post(
+            base,
+            json!({"apiVersion": "w.example.com/v1", "kind": "Event", "metadata": {"name": "e1"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    let mut buf = Vec::new();
+    while let Some(chunk) = resp.chunk().await.unwrap() {
+        buf.extend_from_slice(&chunk);
+    }
+    // The stream ended by itself after timeoutSeconds.
+    let text = String::from_utf8(buf).unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1, "{text}");
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[0]["object"]["metadata"]["name"], "e1");
+}
+
+/// The CronTab CRD of the serving tests: printer columns, subresources and a selectable field.
+const CRD: &str = r"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names:
+    plural: crontabs
+    singular: crontab
+    kind: CronTab
+    shortNames: [ct]
+    categories: [all]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string}
+              image: {type: string}
+              replicas: {type: integer}
+              color: {type: string}
+              ratio: {type: number}
+              enabled: {type: boolean}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+              labelSelector: {type: string}
+    selectableFields:
+    - jsonPath: .spec.color
+    additionalPrinterColumns:
+    - name: Spec
+      type: string
+      description: The cron spec defining the interval a CronJob is run
+      jsonPath: .spec.cronSpec
+    - name: Replicas
+      type: integer
+      description: The number of jobs launched by the CronJob
+      jsonPath: .spec.replicas
+    - name: Age
+      type: date
+      jsonPath: .metadata.creationTimestamp
+    - name: Image
+      type: string
+      priority: 1
+      jsonPath: .spec.image
+    - name: Ratio
+      type: number
+      priority: 1
+      jsonPath: .spec.ratio
+    - name: Enabled
+      type: boolean
+      priority: 1
+      jsonPath: .spec.enabled
+    - name: Mismatch
+      type: integer
+      priority: 1
+      jsonPath: .spec.cronSpec
+    subresources:
+      status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
+        labelSelectorPath: .status.labelSelector
+";
+
+#[tokio::test]
+async fn metadata_only_responses_and_watch_details() {
+    let s = TestServer::start_with(|c| c.compaction_interval = Duration::from_secs(1)).await;
+    let api = s.api(HttpVersion::Http2);
+    let r = api
+        .request(Method::POST, CRDS)
+        .header("Content-Type", "application/yaml")
+        .body(CRD)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    eventually("the CronTab CRD is Established", || async {
+        let crd = api
+            .get(&format!("{CRDS}/crontabs.stable.example.com"))
+            .await
+            .json();
+        crate::support::condition(&crd, "Established") == Some("True")
+    })
+    .await;
+    let base = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+    for (name, env) in [("a", "prod"), ("b", "dev")] {
+        let r = api
+            .post(
+                base,
+                json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+                       "metadata": {"name": name, "labels": {"env": env}},
+                       "spec": {"cronSpec": "* * * * */5", "replicas": 1}}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+
+    // PartialObjectMetadata and its List form.
+    let r = api
+        .get_as(
+            base,
+            "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let list = r.json();
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+    assert_eq!(list["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(list["items"][0]["kind"], "PartialObjectMetadata");
+    assert_eq!(list["items"][0]["metadata"]["name"], "a");
+    assert!(list["items"][0].get("spec").is_none());
+    let one = api
+        .get_as(
+            &format!("{base}/b"),
+            "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+        )
+        .await
+        .json();
+    assert_eq!(one["kind"], "PartialObjectMetadata");
+    assert_eq!(one["metadata"]["labels"]["env"], "dev");
+
+    // resourceVersionMatch needs a resourceVersion.
+    let r = api
+        .get(&format!("{base}?resourceVersionMatch=NotOlderThan"))
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(
+        r.text
+            .contains("resourceVersionMatch is forbidden unless resourceVersion is provided"),
+        "{}",
+        r.text
+    );
+
+    // sendInitialEvents with bookmarks: the current objects, then the initial-events-end bookmark.
+    let r = api
+        .get(&format!("{base}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&labelSelector=env%3Dprod&timeoutSeconds=1"))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let events = r.lines();
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[0]["object"]["metadata"]["name"], "a");
+    assert_eq!(events.len(), 2, "label selector filters: {}", r.text);
+    assert_eq!(events[1]["type"], "BOOKMARK");
+    assert_eq!(
+        events[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+
+    // The compactor (every second) drops history up to the revision of its previous run: wait
+    // until a list at resourceVersion 1 is refused as too old, then watch from there.
+    eventually("history up to resourceVersion 1 is compacted", || async {
+        api.get(&format!(
+            "{base}?resourceVersion=1&resourceVersionMatch=Exact"
+        ))
+        .await
+        .status
+            == 410
+    })
+    .await;
+    let r = api
+        .get(&format!(
+            "{base}?watch=true&resourceVersion=1&timeoutSeconds=1"
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let events = r.lines();
+    assert_eq!(events.len(), 1, "{}", r.text);
+    assert_eq!(events[0]["type"], "ERROR");
+    assert_eq!(events[0]["object"]["code"], 410);
+    assert_eq!(events[0]["object"]["reason"], "Expired");
+    assert!(
+        events[0]["object"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("too old resource version: 1 ("),
+        "{}",
+        r.text
+    );
+}
