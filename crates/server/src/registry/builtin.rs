@@ -3,7 +3,7 @@
 //! becomes a [`BuiltinStrategy`] in the [`super::kinds::Kinds`] table, and every step of a
 //! request is the row's data or one of its pure functions.
 //!
-//! Steps: admit (type meta from the URL when absent, prune with [`crd_builtin::Kind::bare_schema`]
+//! Steps: admit (type meta from the URL when absent, Go's decoding type errors, prune with [`crd_builtin::Kind::bare_schema`]
 //! honouring `fieldValidation`, [`crd_builtin::Kind::apply_defaults`]); prepare and validate
 //! ([`crd_builtin::Kind::prepare_create`], [`crd_builtin::Kind::prepare_update`],
 //! [`crd_builtin::Kind::validate`]); stored shape (a kind with `stored_as` is stored as core
@@ -11,6 +11,8 @@
 //! reads); tables ([`crd_builtin::Kind::cells`]); field selectors; `/scale`.
 
 use crd_builtin::Kind;
+use std::collections::BTreeMap;
+
 use crd_core::{ErrorList, Status};
 use serde_json::Value;
 
@@ -100,6 +102,155 @@ fn metadata_errors(errs: ErrorList) -> ErrorList {
     )
 }
 
+/// The OpenAPI `$ref` prefix of `crd_builtin`'s definitions.
+const REF_PREFIX: &str = "#/components/schemas/";
+
+/// Follows a `$ref` (bare or in a one-element `allOf`) to its definition, with its name.
+fn resolve<'a>(
+    defs: &'a BTreeMap<String, Value>,
+    schema: &'a Value,
+) -> (&'a Value, Option<&'a str>) {
+    let target = schema.get("$ref").or_else(|| {
+        schema
+            .get("allOf")
+            .and_then(Value::as_array)
+            .filter(|a| a.len() == 1)
+            .and_then(|a| a[0].get("$ref"))
+    });
+    match target
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix(REF_PREFIX))
+        .and_then(|name| defs.get_key_value(name))
+    {
+        Some((name, def)) => (def, Some(name.as_str())),
+        None => (schema, None),
+    }
+}
+
+/// `v1.Container` for `io.k8s.api.core.v1.Container`, as Go prints a named type.
+fn go_named(def: &str) -> String {
+    let mut parts = def.rsplit('.');
+    let ty = parts.next().unwrap_or(def);
+    match parts.next() {
+        Some(pkg) => format!("{pkg}.{ty}"),
+        None => ty.to_string(),
+    }
+}
+
+/// The Go type a schema decodes into (`int32`, `map[string]string`, `[]v1.Container`, ...).
+fn go_type(defs: &BTreeMap<String, Value>, schema: &Value) -> String {
+    let (schema, name) = resolve(defs, schema);
+    if let Some(name) = name
+        && schema.get("properties").is_some()
+    {
+        return go_named(name);
+    }
+    let format = schema.get("format").and_then(Value::as_str).unwrap_or("");
+    match schema.get("type").and_then(Value::as_str).unwrap_or("") {
+        "string" if format == "byte" => "[]uint8".into(),
+        "integer" if format == "int32" || format == "int64" => format.into(),
+        "integer" => "int".into(),
+        "number" => "float64".into(),
+        "boolean" => "bool".into(),
+        "array" => format!(
+            "[]{}",
+            go_type(defs, schema.get("items").unwrap_or(&Value::Null))
+        ),
+        "object" => match schema.get("additionalProperties") {
+            Some(elem) if elem.is_object() => format!("map[string]{}", go_type(defs, elem)),
+            _ => "map[string]interface {}".into(),
+        },
+        _ => "string".into(),
+    }
+}
+
+/// The first value whose JSON type the kind's Go type cannot hold, in encoding/json's words:
+/// `cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32`.
+/// `path` is the JSON field path (no indices, as Go prints it), `owner` the Go struct holding
+/// the field. Values whose types decode specially (int-or-string, quantities, times, raw
+/// extensions) are not checked.
+fn type_error(
+    defs: &BTreeMap<String, Value>,
+    schema: &Value,
+    v: &Value,
+    path: &str,
+    owner: &str,
+) -> Option<String> {
+    let (resolved, name) = resolve(defs, schema);
+    if v.is_null()
+        || resolved.get("x-kubernetes-int-or-string").is_some()
+        || resolved
+            .get("x-kubernetes-preserve-unknown-fields")
+            .is_some()
+        || name.is_some_and(|n| n.ends_with(".Time") || n.ends_with(".MicroTime"))
+    {
+        return None;
+    }
+    let ty = resolved.get("type").and_then(Value::as_str).unwrap_or("");
+    let fits = match ty {
+        "" => true,
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "boolean" => v.is_boolean(),
+        "integer" | "number" => v.is_number(),
+        _ => true,
+    };
+    let unmarshal = |what: String| {
+        Some(format!(
+            "json: cannot unmarshal {what} into Go struct field {owner}.{path} of type {}",
+            go_type(defs, schema)
+        ))
+    };
+    if !fits {
+        let what = match v {
+            Value::String(_) => "string",
+            Value::Number(_) => "number",
+            Value::Bool(_) => "bool",
+            Value::Array(_) => "array",
+            _ => "object",
+        };
+        return unmarshal(what.to_string());
+    }
+    if ty == "integer"
+        && let Value::Number(n) = v
+        && n.as_i64().is_none()
+        && n.as_u64().is_none()
+    {
+        return unmarshal(format!("number {n}"));
+    }
+    match v {
+        Value::Object(m) => {
+            let owner = name.map_or(owner.to_string(), |n| {
+                n.rsplit('.').next().unwrap_or(n).to_string()
+            });
+            let props = resolved.get("properties").and_then(Value::as_object);
+            let elem = resolved
+                .get("additionalProperties")
+                .filter(|e| e.is_object());
+            m.iter().find_map(|(k, child)| {
+                if let Some(p) = props.and_then(|p| p.get(k)) {
+                    let child_path = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    type_error(defs, p, child, &child_path, &owner)
+                } else {
+                    elem.and_then(|e| type_error(defs, e, child, path, &owner))
+                }
+            })
+        }
+        Value::Array(items) => {
+            let item_schema = resolved.get("items")?;
+            items
+                .iter()
+                .find_map(|item| type_error(defs, item_schema, item, path, owner))
+        }
+        _ => None,
+    }
+}
+
 #[async_trait::async_trait]
 impl Strategy for BuiltinStrategy {
     fn info(&self) -> &ResourceInfo {
@@ -108,6 +259,16 @@ impl Strategy for BuiltinStrategy {
 
     fn admit(&self, obj: &mut Value, how: &Admission) -> Result<Vec<String>, ApiError> {
         self.check_type_meta(obj)?;
+        let defs = crd_builtin::schema::definitions();
+        let root = serde_json::json!({ "$ref": format!("{REF_PREFIX}{}", self.kind.definition) });
+        if let Some(e) = type_error(defs, &root, obj, "", self.kind.kind) {
+            return Err(Status::bad_request(format!(
+                "{kind} in version {v} cannot be handled as a {kind}: {e}",
+                kind = self.kind.kind,
+                v = crd_core::field::go_quote(self.kind.version),
+            ))
+            .into());
+        }
         let warnings = pipeline::prune_with_schema(
             self.kind.bare_schema(),
             self.kind.kind,
@@ -287,6 +448,80 @@ mod tests {
         assert_eq!(
             s.admit(&mut obj, &how(FieldValidation::Warn)).unwrap(),
             vec!["unknown field \"extra\"".to_string()]
+        );
+    }
+
+    #[test]
+    fn wrong_json_types_are_decoding_errors_as_upstream() {
+        // (group, plural, body, message after "<Kind> in version \"v1\" cannot be handled as a <Kind>: ")
+        let cases = [
+            (
+                "",
+                "configmaps",
+                json!({"metadata": {"name": "t"}, "data": "x"}),
+                "json: cannot unmarshal string into Go struct field ConfigMap.data of type map[string]string",
+            ),
+            (
+                "",
+                "configmaps",
+                json!({"metadata": {"name": 5}}),
+                "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.name of type string",
+            ),
+            (
+                "apps",
+                "deployments",
+                json!({"metadata": {"name": "d"}, "spec": {"replicas": "3"}}),
+                "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32",
+            ),
+            (
+                "apps",
+                "deployments",
+                json!({"metadata": {"name": "d"}, "spec": {"template": {"metadata": {"labels": {"app": true}}}}}),
+                "json: cannot unmarshal bool into Go struct field ObjectMeta.spec.template.metadata.labels of type string",
+            ),
+            (
+                "apps",
+                "deployments",
+                json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {"containers": [{"name": 1}]}}}}),
+                "json: cannot unmarshal number into Go struct field Container.spec.template.spec.containers.name of type string",
+            ),
+            (
+                "apps",
+                "deployments",
+                json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {"containers": {}}}}}),
+                "json: cannot unmarshal object into Go struct field PodSpec.spec.template.spec.containers of type []v1.Container",
+            ),
+            (
+                "apps",
+                "deployments",
+                json!({"metadata": {"name": "d"}, "spec": {"replicas": 1.5}}),
+                "json: cannot unmarshal number 1.5 into Go struct field DeploymentSpec.spec.replicas of type int32",
+            ),
+        ];
+        for (group, plural, body, want) in cases {
+            let s = strategy(group, plural);
+            let mut obj = body.clone();
+            let st = s
+                .admit(&mut obj, &how(FieldValidation::Strict))
+                .unwrap_err()
+                .to_status()
+                .unwrap();
+            assert_eq!(st.code, 400, "{body}");
+            let kind = s.info().kind.clone();
+            assert_eq!(
+                st.message,
+                format!("{kind} in version \"v1\" cannot be handled as a {kind}: {want}"),
+                "{body}"
+            );
+        }
+        // Values that decode specially are left to validation.
+        let mut ok = json!({"metadata": {"name": "d", "creationTimestamp": null},
+            "spec": {"strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": "25%"}},
+                     "template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": 1, "memory": "1Gi"}}}]}}}});
+        assert!(
+            strategy("apps", "deployments")
+                .admit(&mut ok, &how(FieldValidation::Strict))
+                .is_ok()
         );
     }
 
