@@ -188,7 +188,6 @@ fn type_error(
     }
     let ty = resolved.get("type").and_then(Value::as_str).unwrap_or("");
     let fits = match ty {
-        "" => true,
         "object" => v.is_object(),
         "array" => v.is_array(),
         "string" => v.is_string(),
