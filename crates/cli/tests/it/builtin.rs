@@ -130,6 +130,17 @@ fn configmaps_secrets_and_serviceaccounts() {
         stderr(&out)
     );
 
+    // A value of the wrong JSON type is Go's decoding error.
+    s.write(
+        "wrongtype.json",
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"t"},"data":"x"}"#,
+    );
+    let err = kubectl_err(&s, &["create", "-f", "wrongtype.json"]);
+    assert!(
+        err.contains(r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal string into Go struct field ConfigMap.data of type map[string]string"#),
+        "{err}"
+    );
+
     // Discovery and OpenAPI.
     let out = s.kubectl_ok(&["explain", "configmap.data"]);
     assert!(out.contains("KIND:       ConfigMap"), "{out}");
