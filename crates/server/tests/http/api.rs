@@ -554,3 +554,68 @@ async fn typed_kinds_decode_strictly() {
     assert_eq!(r.status, 201, "{}", r.text);
     assert!(r.json().get("spce").is_none(), "{}", r.text);
 }
+
+/// Managed fields written by clients: invalid entries are a 422 with upstream's field errors,
+/// and `managedFields: [{}]` resets them (the write's own Update entry remains).
+#[tokio::test]
+async fn client_written_managed_fields() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    api.create_crd(crd_json("mf.example.com", "things", "Thing", "Namespaced"))
+        .await;
+    let base = "/apis/mf.example.com/v1/namespaces/default/things";
+    let r = api
+        .post(
+            base,
+            json!({"apiVersion": "mf.example.com/v1", "kind": "Thing",
+                   "metadata": {"name": "a", "labels": {"app": "a"}}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let created = r.json();
+    let entries = created["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{created}");
+    assert_eq!(entries[0]["operation"], "Update");
+
+    // Entries that decode are kept as the client wrote them, and validated: a manager name past
+    // 128 bytes. (Entries that do not decode are replaced by the stored ones, as upstream's
+    // field manager does, so they never reach validation.)
+    let mut bad = created.clone();
+    bad["metadata"]["managedFields"][0]["manager"] = json!("m".repeat(200));
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{base}/a"),
+            "application/json",
+            Some(bad),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let msg = r.json()["message"].as_str().unwrap().to_string();
+    assert!(
+        msg.contains("metadata.managedFields[0].manager: Too long: may not be more than 128 bytes"),
+        "{msg}"
+    );
+
+    // `[{}]` resets: only this write's own entry is left, by the manager given.
+    let mut reset = created.clone();
+    reset["metadata"]["managedFields"] = json!([{}]);
+    reset["metadata"]["labels"] = json!({"x": "y"});
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{base}/a?fieldManager=resetter"),
+            "application/json",
+            Some(reset),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let entries = r.json()["metadata"]["managedFields"].clone();
+    let managers: Vec<&str> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["manager"].as_str())
+        .collect();
+    assert_eq!(managers, vec!["resetter"], "{entries}");
+}
