@@ -9,6 +9,7 @@ mod conversion;
 mod etcd;
 mod http_api;
 mod kube_rs;
+mod kube_rs_builtin;
 mod migration;
 mod python_client;
 mod reliability;
