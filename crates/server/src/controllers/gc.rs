@@ -406,8 +406,14 @@ async fn attempt(shared: &Shared, uid: &str) -> anyhow::Result<Vec<Work>> {
         }
         Action::Delete { policy, unblock } => {
             if unblock {
-                update(shared, &resource, &node.key, uid, owners::unblock_owner_references)
-                    .await?;
+                update(
+                    shared,
+                    &resource,
+                    &node.key,
+                    uid,
+                    owners::unblock_owner_references,
+                )
+                .await?;
             }
             tracing::debug!(key = %node.key, ?policy, "deleting an object whose owners are gone");
             delete(shared, &resource, &node.key, uid, policy).await?;
@@ -418,11 +424,7 @@ async fn attempt(shared: &Shared, uid: &str) -> anyhow::Result<Vec<Work>> {
 
 /// Upstream's `processDeletingDependentsItem`: an owner waits for its blocking dependents; once
 /// none is left, its `foregroundDeletion` finalizer goes.
-async fn deleting_dependents(
-    shared: &Shared,
-    uid: &str,
-    node: &Node,
-) -> anyhow::Result<Vec<Work>> {
+async fn deleting_dependents(shared: &Shared, uid: &str, node: &Node) -> anyhow::Result<Vec<Work>> {
     let (blocking, pending) = {
         let graph = shared.graph();
         let blocking = graph.blocking_dependents(uid);
@@ -461,7 +463,10 @@ async fn orphan(shared: &Shared, uid: &str) -> anyhow::Result<()> {
     };
     let resources = shared.resources();
     for dep in &dependents {
-        let Some(resource) = resources.by_kind.get(&(dep.kind.group.clone(), dep.kind.kind.clone())) else {
+        let Some(resource) = resources
+            .by_kind
+            .get(&(dep.kind.group.clone(), dep.kind.kind.clone()))
+        else {
             continue;
         };
         update(shared, resource, &dep.key, &dep.uid, |obj| {

@@ -209,19 +209,54 @@ mod tests {
         use PropagationPolicy::{Background, Foreground, Orphan};
         // (finalizers before, policy, kind default, finalizers after or null when unchanged)
         let cases = [
-            (json!([]), Some(Foreground), DeleteDependents, json!(["foregroundDeletion"])),
+            (
+                json!([]),
+                Some(Foreground),
+                DeleteDependents,
+                json!(["foregroundDeletion"]),
+            ),
             (json!([]), Some(Orphan), DeleteDependents, json!(["orphan"])),
             (json!([]), Some(Background), DeleteDependents, json!(null)),
             (json!([]), None, DeleteDependents, json!(null)),
             (json!([]), None, OrphanDependents, json!(["orphan"])),
             (json!([]), Some(Background), OrphanDependents, json!(null)),
-            (json!(["a/b"]), Some(Foreground), DeleteDependents, json!(["a/b", "foregroundDeletion"])),
-            (json!(["orphan", "a/b"]), Some(Foreground), DeleteDependents, json!(["a/b", "foregroundDeletion"])),
-            (json!(["foregroundDeletion"]), Some(Orphan), DeleteDependents, json!(["orphan"])),
-            (json!(["foregroundDeletion"]), Some(Background), DeleteDependents, json!([])),
-            (json!(["foregroundDeletion"]), None, OrphanDependents, json!(null)),
+            (
+                json!(["a/b"]),
+                Some(Foreground),
+                DeleteDependents,
+                json!(["a/b", "foregroundDeletion"]),
+            ),
+            (
+                json!(["orphan", "a/b"]),
+                Some(Foreground),
+                DeleteDependents,
+                json!(["a/b", "foregroundDeletion"]),
+            ),
+            (
+                json!(["foregroundDeletion"]),
+                Some(Orphan),
+                DeleteDependents,
+                json!(["orphan"]),
+            ),
+            (
+                json!(["foregroundDeletion"]),
+                Some(Background),
+                DeleteDependents,
+                json!([]),
+            ),
+            (
+                json!(["foregroundDeletion"]),
+                None,
+                OrphanDependents,
+                json!(null),
+            ),
             (json!(["orphan"]), None, DeleteDependents, json!(null)),
-            (json!(["orphan"]), Some(Orphan), DeleteDependents, json!(null)),
+            (
+                json!(["orphan"]),
+                Some(Orphan),
+                DeleteDependents,
+                json!(null),
+            ),
             (json!([]), Some(Foreground), Unsupported, json!(null)),
         ];
         for (before, policy, default, after) in cases {

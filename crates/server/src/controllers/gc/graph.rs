@@ -135,7 +135,13 @@ impl Graph {
     /// An object of `kind` at `key` was added or changed (`old` is the previous object, if the
     /// informer had one). Returns the work it calls for (upstream's `processGraphChanges` for add
     /// and update events, with `processTransitions`).
-    pub fn upsert(&mut self, kind: &Kind, key: &str, old: Option<&Value>, new: &Value) -> Vec<Work> {
+    pub fn upsert(
+        &mut self,
+        kind: &Kind,
+        key: &str,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> Vec<Work> {
         let uid = meta::uid(new).to_string();
         if uid.is_empty() {
             return Vec::new();
@@ -154,11 +160,18 @@ impl Graph {
             orphaning: owners::orphaning_dependents(new),
         };
         let previous = self.nodes.insert(uid.clone(), node);
-        let before = previous.as_ref().map(|n| n.owners.as_slice()).unwrap_or(&[]);
+        let before = previous
+            .as_ref()
+            .map(|n| n.owners.as_slice())
+            .unwrap_or(&[]);
         let (added, removed, unblocked) = diff_references(before, &refs);
         // An owner waiting for its dependents may no longer have to wait for this one.
         for r in removed.iter().chain(&unblocked) {
-            if self.nodes.get(&r.uid).is_some_and(|o| o.deleting_dependents) {
+            if self
+                .nodes
+                .get(&r.uid)
+                .is_some_and(|o| o.deleting_dependents)
+            {
                 work.push(Work::Attempt(r.uid.clone()));
             }
         }
@@ -221,7 +234,11 @@ impl Graph {
         let Some(node) = self.nodes.remove(uid) else {
             return Vec::new();
         };
-        let mut work: Vec<Work> = self.dependents(uid).into_iter().map(Work::Attempt).collect();
+        let mut work: Vec<Work> = self
+            .dependents(uid)
+            .into_iter()
+            .map(Work::Attempt)
+            .collect();
         for r in &node.owners {
             if let Some(deps) = self.dependents.get_mut(&r.uid) {
                 deps.remove(uid);
@@ -229,7 +246,11 @@ impl Graph {
                     self.dependents.remove(&r.uid);
                 }
             }
-            if self.nodes.get(&r.uid).is_some_and(|o| o.deleting_dependents) {
+            if self
+                .nodes
+                .get(&r.uid)
+                .is_some_and(|o| o.deleting_dependents)
+            {
                 work.push(Work::Attempt(r.uid.clone()));
             }
         }
@@ -239,7 +260,10 @@ impl Graph {
 
 /// The references in `new` but not `old` (by uid), those in `old` but not `new`, and those whose
 /// `blockOwnerDeletion` went from true to false.
-fn diff_references(old: &[OwnerRef], new: &[OwnerRef]) -> (Vec<OwnerRef>, Vec<OwnerRef>, Vec<OwnerRef>) {
+fn diff_references(
+    old: &[OwnerRef],
+    new: &[OwnerRef],
+) -> (Vec<OwnerRef>, Vec<OwnerRef>, Vec<OwnerRef>) {
     let added = new
         .iter()
         .filter(|r| !old.iter().any(|o| o.uid == r.uid))
@@ -253,10 +277,7 @@ fn diff_references(old: &[OwnerRef], new: &[OwnerRef]) -> (Vec<OwnerRef>, Vec<Ow
     let unblocked = new
         .iter()
         .filter(|r| {
-            !r.block_owner_deletion
-                && old
-                    .iter()
-                    .any(|o| o.uid == r.uid && o.block_owner_deletion)
+            !r.block_owner_deletion && old.iter().any(|o| o.uid == r.uid && o.block_owner_deletion)
         })
         .cloned()
         .collect();
