@@ -8,8 +8,9 @@
 //!   [`conversion`] (conversion webhooks), [`kubeconfig`].
 //! - [`registry`]: per-kind strategies, the kinds table, the CRD registry, the custom-object
 //!   pipeline.
-//! - [`controllers`] (CRD naming/establishing/cleanup, namespace cleanup, garbage collection, storage-version
-//!   migration, compaction, on informers), [`admission`], [`discovery`], [`openapi`].
+//! - [`controllers`] (CRD naming/establishing/cleanup, namespace cleanup, garbage collection,
+//!   storage-version migration, compaction, on informers), [`admission`], [`discovery`],
+//!   [`openapi`].
 //! - [`state`]: what requests share.
 //! - [`handlers`]: one module per verb, generic over a [`registry::Strategy`], and field
 //!   ownership (server-side apply).

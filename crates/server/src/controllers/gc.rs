@@ -225,10 +225,7 @@ impl GarbageCollector {
             }
             let due = queue.next_due();
             tokio::select! {
-                stop = shutdown.wait_for(|s| *s) => {
-                    let _ = stop;
-                    return Ok(());
-                }
+                _ = shutdown.wait_for(|s| *s) => return Ok(()),
                 changed = generation.changed() => {
                     if changed.is_err() {
                         return Ok(());
@@ -365,6 +362,11 @@ async fn attempt(shared: &Shared, uid: &str) -> anyhow::Result<Vec<Work>> {
     if node.being_deleted && !node.deleting_dependents {
         return Ok(Vec::new());
     }
+    if !node.being_deleted && all_owners_solid(&shared.graph(), &node) {
+        // The graph has seen every owner, and none waits: nothing to do, no read needed. (Were
+        // an owner gone already, its deletion event attempts this object again.)
+        return Ok(Vec::new());
+    }
     let store = shared.store.as_ref();
     let Some((latest, _)) = get_json(store, &node.key).await? else {
         return Ok(Vec::new());
@@ -420,6 +422,19 @@ async fn attempt(shared: &Shared, uid: &str) -> anyhow::Result<Vec<Work>> {
         }
     }
     Ok(Vec::new())
+}
+
+/// Whether every owner `node` names is observed, named by its coordinates, allowed to own in the
+/// node's namespace and not waiting for its dependents (a node without owners qualifies).
+fn all_owners_solid(graph: &Graph, node: &Node) -> bool {
+    node.owners.iter().all(|r| {
+        graph.node(&r.uid).is_some_and(|o| {
+            o.matches(r)
+                && o.can_own_in(&node.namespace)
+                && (node.kind.namespaced || !o.kind.namespaced)
+                && !o.deleting_dependents
+        })
+    })
 }
 
 /// Upstream's `processDeletingDependentsItem`: an owner waits for its blocking dependents; once
