@@ -1060,7 +1060,7 @@ async fn garbage_collection(server: &Server, report: &mut Report, n: usize) -> a
         if !r.status().is_success() {
             bail!("deleting the owner: {}", r.text().await?);
         }
-        let deadline = Instant::now() + Duration::from_secs(600);
+        let deadline = Instant::now() + Duration::from_mins(10);
         loop {
             let deps: Value = client
                 .get(format!("{base}?labelSelector=gc%3D{label}&limit=1"))

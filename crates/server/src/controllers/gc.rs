@@ -132,6 +132,9 @@ impl Resources {
     }
 }
 
+/// An owner a read found absent: uid, group, kind, name and the namespace read.
+type AbsentOwner = (String, String, String, String, String);
+
 /// What the run and its workers share.
 struct Shared {
     store: Arc<dyn Store>,
@@ -139,7 +142,7 @@ struct Shared {
     resources: RwLock<Arc<Resources>>,
     /// Owner coordinates (uid, group, kind, name, namespace read) a read found absent. Uids are
     /// never reused, so an absent owner stays absent.
-    absent: Mutex<HashSet<(String, String, String, String, String)>>,
+    absent: Mutex<HashSet<AbsentOwner>>,
 }
 
 impl Shared {
@@ -380,16 +383,14 @@ async fn attempt(shared: &Shared, uid: &str) -> anyhow::Result<Vec<Work>> {
     let refs = owners::owner_references(&latest);
     let mut classes = Vec::with_capacity(refs.len());
     for r in &refs {
-        match classify(shared, r, &node).await? {
-            Some(class) => classes.push(class),
-            None => {
-                tracing::info!(
-                    key = %node.key, owner = %r.uid,
-                    "a cluster-scoped object names a namespaced owner; leaving it alone"
-                );
-                return Ok(Vec::new());
-            }
-        }
+        let Some(class) = classify(shared, r, &node).await? else {
+            tracing::info!(
+                key = %node.key, owner = %r.uid,
+                "a cluster-scoped object names a namespaced owner; leaving it alone"
+            );
+            return Ok(Vec::new());
+        };
+        classes.push(class);
     }
     let action = {
         let graph = shared.graph();

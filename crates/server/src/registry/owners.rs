@@ -153,11 +153,9 @@ pub fn deletion_finalizers(
         .find(|f| *f == ORPHAN_FINALIZER || *f == FOREGROUND_FINALIZER)
         .map(String::as_str);
     let (orphan, foreground) = match (policy, present) {
-        (Some(PropagationPolicy::Orphan), _) => (true, false),
-        (Some(PropagationPolicy::Foreground), _) => (false, true),
+        (Some(PropagationPolicy::Orphan), _) | (None, Some(ORPHAN_FINALIZER)) => (true, false),
+        (Some(PropagationPolicy::Foreground), _) | (None, Some(_)) => (false, true),
         (Some(PropagationPolicy::Background), _) => (false, false),
-        (None, Some(ORPHAN_FINALIZER)) => (true, false),
-        (None, Some(_)) => (false, true),
         (None, None) => (default == GcPolicy::OrphanDependents, false),
     };
     let mut next: Vec<String> = current

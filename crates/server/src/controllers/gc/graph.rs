@@ -160,10 +160,7 @@ impl Graph {
             orphaning: owners::orphaning_dependents(new),
         };
         let previous = self.nodes.insert(uid.clone(), node);
-        let before = previous
-            .as_ref()
-            .map(|n| n.owners.as_slice())
-            .unwrap_or(&[]);
+        let before = previous.as_ref().map_or(&[][..], |n| n.owners.as_slice());
         let (added, removed, unblocked) = diff_references(before, &refs);
         // An owner waiting for its dependents may no longer have to wait for this one.
         for r in removed.iter().chain(&unblocked) {

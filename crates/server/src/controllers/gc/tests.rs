@@ -45,6 +45,9 @@ fn parent(uid: &str, name: &str, meta_extra: &Value) -> Value {
     o
 }
 
+/// A graph case: its name, steps of (operation, object), the work after the last step.
+type Case = (&'static str, Vec<(&'static str, Value)>, Vec<&'static str>);
+
 /// Graph steps: (operation, object) in, the work the step calls for out.
 #[test]
 fn graph_turns_changes_into_work() {
@@ -57,7 +60,7 @@ fn graph_turns_changes_into_work() {
     let other_ns_parent = json!({"apiVersion": "g.io/v1", "kind": "Parent",
         "metadata": {"name": "p", "namespace": "elsewhere", "uid": "p1"}});
     // (name, steps: (op, object), work after the last step)
-    let cases: Vec<(&str, Vec<(&str, Value)>, Vec<&str>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "a dependent of an observed owner needs nothing",
             vec![
@@ -157,13 +160,12 @@ fn graph_turns_changes_into_work() {
         let mut seen: HashMap<String, Value> = HashMap::new();
         for (op, o) in &steps {
             let key = format!("/registry/g.io/{}/{}", meta::uid(o), meta::name(o));
-            last = match *op {
-                "delete" => graph.remove(meta::uid(o)),
-                _ => {
-                    let k = kind(if *op == "parent" { "Parent" } else { "Child" }, true);
-                    let old = seen.insert(key.clone(), obj(o));
-                    graph.upsert(&k, &key, old.as_ref(), o)
-                }
+            last = if *op == "delete" {
+                graph.remove(meta::uid(o))
+            } else {
+                let k = kind(if *op == "parent" { "Parent" } else { "Child" }, true);
+                let old = seen.insert(key.clone(), obj(o));
+                graph.upsert(&k, &key, old.as_ref(), o)
             };
         }
         assert_eq!(names(&last), want, "{name}");
