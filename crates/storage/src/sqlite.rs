@@ -271,11 +271,7 @@ impl SqliteStore {
         // The permit travels with the command and is released when the writer is done with it,
         // so an abandoned caller cannot free budget its queued command still uses.
         commands
-            .send(Command {
-                op,
-                reply,
-                _bytes: bytes,
-            })
+            .send(Command { op, reply, bytes })
             .await
             .map_err(|_| StorageError::Unavailable("the writer thread has stopped".into()))?;
         rx.await
@@ -863,7 +859,17 @@ struct Command {
     op: Op,
     reply: oneshot::Sender<Result<Outcome, StorageError>>,
     /// The command's share of [`QUEUE_BYTES`], released when the command is dropped.
-    _bytes: OwnedSemaphorePermit,
+    bytes: OwnedSemaphorePermit,
+}
+
+impl Command {
+    /// Releases the command's share of the byte budget, then answers: a caller that sees its
+    /// answer sees the budget it used already free.
+    fn answer(self, result: Result<Outcome, StorageError>) {
+        let Command { reply, bytes, .. } = self;
+        drop(bytes);
+        let _ = reply.send(result);
+    }
 }
 
 struct Writer {
@@ -941,16 +947,14 @@ impl Writer {
                     let _ = self.events.send(Arc::new(events));
                 }
                 for (command, result) in batch.into_iter().zip(results) {
-                    let _ = command.reply.send(result);
+                    command.answer(result);
                 }
             }
             Err(e) => {
                 tracing::error!(error = %e, commands = batch.len(), "sqlite commit failed");
                 let message = e.to_string();
                 for command in batch {
-                    let _ = command
-                        .reply
-                        .send(Err(StorageError::Engine(message.clone())));
+                    command.answer(Err(StorageError::Engine(message.clone())));
                 }
             }
         }

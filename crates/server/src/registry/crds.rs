@@ -170,18 +170,44 @@ impl Strategy for CrdStrategy {
         schema_warnings(new, old)
     }
 
-    fn admit(&self, obj: &mut Value, _how: &super::Admission) -> Result<Vec<String>, ApiError> {
-        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-        let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    fn admit(&self, obj: &mut Value, how: &super::Admission) -> Result<Vec<String>, ApiError> {
+        // A body without apiVersion and kind takes them from the URL, as upstream's decoder
+        // defaults them.
+        let kind = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .filter(|k| !k.is_empty())
+            .unwrap_or("CustomResourceDefinition")
+            .to_string();
+        let api_version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+            .unwrap_or("apiextensions.k8s.io/v1")
+            .to_string();
         if kind != "CustomResourceDefinition" || api_version != "apiextensions.k8s.io/v1" {
             return Err(Status::bad_request(format!(
                 "the object provided is unrecognized (must be of type CustomResourceDefinition): {api_version}, Kind={kind}"
             ))
             .into());
         }
+        if let Some(m) = obj.as_object_mut() {
+            m.insert("kind".into(), Value::String(kind));
+            m.insert("apiVersion".into(), Value::String(api_version));
+        }
+        let before = how.patch.then(|| obj.to_string());
+        let unknown = super::pipeline::typed_unknown_fields::<CustomResourceDefinition>(obj);
+        let warnings = super::pipeline::unknown_fields_outcome(
+            &self.info.kind,
+            &self.info.version,
+            &unknown,
+            how,
+            before,
+        )?;
+        super::pipeline::remove_fields(obj, &unknown);
         crd_core::crd::set_defaults(obj);
         typed(obj)?;
-        Ok(Vec::new())
+        Ok(warnings)
     }
 
     fn prepare_create(&self, obj: &mut Value) {

@@ -80,7 +80,7 @@ impl Strategy for NamespaceStrategy {
         Some(crate::protobuf::decode_namespace(body).map_err(|e| e.clone()))
     }
 
-    fn admit(&self, obj: &mut Value, _how: &super::Admission) -> Result<Vec<String>, ApiError> {
+    fn admit(&self, obj: &mut Value, how: &super::Admission) -> Result<Vec<String>, ApiError> {
         let kind = obj
             .get("kind")
             .and_then(Value::as_str)
@@ -99,7 +99,19 @@ impl Strategy for NamespaceStrategy {
             m.insert("kind".into(), "Namespace".into());
             m.insert("apiVersion".into(), "v1".into());
         }
-        Ok(Vec::new())
+        let before = how.patch.then(|| obj.to_string());
+        let unknown =
+            super::pipeline::typed_unknown_fields::<k8s_openapi::api::core::v1::Namespace>(obj);
+        let warnings = super::pipeline::unknown_fields_outcome(
+            &self.info.kind,
+            &self.info.version,
+            &unknown,
+            how,
+            before,
+        )?;
+        // Unknown fields are dropped, as decoding into the typed object drops them.
+        super::pipeline::remove_fields(obj, &unknown);
+        Ok(warnings)
     }
 
     fn prepare_create(&self, obj: &mut Value) {

@@ -45,6 +45,90 @@ pub fn check_type_meta(crd: &ServingCrd, version: &str, obj: &Value) -> Result<(
 
 pub use crate::request::options::FieldValidation;
 
+/// The unknown fields of an object of a typed kind: what decoding it as `T` drops, found by
+/// comparing the object with its typed round trip (paths as upstream's strict decoder prints
+/// them: `spec.scpoe`, `spec.versions[0].x`).
+pub fn typed_unknown_fields<T>(obj: &Value) -> Vec<String>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
+    let Ok(typed) = serde_json::from_value::<T>(obj.clone()) else {
+        return Vec::new();
+    };
+    let Ok(back) = serde_json::to_value(&typed) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    dropped_fields(obj, &back, "", &mut out);
+    out
+}
+
+/// Removes the fields `typed_unknown_fields` found, as decoding into the typed object drops
+/// them.
+pub fn remove_fields(obj: &mut Value, paths: &[String]) {
+    for path in paths {
+        remove_path(obj, path);
+    }
+}
+
+/// Removes a dotted field path (`spec.x`) from an object; array steps (`[0]`) are followed.
+fn remove_path(obj: &mut Value, path: &str) {
+    let mut cur = obj;
+    let parts: Vec<&str> = path.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let (name, indices) = match part.find('[') {
+            Some(p) => (&part[..p], &part[p..]),
+            None => (*part, ""),
+        };
+        let last = i + 1 == parts.len() && indices.is_empty();
+        if last {
+            if let Some(m) = cur.as_object_mut() {
+                m.remove(name);
+            }
+            return;
+        }
+        let Some(next) = cur.get_mut(name) else {
+            return;
+        };
+        cur = next;
+        for idx in indices
+            .split(['[', ']'])
+            .filter(|s| !s.is_empty())
+            .filter_map(|s| s.parse::<usize>().ok())
+        {
+            let Some(next) = cur.get_mut(idx) else {
+                return;
+            };
+            cur = next;
+        }
+    }
+}
+
+fn dropped_fields(given: &Value, kept: &Value, path: &str, out: &mut Vec<String>) {
+    match (given, kept) {
+        (Value::Object(g), Value::Object(k)) => {
+            for (name, v) in g {
+                let child = if path.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{path}.{name}")
+                };
+                match k.get(name) {
+                    Some(kv) => dropped_fields(v, kv, &child, out),
+                    None if !v.is_null() => out.push(child),
+                    None => {}
+                }
+            }
+        }
+        (Value::Array(g), Value::Array(k)) if g.len() == k.len() => {
+            for (i, (gv, kv)) in g.iter().zip(k).enumerate() {
+                dropped_fields(gv, kv, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Step: removes fields the request version's schema does not know (and non-nullable nulls
 /// without defaults), then answers `fieldValidation`: warnings (Warn), nothing (Ignore), or
 /// Kubernetes' strict decoding error (Strict: 400, or 422 for patches).
@@ -61,6 +145,19 @@ pub fn prune_unknown_fields(
         (how.patch && how.field_validation == FieldValidation::Strict).then(|| obj.to_string());
     let unknown = crd_schema::prune::prune(obj, schema, true);
     crd_schema::prune::prune_nulls(obj, schema);
+    unknown_fields_outcome(&crd.kind, &version.name, &unknown, how, before)
+}
+
+/// What `fieldValidation` makes of the unknown fields a decode found (paths such as
+/// `spec.scpoe`): nothing (`Ignore`), warnings (`Warn`), or upstream's strict decoding error
+/// (400 for bodies, 422 on the field `patch` for patched objects, whose JSON is `before`).
+pub fn unknown_fields_outcome(
+    kind: &str,
+    version: &str,
+    unknown: &[String],
+    how: &Admission,
+    before: Option<String>,
+) -> Result<Vec<String>, ApiError> {
     if unknown.is_empty() {
         return Ok(Vec::new());
     }
@@ -82,8 +179,7 @@ pub fn prune_unknown_fields(
         FieldValidation::Strict => Err(Status::bad_request(format!(
             "{kind} in version {v} cannot be handled as a {kind}: strict decoding error: {}",
             items.join(", "),
-            kind = crd.kind,
-            v = crd_core::field::go_quote(&version.name),
+            v = crd_core::field::go_quote(version),
         ))
         .into()),
     }

@@ -486,3 +486,136 @@ async fn crd_deletion_terminates_cleans_up_and_recreation_starts_empty() {
     let list = api.get(base).await.json();
     assert_eq!(list["items"], json!([]), "{list}");
 }
+
+/// Strict decoding of typed kinds: unknown fields in a CRD or a Namespace are a 400 with
+/// upstream's text under `fieldValidation=Strict` (kubectl's default), warnings under `Warn`
+/// and dropped; a CRD body without `apiVersion`/`kind` takes them from the URL.
+#[tokio::test]
+async fn typed_kinds_decode_strictly() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http2);
+    let mut crd = crd_json("strict.example.com", "things", "Thing", "Namespaced");
+    crd["spec"]["scpoe"] = json!("Namespaced");
+    crd["spec"]["subresource"] = json!({"status": {}});
+    let r = api
+        .call(
+            Method::POST,
+            &format!("{CRDS}?fieldValidation=Strict"),
+            "application/json",
+            Some(crd.clone()),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "CustomResourceDefinition in version \"v1\" cannot be handled as a CustomResourceDefinition: strict decoding error: unknown field \"spec.scpoe\", unknown field \"spec.subresource\""
+    );
+    // Warn (the server default): created, with the warnings, and the fields dropped.
+    let r = api.post(CRDS, crd).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let warnings: Vec<&str> = r
+        .headers
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert!(
+        warnings.contains(&"299 - \"unknown field \\\"spec.scpoe\\\"\""),
+        "{warnings:?}"
+    );
+    assert!(r.json()["spec"].get("scpoe").is_none(), "{}", r.text);
+
+    // Without apiVersion and kind.
+    let mut bare = crd_json("bare.example.com", "things", "Thing", "Namespaced");
+    let m = bare.as_object_mut().unwrap();
+    m.remove("apiVersion");
+    m.remove("kind");
+    let r = api.post(CRDS, bare).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.json()["kind"], "CustomResourceDefinition");
+
+    // Namespaces.
+    let ns =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n1"}, "spce": {}});
+    let r = api
+        .call(
+            Method::POST,
+            "/api/v1/namespaces?fieldValidation=Strict",
+            "application/json",
+            Some(ns.clone()),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "Namespace in version \"v1\" cannot be handled as a Namespace: strict decoding error: unknown field \"spce\""
+    );
+    let r = api.post("/api/v1/namespaces", ns).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert!(r.json().get("spce").is_none(), "{}", r.text);
+}
+
+/// Managed fields written by clients: invalid entries are a 422 with upstream's field errors,
+/// and `managedFields: [{}]` resets them (the write's own Update entry remains).
+#[tokio::test]
+async fn client_written_managed_fields() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    api.create_crd(crd_json("mf.example.com", "things", "Thing", "Namespaced"))
+        .await;
+    let base = "/apis/mf.example.com/v1/namespaces/default/things";
+    let r = api
+        .post(
+            base,
+            json!({"apiVersion": "mf.example.com/v1", "kind": "Thing",
+                   "metadata": {"name": "a", "labels": {"app": "a"}}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let created = r.json();
+    let entries = created["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{created}");
+    assert_eq!(entries[0]["operation"], "Update");
+
+    // Entries that decode are kept as the client wrote them, and validated: a manager name past
+    // 128 bytes. (Entries that do not decode are replaced by the stored ones, as upstream's
+    // field manager does, so they never reach validation.)
+    let mut bad = created.clone();
+    bad["metadata"]["managedFields"][0]["manager"] = json!("m".repeat(200));
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{base}/a"),
+            "application/json",
+            Some(bad),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let msg = r.json()["message"].as_str().unwrap().to_string();
+    assert!(
+        msg.contains("metadata.managedFields[0].manager: Too long: may not be more than 128 bytes"),
+        "{msg}"
+    );
+
+    // `[{}]` resets: only this write's own entry is left, by the manager given.
+    let mut reset = created.clone();
+    reset["metadata"]["managedFields"] = json!([{}]);
+    reset["metadata"]["labels"] = json!({"x": "y"});
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{base}/a?fieldManager=resetter"),
+            "application/json",
+            Some(reset),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let entries = r.json()["metadata"]["managedFields"].clone();
+    let managers: Vec<&str> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["manager"].as_str())
+        .collect();
+    assert_eq!(managers, vec!["resetter"], "{entries}");
+}
