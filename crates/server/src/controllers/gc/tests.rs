@@ -355,9 +355,12 @@ fn crd(plural: &str, kind: &str, scope: &str) -> Value {
 
 impl World {
     fn start() -> World {
+        Self::start_with(Arc::new(Registry::default()))
+    }
+
+    fn start_with(registry: Arc<Registry>) -> World {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> = SqliteStore::open(dir.path()).unwrap();
-        let registry = Arc::new(Registry::default());
         registry
             .apply_stored(&crd("parents", "Parent", "Namespaced"))
             .unwrap();
@@ -584,4 +587,54 @@ async fn cluster_scoped_owners_own_everywhere_namespaced_ones_only_at_home() {
     )
     .await;
     assert!(w.get(P).await.is_some());
+}
+
+#[tokio::test]
+async fn foreground_cascades_through_dependents_that_own_others() {
+    let w = World::start();
+    // p1 ← c0 ← c1 (both blocking): c1 goes, then c0, then p1.
+    w.put(&child_key(0), &owned("c0", "c0", &child_ref(true)))
+        .await;
+    let c0_ref = json!([{"apiVersion": "g.io/v1", "kind": "Child", "name": "c0", "uid": "c0",
+                         "blockOwnerDeletion": true}]);
+    w.put(&child_key(1), &owned("c1", "c1", &c0_ref)).await;
+    w.put(
+        P,
+        &parent(
+            "p1",
+            "p",
+            &json!({"deletionTimestamp": "2025-01-01T00:00:00Z", "finalizers": ["foregroundDeletion"]}),
+        ),
+    )
+    .await;
+    w.until("the whole chain is gone", async |w| {
+        w.get(P).await.is_none() && w.store.count("/registry/g.io/children/").await.unwrap() == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn resources_of_crds_created_later_are_followed() {
+    let registry = Arc::new(Registry::default());
+    let w = World::start_with(registry.clone());
+    // The collector runs (it deletes an orphan of a CRD known at start) before the CRD comes.
+    w.put(&child_key(0), &owned("c0", "c0", &child_ref(false)))
+        .await;
+    w.until("the collector runs", async |w| {
+        w.get(&child_key(0)).await.is_none()
+    })
+    .await;
+    let late = crd("lates", "Late", "Namespaced");
+    registry.apply_stored(&late).unwrap();
+    w.put(
+        "/registry/g.io/lates/ns/l",
+        &json!({"metadata": {"name": "l", "namespace": "ns",
+        "uid": "l1", "ownerReferences": [{"apiVersion": "g.io/v1", "kind": "Parent",
+        "name": "p", "uid": "p1"}]}}),
+    )
+    .await;
+    w.until("the late CRD's orphan deleted", async |w| {
+        w.get("/registry/g.io/lates/ns/l").await.is_none()
+    })
+    .await;
 }
