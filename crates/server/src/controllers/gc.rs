@@ -3,7 +3,9 @@
 //! kind served (the fixed kinds of the `Kinds` table and every CRD's custom resources).
 //!
 //! - One [`Informer`] per key root (resource) feeds the ownership [`Graph`]; the set of key roots
-//!   follows the [`Registry`] (its generation watch) as CRDs come and go.
+//!   follows the [`Registry`] (its generation watch) as CRDs come and go. The informers cache
+//!   only the metadata the graph reads (uid, name, namespace, owner references, deletion
+//!   timestamp, finalizers), as upstream's metadata informers do.
 //! - Changes produce [`Work`] in a deduplicating queue (an object is never worked on twice at
 //!   once; failures retry with exponential backoff); up to [`WORKERS`] items run at once in a
 //!   `JoinSet` the run owns, and only while every informer has synced.
@@ -250,7 +252,11 @@ impl GarbageCollector {
                             queue.extend(more);
                         }
                         Err(e) => {
-                            tracing::warn!(?work, error = %format!("{e:#}"), "garbage collection failed; retrying");
+                            if e.downcast_ref::<UnknownKind>().is_some() {
+                                tracing::debug!(?work, error = %e, "owner kind unknown; retrying");
+                            } else {
+                                tracing::warn!(?work, error = %format!("{e:#}"), "garbage collection failed; retrying");
+                            }
                             queue.done(&work, false);
                         }
                     }
@@ -289,7 +295,12 @@ impl GarbageCollector {
             }
             // The feed stops when its resource goes (`stop` dropped) or with the run.
             let (stop, stopped) = watch::channel(false);
-            let informer = Informer::json(shared.store.clone(), format!("{root}/"), stopped);
+            let informer = Informer::new(
+                shared.store.clone(),
+                format!("{root}/"),
+                Arc::new(decode_metadata),
+                stopped,
+            );
             feeds.next_id += 1;
             let id = feeds.next_id;
             let tag: Arc<str> = Arc::from(root.as_str());
@@ -306,6 +317,29 @@ impl GarbageCollector {
         }
         work
     }
+}
+
+/// The metadata fields the graph reads.
+const GRAPH_FIELDS: [&str; 6] = [
+    "uid",
+    "name",
+    "namespace",
+    "ownerReferences",
+    "deletionTimestamp",
+    "finalizers",
+];
+
+/// Decodes a stored object down to the metadata the graph reads, so the informers' caches hold a
+/// few hundred bytes per object rather than whole objects (upstream's collector uses metadata-only
+/// informers for the same reason).
+fn decode_metadata(kv: &crd_storage::KeyValue) -> Option<Value> {
+    let obj: Value = serde_json::from_slice(&kv.value).ok()?;
+    let meta = obj.get("metadata")?.as_object()?;
+    let kept: serde_json::Map<String, Value> = GRAPH_FIELDS
+        .iter()
+        .filter_map(|f| meta.get(*f).map(|v| ((*f).to_string(), v.clone())))
+        .collect();
+    Some(serde_json::json!({ "metadata": kept }))
 }
 
 /// Waits until `due`, or forever without one.
@@ -519,6 +553,19 @@ fn remove_finalizer(obj: &mut Value, finalizer: &str) -> bool {
     true
 }
 
+/// An owner reference names a kind no resource serves (yet): retried, as upstream retries REST
+/// mapping errors, and logged quietly.
+#[derive(Debug)]
+struct UnknownKind(String);
+
+impl std::fmt::Display for UnknownKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no resource serves kind {}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownKind {}
+
 /// Classifies one owner reference of `dependent`; `None` when a cluster-scoped dependent names a
 /// namespaced kind (invalid: upstream leaves such objects alone).
 async fn classify(
@@ -545,7 +592,7 @@ async fn classify(
         .by_kind
         .get(&(r.group().to_string(), r.kind.clone()))
         .cloned()
-        .with_context(|| format!("no resource serves kind {} of {}", r.kind, r.api_version))?;
+        .ok_or_else(|| UnknownKind(format!("{} of {}", r.kind, r.api_version)))?;
     if resource.kind.namespaced && !dependent.kind.namespaced {
         return Ok(None);
     }

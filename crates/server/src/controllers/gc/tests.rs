@@ -638,3 +638,25 @@ async fn resources_of_crds_created_later_are_followed() {
     })
     .await;
 }
+
+#[test]
+fn informers_cache_only_the_metadata_the_graph_reads() {
+    let stored = json!({"apiVersion": "g.io/v1", "kind": "Child", "spec": {"big": "x"},
+        "metadata": {"name": "c", "namespace": "ns", "uid": "u", "labels": {"a": "b"},
+            "ownerReferences": [{"uid": "p"}], "finalizers": ["f"],
+            "deletionTimestamp": "2025-01-01T00:00:00Z", "managedFields": [{}]}});
+    let kv = crd_storage::KeyValue {
+        key: "/k".into(),
+        value: Bytes::from(stored.to_string()),
+        create_revision: 1,
+        mod_revision: 1,
+    };
+    assert_eq!(
+        decode_metadata(&kv),
+        Some(
+            json!({"metadata": {"name": "c", "namespace": "ns", "uid": "u",
+            "ownerReferences": [{"uid": "p"}], "finalizers": ["f"],
+            "deletionTimestamp": "2025-01-01T00:00:00Z"}})
+        )
+    );
+}
