@@ -138,6 +138,7 @@ pub async fn run(
         store.clone(),
         state.registry.clone(),
         state.kinds.all().cloned().collect(),
+        crds_synced.clone(),
     );
     supervisor.spawn("garbagecollector", move |shutdown| gc.clone().run(shutdown));
     let (migration_store, registry) = (store.clone(), state.registry.clone());

@@ -50,7 +50,7 @@ use tokio::task::JoinSet;
 use self::decide::{Action, Owner};
 use self::graph::{Graph, Kind, Node, Work};
 use self::queue::Queue;
-use super::informer::{Change, Informer, Notification};
+use super::informer::{Change, Informer, Notification, until_shutdown};
 use super::{get_json, guaranteed_update};
 use crate::registry::owners::{self, GcPolicy, OwnerRef, PropagationPolicy};
 use crate::registry::serving::Registry;
@@ -169,6 +169,7 @@ pub struct GarbageCollector {
     store: Arc<dyn Store>,
     registry: Arc<Registry>,
     fixed: Vec<Arc<dyn Strategy>>,
+    crds_synced: watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for GarbageCollector {
@@ -190,21 +191,29 @@ struct Feeds {
 
 impl GarbageCollector {
     /// Creates the collector over the kinds with fixed strategies (`fixed`) and the CRDs of
-    /// `registry`.
+    /// `registry`; it starts once `crds_synced` is true (the registry knows every stored CRD), so
+    /// its first set of informers covers every resource.
     pub fn new(
         store: Arc<dyn Store>,
         registry: Arc<Registry>,
         fixed: Vec<Arc<dyn Strategy>>,
+        crds_synced: watch::Receiver<bool>,
     ) -> Arc<Self> {
         Arc::new(GarbageCollector {
             store,
             registry,
             fixed,
+            crds_synced,
         })
     }
 
     /// Collects garbage until shutdown.
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+        let mut crds_synced = self.crds_synced.clone();
+        let Some(synced) = until_shutdown(&mut shutdown, crds_synced.wait_for(|s| *s)).await else {
+            return Ok(());
+        };
+        synced.map_err(|_| anyhow::anyhow!("the CRD controller is gone"))?;
         let shared = Arc::new(Shared {
             store: self.store.clone(),
             graph: RwLock::default(),

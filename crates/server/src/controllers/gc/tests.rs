@@ -371,7 +371,7 @@ impl World {
             .apply_stored(&crd("clusters", "Cluster", "Cluster"))
             .unwrap();
         let (shutdown, rx) = watch::channel(false);
-        let gc = GarbageCollector::new(store.clone(), registry, Vec::new());
+        let gc = GarbageCollector::new(store.clone(), registry, Vec::new(), watch::channel(true).1);
         tokio::spawn(gc.run(rx));
         World {
             store,
