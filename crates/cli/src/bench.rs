@@ -36,6 +36,12 @@ pub struct BenchArgs {
     /// Skip the (slow) full-data-dir startup measurement.
     #[arg(long)]
     skip_full_startup: bool,
+    /// Dependents of the owner in the garbage-collection figures.
+    #[arg(long, default_value_t = 1000)]
+    gc_dependents: usize,
+    /// Measure only the garbage-collection figures ("gc" section).
+    #[arg(long)]
+    only_gc: bool,
     /// Instead of the figures, run a mixed load (creates, updates, gets, lists, deletes, 50
     /// watchers) for this many seconds and report resident memory and open file descriptors
     /// over time.
@@ -490,6 +496,13 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let mut report = Report { rows: Vec::new() };
     println!("| figure | value | note |");
     println!("| --- | --- | --- |");
+    if args.only_gc {
+        let (server, _) = Server::start(&dir.path().join("data"))?;
+        wait_ready(&server).await?;
+        let client = server.client(true)?;
+        setup_crd(&server, &client).await?;
+        return garbage_collection(&server, &mut report, args.gc_dependents).await;
+    }
 
     // Startup from an empty data dir (to the kubeconfig line, then /readyz).
     let (server, to_line) = Server::start(&dir.path().join("data"))?;
@@ -656,6 +669,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     );
 
     webhook_conversion(&server, &client, &mut report, args.list_objects).await?;
+
+    garbage_collection(&server, &mut report, args.gc_dependents).await?;
 
     let fanout = watch_fanout(&server, args.watchers).await?;
     report.row(
@@ -974,4 +989,111 @@ async fn watch_fanout(server: &Server, n: usize) -> anyhow::Result<(Duration, Du
         percentile(&seen, 0.5),
         *seen.last().unwrap_or(&Duration::ZERO),
     ))
+}
+
+/// The "gc" section: an owner with `n` dependents (custom objects with an owner reference) is
+/// deleted; measured from the DELETE to the last dependent gone (Background), and to the owner
+/// gone (Foreground: the garbage collector deletes the dependents, then releases the owner).
+async fn garbage_collection(server: &Server, report: &mut Report, n: usize) -> anyhow::Result<()> {
+    let client = server.client(true)?;
+    let base = format!("{}/apis/{GROUP}/v1/namespaces/default/widgets", server.url);
+    for policy in ["Background", "Foreground"] {
+        let owner_name = format!("gc-owner-{}", policy.to_lowercase());
+        let r = client
+            .post(&base)
+            .bearer_auth(&server.token)
+            .header("Content-Type", "application/json")
+            .body(object(&owner_name).to_string())
+            .send()
+            .await?;
+        if r.status().as_u16() != 201 {
+            bail!("creating the owner: {}", r.text().await?);
+        }
+        let owner: Value = r.json().await?;
+        let uid = owner["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let label = format!("gc-{}", policy.to_lowercase());
+        let mut tasks = Vec::new();
+        for c in 0..64 {
+            let client = server.client(false)?;
+            let (base, token, uid, owner_name, label) = (
+                base.clone(),
+                server.token.clone(),
+                uid.clone(),
+                owner_name.clone(),
+                label.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                for i in (c..n).step_by(64) {
+                    let mut body = object(&format!("{label}-dep-{i:05}"));
+                    body["metadata"]["labels"] = json!({"gc": label});
+                    body["metadata"]["ownerReferences"] = json!([{
+                        "apiVersion": format!("{GROUP}/v1"), "kind": "Widget",
+                        "name": owner_name, "uid": uid, "blockOwnerDeletion": true}]);
+                    let r = client
+                        .post(&base)
+                        .bearer_auth(&token)
+                        .header("Content-Type", "application/json")
+                        .body(body.to_string())
+                        .send()
+                        .await?;
+                    if r.status().as_u16() != 201 {
+                        bail!("creating a dependent: {}", r.text().await?);
+                    }
+                }
+                Ok::<_, anyhow::Error>(())
+            }));
+        }
+        for t in tasks {
+            t.await??;
+        }
+        let started = Instant::now();
+        let r = client
+            .delete(format!("{base}/{owner_name}"))
+            .bearer_auth(&server.token)
+            .header("Content-Type", "application/json")
+            .body(json!({"propagationPolicy": policy}).to_string())
+            .send()
+            .await?;
+        if !r.status().is_success() {
+            bail!("deleting the owner: {}", r.text().await?);
+        }
+        let deadline = Instant::now() + Duration::from_mins(10);
+        loop {
+            let deps: Value = client
+                .get(format!("{base}?labelSelector=gc%3D{label}&limit=1"))
+                .bearer_auth(&server.token)
+                .send()
+                .await?
+                .json()
+                .await?;
+            let owner_gone = client
+                .get(format!("{base}/{owner_name}"))
+                .bearer_auth(&server.token)
+                .send()
+                .await?
+                .status()
+                .as_u16()
+                == 404;
+            if owner_gone && deps["items"].as_array().is_some_and(Vec::is_empty) {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("the garbage collector did not finish within 10 minutes");
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        report.row(
+            &format!("gc: delete owner → {n} dependents gone ({policy})"),
+            ms(started.elapsed()),
+            if policy == "Foreground" {
+                "until the owner is gone too (dependents first)".into()
+            } else {
+                "owner goes at once; dependents after".into()
+            },
+        );
+    }
+    Ok(())
 }

@@ -8,8 +8,9 @@
 //!   [`conversion`] (conversion webhooks), [`kubeconfig`].
 //! - [`registry`]: per-kind strategies, the kinds table, the CRD registry, the custom-object
 //!   pipeline.
-//! - [`controllers`] (CRD naming/establishing/cleanup, namespace cleanup, storage-version
-//!   migration, compaction, on informers), [`admission`], [`discovery`], [`openapi`].
+//! - [`controllers`] (CRD naming/establishing/cleanup, namespace cleanup, garbage collection,
+//!   storage-version migration, compaction, on informers), [`admission`], [`discovery`],
+//!   [`openapi`].
 //! - [`state`]: what requests share.
 //! - [`handlers`]: one module per verb, generic over a [`registry::Strategy`], and field
 //!   ownership (server-side apply).
@@ -50,6 +51,7 @@ use tokio::sync::watch;
 
 use crate::auth::TokenAuthenticator;
 use crate::controllers::crds::CrdController;
+use crate::controllers::gc::GarbageCollector;
 use crate::controllers::namespaces::NamespaceController;
 use crate::controllers::supervisor::Supervisor;
 use crate::state::AppState;
@@ -136,6 +138,13 @@ pub async fn run(
     supervisor.spawn("namespaces", move |shutdown| {
         namespaces.clone().run(shutdown)
     });
+    let gc = GarbageCollector::new(
+        store.clone(),
+        state.registry.clone(),
+        state.kinds.all().cloned().collect(),
+        crds_synced.clone(),
+    );
+    supervisor.spawn("garbagecollector", move |shutdown| gc.clone().run(shutdown));
     let (migration_store, registry) = (store.clone(), state.registry.clone());
     let synced = crds_synced.clone();
     supervisor.spawn("storageversionmigrations", move |shutdown| {

@@ -1,5 +1,5 @@
 //! kube-rs on the built-in kinds, as a typical operator uses them in its first minute: a
-//! `Controller` that `owns()` ConfigMaps, a `Recorder` publishing Events, Lease-based leader
+//! `Controller` that `owns()` `ConfigMaps`, a `Recorder` publishing Events, Lease-based leader
 //! election between two contenders, and Secrets read back.
 
 use std::collections::BTreeMap;
@@ -64,7 +64,7 @@ fn deployment(name: &str) -> Deployment {
     .expect("a valid Deployment")
 }
 
-/// The reconciler: every Deployment owns a ConfigMap `<name>-config`, written by server-side
+/// The reconciler: every Deployment owns a `ConfigMap` `<name>-config`, written by server-side
 /// apply with an owner reference.
 async fn reconcile(d: Arc<Deployment>, api: Arc<Api<ConfigMap>>) -> Result<Action, kube::Error> {
     let owner = d
@@ -213,7 +213,7 @@ async fn try_acquire(leases: &Api<Lease>, me: &str, duration_secs: i32) -> bool 
     };
     let spec = current.spec.clone().unwrap_or_default();
     let held_by_other = spec.holder_identity.as_deref().is_some_and(|h| h != me);
-    let expires = spec.renew_time.map(|t| t.0).unwrap_or(now)
+    let expires = spec.renew_time.map_or(now, |t| t.0)
         + std::time::Duration::from_secs(
             u64::try_from(spec.lease_duration_seconds.unwrap_or(0)).unwrap_or(0),
         );

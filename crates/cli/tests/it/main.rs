@@ -7,6 +7,7 @@ mod cel;
 mod conversion;
 #[cfg(feature = "etcd")]
 mod etcd;
+mod gc;
 mod http_api;
 mod kube_rs;
 mod kube_rs_builtin;

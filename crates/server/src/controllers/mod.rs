@@ -7,6 +7,8 @@
 //!   conditions, and runs the cleanup finalizer on deletion.
 //! - [`namespaces::NamespaceController`]: deletes the custom objects of terminating namespaces,
 //!   then the namespace.
+//! - [`gc::GarbageCollector`]: deletes objects whose owners are gone and carries out the
+//!   foreground and orphan propagation policies, for every kind served.
 //! - [`migration`]: storage-version migration for StorageVersionMigration objects.
 //! - [`compaction`]: compacts storage history periodically, as kube-apiserver does.
 //! - [`purge`]: deleting everything under a key prefix, honouring finalizers.
@@ -25,6 +27,7 @@
 
 pub mod compaction;
 pub mod crds;
+pub mod gc;
 pub mod informer;
 pub mod migration;
 pub mod namespaces;

@@ -1,12 +1,14 @@
-//! DELETE of one object (generic store `Delete`): preconditions, then either a graceful
-//! deletion (finalizers pending: set deletionTimestamp and keep the object) or removal.
+//! DELETE of one object (generic store `Delete`): preconditions, then the propagation policy's
+//! GC finalizers (`orphan`, `foregroundDeletion`) and the strategy's verdict
+//! ([`owners::prepare_delete`]), then either a graceful deletion (finalizers pending: set
+//! deletionTimestamp and keep the object) or removal.
 
 use crd_core::Status;
 use crd_storage::{KeyValue, StorageError};
 
 use super::{Ctx, Reply, ReplyBody, get_stored, read_object, render_object, storage_bytes};
 use crate::error::ApiError;
-use crate::registry::{DeleteOutcome, Strategy, meta};
+use crate::registry::{DeleteOutcome, Strategy, meta, owners};
 use crate::request::options::DeleteOptions;
 
 /// Deletes one object.
@@ -57,15 +59,7 @@ pub async fn delete_object(
             .into());
         }
     }
-    let outcome = if meta::is_deleting(&obj) {
-        if strategy.ready_to_remove(&obj) {
-            DeleteOutcome::Immediate
-        } else {
-            DeleteOutcome::Graceful
-        }
-    } else {
-        strategy.before_delete(&mut obj)
-    };
+    let outcome = owners::prepare_delete(strategy, &mut obj, opts.propagation_policy);
     match outcome {
         DeleteOutcome::Immediate => {
             if opts.dry_run {

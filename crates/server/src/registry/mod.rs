@@ -5,8 +5,9 @@
 //! Main types: [`ResourceInfo`], [`Strategy`], [`Subresource`], [`Scope`].
 //! Modules: [`serving`] (per-CRD compiled state), [`pipeline`] (the custom-object transforms),
 //! [`kinds`] (the table of kinds with fixed strategies), the strategies [`crds`],
-//! [`namespaces`], [`migrations`], [`builtin`] (every `crd_builtin` kind) and [`custom`], and
-//! [`meta`] (metadata access).
+//! [`namespaces`], [`migrations`], [`builtin`] (every `crd_builtin` kind) and [`custom`],
+//! [`meta`] (metadata access) and [`owners`] (owner references, GC finalizers and the delete
+//! step every kind shares).
 
 pub mod builtin;
 pub mod conditions;
@@ -16,6 +17,7 @@ pub mod kinds;
 pub mod meta;
 pub mod migrations;
 pub mod namespaces;
+pub mod owners;
 pub mod pipeline;
 pub mod serving;
 pub mod storage_versions;
@@ -208,6 +210,14 @@ pub trait Strategy: Send + Sync {
         } else {
             DeleteOutcome::Graceful
         }
+    }
+
+    /// What happens to the dependents of a deleted object when the DELETE names no
+    /// `propagationPolicy` and the object carries no GC finalizer (upstream's
+    /// `DefaultGarbageCollectionPolicy`); [`owners::GcPolicy::Unsupported`] keeps the kind out of
+    /// cascading deletion.
+    fn gc_policy(&self) -> owners::GcPolicy {
+        owners::GcPolicy::DeleteDependents
     }
 
     /// Whether a deleting object whose finalizers are gone may now be removed.

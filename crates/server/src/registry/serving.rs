@@ -418,4 +418,10 @@ impl Registry {
     pub fn generation(&self) -> u64 {
         *self.generation.borrow()
     }
+
+    /// A receiver of the change counter, which changes whenever a CRD comes, changes or goes
+    /// (the garbage collector follows the set of resources through it).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
 }

@@ -414,8 +414,13 @@ impl DeleteOptions {
                     policy.as_deref().unwrap_or(""),
                     "orphanDependents and deletionPropagation cannot be both set",
                 ));
-            } else if o {
-                opts.propagation_policy = Some(PropagationPolicy::Orphan);
+            } else {
+                // `orphanDependents: false` drops both GC finalizers, as `Background` does.
+                opts.propagation_policy = Some(if o {
+                    PropagationPolicy::Orphan
+                } else {
+                    PropagationPolicy::Background
+                });
             }
         }
         if let Some(g) = opts.grace_period_seconds

@@ -3,6 +3,7 @@
 //! (flags, signals, restarts) or kubectl live in `crates/cli/tests/it`.
 
 mod api;
+mod gc;
 mod hostile;
 mod support;
 mod watch;
