@@ -106,6 +106,10 @@ struct ServeArgs {
     /// Mutating requests in flight at once; more get 429 (0: no limit).
     #[arg(long, default_value_t = 200)]
     max_mutating_requests_inflight: usize,
+    /// The largest object stored, in bytes: etcd's default request limit, so what passes here
+    /// passes on a cluster (0: only the storage engine's own limit).
+    #[arg(long, default_value_t = crd_server::limits::DEFAULT_MAX_OBJECT_SIZE)]
+    max_object_size: usize,
     /// How long one conversion-webhook call may take (Go duration: `500ms`, `2s`, `1m`).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     conversion_webhook_timeout: Duration,
@@ -204,6 +208,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             limits: crd_server::limits::Limits {
                 max_requests_inflight: args.max_requests_inflight,
                 max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+                max_object_size: args.max_object_size,
                 ..crd_server::limits::Limits::default()
             },
             client_ca_file: args.client_ca_file.clone(),

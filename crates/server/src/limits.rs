@@ -16,7 +16,13 @@ pub struct Limits {
     pub max_mutating_requests_inflight: usize,
     /// Open client connections at once.
     pub max_connections: usize,
+    /// `--max-object-size`: the largest stored object, in bytes (etcd's default request limit,
+    /// so tests that pass here do not fail on a cluster); 0 means the engine's own limit.
+    pub max_object_size: usize,
 }
+
+/// etcd's default `--max-request-bytes` (1.5 MiB).
+pub const DEFAULT_MAX_OBJECT_SIZE: usize = 1_572_864;
 
 impl Default for Limits {
     /// kube-apiserver's defaults (400 and 200), and 10,000 connections.
@@ -25,6 +31,7 @@ impl Default for Limits {
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
             max_connections: 10_000,
+            max_object_size: DEFAULT_MAX_OBJECT_SIZE,
         }
     }
 }
@@ -33,6 +40,7 @@ impl Default for Limits {
 pub struct InFlight {
     read: Option<Arc<Semaphore>>,
     mutating: Option<Arc<Semaphore>>,
+    max_object_size: usize,
 }
 
 impl InFlight {
@@ -42,7 +50,13 @@ impl InFlight {
         InFlight {
             read: sem(limits.max_requests_inflight),
             mutating: sem(limits.max_mutating_requests_inflight),
+            max_object_size: limits.max_object_size,
         }
+    }
+
+    /// The largest object a write may store (0: no limit of the server's own).
+    pub fn max_object_size(&self) -> usize {
+        self.max_object_size
     }
 
     /// A slot for a request, or `None` when the limit is reached. Unlimited kinds get
@@ -70,6 +84,7 @@ mod tests {
             max_requests_inflight: 1,
             max_mutating_requests_inflight: 0,
             max_connections: 1,
+            max_object_size: 0,
         });
         let first = f.try_acquire(&Method::GET).expect("first read fits");
         assert!(

@@ -108,4 +108,43 @@ forced = dyn.server_side_apply(crontabs,
           "metadata": {"name": "py-ssa", "namespace": "default"}, "spec": {"image": "two"}},
     field_manager="someone-else", force_conflicts=True, namespace="default")
 assert forced.spec.image == "two", forced
+
+# Built-in kinds through the typed APIs: ConfigMaps, Secrets, Events, Deployments with scale.
+cm = core.create_namespaced_config_map("default", client.V1ConfigMap(
+    metadata=client.V1ObjectMeta(name="py-cm"), data={"a": "b"}))
+assert cm.data == {"a": "b"}, cm
+assert core.read_namespaced_config_map("py-cm", "default").data["a"] == "b"
+assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == ["py-cm"]
+sec = core.create_namespaced_secret("default", client.V1Secret(
+    metadata=client.V1ObjectMeta(name="py-secret"), string_data={"token": "s3cret"}))
+assert sec.type == "Opaque" and sec.data == {"token": "czNjcmV0"}, sec
+try:
+    core.create_namespaced_config_map("default", client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="bad"), data={"bad key": "x"}))
+    raise SystemExit("expected a 422 for a bad ConfigMap key")
+except ApiException as e:
+    assert e.status == 422, e
+    assert "a valid config key must consist of alphanumeric characters" in e.body, e.body
+ev = core.create_namespaced_event("default", client.CoreV1Event(
+    metadata=client.V1ObjectMeta(name="py-event"),
+    involved_object=client.V1ObjectReference(kind="ConfigMap", name="py-cm", namespace="default"),
+    reason="Tested", message="from python", type="Normal"))
+assert ev.reason == "Tested", ev
+found = core.list_namespaced_event("default", field_selector="involvedObject.name=py-cm").items
+assert [e.metadata.name for e in found] == ["py-event"], found
+
+apps = client.AppsV1Api(api_client)
+dep = apps.create_namespaced_deployment("default", client.V1Deployment(
+    metadata=client.V1ObjectMeta(name="py-deploy"),
+    spec=client.V1DeploymentSpec(
+        replicas=1,
+        selector=client.V1LabelSelector(match_labels={"app": "py"}),
+        template=client.V1PodTemplateSpec(
+            metadata=client.V1ObjectMeta(labels={"app": "py"}),
+            spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="nginx")])))))
+assert dep.spec.strategy.type == "RollingUpdate", dep.spec.strategy
+scale = apps.read_namespaced_deployment_scale("py-deploy", "default")
+assert scale.spec.replicas == 1 and scale.status.selector == "app=py", scale
+apps.patch_namespaced_deployment_scale("py-deploy", "default", {"spec": {"replicas": 4}})
+assert apps.read_namespaced_deployment("py-deploy", "default").spec.replicas == 4
 print("python client flow: ok")

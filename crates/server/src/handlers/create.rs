@@ -74,7 +74,7 @@ pub async fn create_object(
     let stored = loop {
         let current = meta::name(&obj).to_string();
         let key = info.key(Some(meta::namespace(&obj)), &current);
-        let value = storage_bytes(strategy, &obj).await?;
+        let value = storage_bytes(ctx, strategy, &obj).await?;
         if ctx.dry_run() {
             if ctx.store().get(&key).await.ok().flatten().is_some() {
                 return Err(Status::already_exists(&info.group_resource(), &current).into());

@@ -96,7 +96,7 @@ pub async fn delete_object(
             if meta::same_ignoring_rv(&obj, &original) {
                 return Ok(Reply::value(200, render_object(ctx, strategy, original)?));
             }
-            let value = storage_bytes(strategy, &obj).await?;
+            let value = storage_bytes(ctx, strategy, &obj).await?;
             if opts.dry_run {
                 let out =
                     super::preview(strategy, &current.key, value, current.mod_revision).await?;

@@ -247,16 +247,24 @@ pub async fn read_object(strategy: &dyn Strategy, kv: &KeyValue) -> Result<Value
 }
 
 /// Encodes an object for storage: converted to the storage version, without resourceVersion.
-pub async fn storage_bytes(strategy: &dyn Strategy, obj: &Value) -> Result<Bytes, ApiError> {
+pub async fn storage_bytes(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    obj: &Value,
+) -> Result<Bytes, ApiError> {
     let converted = match strategy.conversion() {
         Some(plan) => pipeline::to_storage(&plan, obj.clone()).await?,
         None => obj.clone(),
     };
     let mut stored = strategy.write_shape(converted);
     meta::clear_resource_version(&mut stored);
-    serde_json::to_vec(&stored)
-        .map(Bytes::from)
-        .map_err(|e| Status::internal(e).into())
+    let bytes = serde_json::to_vec(&stored).map_err(Status::internal)?;
+    let limit = ctx.state.limits.max_object_size();
+    if limit > 0 && bytes.len() > limit {
+        // What a cluster answers when an object passes etcd's request limit.
+        return Err(Status::failure(500, "", "etcdserver: request is too large").into());
+    }
+    Ok(Bytes::from(bytes))
 }
 
 /// Renders one object in the negotiated output (Table, metadata-only, or as is).

@@ -106,7 +106,7 @@ pub async fn write_update(
     // A write that would store the same bytes is skipped (the resourceVersion stays). Comparing
     // the encoded bytes, as etcd3's GuaranteedUpdate does, means an unchanged object stored at an
     // older version is still rewritten at the current storage version.
-    let value = storage_bytes(strategy, &new).await?;
+    let value = storage_bytes(ctx, strategy, &new).await?;
     if value == current.value {
         return Ok((old, warnings));
     }

@@ -25,7 +25,8 @@ async fn send(s: &TestServer, ct: &str, body: Vec<u8>) -> (u16, Value) {
 
 #[tokio::test]
 async fn hostile_inputs_get_a_status_and_the_server_stays_healthy() {
-    let s = TestServer::start().await;
+    // Without `--max-object-size`, so the storage engine's own limit (6 MiB) is what refuses.
+    let s = TestServer::start_with(|c| c.limits.max_object_size = 0).await;
     s.api(HttpVersion::Http2)
         .create_crd(crd_json("r.example.com", "records", "Record", "Namespaced"))
         .await;
@@ -124,4 +125,31 @@ async fn hostile_inputs_get_a_status_and_the_server_stays_healthy() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
+}
+
+/// `--max-object-size` (default 1.5 MiB, etcd's request limit): a write whose stored object
+/// passes it gets the error a cluster gives, and nothing is stored.
+#[tokio::test]
+async fn objects_past_the_max_object_size_are_refused_as_etcd_refuses_them() {
+    let s = TestServer::start().await;
+    s.api(HttpVersion::Http2)
+        .create_crd(crd_json("r.example.com", "records", "Record", "Namespaced"))
+        .await;
+    let body = |name: &str, size: usize| {
+        format!(
+            r#"{{"apiVersion":"r.example.com/v1","kind":"Record","metadata":{{"name":"{name}"}},"spec":{{"a":"{}"}}}}"#,
+            "y".repeat(size)
+        )
+        .into_bytes()
+    };
+    let (code, _) = send(&s, "application/json", body("fits", 1024 * 1024)).await;
+    assert_eq!(code, 201);
+    let (code, status) = send(&s, "application/json", body("too-big", 1_600_000)).await;
+    assert_eq!(code, 500, "{status}");
+    assert_eq!(status["message"], "etcdserver: request is too large");
+    let r = s
+        .api(HttpVersion::Http1)
+        .get(&format!("{BASE}/too-big"))
+        .await;
+    assert_eq!(r.status, 404, "nothing stored");
 }
