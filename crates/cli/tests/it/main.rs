@@ -3,6 +3,7 @@
 
 mod access;
 mod builtin;
+mod builtin_each_kind;
 mod cel;
 mod conversion;
 #[cfg(feature = "etcd")]

@@ -1,0 +1,156 @@
+//! Every built-in kind through the everyday kubectl verbs, as a user types them: `apply`
+//! (client-side), `get` (the server's table), `describe`, `label`, `edit` (through `KUBE_EDITOR`),
+//! `apply --server-side`, and `delete`.
+
+use crate::support::TestServer;
+
+/// One minimal valid manifest per kind (resource name for kubectl, object name, YAML).
+const MANIFESTS: &[(&str, &str, &str)] = &[
+    (
+        "configmaps",
+        "cm1",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm1\ndata:\n  a: b\n",
+    ),
+    (
+        "secrets",
+        "s1",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s1\nstringData:\n  k: v\n",
+    ),
+    (
+        "serviceaccounts",
+        "sa1",
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa1\n",
+    ),
+    (
+        "services",
+        "svc1",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: svc1\nspec:\n  selector:\n    app: x\n  ports:\n  - port: 80\n",
+    ),
+    (
+        "endpoints",
+        "ep1",
+        "apiVersion: v1\nkind: Endpoints\nmetadata:\n  name: ep1\n",
+    ),
+    (
+        "pods",
+        "pod1",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: pod1\nspec:\n  containers:\n  - name: c\n    image: nginx\n",
+    ),
+    (
+        "persistentvolumeclaims",
+        "pvc1",
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: pvc1\nspec:\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: 1Gi\n",
+    ),
+    (
+        "events",
+        "ev1",
+        "apiVersion: v1\nkind: Event\nmetadata:\n  name: ev1\ninvolvedObject:\n  kind: Pod\n  name: pod1\n  namespace: default\nreason: Tested\nmessage: hello\ntype: Normal\n",
+    ),
+    (
+        "deployments",
+        "dep1",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: dep1\nspec:\n  selector:\n    matchLabels:\n      app: d\n  template:\n    metadata:\n      labels:\n        app: d\n    spec:\n      containers:\n      - name: c\n        image: nginx\n",
+    ),
+    (
+        "statefulsets",
+        "sts1",
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: sts1\nspec:\n  serviceName: svc1\n  selector:\n    matchLabels:\n      app: s\n  template:\n    metadata:\n      labels:\n        app: s\n    spec:\n      containers:\n      - name: c\n        image: nginx\n",
+    ),
+    (
+        "daemonsets",
+        "ds1",
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: ds1\nspec:\n  selector:\n    matchLabels:\n      app: ds\n  template:\n    metadata:\n      labels:\n        app: ds\n    spec:\n      containers:\n      - name: c\n        image: nginx\n",
+    ),
+    (
+        "replicasets",
+        "rs1",
+        "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: rs1\nspec:\n  selector:\n    matchLabels:\n      app: rs\n  template:\n    metadata:\n      labels:\n        app: rs\n    spec:\n      containers:\n      - name: c\n        image: nginx\n",
+    ),
+    (
+        "jobs",
+        "job1",
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: job1\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: busybox\n",
+    ),
+    (
+        "cronjobs",
+        "cj1",
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: cj1\nspec:\n  schedule: \"*/5 * * * *\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers:\n          - name: c\n            image: busybox\n",
+    ),
+    (
+        "ingresses",
+        "ing1",
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: ing1\nspec:\n  defaultBackend:\n    service:\n      name: svc1\n      port:\n        number: 80\n",
+    ),
+    (
+        "endpointslices",
+        "eps1",
+        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: eps1\naddressType: IPv4\nendpoints: []\n",
+    ),
+    (
+        "poddisruptionbudgets",
+        "pdb1",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: pdb1\nspec:\n  minAvailable: 1\n  selector:\n    matchLabels:\n      app: d\n",
+    ),
+    (
+        "leases",
+        "lease1",
+        "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: lease1\nspec:\n  holderIdentity: a\n  leaseDurationSeconds: 15\n",
+    ),
+];
+
+/// A `KUBE_EDITOR` that adds the label `edited=yes` to the object kubectl hands it.
+const EDITOR: &str = "import sys, yaml\np = sys.argv[1]\nd = yaml.safe_load(open(p))\n(d['metadata'].get('labels') or d['metadata'].setdefault('labels', {}))['edited'] = 'yes'\nd['metadata']['labels']['edited'] = 'yes'\nyaml.safe_dump(d, open(p, 'w'))\n";
+
+#[test]
+fn every_kind_through_the_everyday_verbs() {
+    let s = TestServer::start();
+    let editor = s.write("editor.py", EDITOR);
+    for (resource, name, yaml) in MANIFESTS {
+        let file = format!("{name}.yaml");
+        s.write(&file, yaml);
+        let out = s.kubectl_ok(&["apply", "-f", &file]);
+        assert!(out.contains("created"), "{resource}: {out}");
+
+        // `-o wide` shows priority-1 columns too (an Event's NAME is one, as upstream).
+        let table = s.kubectl_ok(&["get", resource, name, "-o", "wide"]);
+        let mut lines = table.lines();
+        let head = lines.next().unwrap_or("");
+        assert!(head.contains("NAME"), "{resource}: {table}");
+        assert!(
+            lines.next().is_some_and(|l| l.contains(name)),
+            "{resource}: {table}"
+        );
+
+        let described = s.kubectl_ok(&["describe", resource, name]);
+        assert!(described.contains(name), "{resource}: {described}");
+
+        let out = s.kubectl_ok(&["label", resource, name, "tier=test"]);
+        assert!(out.contains("labeled"), "{resource}: {out}");
+
+        let out = std::process::Command::new("kubectl")
+            .args(["edit", resource, name])
+            .env("KUBECONFIG", s.kubeconfig())
+            .env("KUBE_EDITOR", format!("python3 {}", editor.display()))
+            .current_dir(s.data_dir().parent().expect("a parent dir"))
+            .output()
+            .expect("kubectl edit runs");
+        assert!(
+            out.status.success(),
+            "{resource}: edit failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let labels = s.kubectl_ok(&["get", resource, name, "-o", "jsonpath={.metadata.labels}"]);
+        assert!(
+            labels.contains("\"edited\":\"yes\"") && labels.contains("\"tier\":\"test\""),
+            "{resource}: {labels}"
+        );
+
+        let out = s.kubectl_ok(&["apply", "--server-side", "--force-conflicts", "-f", &file]);
+        assert!(out.contains("serverside-applied"), "{resource}: {out}");
+
+        let out = s.kubectl_ok(&["delete", resource, name]);
+        assert!(out.contains("deleted"), "{resource}: {out}");
+        let gone = s.kubectl(&["get", resource, name]);
+        assert!(!gone.status.success(), "{resource} is gone");
+    }
+}
