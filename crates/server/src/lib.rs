@@ -32,6 +32,7 @@ pub mod http;
 pub mod kubeconfig;
 pub mod limits;
 pub mod openapi;
+pub mod openapi_pb;
 pub mod protobuf;
 pub mod registry;
 pub mod request;

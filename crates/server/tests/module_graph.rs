@@ -8,7 +8,14 @@ use std::path::Path;
 /// submodules).
 const LAYERS: &[&[&str]] = &[
     &[
-        "error", "version", "body", "table", "auth", "protobuf", "limits",
+        "error",
+        "version",
+        "body",
+        "table",
+        "auth",
+        "protobuf",
+        "limits",
+        "openapi_pb",
     ],
     &["tls", "authz", "conversion", "request"],
     &["kubeconfig"],

@@ -154,3 +154,35 @@ fn every_kind_through_the_everyday_verbs() {
         assert!(!gone.status.success(), "{resource} is gone");
     }
 }
+
+/// `/openapi/v2` in protobuf: kubectl's first apply of a file holding a CRD and an object of it
+/// says what a cluster says (the CRD is created, the object's kind is not known yet), and
+/// `kubectl explain` reads the protobuf document.
+#[test]
+fn openapi_v2_protobuf_as_kubectl_reads_it() {
+    let s = TestServer::start();
+    let both = format!(
+        "{}\n---\n{}",
+        crate::support::crontab_crd(),
+        crate::support::my_crontab()
+    );
+    s.write("both.yaml", &both);
+    let out = s.kubectl(&["apply", "-f", "both.yaml"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains(
+            "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("no matches for kind \"CronTab\" in version \"stable.example.com/v1\"")
+            && stderr.contains("ensure CRDs are installed first"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("proto:"), "{stderr}");
+    let out = s.kubectl_ok(&["explain", "configmap", "--output=plaintext-openapiv2"]);
+    assert!(out.contains("KIND:     ConfigMap"), "{out}");
+    assert!(out.contains("ConfigMap holds configuration data"), "{out}");
+}

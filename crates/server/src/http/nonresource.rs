@@ -109,11 +109,27 @@ pub async fn handle(
         Route::OpenApiV2 if get_only(&parts.method) => {
             let docs = state.openapi.get(&state.registry).await;
             let (hash, bytes) = &docs.v2;
-            let mut resp = Response::new(full(bytes.as_ref().clone()));
+            // kubectl asks for gnostic's protobuf encoding, as kube-apiserver serves it.
+            let protobuf = parts
+                .headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|a| a.contains(crate::openapi_pb::MEDIA_TYPE));
+            let (body, content_type) = if protobuf {
+                let doc: serde_json::Value = serde_json::from_slice(bytes.as_ref())
+                    .map_err(|e| crd_core::Status::internal(format!("openapi v2: {e}")))?;
+                (
+                    crate::openapi_pb::encode_document(&doc),
+                    crate::openapi_pb::CONTENT_TYPE,
+                )
+            } else {
+                (bytes.as_ref().clone(), "application/json")
+            };
+            let mut resp = Response::new(full(body));
             let headers = resp.headers_mut();
             headers.insert(
                 http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("application/json"),
+                http::HeaderValue::from_static(content_type),
             );
             if let Ok(etag) = http::HeaderValue::from_str(&format!("\"{hash}\"")) {
                 headers.insert(http::header::ETAG, etag);
