@@ -10,6 +10,7 @@ pub mod field;
 pub mod fields;
 pub mod labels;
 pub mod status;
+pub mod strict;
 pub mod validation;
 pub mod version;
 

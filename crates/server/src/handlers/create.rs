@@ -24,8 +24,59 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
         field_validation: ctx.opts.write.field_validation,
         patch: false,
     };
-    let warnings = strategy.admit(&mut obj, &how)?;
+    let mut warnings = duplicate_fields(ctx, strategy, &obj, how)?;
+    warnings.extend(strategy.admit(&mut obj, &how)?);
     create_object(ctx, strategy, obj, warnings, Ownership::Track).await
+}
+
+/// Strict decoding's duplicate fields in a JSON body (`sigs.k8s.io/json`): warnings under
+/// `Warn`; under `Strict` a 400 listing them with the unknown fields, in document order, as
+/// upstream's decoder reports them.
+pub(super) fn duplicate_fields(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    obj: &Value,
+    how: crate::registry::Admission,
+) -> Result<Vec<String>, ApiError> {
+    use crate::request::options::FieldValidation;
+    if how.field_validation == FieldValidation::Ignore
+        || !matches!(
+            crate::request::negotiate::body_format(ctx.headers),
+            Ok(crate::request::negotiate::BodyFormat::Json)
+        )
+    {
+        return Ok(Vec::new());
+    }
+    let Some(scan) = crd_core::strict::scan(&ctx.body) else {
+        return Ok(Vec::new());
+    };
+    if scan.duplicates.is_empty() {
+        return Ok(Vec::new());
+    }
+    if how.field_validation == FieldValidation::Warn {
+        return Ok(crd_core::strict::problems(&scan, &[]));
+    }
+    // The unknown fields the admission step finds, to report them together.
+    let mut copy = obj.clone();
+    let warn = crate::registry::Admission {
+        field_validation: FieldValidation::Warn,
+        ..how
+    };
+    let unknown: Vec<String> = strategy
+        .admit(&mut copy, &warn)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|w| w.strip_prefix("unknown field \"")?.strip_suffix('"'))
+        .map(String::from)
+        .collect();
+    let info = strategy.info();
+    Err(Status::bad_request(format!(
+        "{kind} in version {v} cannot be handled as a {kind}: strict decoding error: {}",
+        crd_core::strict::problems(&scan, &unknown).join(", "),
+        kind = info.kind,
+        v = go_quote(&info.version),
+    ))
+    .into())
 }
 
 /// Creates an admitted object: system fields, preparation, field ownership, validation,

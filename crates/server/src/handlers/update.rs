@@ -22,7 +22,8 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
         field_validation: ctx.opts.write.field_validation,
         patch: false,
     };
-    let mut warnings = strategy.admit(&mut new, &how)?;
+    let mut warnings = super::create::duplicate_fields(ctx, strategy, &new, how)?;
+    warnings.extend(strategy.admit(&mut new, &how)?);
     if meta::name(&new) != name {
         return Err(Status::bad_request(format!(
             "the name of the object ({}) does not match the name on the URL ({name})",

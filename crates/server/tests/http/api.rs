@@ -619,3 +619,42 @@ async fn client_written_managed_fields() {
         .collect();
     assert_eq!(managers, vec!["resetter"], "{entries}");
 }
+
+/// Duplicate JSON fields in a body: a 400 listing them with the unknown fields in document
+/// order under `Strict`, warnings under `Warn` (the last value wins, as Go's decoder keeps it).
+#[tokio::test]
+async fn duplicate_fields_in_bodies() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d","name":"d","bogus":1},"data":{"a":"1","a":"2"}}"#;
+    let send = |query: &'static str| {
+        api.request(
+            Method::POST,
+            &format!("/api/v1/namespaces/default/configmaps{query}"),
+        )
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+    };
+    let r = send("?fieldValidation=Strict").await.unwrap();
+    assert_eq!(r.status(), 400);
+    let st: Value = r.json().await.unwrap();
+    assert_eq!(
+        st["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"metadata.name\", unknown field \"metadata.bogus\", duplicate field \"data.a\""
+    );
+    let r = send("").await.unwrap();
+    assert_eq!(r.status(), 201);
+    let warnings: Vec<String> = r
+        .headers()
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(String::from))
+        .collect();
+    assert!(
+        warnings.contains(&"299 - \"duplicate field \\\"data.a\\\"\"".to_string()),
+        "{warnings:?}"
+    );
+    let created: Value = r.json().await.unwrap();
+    assert_eq!(created["data"]["a"], "2");
+}
