@@ -52,78 +52,7 @@ async fn watch_streams_events_and_times_out() {
 }
 
 /// The CronTab CRD of the serving tests: printer columns, subresources and a selectable field.
-const CRD: &str = r"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: crontabs.stable.example.com
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names:
-    plural: crontabs
-    singular: crontab
-    kind: CronTab
-    shortNames: [ct]
-    categories: [all]
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              cronSpec: {type: string}
-              image: {type: string}
-              replicas: {type: integer}
-              color: {type: string}
-              ratio: {type: number}
-              enabled: {type: boolean}
-          status:
-            type: object
-            properties:
-              replicas: {type: integer}
-              labelSelector: {type: string}
-    selectableFields:
-    - jsonPath: .spec.color
-    additionalPrinterColumns:
-    - name: Spec
-      type: string
-      description: The cron spec defining the interval a CronJob is run
-      jsonPath: .spec.cronSpec
-    - name: Replicas
-      type: integer
-      description: The number of jobs launched by the CronJob
-      jsonPath: .spec.replicas
-    - name: Age
-      type: date
-      jsonPath: .metadata.creationTimestamp
-    - name: Image
-      type: string
-      priority: 1
-      jsonPath: .spec.image
-    - name: Ratio
-      type: number
-      priority: 1
-      jsonPath: .spec.ratio
-    - name: Enabled
-      type: boolean
-      priority: 1
-      jsonPath: .spec.enabled
-    - name: Mismatch
-      type: integer
-      priority: 1
-      jsonPath: .spec.cronSpec
-    subresources:
-      status: {}
-      scale:
-        specReplicasPath: .spec.replicas
-        statusReplicasPath: .status.replicas
-        labelSelectorPath: .status.labelSelector
-";
+const CRD: &str = include_str!("../../../../examples/crds/crontab-serving.yaml");
 
 #[tokio::test]
 async fn metadata_only_responses_and_watch_details() {
