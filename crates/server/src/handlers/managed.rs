@@ -54,14 +54,18 @@ fn subresource_name(sub: Subresource) -> &'static str {
 
 /// Runs `f` with the field manager of the strategy's kind and version at endpoint `sub`.
 fn with_field_manager<R>(
+    ctx: &Ctx<'_>,
     strategy: &dyn Strategy,
-    sub: Subresource,
     f: impl FnOnce(FieldManager<'_>) -> R,
 ) -> R {
+    // Entries name the endpoint the request addressed (`scale` too, though a scale write is a
+    // write of the object's replicas); reset fields follow the write's semantics.
+    let endpoint = ctx.req.endpoint();
+    let sub = ctx.sub;
     let info = strategy.info();
     let api_version = info.api_version();
     let mut fm = FieldManager::new(strategy.apply_schema(), &api_version, &info.kind)
-        .with_subresource(subresource_name(sub));
+        .with_subresource(subresource_name(endpoint));
     if let Some(reset) = strategy.reset_fields(sub) {
         fm = fm.with_reset_fields(reset);
     }
@@ -71,7 +75,7 @@ fn with_field_manager<R>(
 /// Records an `Update` of `new` over `old` (`None` on create) by the request's manager.
 pub fn track_update(ctx: &Ctx<'_>, strategy: &dyn Strategy, old: Option<&Value>, new: &mut Value) {
     let manager = manager_name(ctx);
-    with_field_manager(strategy, ctx.sub, |fm| {
+    with_field_manager(ctx, strategy, |fm| {
         fm.update(old, new, &manager, &meta::now_rfc3339());
     });
 }
@@ -85,7 +89,7 @@ pub fn apply(
     config: &Value,
 ) -> Result<Value, ApiError> {
     let manager = ctx.opts.write.field_manager.clone().unwrap_or_default();
-    with_field_manager(strategy, ctx.sub, |fm| {
+    with_field_manager(ctx, strategy, |fm| {
         fm.apply(
             live,
             config,

@@ -658,3 +658,45 @@ async fn duplicate_fields_in_bodies() {
     let created: Value = r.json().await.unwrap();
     assert_eq!(created["data"]["a"], "2");
 }
+
+/// A write through `/scale` is recorded as the manager's entry with subresource `scale`, owning
+/// the object's replicas field, as upstream records it.
+#[tokio::test]
+async fn scale_writes_are_owned_through_the_scale_subresource() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let mut crd = crd_json("sc.example.com", "things", "Thing", "Namespaced");
+    crd["spec"]["versions"][0]["subresources"] = json!({"scale": {
+        "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}});
+    api.create_crd(crd).await;
+    let base = "/apis/sc.example.com/v1/namespaces/default/things";
+    let r = api
+        .post(
+            base,
+            json!({"apiVersion": "sc.example.com/v1", "kind": "Thing",
+                   "metadata": {"name": "t"}, "spec": {"replicas": 1}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{base}/t/scale?fieldManager=autoscaler"),
+            "application/merge-patch+json",
+            Some(json!({"spec": {"replicas": 3}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let obj = api.get(&format!("{base}/t")).await.json();
+    assert_eq!(obj["spec"]["replicas"], 3);
+    let entry = obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "autoscaler")
+        .cloned()
+        .unwrap_or_else(|| panic!("no autoscaler entry: {obj}"));
+    assert_eq!(entry["subresource"], "scale", "{entry}");
+    assert_eq!(entry["operation"], "Update");
+    assert_eq!(entry["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+}
