@@ -13,6 +13,7 @@ use super::{Ctx, Reply, get_stored, read_object};
 use crate::error::ApiError;
 use crate::registry::serving::ScalePaths;
 use crate::registry::{Strategy, meta};
+use crate::request::negotiate::{BodyFormat, PatchType, decode_document};
 use crate::request::route::Verb;
 use crate::table::lookup;
 
@@ -33,6 +34,9 @@ pub async fn handle(
         Verb::Update => decode_body(ctx, strategy)?,
         Verb::Patch => {
             let kind = patch_kind(ctx, strategy)?;
+            if kind == PatchType::Apply {
+                return apply_scale(ctx, strategy, paths, &current, &obj).await;
+            }
             // The Scale kind is typed by no schema here: a strategic merge patch of its scalar
             // fields is a merge.
             apply(
@@ -64,6 +68,45 @@ pub async fn handle(
     let mut new = obj.clone();
     set_path(&mut new, &paths.spec_replicas, Value::from(replicas));
     let (out, warnings) = write_update(ctx, strategy, &current, new, Ownership::Track).await?;
+    Ok(Reply::value(200, scale_of(&out, paths)?).with_warnings(warnings))
+}
+
+/// Server-side apply of a Scale: the configuration's `spec.replicas` is applied to the object's
+/// replicas field by the manager, through the `scale` subresource (its managed-fields entry
+/// says so), with conflicts against other owners of that field.
+async fn apply_scale(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    paths: &ScalePaths,
+    current: &crd_storage::KeyValue,
+    obj: &Value,
+) -> Result<Reply, ApiError> {
+    super::managed::check_patch_options(ctx, true)?;
+    let info = strategy.info();
+    let config = decode_document(BodyFormat::Yaml, &ctx.body)
+        .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
+    let api_version = config
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
+    if api_version != "autoscaling/v1" || kind != "Scale" {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        return Err(Status::bad_request(format!(
+            "invalid object type: {group}/{version}, Kind={kind}"
+        ))
+        .into());
+    }
+    let mut parent = json!({
+        "apiVersion": info.api_version(),
+        "kind": info.kind,
+        "metadata": {"name": ctx.name()},
+    });
+    if let Some(replicas) = config.pointer("/spec/replicas") {
+        set_path(&mut parent, &paths.spec_replicas, replicas.clone());
+    }
+    let applied = super::managed::apply(ctx, strategy, Some(obj), &parent)?;
+    let (out, warnings) = write_update(ctx, strategy, current, applied, Ownership::Applied).await?;
     Ok(Reply::value(200, scale_of(&out, paths)?).with_warnings(warnings))
 }
 

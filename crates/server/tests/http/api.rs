@@ -699,4 +699,45 @@ async fn scale_writes_are_owned_through_the_scale_subresource() {
     assert_eq!(entry["subresource"], "scale", "{entry}");
     assert_eq!(entry["operation"], "Update");
     assert_eq!(entry["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+
+    // Server-side apply of a Scale: owned through the scale subresource, conflicts included.
+    let scale_apply = |manager: &str, replicas: i64, force: bool| {
+        let query = format!(
+            "{base}/t/scale?fieldManager={manager}{}",
+            if force { "&force=true" } else { "" }
+        );
+        let body = format!(
+            "apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: t\nspec:\n  replicas: {replicas}\n"
+        );
+        api.request(Method::PATCH, &query)
+            .header("Content-Type", "application/apply-patch+yaml")
+            .body(body)
+            .send()
+    };
+    let r = scale_apply("hpa", 5, true).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let scale: Value = r.json().await.unwrap();
+    assert_eq!(scale["spec"]["replicas"], 5, "{scale}");
+    let obj = api.get(&format!("{base}/t")).await.json();
+    let entry = obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "hpa")
+        .cloned()
+        .unwrap_or_else(|| panic!("no hpa entry: {obj}"));
+    assert_eq!(entry["operation"], "Apply", "{entry}");
+    assert_eq!(entry["subresource"], "scale", "{entry}");
+    assert!(
+        entry["fieldsV1"]["f:spec"]["f:replicas"].is_object(),
+        "{entry}"
+    );
+    let r = scale_apply("other", 7, false).await.unwrap();
+    assert_eq!(r.status(), 409);
+    let st: Value = r.json().await.unwrap();
+    let message = st["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("conflict with \"hpa\"") && message.ends_with(".spec.replicas"),
+        "{st}"
+    );
 }
