@@ -186,3 +186,75 @@ fn openapi_v2_protobuf_as_kubectl_reads_it() {
     assert!(out.contains("KIND:     ConfigMap"), "{out}");
     assert!(out.contains("ConfigMap holds configuration data"), "{out}");
 }
+
+/// Field selectors of the built-in kinds, as kubectl sends them.
+#[test]
+fn field_selectors_of_built_in_kinds() {
+    let s = TestServer::start();
+    for (_, name, yaml) in MANIFESTS
+        .iter()
+        .filter(|(r, _, _)| matches!(*r, "pods" | "secrets" | "configmaps"))
+    {
+        let file = format!("{name}.yaml");
+        s.write(&file, yaml);
+        s.kubectl_ok(&["create", "-f", &file]);
+    }
+    s.write(
+        "tls.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: tls1\ntype: kubernetes.io/tls\ndata:\n  tls.crt: YQ==\n  tls.key: Yg==\n",
+    );
+    s.kubectl_ok(&["create", "-f", "tls.yaml"]);
+    let names = |args: &[&str]| -> String { s.kubectl_ok(args).trim().to_string() };
+    assert_eq!(
+        names(&[
+            "get",
+            "pods",
+            "--field-selector",
+            "status.phase=Pending",
+            "-o",
+            "name"
+        ]),
+        "pod/pod1"
+    );
+    assert_eq!(
+        names(&[
+            "get",
+            "pods",
+            "--field-selector",
+            "status.phase=Running",
+            "-o",
+            "name"
+        ]),
+        ""
+    );
+    assert_eq!(
+        names(&[
+            "get",
+            "secrets",
+            "--field-selector",
+            "type=kubernetes.io/tls",
+            "-o",
+            "name"
+        ]),
+        "secret/tls1"
+    );
+    assert_eq!(
+        names(&[
+            "get",
+            "cm",
+            "--field-selector",
+            "metadata.name=cm1",
+            "-o",
+            "name"
+        ]),
+        "configmap/cm1"
+    );
+    // A field the kind does not index is refused as upstream refuses it.
+    let out = s.kubectl(&["get", "cm", "--field-selector", "data.a=b"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("field label not supported: data.a"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
