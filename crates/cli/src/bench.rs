@@ -756,31 +756,12 @@ async fn webhook_conversion(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // Fill with 64 clients.
-    let mut tasks = Vec::new();
-    for c in 0..64 {
-        let client = server.client(false)?;
-        let (base, token) = (base.clone(), server.token.clone());
-        tasks.push(tokio::spawn(async move {
-            for i in (c..n).step_by(64) {
-                let mut body = object(&format!("g-{i:07}"));
-                body["kind"] = Value::from("Gadget");
-                let r = client
-                    .post(&base)
-                    .bearer_auth(&token)
-                    .header("Content-Type", "application/json")
-                    .body(body.to_string())
-                    .send()
-                    .await?;
-                if r.status().as_u16() != 201 {
-                    bail!("create failed: {}", r.text().await?);
-                }
-            }
-            Ok::<_, anyhow::Error>(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
+    post_all(server, &base, n, |i| {
+        let mut body = object(&format!("g-{i:07}"));
+        body["kind"] = Value::from("Gadget");
+        body
+    })
+    .await?;
     let gets_n = 5000.min(n * 5);
     let at_storage = gets(server, &base, "g", n, gets_n).await?;
     let beta = format!(
@@ -854,6 +835,41 @@ async fn gets(
         t.await??;
     }
     Ok(total as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Creates `n` objects built by `build(i)` at `url` from 64 clients (each its own task and
+/// connection), failing on any refusal.
+async fn post_all(
+    server: &Server,
+    url: &str,
+    n: usize,
+    build: impl Fn(usize) -> Value + Send + Sync + 'static,
+) -> anyhow::Result<()> {
+    let build = std::sync::Arc::new(build);
+    let mut tasks = Vec::new();
+    for c in 0..64 {
+        let client = server.client(false)?;
+        let (url, token, build) = (url.to_string(), server.token.clone(), build.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in (c..n).step_by(64) {
+                let r = client
+                    .post(&url)
+                    .bearer_auth(&token)
+                    .header("Content-Type", "application/json")
+                    .body(build(i).to_string())
+                    .send()
+                    .await?;
+                if r.status().as_u16() != 201 {
+                    bail!("create failed: {}", r.text().await?);
+                }
+            }
+            Ok::<_, anyhow::Error>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
 }
 
 /// `total` writes of `spec.replicas` over `existing` objects from 64 clients: merge patches, or
@@ -1015,40 +1031,16 @@ async fn garbage_collection(server: &Server, report: &mut Report, n: usize) -> a
             .unwrap_or_default()
             .to_string();
         let label = format!("gc-{}", policy.to_lowercase());
-        let mut tasks = Vec::new();
-        for c in 0..64 {
-            let client = server.client(false)?;
-            let (base, token, uid, owner_name, label) = (
-                base.clone(),
-                server.token.clone(),
-                uid.clone(),
-                owner_name.clone(),
-                label.clone(),
-            );
-            tasks.push(tokio::spawn(async move {
-                for i in (c..n).step_by(64) {
-                    let mut body = object(&format!("{label}-dep-{i:05}"));
-                    body["metadata"]["labels"] = json!({"gc": label});
-                    body["metadata"]["ownerReferences"] = json!([{
-                        "apiVersion": format!("{GROUP}/v1"), "kind": "Widget",
-                        "name": owner_name, "uid": uid, "blockOwnerDeletion": true}]);
-                    let r = client
-                        .post(&base)
-                        .bearer_auth(&token)
-                        .header("Content-Type", "application/json")
-                        .body(body.to_string())
-                        .send()
-                        .await?;
-                    if r.status().as_u16() != 201 {
-                        bail!("creating a dependent: {}", r.text().await?);
-                    }
-                }
-                Ok::<_, anyhow::Error>(())
-            }));
-        }
-        for t in tasks {
-            t.await??;
-        }
+        let (dep_label, dep_owner, dep_uid) = (label.clone(), owner_name.clone(), uid.clone());
+        post_all(server, &base, n, move |i| {
+            let mut body = object(&format!("{dep_label}-dep-{i:05}"));
+            body["metadata"]["labels"] = json!({"gc": dep_label});
+            body["metadata"]["ownerReferences"] = json!([{
+                "apiVersion": format!("{GROUP}/v1"), "kind": "Widget",
+                "name": dep_owner, "uid": dep_uid, "blockOwnerDeletion": true}]);
+            body
+        })
+        .await?;
         let started = Instant::now();
         let r = client
             .delete(format!("{base}/{owner_name}"))
