@@ -21,9 +21,20 @@ pub struct Documents {
     pub docs: BTreeMap<String, (String, Arc<Vec<u8>>)>,
     /// `/openapi/v2` as JSON, with its hash (the `ETag`).
     pub v2: (String, Arc<Vec<u8>>),
+    /// `/openapi/v2` in protobuf, encoded on first request and kept with the documents.
+    v2_protobuf: std::sync::OnceLock<Vec<u8>>,
 }
 
 impl Documents {
+    /// `/openapi/v2` as gnostic's protobuf `Document`, encoded once per rebuild.
+    pub fn v2_protobuf(&self) -> &[u8] {
+        self.v2_protobuf.get_or_init(|| {
+            serde_json::from_slice::<Value>(&self.v2.1)
+                .map(|doc| crate::openapi_pb::encode_document(&doc))
+                .unwrap_or_default()
+        })
+    }
+
     /// The index document.
     pub fn index(&self) -> Value {
         let paths: serde_json::Map<String, Value> = self
@@ -145,6 +156,7 @@ fn build(registry: &Registry) -> Documents {
     Documents {
         docs,
         v2: (hash(&v2_bytes), Arc::new(v2_bytes)),
+        v2_protobuf: std::sync::OnceLock::new(),
     }
 }
 

@@ -116,12 +116,7 @@ pub async fn handle(
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|a| a.contains(crate::openapi_pb::MEDIA_TYPE));
             let (body, content_type) = if protobuf {
-                let doc: serde_json::Value = serde_json::from_slice(bytes.as_ref())
-                    .map_err(|e| crd_core::Status::internal(format!("openapi v2: {e}")))?;
-                (
-                    crate::openapi_pb::encode_document(&doc),
-                    crate::openapi_pb::CONTENT_TYPE,
-                )
+                (docs.v2_protobuf().to_vec(), crate::openapi_pb::CONTENT_TYPE)
             } else {
                 (bytes.as_ref().clone(), "application/json")
             };
