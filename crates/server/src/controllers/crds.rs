@@ -10,9 +10,10 @@
 //! the informer has synced, so that every CRD stored at start-up is known before any name is
 //! accepted. Each event costs O(1) in the number of CRDs; start-up with N CRDs is O(N).
 //!
-//! Architecture Invariant: a status this controller writes is applied to the registry and the
-//! name index before the next CRD is reconciled, so the resource is served by the time a client
-//! sees Established, and the next CRD sees the names just accepted.
+//! Architecture Invariant: a status this controller writes is applied to the registry before it
+//! is written, so the resource is served by the time any client can read Established, and to
+//! the name index before the next CRD is reconciled, so the next CRD sees the names just
+//! accepted.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -219,6 +220,10 @@ impl Run {
             if desired.get("status") == crd.get("status") {
                 return;
             }
+            // Serve before the status is durable: a client that reads Established=True from
+            // storage must find the resource served (the registry is re-applied from the
+            // write's result, or from the cache if the write does not happen).
+            apply_to_registry(&self.registry, &desired);
             let uid = meta::uid(&crd).to_string();
             guaranteed_update(
                 self.store.as_ref(),
@@ -246,8 +251,18 @@ impl Run {
                 }
                 apply_to_registry(&self.registry, &obj);
             }
-            Ok(None) => {}
-            Err(e) => tracing::warn!(crd = %name, error = %e, "updating CRD status failed"),
+            Ok(None) => self.restore_registry(key),
+            Err(e) => {
+                tracing::warn!(crd = %name, error = %e, "updating CRD status failed");
+                self.restore_registry(key);
+            }
+        }
+    }
+
+    /// Serves a CRD as the cache has it, after a status write that did not happen.
+    fn restore_registry(&self, key: &str) {
+        if let Some(crd) = self.cache.get(key) {
+            apply_to_registry(&self.registry, &crd);
         }
     }
 

@@ -16,7 +16,12 @@ pub struct Recording {
     pub lists: Mutex<Vec<ListRequest>>,
     /// Written (created) before answering the second list request.
     pub write_during_list: Mutex<Option<(String, Bytes)>>,
+    /// Called with every update's key and value before the update is written.
+    pub before_update: Mutex<Option<BeforeUpdate>>,
 }
+
+/// A hook run before an update reaches the engine.
+pub type BeforeUpdate = Box<dyn Fn(&str, &Bytes) + Send + Sync>;
 
 #[async_trait]
 impl Store for Recording {
@@ -47,6 +52,9 @@ impl Store for Recording {
         value: Bytes,
         expected: Revision,
     ) -> Result<Revision, StorageError> {
+        if let Some(hook) = self.before_update.lock().unwrap().as_ref() {
+            hook(key, &value);
+        }
         self.inner.update(key, value, expected).await
     }
     async fn delete(
@@ -77,6 +85,7 @@ impl Recording {
             inner,
             lists: Mutex::default(),
             write_during_list: Mutex::default(),
+            before_update: Mutex::default(),
         });
         (dir, store)
     }

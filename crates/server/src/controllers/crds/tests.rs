@@ -162,6 +162,34 @@ async fn start_up_serves_and_establishes_every_crd_before_synced() {
         .unwrap();
 }
 
+/// Regression: a client that read Established=True from storage got `404 page not found`
+/// because the registry learned the CRD only after the status write returned.
+#[tokio::test]
+async fn a_crd_is_served_before_established_is_stored() {
+    let f = Fixture::new();
+    let _running = f.start().await;
+    let registry = f.registry.clone();
+    let early = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = early.clone();
+    *f.recording.before_update.lock().unwrap() = Some(Box::new(move |key, value| {
+        let obj: Value = serde_json::from_slice(value).unwrap();
+        if key.starts_with(CRD_KEY_ROOT)
+            && conditions::get(&obj, "Established") == Some("True")
+            && registry.strategy("g.io", "widgets", "v1").is_none()
+        {
+            seen.lock().unwrap().push(key.to_string());
+        }
+    }));
+    f.create(&crd("widgets", "g.io", "Widget")).await;
+    f.eventually("widgets.g.io", |o| {
+        o.is_some_and(|o| reason(o, "Established") == "True/InitialNamesAccepted")
+    })
+    .await;
+    assert!(f.registry.strategy("g.io", "widgets", "v1").is_some());
+    assert_eq!(*early.lock().unwrap(), Vec::<String>::new());
+    f.shutdown.send_replace(true);
+}
+
 #[tokio::test]
 async fn start_up_respects_names_accepted_by_later_crds() {
     // `a` sorts first but `b` already holds the kind: `a` must not take it.
