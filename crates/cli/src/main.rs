@@ -96,6 +96,23 @@ struct ServeArgs {
     /// every authenticated user may do everything.
     #[arg(long)]
     authorization_policy_file: Option<PathBuf>,
+    /// Requests without credentials act as `system:anonymous` (group `system:unauthenticated`),
+    /// which authorization then judges, as in kube-apiserver. A bad token is always a 401.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    anonymous_auth: bool,
+    /// The PEM private key (PKCS#8 EC P-256 or RSA, or PKCS#1 RSA) that signs service-account
+    /// tokens; by default one is generated into the data dir (`sa.key`).
+    #[arg(long)]
+    service_account_signing_key_file: Option<PathBuf>,
+    /// More PEM keys (public or private) that verify service-account tokens (repeatable).
+    #[arg(long)]
+    service_account_key_file: Vec<PathBuf>,
+    /// The `iss` of service-account tokens, and their default audience.
+    #[arg(long, default_value = crd_server::serviceaccount::DEFAULT_ISSUER)]
+    service_account_issuer: String,
+    /// The audiences a service-account token must be for (default: the issuer).
+    #[arg(long, value_delimiter = ',')]
+    api_audiences: Vec<String>,
     /// How often storage history is compacted; watches older than one to two intervals get 410.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     etcd_compaction_interval: Duration,
@@ -213,6 +230,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             },
             client_ca_file: args.client_ca_file.clone(),
             authorization_policy_file: args.authorization_policy_file.clone(),
+            anonymous_auth: args.anonymous_auth,
+            service_account: crd_server::serviceaccount::KeyOptions {
+                signing_key_file: args.service_account_signing_key_file.clone(),
+                key_files: args.service_account_key_file.clone(),
+                issuer: Some(args.service_account_issuer.clone()),
+            },
+            api_audiences: args.api_audiences.clone(),
             conversion: crd_server::conversion::ConversionOptions {
                 webhook_timeout: args.conversion_webhook_timeout,
                 service_addresses: args.service_addresses.into_iter().collect(),

@@ -1,15 +1,29 @@
-//! Bearer-token authentication, with tokens in kube-apiserver's `--token-auth-file` CSV format:
-//! `token,user,uid[,"group1,group2"]`.
+//! Authentication as kube-apiserver's union authenticator does it: a bearer token from
+//! `--token-auth-file` (CSV: `token,user,uid[,"group1,group2"]`), a service-account JWT
+//! ([`crate::serviceaccount`]), a client certificate, and else, with `--anonymous-auth`, the
+//! anonymous user. A bearer token that no authenticator accepts is a 401, never anonymous.
 //!
-//! Main types: [`TokenAuthenticator`], [`User`].
+//! Main types: [`Authenticator`], [`TokenAuthenticator`], [`User`].
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Context;
+use crd_storage::Store;
+use serde_json::Value;
 
-/// An authenticated user.
-#[derive(Clone, Debug, PartialEq, Eq)]
+use crate::serviceaccount::{self, TokenError, TokenIssuer};
+
+/// The anonymous user's name.
+pub const ANONYMOUS: &str = "system:anonymous";
+/// The group of every authenticated user.
+pub const ALL_AUTHENTICATED: &str = "system:authenticated";
+/// The group of the anonymous user.
+pub const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";
+
+/// An authenticated user (upstream's `user.Info`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct User {
     /// The user name.
     pub name: String,
@@ -17,6 +31,208 @@ pub struct User {
     pub uid: String,
     /// The groups the user belongs to.
     pub groups: Vec<String>,
+    /// Extra attributes (impersonated with `Impersonate-Extra-*`, or set by an authenticator).
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl User {
+    /// The anonymous user, in `system:unauthenticated`.
+    pub fn anonymous() -> User {
+        User {
+            name: ANONYMOUS.into(),
+            groups: vec![ALL_UNAUTHENTICATED.into()],
+            ..User::default()
+        }
+    }
+
+    /// `userInfo` as reviews and admission requests carry it.
+    pub fn to_json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("username".into(), Value::from(self.name.clone()));
+        if !self.uid.is_empty() {
+            m.insert("uid".into(), Value::from(self.uid.clone()));
+        }
+        if !self.groups.is_empty() {
+            m.insert("groups".into(), Value::from(self.groups.clone()));
+        }
+        if !self.extra.is_empty() {
+            m.insert(
+                "extra".into(),
+                serde_json::to_value(&self.extra).unwrap_or_default(),
+            );
+        }
+        Value::Object(m)
+    }
+}
+
+/// Why a request could not be authenticated (401).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unauthenticated;
+
+/// Every way a request can authenticate, in kube-apiserver's order.
+pub struct Authenticator {
+    /// `--token-auth-file` (or the generated admin token).
+    pub tokens: TokenAuthenticator,
+    /// Service-account tokens, checked against the store.
+    pub service_accounts: Option<ServiceAccountTokens>,
+    /// `--anonymous-auth`: requests without credentials are `system:anonymous`.
+    pub anonymous: bool,
+}
+
+/// Service-account token authentication: the issuer's checks plus the service account (and
+/// bound object) still existing with the token's uid.
+pub struct ServiceAccountTokens {
+    /// Signs and verifies.
+    pub issuer: Arc<TokenIssuer>,
+    /// `--api-audiences`: a token must be for one of them.
+    pub audiences: Vec<String>,
+    /// Where service accounts, secrets and pods are read.
+    pub store: Arc<dyn Store>,
+}
+
+impl Authenticator {
+    /// Only the tokens of a token file (no service accounts, no anonymous requests).
+    pub fn tokens(tokens: TokenAuthenticator) -> Self {
+        Authenticator {
+            tokens,
+            service_accounts: None,
+            anonymous: false,
+        }
+    }
+
+    /// Authenticates a request from its `Authorization` header and client certificate.
+    /// Authenticated users gain `system:authenticated`.
+    pub async fn authenticate(
+        &self,
+        authorization: Option<&str>,
+        cert_user: Option<&User>,
+    ) -> Result<User, Unauthenticated> {
+        let user = match bearer(authorization) {
+            Some(token) => match self.tokens.lookup(token) {
+                Some(u) => u.clone(),
+                None => self.token(token, None).await.ok_or(Unauthenticated)?,
+            },
+            None => match cert_user {
+                Some(u) => u.clone(),
+                None if self.anonymous => return Ok(User::anonymous()),
+                None => return Err(Unauthenticated),
+            },
+        };
+        Ok(with_authenticated(user))
+    }
+
+    /// A token as TokenReview checks it: the token file, then service-account tokens for
+    /// `audiences` (the API audiences when empty). Returns the user (without
+    /// `system:authenticated`) and the audiences it was accepted for.
+    pub async fn review_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Option<(User, Vec<String>)> {
+        if let Some(u) = self.tokens.lookup(token) {
+            return Some((with_authenticated(u.clone()), audiences.to_vec()));
+        }
+        let sa = self.service_accounts.as_ref()?;
+        let wanted = if audiences.is_empty() {
+            sa.audiences.clone()
+        } else {
+            audiences.to_vec()
+        };
+        let user = self.token(token, Some(&wanted)).await?;
+        let accepted = if audiences.is_empty() {
+            Vec::new()
+        } else {
+            wanted
+        };
+        Some((with_authenticated(user), accepted))
+    }
+
+    async fn token(&self, token: &str, audiences: Option<&[String]>) -> Option<User> {
+        let sa = self.service_accounts.as_ref()?;
+        let claims = match sa
+            .issuer
+            .verify(token, audiences.unwrap_or(&sa.audiences))
+        {
+            Ok(c) => c,
+            Err(TokenError::NotOurs) => return None,
+            Err(TokenError::Invalid(e)) => {
+                tracing::debug!(error = %e, "service account token refused");
+                return None;
+            }
+        };
+        sa.check_live(&claims).await
+    }
+}
+
+fn with_authenticated(mut user: User) -> User {
+    if !user.groups.iter().any(|g| g == ALL_AUTHENTICATED) {
+        user.groups.push(ALL_AUTHENTICATED.into());
+    }
+    user
+}
+
+fn bearer(authorization: Option<&str>) -> Option<&str> {
+    let (scheme, token) = authorization?.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+impl ServiceAccountTokens {
+    /// The user of verified claims, if the service account (and the bound object) still
+    /// exist with the uids the token names, as upstream's legacy/bound token validators check.
+    async fn check_live(&self, claims: &serviceaccount::Claims) -> Option<User> {
+        let k = &claims.kubernetes;
+        let ns = &k.namespace;
+        let sa = self
+            .live(&format!("/registry/serviceaccounts/{ns}/{}", k.serviceaccount.name))
+            .await?;
+        if sa.pointer("/metadata/uid").and_then(Value::as_str) != Some(&k.serviceaccount.uid) {
+            tracing::debug!("service account uid does not match the token's claim");
+            return None;
+        }
+        let mut extra = BTreeMap::new();
+        extra.insert(
+            "authentication.kubernetes.io/credential-id".to_string(),
+            vec![format!("JTI={}", claims.jti)],
+        );
+        for (r, root, kind) in [
+            (&k.secret, "/registry/secrets", "secret"),
+            (&k.pod, "/registry/pods", "pod"),
+        ] {
+            let Some(r) = r else { continue };
+            let obj = self.live(&format!("{root}/{ns}/{}", r.name)).await?;
+            if obj.pointer("/metadata/uid").and_then(Value::as_str) != Some(&r.uid) {
+                return None;
+            }
+            if kind == "pod" {
+                extra.insert(
+                    "authentication.kubernetes.io/pod-name".into(),
+                    vec![r.name.clone()],
+                );
+                extra.insert(
+                    "authentication.kubernetes.io/pod-uid".into(),
+                    vec![r.uid.clone()],
+                );
+            }
+        }
+        Some(User {
+            name: claims.sub.clone(),
+            uid: k.serviceaccount.uid.clone(),
+            groups: serviceaccount::groups(ns),
+            extra,
+        })
+    }
+
+    /// A stored object that is not being deleted.
+    async fn live(&self, key: &str) -> Option<Value> {
+        let kv = self.store.get(key).await.ok()??;
+        let obj: Value = serde_json::from_slice(&kv.value).ok()?;
+        obj.pointer("/metadata/deletionTimestamp")
+            .is_none()
+            .then_some(obj)
+    }
 }
 
 /// Maps bearer tokens to users.
@@ -63,6 +279,7 @@ impl TokenAuthenticator {
                     name: fields[1].clone(),
                     uid: fields[2].clone(),
                     groups,
+                    extra: BTreeMap::new(),
                 },
             );
         }
@@ -83,12 +300,12 @@ impl TokenAuthenticator {
 
     /// Looks up the user of an `Authorization` header value.
     pub fn authenticate(&self, authorization: Option<&str>) -> Option<&User> {
-        let value = authorization?;
-        let (scheme, token) = value.trim().split_once(' ')?;
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return None;
-        }
-        self.tokens.get(token.trim())
+        self.lookup(bearer(authorization)?)
+    }
+
+    /// Looks up the user of a bearer token.
+    pub fn lookup(&self, token: &str) -> Option<&User> {
+        self.tokens.get(token)
     }
 }
 

@@ -223,6 +223,7 @@ mod tests {
 
     fn user(name: &str, groups: &[&str]) -> User {
         User {
+            extra: std::collections::BTreeMap::new(),
             name: name.into(),
             uid: name.into(),
             groups: groups.iter().map(|g| (*g).to_string()).collect(),

@@ -36,6 +36,7 @@ pub mod openapi_pb;
 pub mod protobuf;
 pub mod registry;
 pub mod request;
+pub mod serviceaccount;
 pub mod state;
 pub mod table;
 pub mod tls;
@@ -80,6 +81,13 @@ pub struct ServerConfig {
     pub compaction_interval: std::time::Duration,
     /// Bounds on connections and requests in flight.
     pub limits: limits::Limits,
+    /// `--anonymous-auth`: requests without credentials act as `system:anonymous`.
+    pub anonymous_auth: bool,
+    /// Service-account token keys and issuer.
+    pub service_account: serviceaccount::KeyOptions,
+    /// `--api-audiences`: the audiences a service-account token must be for (default: the
+    /// issuer).
+    pub api_audiences: Vec<String>,
 }
 
 /// What a started server tells its caller.
@@ -119,7 +127,31 @@ pub async fn run(
         .await
         .with_context(|| format!("binding {}", config.bind))?;
     let addr = listener.local_addr()?;
-    let mut state = AppState::new(store.clone(), auth, config.conversion.clone());
+    if config.service_account.signing_key_file.is_none() {
+        let key = config.data_dir.join("sa.key");
+        if !key.exists() {
+            tls::write_private(&key, serviceaccount::generate_key()?.as_bytes())?;
+        }
+    }
+    let issuer = Arc::new(serviceaccount::TokenIssuer::load(
+        &config.service_account,
+        &config.data_dir,
+    )?);
+    let audiences = if config.api_audiences.is_empty() {
+        vec![issuer.issuer().to_string()]
+    } else {
+        config.api_audiences.clone()
+    };
+    let authn = auth::Authenticator {
+        tokens: auth,
+        service_accounts: Some(auth::ServiceAccountTokens {
+            issuer,
+            audiences,
+            store: store.clone(),
+        }),
+        anonymous: config.anonymous_auth,
+    };
+    let mut state = AppState::new(store.clone(), authn, config.conversion.clone());
     state.authorizer = authorizer;
     state.limits = limits::InFlight::new(&config.limits);
     let state = Arc::new(state);

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crd_storage::Store;
 
-use crate::auth::TokenAuthenticator;
+use crate::auth::Authenticator;
 use crate::conversion::ConversionOptions;
 use crate::openapi::OpenApiCache;
 use crate::registry::Strategy;
@@ -31,8 +31,8 @@ pub struct AppState {
     pub admission: crate::admission::Admission,
     /// Requests in flight.
     pub limits: crate::limits::InFlight,
-    /// Bearer tokens.
-    pub auth: TokenAuthenticator,
+    /// Who a request is: tokens, service-account tokens, certificates, anonymous.
+    pub authn: Authenticator,
     /// Who may do what.
     pub authorizer: crate::authz::Authorizer,
     /// Rendered OpenAPI documents, rebuilt when CRDs change.
@@ -44,7 +44,7 @@ impl AppState {
     /// Builds the state around a store.
     pub fn new(
         store: Arc<dyn Store>,
-        auth: TokenAuthenticator,
+        authn: Authenticator,
         conversion: ConversionOptions,
     ) -> Self {
         let registry = Arc::new(Registry::new(conversion));
@@ -63,11 +63,16 @@ impl AppState {
             namespaces,
             kinds,
             limits: crate::limits::InFlight::new(&crate::limits::Limits::default()),
-            auth,
+            authn,
             authorizer: crate::authz::Authorizer::allow_all(),
             openapi: OpenApiCache::default(),
             ready: AtomicBool::new(false),
         }
+    }
+
+    /// The service-account token issuer, when service-account tokens are on.
+    pub fn token_issuer(&self) -> Option<&Arc<crate::serviceaccount::TokenIssuer>> {
+        self.authn.service_accounts.as_ref().map(|s| &s.issuer)
     }
 
     /// Whether start-up has finished (`/readyz`).

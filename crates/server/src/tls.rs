@@ -161,8 +161,8 @@ pub fn user_of_certificate(der: &[u8]) -> Option<crate::auth::User> {
         .filter_map(|o| o.as_str().ok().map(String::from))
         .collect();
     Some(crate::auth::User {
-        uid: String::new(),
         name,
         groups,
+        ..crate::auth::User::default()
     })
 }

@@ -23,6 +23,7 @@ use crd_storage::{KeyValue, Store};
 use http::HeaderMap;
 use serde_json::Value;
 
+use crate::auth::User;
 use crate::error::ApiError;
 use crate::registry::{Scope, Strategy, Subresource, meta, pipeline};
 use crate::request::negotiate::Output;
@@ -35,6 +36,8 @@ use crate::table;
 pub struct Ctx<'a> {
     /// Shared server state.
     pub state: &'a AppState,
+    /// The user the request acts as (after impersonation).
+    pub user: &'a User,
     /// The parsed resource request.
     pub req: &'a ResourceRequest,
     /// The typed query options.

@@ -1,39 +1,190 @@
 //! The request filters that run before any handler, in kube-apiserver's order: authentication
-//! (bearer token, then client certificate), then authorization of the request's attributes.
+//! (bearer token, service-account token, client certificate, anonymous), impersonation
+//! (`Impersonate-*` headers, each authorized with the `impersonate` verb), then authorization of
+//! the request's attributes as the effective user.
 //!
-//! Architecture Invariant: every request except the public health and version endpoints is
-//! authenticated and then authorized exactly once, here, before any handler runs.
+//! Architecture Invariant: every request is authenticated, then impersonation is resolved, then
+//! the request is authorized exactly once as the effective user, here, before any handler runs.
+//! No route skips it: health and version endpoints are authorized too (RBAC's
+//! `system:public-info-viewer` opens them to everyone).
 
 use crd_core::Status;
-use http::{Method, header};
+use http::{HeaderMap, Method, header};
 
-use crate::auth::User;
+use crate::auth::{ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS, User};
 use crate::authz::{Attributes, Authorizer};
 use crate::request::route::Route;
+use crate::serviceaccount;
 use crate::state::AppState;
 
-/// Authenticates a request: a bearer token wins over a client certificate, as in kube-apiserver's
-/// union authenticator (tokens are checked first). Authenticated users gain
-/// `system:authenticated`.
-pub fn authenticate(
+/// Authenticates a request (see [`crate::auth::Authenticator`]); 401 when it cannot be.
+pub async fn authenticate(
     state: &AppState,
-    headers: &http::HeaderMap,
+    headers: &HeaderMap,
     cert_user: Option<&User>,
 ) -> Result<User, Box<Status>> {
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let user = state
-        .auth
-        .authenticate(authorization)
-        .or(cert_user)
-        .ok_or_else(|| Box::new(Status::unauthorized()))?;
-    let mut user = user.clone();
-    user.groups.push("system:authenticated".into());
+    state
+        .authn
+        .authenticate(authorization, cert_user)
+        .await
+        .map_err(|_| Box::new(Status::unauthorized()))
+}
+
+/// The headers that ask to act as another user.
+const IMPERSONATE_USER: &str = "impersonate-user";
+const IMPERSONATE_GROUP: &str = "impersonate-group";
+const IMPERSONATE_UID: &str = "impersonate-uid";
+const IMPERSONATE_EXTRA: &str = "impersonate-extra-";
+
+/// One thing a request asks to impersonate, as upstream's `buildImpersonationRequests` lists
+/// them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Impersonation {
+    User(String),
+    ServiceAccount { namespace: String, name: String },
+    Group(String),
+    Uid(String),
+    Extra { key: String, value: String },
+}
+
+impl Impersonation {
+    /// The attributes the requester must be authorized for (verb `impersonate`).
+    fn attributes(&self) -> Attributes {
+        let (group, resource, namespace, name) = match self {
+            Impersonation::User(n) => ("", "users".to_string(), None, n),
+            Impersonation::ServiceAccount { namespace, name } => (
+                "",
+                "serviceaccounts".to_string(),
+                Some(namespace.clone()),
+                name,
+            ),
+            Impersonation::Group(n) => ("", "groups".to_string(), None, n),
+            Impersonation::Uid(n) => ("authentication.k8s.io", "uids".to_string(), None, n),
+            Impersonation::Extra { key, value } => (
+                "authentication.k8s.io",
+                format!("userextras/{key}"),
+                None,
+                value,
+            ),
+        };
+        Attributes::Resource {
+            verb: "impersonate".into(),
+            group: group.into(),
+            resource,
+            namespace,
+            name: Some(name.clone()),
+        }
+    }
+}
+
+/// What the `Impersonate-*` headers ask for, in upstream's order (user, groups, extras, uid).
+fn impersonations(headers: &HeaderMap) -> Result<Vec<Impersonation>, Box<Status>> {
+    let text = |v: &http::HeaderValue| v.to_str().unwrap_or_default().to_string();
+    let mut out = Vec::new();
+    let user = headers.get(IMPERSONATE_USER).map(text).unwrap_or_default();
+    let has_user = !user.is_empty();
+    if has_user {
+        out.push(match serviceaccount::split_username(&user) {
+            Some((ns, name)) => Impersonation::ServiceAccount {
+                namespace: ns.into(),
+                name: name.into(),
+            },
+            None => Impersonation::User(user),
+        });
+    }
+    let mut others = false;
+    for g in headers.get_all(IMPERSONATE_GROUP) {
+        others = true;
+        out.push(Impersonation::Group(text(g)));
+    }
+    let mut extras: Vec<(String, String)> = Vec::new();
+    for (name, value) in headers {
+        if let Some(key) = name.as_str().strip_prefix(IMPERSONATE_EXTRA) {
+            let key = percent_encoding::percent_decode_str(key)
+                .decode_utf8_lossy()
+                .to_lowercase();
+            extras.push((key, text(value)));
+        }
+    }
+    for (key, value) in extras {
+        others = true;
+        out.push(Impersonation::Extra { key, value });
+    }
+    if let Some(uid) = headers.get(IMPERSONATE_UID).map(text) {
+        others = true;
+        out.push(Impersonation::Uid(uid));
+    }
+    if others && !has_user {
+        return Err(Box::new(Status::internal(format!(
+            "requested {} without impersonating a user",
+            describe(&out)
+        ))));
+    }
+    Ok(out)
+}
+
+/// Upstream prints the requests as Go object references; this is the same list in words.
+fn describe(requests: &[Impersonation]) -> String {
+    let parts: Vec<String> = requests
+        .iter()
+        .map(|r| match r {
+            Impersonation::Group(g) => format!("{{Group {g}}}"),
+            Impersonation::Extra { key, value } => format!("{{UserExtra {key}={value}}}"),
+            Impersonation::Uid(u) => format!("{{UID {u}}}"),
+            Impersonation::User(u) => format!("{{User {u}}}"),
+            Impersonation::ServiceAccount { namespace, name } => {
+                format!("{{ServiceAccount {namespace}/{name}}}")
+            }
+        })
+        .collect();
+    format!("[{}]", parts.join(" "))
+}
+
+/// Resolves the `Impersonate-*` headers: each requested identity must be allowed by the
+/// `impersonate` verb for the requester (403 with upstream's text otherwise). Returns the
+/// effective user: the requester when nothing is impersonated.
+pub fn impersonate(state: &AppState, requester: User, headers: &HeaderMap) -> Result<User, Box<Status>> {
+    let requests = impersonations(headers)?;
+    if requests.is_empty() {
+        return Ok(requester);
+    }
+    let groups_specified = headers.contains_key(IMPERSONATE_GROUP);
+    let mut user = User::default();
+    for r in &requests {
+        let attrs = r.attributes();
+        if !state.authorizer.allowed(&requester, &attrs) {
+            return Err(Box::new(Authorizer::denial(&requester, &attrs)));
+        }
+        match r {
+            Impersonation::User(name) => user.name.clone_from(name),
+            Impersonation::ServiceAccount { namespace, name } => {
+                user.name = serviceaccount::username(namespace, name);
+                if !groups_specified {
+                    user.groups = serviceaccount::groups(namespace);
+                }
+            }
+            Impersonation::Group(g) => user.groups.push(g.clone()),
+            Impersonation::Uid(u) => user.uid.clone_from(u),
+            Impersonation::Extra { key, value } => {
+                user.extra.entry(key.clone()).or_default().push(value.clone());
+            }
+        }
+    }
+    let has = |g: &str| user.groups.iter().any(|x| x == g);
+    if user.name == ANONYMOUS {
+        if !has(ALL_UNAUTHENTICATED) {
+            user.groups.push(ALL_UNAUTHENTICATED.into());
+        }
+    } else if !has(ALL_AUTHENTICATED) && !has(ALL_UNAUTHENTICATED) {
+        user.groups.push(ALL_AUTHENTICATED.into());
+    }
     Ok(user)
 }
 
-/// Authorizes an authenticated user's request, with Kubernetes' 403 on denial.
+/// Authorizes the effective user's request, with Kubernetes' 403 on denial.
 pub fn authorize(
     state: &AppState,
     user: &User,
@@ -66,5 +217,83 @@ pub fn attributes(method: &Method, path: &str, route: &Route) -> Attributes {
             verb: method.as_str().to_ascii_lowercase(),
             path: path.to_string(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn impersonation_requests_as_upstream_builds_them() {
+        let cases: Vec<(Vec<(&str, &str)>, Result<Vec<Impersonation>, ()>)> = vec![
+            (vec![], Ok(vec![])),
+            (
+                vec![("Impersonate-User", "jane"), ("Impersonate-Group", "devs")],
+                Ok(vec![
+                    Impersonation::User("jane".into()),
+                    Impersonation::Group("devs".into()),
+                ]),
+            ),
+            (
+                vec![("Impersonate-User", "system:serviceaccount:ns:sa")],
+                Ok(vec![Impersonation::ServiceAccount {
+                    namespace: "ns".into(),
+                    name: "sa".into(),
+                }]),
+            ),
+            (
+                vec![
+                    ("Impersonate-User", "jane"),
+                    ("Impersonate-Extra-Scopes%2Fone", "view"),
+                    ("Impersonate-Uid", "1234"),
+                ],
+                Ok(vec![
+                    Impersonation::User("jane".into()),
+                    Impersonation::Extra {
+                        key: "scopes/one".into(),
+                        value: "view".into(),
+                    },
+                    Impersonation::Uid("1234".into()),
+                ]),
+            ),
+            // Groups, extras or a uid without a user: refused.
+            (vec![("Impersonate-Group", "devs")], Err(())),
+            (vec![("Impersonate-Uid", "1")], Err(())),
+        ];
+        for (h, want) in cases {
+            let got = impersonations(&headers(&h)).map_err(|_| ());
+            assert_eq!(got, want, "{h:?}");
+        }
+    }
+
+    #[test]
+    fn impersonation_attributes_name_upstream_resources() {
+        let a = Impersonation::Extra {
+            key: "scopes".into(),
+            value: "v".into(),
+        }
+        .attributes();
+        assert_eq!(
+            a,
+            Attributes::Resource {
+                verb: "impersonate".into(),
+                group: "authentication.k8s.io".into(),
+                resource: "userextras/scopes".into(),
+                namespace: None,
+                name: Some("v".into()),
+            }
+        );
     }
 }

@@ -40,14 +40,16 @@ pub async fn handle(
     let (parts, body) = req.into_parts();
     let query = Query::parse(parts.uri.query());
     let route = route::parse(&parts.method, parts.uri.path(), &query);
-    if !matches!(route, Route::Health | Route::Version) {
-        let user = match filters::authenticate(&state, &parts.headers, cert_user) {
-            Ok(u) => u,
-            Err(s) => return status_response(&s, &[]),
-        };
-        if let Err(s) = filters::authorize(&state, &user, &parts.method, parts.uri.path(), &route) {
-            return status_response(&s, &[]);
-        }
+    let user = match filters::authenticate(&state, &parts.headers, cert_user).await {
+        Ok(u) => u,
+        Err(s) => return status_response(&s, &[]),
+    };
+    let user = match filters::impersonate(&state, user, &parts.headers) {
+        Ok(u) => u,
+        Err(s) => return status_response(&s, &[]),
+    };
+    if let Err(s) = filters::authorize(&state, &user, &parts.method, parts.uri.path(), &route) {
+        return status_response(&s, &[]);
     }
     // Watches are long-running and not counted, as kube-apiserver's max-in-flight filter.
     let long_running = matches!(&route, Route::Resource(r) if r.verb == Verb::Watch);
@@ -93,6 +95,7 @@ pub async fn handle(
     };
     let mut ctx = Ctx {
         state: &state,
+        user: &user,
         req: &req,
         opts,
         headers: &parts.headers,

@@ -33,6 +33,18 @@ pub async fn handle(
             }
             Ok(text(StatusCode::OK, "ok"))
         }
+        Route::OpenIdConfiguration if get_only(&parts.method) => {
+            let doc = state
+                .token_issuer()
+                .map(|i| i.openid_configuration(&format!("https://{server_address}")));
+            openid_response(doc)
+        }
+        Route::OpenIdKeys if get_only(&parts.method) => {
+            match state.token_issuer() {
+                Some(i) => Ok(json_response(StatusCode::OK, &i.jwks(), "application/jwk-set+json", &[])),
+                None => Err(ApiError::NoRoute),
+            }
+        }
         Route::Version => Ok(json_response(
             StatusCode::OK,
             &crate::version::version_info(),
@@ -164,5 +176,14 @@ pub async fn handle(
             Ok(resp)
         }
         _ => Err(ApiError::NoRoute),
+    }
+}
+
+/// An OIDC discovery document (`application/json`, as upstream serves both), or 404 when
+/// service-account tokens are off.
+fn openid_response(doc: Option<serde_json::Value>) -> Result<Response<BoxBody>, ApiError> {
+    match doc {
+        Some(d) => Ok(json_response(StatusCode::OK, &d, "application/json", &[])),
+        None => Err(ApiError::NoRoute),
     }
 }

@@ -34,6 +34,10 @@ pub enum Route {
     DebugStorage(String),
     /// `/debug/storage-versions/<crd>`: how many objects are stored at each version.
     DebugStorageVersions(String),
+    /// `/.well-known/openid-configuration`: OIDC discovery for service-account tokens.
+    OpenIdConfiguration,
+    /// `/openid/v1/jwks`: the keys that verify service-account tokens.
+    OpenIdKeys,
     /// A resource endpoint.
     Resource(ResourceRequest),
     /// Anything else.
@@ -178,6 +182,8 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Route {
         ["apis", g] => Route::Group((*g).to_string()),
         ["apis", g, v] => Route::GroupVersion((*g).to_string(), (*v).to_string()),
         ["openapi", "v2"] => Route::OpenApiV2,
+        [".well-known", "openid-configuration"] => Route::OpenIdConfiguration,
+        ["openid", "v1", "jwks"] => Route::OpenIdKeys,
         ["openapi", "v3"] => Route::OpenApiIndex,
         ["debug", "storage-versions", crd] => Route::DebugStorageVersions((*crd).to_string()),
         ["debug", "storage", key @ ..] if !key.is_empty() => {

@@ -55,6 +55,9 @@ impl TestServer {
             authorization_policy_file: None,
             compaction_interval: crd_server::controllers::compaction::INTERVAL,
             limits: crd_server::limits::Limits::default(),
+            anonymous_auth: true,
+            service_account: crd_server::serviceaccount::KeyOptions::default(),
+            api_audiences: Vec::new(),
         };
         configure(&mut config);
         let (shutdown, rx) = watch::channel(false);
