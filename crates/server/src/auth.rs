@@ -1,5 +1,5 @@
 //! Authentication as kube-apiserver's union authenticator does it: a bearer token from
-//! `--token-auth-file` (CSV: `token,user,uid[,"group1,group2"]`), a service-account JWT
+//! `--token-auth-file` (CSV: `token,user,uid[,"group1,group2"]`), a service-account `JWT`
 //! ([`crate::serviceaccount`]), a client certificate, and else, with `--anonymous-auth`, the
 //! anonymous user. A bearer token that no authenticator accepts is a 401, never anonymous.
 //!
@@ -121,7 +121,7 @@ impl Authenticator {
         Ok(with_authenticated(user))
     }
 
-    /// A token as TokenReview checks it: the token file, then service-account tokens for
+    /// A token as `TokenReview` checks it: the token file, then service-account tokens for
     /// `audiences` (the API audiences when empty). Returns the user (without
     /// `system:authenticated`) and the audiences it was accepted for.
     pub async fn review_token(
@@ -149,10 +149,7 @@ impl Authenticator {
 
     async fn token(&self, token: &str, audiences: Option<&[String]>) -> Option<User> {
         let sa = self.service_accounts.as_ref()?;
-        let claims = match sa
-            .issuer
-            .verify(token, audiences.unwrap_or(&sa.audiences))
-        {
+        let claims = match sa.issuer.verify(token, audiences.unwrap_or(&sa.audiences)) {
             Ok(c) => c,
             Err(TokenError::NotOurs) => return None,
             Err(TokenError::Invalid(e)) => {
@@ -186,7 +183,10 @@ impl ServiceAccountTokens {
         let k = &claims.kubernetes;
         let ns = &k.namespace;
         let sa = self
-            .live(&format!("/registry/serviceaccounts/{ns}/{}", k.serviceaccount.name))
+            .live(&format!(
+                "/registry/serviceaccounts/{ns}/{}",
+                k.serviceaccount.name
+            ))
             .await?;
         if sa.pointer("/metadata/uid").and_then(Value::as_str) != Some(&k.serviceaccount.uid) {
             tracing::debug!("service account uid does not match the token's claim");

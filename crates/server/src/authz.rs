@@ -120,6 +120,19 @@ impl PolicySpec {
     }
 }
 
+/// The rules a user holds in a namespace (`SelfSubjectRulesReview`'s status).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RulesForUser {
+    /// `resourceRules`: `{verbs, apiGroups, resources, resourceNames}` objects.
+    pub resource_rules: Vec<serde_json::Value>,
+    /// `nonResourceRules`: `{verbs, nonResourceURLs}` objects.
+    pub non_resource_rules: Vec<serde_json::Value>,
+    /// Whether an authorizer could not list its rules.
+    pub incomplete: bool,
+    /// Why, when one failed.
+    pub evaluation_error: Option<String>,
+}
+
 /// Decides whether a user may make a request.
 #[derive(Clone, Debug, Default)]
 pub struct Authorizer {
@@ -173,6 +186,44 @@ impl Authorizer {
         };
         user.groups.iter().any(|g| g == "system:masters")
             || policy.iter().any(|p| p.matches(user, attrs))
+    }
+
+    /// What a user may do in a namespace, as `SelfSubjectRulesReview` reports it (upstream's
+    /// `RulesFor`): everything for `system:masters` and without a policy; with an ABAC policy,
+    /// one rule per matching policy line.
+    pub fn rules_for(&self, user: &User, namespace: &str) -> RulesForUser {
+        let everything = RulesForUser {
+            resource_rules: vec![
+                serde_json::json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}),
+            ],
+            non_resource_rules: vec![serde_json::json!({"verbs": ["*"], "nonResourceURLs": ["*"]})],
+            incomplete: false,
+            evaluation_error: None,
+        };
+        let Some(policy) = &self.policy else {
+            return everything;
+        };
+        if user.groups.iter().any(|g| g == "system:masters") {
+            return everything;
+        }
+        let mut out = RulesForUser::default();
+        for p in policy.iter().filter(|p| p.subject_matches(user)) {
+            let verbs = if p.readonly {
+                serde_json::json!(["get", "list", "watch"])
+            } else {
+                serde_json::json!(["*"])
+            };
+            if !p.resource.is_empty() && (p.namespace == "*" || p.namespace == namespace) {
+                out.resource_rules.push(serde_json::json!({"verbs": verbs,
+                    "apiGroups": [p.api_group], "resources": [p.resource]}));
+            }
+            if !p.non_resource_path.is_empty() {
+                out.non_resource_rules.push(
+                    serde_json::json!({"verbs": verbs, "nonResourceURLs": [p.non_resource_path]}),
+                );
+            }
+        }
+        out
     }
 
     /// Kubernetes' 403 text for a denied request.

@@ -12,8 +12,8 @@ use crd_core::version::compare_kube_aware_versions;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::registry::Scope;
 use crate::registry::serving::{Registry, ServingCrd};
+use crate::registry::{Scope, reviews};
 
 const CR_VERBS: [&str; 8] = [
     "delete",
@@ -42,7 +42,15 @@ struct Resource {
     storage_version_hash: String,
     status: bool,
     scale: bool,
-    extra_subresources: Vec<(&'static str, Vec<&'static str>)>,
+    extra_subresources: Vec<ExtraSubresource>,
+}
+
+/// A subresource besides status and scale (`namespaces/finalize`, `serviceaccounts/token`).
+struct ExtraSubresource {
+    name: &'static str,
+    /// The group and kind it answers with, when not the resource's own.
+    answers: Option<(&'static str, &'static str)>,
+    verbs: Vec<&'static str>,
 }
 
 impl Resource {
@@ -74,11 +82,16 @@ impl Resource {
                 "kind": "Scale", "verbs": SUB_VERBS}),
             );
         }
-        for (sub, verbs) in &self.extra_subresources {
-            out.push(
-                json!({"name": format!("{}/{sub}", self.name), "singularName": "",
-                "namespaced": self.namespaced, "kind": self.kind, "verbs": verbs}),
-            );
+        for sub in &self.extra_subresources {
+            let mut entry = json!({"name": format!("{}/{}", self.name, sub.name),
+                "singularName": "", "namespaced": self.namespaced, "kind": self.kind,
+                "verbs": sub.verbs});
+            if let Some((group, kind)) = sub.answers {
+                entry["group"] = json!(group);
+                entry["version"] = json!("v1");
+                entry["kind"] = json!(kind);
+            }
+            out.push(entry);
         }
         out
     }
@@ -94,8 +107,13 @@ impl Resource {
                 "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
                 "verbs": SUB_VERBS}));
         }
-        for (sub, verbs) in &self.extra_subresources {
-            subs.push(json!({"subresource": sub, "responseKind": kind, "verbs": verbs}));
+        for sub in &self.extra_subresources {
+            let response = match sub.answers {
+                Some((group, kind)) => json!({"group": group, "version": "v1", "kind": kind}),
+                None => kind.clone(),
+            };
+            subs.push(json!({"subresource": sub.name, "responseKind": response,
+                "verbs": sub.verbs}));
         }
         let mut r = json!({
             "resource": self.name, "responseKind": kind,
@@ -137,7 +155,11 @@ fn namespaces_resource() -> Resource {
         storage_version_hash: storage_version_hash("", "v1", "Namespace"),
         status: true,
         scale: false,
-        extra_subresources: vec![("finalize", vec!["update"])],
+        extra_subresources: vec![ExtraSubresource {
+            name: "finalize",
+            answers: None,
+            verbs: vec!["update"],
+        }],
     }
 }
 
@@ -236,6 +258,36 @@ fn builtin_resource(k: &crd_builtin::Kind) -> Resource {
         storage_version_hash: storage_version_hash(hash_group, k.version, hash_kind),
         status: k.status,
         scale: k.scale.is_some(),
+        extra_subresources: reviews::SUBRESOURCES
+            .iter()
+            .filter(|(g, p, _)| *g == k.group && *p == k.plural)
+            .filter_map(|(g, p, sub)| {
+                let (kind, api_version) = reviews::subresource_answer(g, p, sub)?.kind();
+                Some(ExtraSubresource {
+                    name: sub,
+                    answers: Some((api_version.split('/').next().unwrap_or(""), kind)),
+                    verbs: vec!["create"],
+                })
+            })
+            .collect(),
+    }
+}
+
+/// An answered resource (reviews): `create` only, not stored, so no storage version hash.
+fn review_resource(r: &reviews::Review) -> Resource {
+    Resource {
+        name: r.plural.into(),
+        singular: r.kind.to_lowercase(),
+        namespaced: r.scope == Scope::Namespaced,
+        group: r.group.into(),
+        version: "v1".into(),
+        kind: r.kind.into(),
+        verbs: vec!["create"],
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        storage_version_hash: String::new(),
+        status: false,
+        scale: false,
         extra_subresources: Vec::new(),
     }
 }
@@ -252,6 +304,8 @@ fn sorted_legacy(rs: &[Resource]) -> Vec<Value> {
 /// groups by descending priority, then by name.
 fn group_priority(group: &str) -> u32 {
     match group {
+        "authentication.k8s.io" => 17700,
+        "authorization.k8s.io" => 17600,
         "apps" => 17800,
         "events.k8s.io" => 17750,
         "autoscaling" => 17500,
@@ -284,13 +338,22 @@ fn builtin() -> Vec<(&'static str, &'static str, Vec<Resource>)> {
         ("apiextensions.k8s.io", "v1", vec![crd_resource()]),
         ("storagemigration.k8s.io", "v1alpha1", vec![svm_resource()]),
     ];
-    for k in crd_builtin::KINDS.iter().filter(|k| !k.group.is_empty()) {
+    let rows = crd_builtin::KINDS
+        .iter()
+        .filter(|k| !k.group.is_empty())
+        .map(|k| (k.group, k.version, builtin_resource(k)))
+        .chain(
+            reviews::REVIEWS
+                .iter()
+                .map(|r| (r.group, "v1", review_resource(r))),
+        );
+    for (group, version, r) in rows {
         match groups
             .iter_mut()
-            .find(|(g, v, _)| *g == k.group && *v == k.version)
+            .find(|(g, v, _)| *g == group && *v == version)
         {
-            Some((_, _, rs)) => rs.push(builtin_resource(k)),
-            None => groups.push((k.group, k.version, vec![builtin_resource(k)])),
+            Some((_, _, rs)) => rs.push(r),
+            None => groups.push((group, version, vec![r])),
         }
     }
     for (_, _, rs) in &mut groups {

@@ -1,12 +1,12 @@
 //! Service-account tokens as kube-apiserver issues and checks them (`pkg/serviceaccount`):
-//! JWTs signed with the server's service-account key, carrying the `kubernetes.io` private
+//! `JWTs` signed with the server's service-account key, carrying the `kubernetes.io` private
 //! claims (namespace, service account name and uid, optional bound object), issued by
-//! TokenRequest (`serviceaccounts/<name>/token`) and accepted as bearer tokens.
+//! `TokenRequest` (`serviceaccounts/<name>/token`) and accepted as bearer tokens.
 //!
-//! The key is `--service-account-signing-key-file` (PEM, PKCS#8 EC P-256 or RSA, or PKCS#1
-//! RSA), else a P-256 key generated once into the data dir (`sa.key`). Tokens are verified
+//! The key is `--service-account-signing-key-file` (PEM, `PKCS#8` EC `P-256` or RSA, or `PKCS#1`
+//! RSA), else a `P-256` key generated once into the data dir (`sa.key`). Tokens are verified
 //! with the signing key's public half and every key in `--service-account-key-file`.
-//! Documents for OIDC discovery (`/.well-known/openid-configuration`, `/openid/v1/jwks`) are
+//! Documents for `OIDC` discovery (`/.well-known/openid-configuration`, `/openid/v1/jwks`) are
 //! built here too.
 //!
 //! Whether the service account still exists with the token's uid is checked by the caller
@@ -126,7 +126,7 @@ pub struct BoundObject {
 /// Why a token was not accepted (the request is then unauthenticated: 401).
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
-    /// Not a JWT of ours: someone else's token (another authenticator may know it).
+    /// Not a `JWT` of ours: someone else's token (another authenticator may know it).
     #[error("not a service account token")]
     NotOurs,
     /// Ours but invalid (expired, bad signature, wrong audience).
@@ -169,11 +169,11 @@ impl TokenIssuer {
             .unwrap_or_else(|| data_dir.join("sa.key"));
         let pem = std::fs::read_to_string(&signing_path)
             .with_context(|| format!("reading {}", signing_path.display()))?;
-        let mut issuer = Self::from_signing_pem(
-            &pem,
-            options.issuer.as_deref().unwrap_or(DEFAULT_ISSUER),
-        )
-        .with_context(|| format!("loading service-account key {}", signing_path.display()))?;
+        let mut issuer =
+            Self::from_signing_pem(&pem, options.issuer.as_deref().unwrap_or(DEFAULT_ISSUER))
+                .with_context(|| {
+                    format!("loading service-account key {}", signing_path.display())
+                })?;
         for file in &options.key_files {
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("reading {}", file.display()))?;
@@ -264,7 +264,7 @@ impl TokenIssuer {
     }
 
     /// Verifies a token's signature, issuer, times and audience (one of `audiences`), and
-    /// returns its claims. Tokens that are not JWTs from this issuer are [`TokenError::NotOurs`].
+    /// returns its claims. Tokens that are not `JWTs` from this issuer are [`TokenError::NotOurs`].
     pub fn verify(&self, token: &str, audiences: &[String]) -> Result<Claims, TokenError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::NotOurs)?;
         // Upstream reads `iss` before checking anything, to route the token to its issuer.
@@ -318,7 +318,7 @@ impl TokenIssuer {
     }
 }
 
-/// A new P-256 signing key, PEM (PKCS#8), for a data dir that has none.
+/// A new `P-256` signing key, PEM (`PKCS#8`), for a data dir that has none.
 pub fn generate_key() -> anyhow::Result<String> {
     Ok(rcgen::KeyPair::generate()
         .context("generating a service-account key")?
@@ -390,12 +390,15 @@ fn public_of_spki(der: &[u8]) -> anyhow::Result<VerifyKey> {
     }
 }
 
-/// A P-256 key from its uncompressed point (`04 || x || y`).
+/// A `P-256` key from its uncompressed point (`04 || x || y`).
 fn ec_key(point: &[u8]) -> anyhow::Result<VerifyKey> {
     if point.len() != 65 || point[0] != 4 {
         bail!("unsupported EC key: only P-256 is supported");
     }
-    let (x, y) = (URL_SAFE_NO_PAD.encode(&point[1..33]), URL_SAFE_NO_PAD.encode(&point[33..]));
+    let (x, y) = (
+        URL_SAFE_NO_PAD.encode(&point[1..33]),
+        URL_SAFE_NO_PAD.encode(&point[33..]),
+    );
     // kid: upstream hashes the PKIX DER of the public key; P-256's SPKI is a fixed prefix
     // followed by the point.
     let mut spki = hex_bytes("3059301306072a8648ce3d020106082a8648ce3d030107034200");
@@ -478,18 +481,30 @@ mod tests {
         let expired = i
             .issue("ns", "sa1", "u", aud.clone(), long_ago, 600, None)
             .unwrap();
-        assert!(matches!(i.verify(&expired, &aud), Err(TokenError::Invalid(_))));
+        assert!(matches!(
+            i.verify(&expired, &aud),
+            Err(TokenError::Invalid(_))
+        ));
         let now = jiff::Timestamp::now().as_second();
         let other_aud = i
             .issue("ns", "sa1", "u", vec!["vault".into()], now, 600, None)
             .unwrap();
-        assert!(matches!(i.verify(&other_aud, &aud), Err(TokenError::Invalid(_))));
+        assert!(matches!(
+            i.verify(&other_aud, &aud),
+            Err(TokenError::Invalid(_))
+        ));
         // Signed by another key with our issuer: invalid, not accepted.
         let forged = issuer()
             .issue("ns", "sa1", "u", aud.clone(), now, 600, None)
             .unwrap();
-        assert!(matches!(i.verify(&forged, &aud), Err(TokenError::Invalid(_))));
-        assert!(matches!(i.verify("not-a-jwt", &aud), Err(TokenError::NotOurs)));
+        assert!(matches!(
+            i.verify(&forged, &aud),
+            Err(TokenError::Invalid(_))
+        ));
+        assert!(matches!(
+            i.verify("not-a-jwt", &aud),
+            Err(TokenError::NotOurs)
+        ));
     }
 
     #[test]
@@ -500,7 +515,10 @@ mod tests {
         assert_eq!(jwks["keys"][0]["alg"], "ES256");
         let doc = i.openid_configuration("https://127.0.0.1:6443");
         assert_eq!(doc["jwks_uri"], "https://127.0.0.1:6443/openid/v1/jwks");
-        assert_eq!(doc["id_token_signing_alg_values_supported"], json!(["ES256"]));
+        assert_eq!(
+            doc["id_token_signing_alg_values_supported"],
+            json!(["ES256"])
+        );
     }
 
     #[test]

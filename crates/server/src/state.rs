@@ -14,6 +14,7 @@ use crate::registry::crds::CrdStrategy;
 use crate::registry::kinds::Kinds;
 use crate::registry::migrations::MigrationStrategy;
 use crate::registry::namespaces::NamespaceStrategy;
+use crate::registry::reviews::ReviewStrategy;
 use crate::registry::serving::Registry;
 
 /// Shared server state.
@@ -42,11 +43,7 @@ pub struct AppState {
 
 impl AppState {
     /// Builds the state around a store.
-    pub fn new(
-        store: Arc<dyn Store>,
-        authn: Authenticator,
-        conversion: ConversionOptions,
-    ) -> Self {
+    pub fn new(store: Arc<dyn Store>, authn: Authenticator, conversion: ConversionOptions) -> Self {
         let registry = Arc::new(Registry::new(conversion));
         let namespaces = Arc::new(NamespaceStrategy::default());
         let fixed: [Arc<dyn Strategy>; 3] = [
@@ -55,7 +52,8 @@ impl AppState {
             Arc::new(MigrationStrategy::default()),
         ];
         let builtin = BuiltinStrategy::all().map(|s| Arc::new(s) as Arc<dyn Strategy>);
-        let kinds = Kinds::new(fixed.into_iter().chain(builtin));
+        let reviews = ReviewStrategy::all().map(|s| Arc::new(s) as Arc<dyn Strategy>);
+        let kinds = Kinds::new(fixed.into_iter().chain(builtin).chain(reviews));
         AppState {
             admission: crate::admission::Admission::new(store.clone(), namespaces.clone()),
             store,

@@ -4,6 +4,7 @@
 //!
 //! Architecture Invariant: handlers never enqueue controller work; controllers watch the store.
 
+pub mod answer;
 pub mod create;
 pub mod delete;
 pub mod delete_collection;
@@ -183,6 +184,13 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
     let single_object_verbs = matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch);
     ctx.sub = req.endpoint();
     let s = strategy.as_ref();
+    if let Some(answer) = s.answerer(req.subresource.as_deref()) {
+        return if req.verb == Verb::Create {
+            answer::handle(ctx, s, answer).await
+        } else {
+            Err(Status::method_not_supported(&info.group_resource(), req.verb.as_str()).into())
+        };
+    }
     match ctx.sub {
         Subresource::Main => {}
         Subresource::Status if info.status_subresource => {}

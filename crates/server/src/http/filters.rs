@@ -146,7 +146,11 @@ fn describe(requests: &[Impersonation]) -> String {
 /// Resolves the `Impersonate-*` headers: each requested identity must be allowed by the
 /// `impersonate` verb for the requester (403 with upstream's text otherwise). Returns the
 /// effective user: the requester when nothing is impersonated.
-pub fn impersonate(state: &AppState, requester: User, headers: &HeaderMap) -> Result<User, Box<Status>> {
+pub fn impersonate(
+    state: &AppState,
+    requester: User,
+    headers: &HeaderMap,
+) -> Result<User, Box<Status>> {
     let requests = impersonations(headers)?;
     if requests.is_empty() {
         return Ok(requester);
@@ -169,7 +173,10 @@ pub fn impersonate(state: &AppState, requester: User, headers: &HeaderMap) -> Re
             Impersonation::Group(g) => user.groups.push(g.clone()),
             Impersonation::Uid(u) => user.uid.clone_from(u),
             Impersonation::Extra { key, value } => {
-                user.extra.entry(key.clone()).or_default().push(value.clone());
+                user.extra
+                    .entry(key.clone())
+                    .or_default()
+                    .push(value.clone());
             }
         }
     }
@@ -237,7 +244,11 @@ mod tests {
 
     #[test]
     fn impersonation_requests_as_upstream_builds_them() {
-        let cases: Vec<(Vec<(&str, &str)>, Result<Vec<Impersonation>, ()>)> = vec![
+        type Case = (
+            Vec<(&'static str, &'static str)>,
+            Result<Vec<Impersonation>, ()>,
+        );
+        let cases: Vec<Case> = vec![
             (vec![], Ok(vec![])),
             (
                 vec![("Impersonate-User", "jane"), ("Impersonate-Group", "devs")],

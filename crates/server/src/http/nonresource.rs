@@ -39,12 +39,15 @@ pub async fn handle(
                 .map(|i| i.openid_configuration(&format!("https://{server_address}")));
             openid_response(doc)
         }
-        Route::OpenIdKeys if get_only(&parts.method) => {
-            match state.token_issuer() {
-                Some(i) => Ok(json_response(StatusCode::OK, &i.jwks(), "application/jwk-set+json", &[])),
-                None => Err(ApiError::NoRoute),
-            }
-        }
+        Route::OpenIdKeys if get_only(&parts.method) => match state.token_issuer() {
+            Some(i) => Ok(json_response(
+                StatusCode::OK,
+                &i.jwks(),
+                "application/jwk-set+json",
+                &[],
+            )),
+            None => Err(ApiError::NoRoute),
+        },
         Route::Version => Ok(json_response(
             StatusCode::OK,
             &crate::version::version_info(),

@@ -256,6 +256,10 @@ impl Strategy for BuiltinStrategy {
         &self.info
     }
 
+    fn answerer(&self, sub: Option<&str>) -> Option<&dyn super::reviews::Answer> {
+        super::reviews::subresource_answer(self.kind.group, self.kind.plural, sub?)
+    }
+
     fn admit(&self, obj: &mut Value, how: &Admission) -> Result<Vec<String>, ApiError> {
         self.check_type_meta(obj)?;
         let defs = crd_builtin::schema::definitions();

@@ -48,14 +48,17 @@ impl Kinds {
             .by_resource
             .values()
             .map(|s| s.info())
-            .filter(|i| i.namespaced())
+            .filter(|i| i.namespaced() && !i.key_root.is_empty())
             .map(|i| i.key_root.clone())
             .collect();
         roots.into_iter().collect()
     }
 
-    /// Every row, in no particular order.
+    /// Every row of a stored kind (answered resources such as reviews have no storage), in
+    /// no particular order.
     pub fn all(&self) -> impl Iterator<Item = &Arc<dyn Strategy>> {
-        self.by_resource.values()
+        self.by_resource
+            .values()
+            .filter(|s| !s.info().key_root.is_empty())
     }
 }

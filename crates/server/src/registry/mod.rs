@@ -19,6 +19,7 @@ pub mod migrations;
 pub mod namespaces;
 pub mod owners;
 pub mod pipeline;
+pub mod reviews;
 pub mod serving;
 pub mod storage_versions;
 
@@ -180,6 +181,12 @@ pub trait Strategy: Send + Sync {
 
     /// Decoding-time admission of a body: type checks, pruning and defaulting. Returns warnings.
     fn admit(&self, obj: &mut Value, how: &Admission) -> Result<Vec<String>, ApiError>;
+
+    /// For creates that are answered rather than stored (reviews, `serviceaccounts/token`):
+    /// the answer at the subresource `sub` (`None` for the resource itself).
+    fn answerer(&self, _sub: Option<&str>) -> Option<&dyn reviews::Answer> {
+        None
+    }
 
     /// Rejects creation outright (for example while a CRD is terminating).
     fn check_create_allowed(&self, _name: &str) -> Result<(), ApiError> {

@@ -223,6 +223,8 @@ fn resource_route(
         ("GET" | "HEAD", true) => Verb::Get,
         ("GET" | "HEAD", false) => Verb::List,
         ("POST", false) => Verb::Create,
+        // A subresource that creates (`serviceaccounts/<name>/token`).
+        ("POST", true) if subresource.is_some() => Verb::Create,
         ("PUT", true) => Verb::Update,
         ("PATCH", true) => Verb::Patch,
         ("DELETE", true) => Verb::Delete,
