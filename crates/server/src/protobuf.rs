@@ -101,6 +101,156 @@ struct ServiceAccount {
 }
 
 /// Opens the envelope: checks the magic and the type meta, returns the raw object bytes.
+#[derive(Clone, PartialEq, Message)]
+struct ResourceAttributes {
+    #[prost(string, optional, tag = "1")]
+    namespace: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    verb: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    group: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    version: Option<String>,
+    #[prost(string, optional, tag = "5")]
+    resource: Option<String>,
+    #[prost(string, optional, tag = "6")]
+    subresource: Option<String>,
+    #[prost(string, optional, tag = "7")]
+    name: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct NonResourceAttributes {
+    #[prost(string, optional, tag = "1")]
+    path: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    verb: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct AccessReviewSpec {
+    #[prost(message, optional, tag = "1")]
+    resource_attributes: Option<ResourceAttributes>,
+    #[prost(message, optional, tag = "2")]
+    non_resource_attributes: Option<NonResourceAttributes>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct RulesReviewSpec {
+    #[prost(string, optional, tag = "1")]
+    namespace: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct BoundObjectReference {
+    #[prost(string, optional, tag = "1")]
+    kind: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    api_version: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    name: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    uid: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TokenRequestSpec {
+    #[prost(string, repeated, tag = "1")]
+    audiences: Vec<String>,
+    #[prost(message, optional, tag = "3")]
+    bound_object_ref: Option<BoundObjectReference>,
+    #[prost(int64, optional, tag = "4")]
+    expiration_seconds: Option<i64>,
+}
+
+/// `metadata` (1) and a `spec` (2) of type `S`: the shape of every review kubectl sends.
+#[derive(Clone, PartialEq, Message)]
+struct Review<S: Message + Default + std::fmt::Debug> {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    spec: Option<S>,
+}
+
+/// Strings as JSON fields, leaving out empty ones (Go's `omitempty`).
+fn strings(fields: &[(&str, &Option<String>)]) -> Value {
+    let mut m = serde_json::Map::new();
+    for (k, v) in fields {
+        if let Some(v) = v.as_ref().filter(|v| !v.is_empty()) {
+            m.insert((*k).to_string(), Value::String(v.clone()));
+        }
+    }
+    Value::Object(m)
+}
+
+/// The reviews and token requests kubectl sends as protobuf (`auth can-i`, `auth can-i
+/// --list`, `auth whoami`, `create token`), as JSON objects; `None` for other kinds.
+pub fn decode_review(body: &[u8], api_version: &str, kind: &str) -> Option<Result<Value, String>> {
+    let spec = |raw: &[u8]| -> Result<Value, String> {
+        let e = |e: prost::DecodeError| e.to_string();
+        Ok(match kind {
+            "SelfSubjectAccessReview" => {
+                let r = Review::<AccessReviewSpec>::decode(raw).map_err(e)?;
+                let s = r.spec.unwrap_or_default();
+                let mut spec = json!({});
+                if let Some(a) = s.resource_attributes {
+                    spec["resourceAttributes"] = strings(&[
+                        ("namespace", &a.namespace),
+                        ("verb", &a.verb),
+                        ("group", &a.group),
+                        ("version", &a.version),
+                        ("resource", &a.resource),
+                        ("subresource", &a.subresource),
+                        ("name", &a.name),
+                    ]);
+                }
+                if let Some(a) = s.non_resource_attributes {
+                    spec["nonResourceAttributes"] =
+                        strings(&[("path", &a.path), ("verb", &a.verb)]);
+                }
+                spec
+            }
+            "SelfSubjectRulesReview" => {
+                let r = Review::<RulesReviewSpec>::decode(raw).map_err(e)?;
+                strings(&[("namespace", &r.spec.unwrap_or_default().namespace)])
+            }
+            "TokenRequest" => {
+                let r = Review::<TokenRequestSpec>::decode(raw).map_err(e)?;
+                let s = r.spec.unwrap_or_default();
+                let mut spec = json!({"audiences": s.audiences});
+                if let Some(x) = s.expiration_seconds {
+                    spec["expirationSeconds"] = json!(x);
+                }
+                if let Some(b) = s.bound_object_ref {
+                    spec["boundObjectRef"] = strings(&[
+                        ("kind", &b.kind),
+                        ("apiVersion", &b.api_version),
+                        ("name", &b.name),
+                        ("uid", &b.uid),
+                    ]);
+                }
+                spec
+            }
+            // SelfSubjectReview has no spec.
+            _ => Value::Null,
+        })
+    };
+    if !matches!(
+        kind,
+        "SelfSubjectAccessReview" | "SelfSubjectRulesReview" | "SelfSubjectReview" | "TokenRequest"
+    ) {
+        return None;
+    }
+    Some(open(body, api_version, kind).and_then(|raw| {
+        let spec = spec(&raw)?;
+        let mut out = json!({"apiVersion": api_version, "kind": kind});
+        if !spec.is_null() {
+            out["spec"] = spec;
+        }
+        Ok(out)
+    }))
+}
+
 fn open(body: &[u8], want_api_version: &str, want_kind: &str) -> Result<Vec<u8>, String> {
     let rest = body
         .strip_prefix(MAGIC)

@@ -66,6 +66,8 @@ async fn tokens_certificates_and_policy() {
                 policy.to_str().unwrap(),
                 "--client-ca-file",
                 ca.to_str().unwrap(),
+                // Requests without credentials are refused (401), not anonymous.
+                "--anonymous-auth=false",
             ],
         );
         s.apply_crd(

@@ -7,20 +7,15 @@ use serde_json::Value;
 
 use super::{Ctx, Reply};
 use crate::error::ApiError;
-use crate::registry::Strategy;
 use crate::registry::reviews::{Answer, AnswerRequest};
 use crate::request::negotiate::decode_object;
 
 /// Answers one create.
-pub async fn handle(
-    ctx: &Ctx<'_>,
-    strategy: &dyn Strategy,
-    answer: &dyn Answer,
-) -> Result<Reply, ApiError> {
+pub async fn handle(ctx: &Ctx<'_>, answer: &dyn Answer) -> Result<Reply, ApiError> {
     let (kind, api_version) = answer.kind();
     let version = api_version.rsplit('/').next().unwrap_or(api_version);
     let body = decode_object(ctx.headers, &ctx.body, kind, version, &|b| {
-        strategy.decode_protobuf(b)
+        crate::protobuf::decode_review(b, api_version, kind)
     })?;
     let got_kind = body.get("kind").and_then(Value::as_str).unwrap_or(kind);
     let got_version = body

@@ -186,7 +186,7 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
     let s = strategy.as_ref();
     if let Some(answer) = s.answerer(req.subresource.as_deref()) {
         return if req.verb == Verb::Create {
-            answer::handle(ctx, s, answer).await
+            answer::handle(ctx, answer).await
         } else {
             Err(Status::method_not_supported(&info.group_resource(), req.verb.as_str()).into())
         };
