@@ -37,6 +37,8 @@ pub struct Ctx<'a> {
     pub state: &'a AppState,
     /// The parsed resource request.
     pub req: &'a ResourceRequest,
+    /// The authenticated user making the request.
+    pub user: &'a crate::auth::User,
     /// The typed query options.
     pub opts: RequestOptions,
     /// The request headers.

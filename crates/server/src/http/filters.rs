@@ -42,10 +42,15 @@ pub fn authorize(
     route: &Route,
 ) -> Result<(), Box<Status>> {
     let attrs = attributes(method, path, route);
-    if state.authorizer.allowed(user, &attrs) {
+    let decision = state.authorizer.authorize(user, &attrs);
+    if decision.allowed {
         Ok(())
     } else {
-        Err(Box::new(Authorizer::denial(user, &attrs)))
+        Err(Box::new(Authorizer::denial_with_reason(
+            user,
+            &attrs,
+            &decision.reason,
+        )))
     }
 }
 

@@ -40,14 +40,22 @@ pub async fn handle(
     let (parts, body) = req.into_parts();
     let query = Query::parse(parts.uri.query());
     let route = route::parse(&parts.method, parts.uri.path(), &query);
+    let mut user = None;
     if !matches!(route, Route::Health | Route::Version) {
-        let user = match filters::authenticate(&state, &parts.headers, cert_user) {
+        let authenticated = match filters::authenticate(&state, &parts.headers, cert_user) {
             Ok(u) => u,
             Err(s) => return status_response(&s, &[]),
         };
-        if let Err(s) = filters::authorize(&state, &user, &parts.method, parts.uri.path(), &route) {
+        if let Err(s) = filters::authorize(
+            &state,
+            &authenticated,
+            &parts.method,
+            parts.uri.path(),
+            &route,
+        ) {
             return status_response(&s, &[]);
         }
+        user = Some(authenticated);
     }
     // Watches are long-running and not counted, as kube-apiserver's max-in-flight filter.
     let long_running = matches!(&route, Route::Resource(r) if r.verb == Verb::Watch);
@@ -91,9 +99,14 @@ pub async fn handle(
             return resp;
         }
     };
+    // Resource routes are never public, so they always have a user.
+    let Some(user) = user.as_ref() else {
+        return status_response(&Status::unauthorized(), &[]);
+    };
     let mut ctx = Ctx {
         state: &state,
         req: &req,
+        user,
         opts,
         headers: &parts.headers,
         body,

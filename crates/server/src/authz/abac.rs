@@ -1,55 +1,21 @@
-//! Authorization with kube-apiserver's ABAC policy format (`--authorization-policy-file`): one
-//! JSON `Policy` object per line,
+//! kube-apiserver's ABAC policy format (`--authorization-mode=ABAC` with
+//! `--authorization-policy-file`): one JSON `Policy` object per line,
 //! `{"apiVersion":"abac.authorization.kubernetes.io/v1beta1","kind":"Policy","spec":{...}}`, where
 //! `spec` has `user` or `group` (`"*"` matches everyone), and either resource attributes
 //! (`apiGroup`, `namespace`, `resource`, each `"*"` for any) or `nonResourcePath` (`"*"`, an
 //! exact path, or a prefix ending in `/*`), plus `readonly` (only get, list and watch).
-//! A request is allowed if any line matches. Members of `system:masters` are always allowed, as
-//! kube-apiserver's privileged-group authorizer allows them. Without a policy file every
-//! authenticated user is allowed.
+//! A request is allowed if any line matches; otherwise the policy has no opinion, with
+//! upstream's reason `No policy matched.`.
 //!
-//! Main types: [`Authorizer`], [`Attributes`].
+//! Main type: [`Policy`].
 
 use std::path::Path;
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
+use super::{Attributes, Decision};
 use crate::auth::User;
-
-/// What a request does, as the authorizer sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Attributes {
-    /// A request for an API resource.
-    Resource {
-        /// The verb (`get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`).
-        verb: String,
-        /// The API group ("" for core).
-        group: String,
-        /// The resource (plural), with `/subresource` when one is addressed.
-        resource: String,
-        /// The namespace, if any.
-        namespace: Option<String>,
-        /// The object name, if any.
-        name: Option<String>,
-    },
-    /// A request for another path (discovery, OpenAPI, version).
-    NonResource {
-        /// The verb derived from the method (`get`, `post`, ...).
-        verb: String,
-        /// The URL path.
-        path: String,
-    },
-}
-
-impl Attributes {
-    fn readonly(&self) -> bool {
-        let verb = match self {
-            Attributes::Resource { verb, .. } | Attributes::NonResource { verb, .. } => verb,
-        };
-        matches!(verb.as_str(), "get" | "list" | "watch" | "head")
-    }
-}
 
 #[derive(Clone, Debug, Deserialize)]
 struct PolicyLine {
@@ -120,18 +86,13 @@ impl PolicySpec {
     }
 }
 
-/// Decides whether a user may make a request.
+/// A parsed ABAC policy file.
 #[derive(Clone, Debug, Default)]
-pub struct Authorizer {
-    policy: Option<Vec<PolicySpec>>,
+pub struct Policy {
+    lines: Vec<PolicySpec>,
 }
 
-impl Authorizer {
-    /// Allows every authenticated user (no policy file).
-    pub fn allow_all() -> Self {
-        Authorizer { policy: None }
-    }
-
+impl Policy {
     /// Parses a policy file's text.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let mut lines = Vec::new();
@@ -154,9 +115,7 @@ impl Authorizer {
             }
             lines.push(p.spec);
         }
-        Ok(Authorizer {
-            policy: Some(lines),
-        })
+        Ok(Policy { lines })
     }
 
     /// Reads a policy file.
@@ -166,53 +125,12 @@ impl Authorizer {
         Self::parse(&text).with_context(|| format!("parsing policy file {}", path.display()))
     }
 
-    /// Whether the request is allowed.
-    pub fn allowed(&self, user: &User, attrs: &Attributes) -> bool {
-        let Some(policy) = &self.policy else {
-            return true;
-        };
-        user.groups.iter().any(|g| g == "system:masters")
-            || policy.iter().any(|p| p.matches(user, attrs))
-    }
-
-    /// Kubernetes' 403 text for a denied request.
-    pub fn denial(user: &User, attrs: &Attributes) -> crd_core::Status {
-        match attrs {
-            Attributes::Resource {
-                verb,
-                group,
-                resource,
-                namespace,
-                name,
-            } => {
-                let (res, sub) = resource
-                    .split_once('/')
-                    .map_or((resource.as_str(), None), |(r, s)| (r, Some(s)));
-                let gr = crd_core::GroupResource::new(group, res);
-                let scope = match namespace {
-                    Some(ns) => format!("in the namespace {}", crd_core::field::go_quote(ns)),
-                    None => "at the cluster scope".to_string(),
-                };
-                let what = match sub {
-                    Some(s) => format!("resource \"{res}/{s}\""),
-                    None => format!("resource \"{res}\""),
-                };
-                let why = format!(
-                    "User {} cannot {verb} {what} in API group {} {scope}",
-                    crd_core::field::go_quote(&user.name),
-                    crd_core::field::go_quote(group)
-                );
-                crd_core::Status::forbidden(&gr, name.as_deref().unwrap_or(""), &why)
-            }
-            Attributes::NonResource { verb, path } => crd_core::Status::failure(
-                403,
-                "Forbidden",
-                format!(
-                    "forbidden: User {} cannot {verb} path {}",
-                    crd_core::field::go_quote(&user.name),
-                    crd_core::field::go_quote(path)
-                ),
-            ),
+    /// Allows when a line matches; otherwise no opinion with `No policy matched.`.
+    pub fn authorize(&self, user: &User, attrs: &Attributes) -> Decision {
+        if self.lines.iter().any(|p| p.matches(user, attrs)) {
+            Decision::allow(String::new())
+        } else {
+            Decision::deny("No policy matched.")
         }
     }
 }
@@ -247,7 +165,7 @@ mod tests {
 
     #[test]
     fn policy_cases() {
-        let a = Authorizer::parse(POLICY).unwrap();
+        let a = Policy::parse(POLICY).unwrap();
         let alice = user("alice", &["system:authenticated"]);
         let viewer = user("val", &["viewers", "system:authenticated"]);
         let admin = user("admin", &["system:masters"]);
@@ -303,40 +221,16 @@ mod tests {
                 },
                 false,
             ),
-            (&admin, res("delete", "", "namespaces", None), true),
+            (&admin, res("delete", "", "namespaces", None), false),
         ];
         for (u, attrs, want) in cases {
-            assert_eq!(a.allowed(u, &attrs), want, "{} {attrs:?}", u.name);
-        }
-        assert!(Authorizer::allow_all().allowed(&alice, &res("delete", "", "namespaces", None)));
-    }
-
-    #[test]
-    fn denial_messages_match_kubernetes() {
-        let bob = user("bob", &[]);
-        let mut attrs = res("list", "stable.example.com", "crontabs", Some("default"));
-        assert_eq!(
-            Authorizer::denial(&bob, &attrs).message,
-            "crontabs.stable.example.com is forbidden: User \"bob\" cannot list resource \"crontabs\" in API group \"stable.example.com\" in the namespace \"default\""
-        );
-        if let Attributes::Resource {
-            name,
-            namespace,
-            verb,
-            group,
-            resource,
-        } = &mut attrs
-        {
-            *name = Some("x".into());
-            *namespace = None;
-            *verb = "delete".into();
-            *group = String::new();
-            *resource = "namespaces".into();
+            assert_eq!(a.authorize(u, &attrs).allowed, want, "{} {attrs:?}", u.name);
         }
         assert_eq!(
-            Authorizer::denial(&bob, &attrs).message,
-            "namespaces \"x\" is forbidden: User \"bob\" cannot delete resource \"namespaces\" in API group \"\" at the cluster scope"
+            a.authorize(&alice, &res("delete", "", "namespaces", None))
+                .reason,
+            "No policy matched."
         );
-        assert!(Authorizer::parse("{\"kind\":\"Nope\"}").is_err());
+        assert!(Policy::parse("{\"kind\":\"Nope\"}").is_err());
     }
 }
