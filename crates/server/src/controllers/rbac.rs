@@ -290,8 +290,14 @@ mod tests {
             namespace: Some("team".into()),
             name: None,
         };
-        // `view` aggregates into `edit`.
-        assert!(rbac.authorize(&jane, &get_pods).allowed);
+        // `view` aggregates into `edit` (once `view`'s own aggregation has been written).
+        while !rbac.authorize(&jane, &get_pods).allowed {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "view never reached edit"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
         let discovery = Attributes::NonResource {
             verb: "get".into(),
             path: "/apis".into(),
