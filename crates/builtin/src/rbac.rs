@@ -249,8 +249,10 @@ pub fn cells(id: KindId, obj: &Value, name: Value, age: Value, _now: Timestamp) 
         KindId::Role | KindId::ClusterRole => {
             let created = s(obj, "/metadata/creationTimestamp")
                 .parse::<Timestamp>()
-                .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
-                .unwrap_or_else(|_| "0001-01-01T00:00:00Z".into());
+                .map_or_else(
+                    |_| "0001-01-01T00:00:00Z".into(),
+                    |t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                );
             vec![name, json!(created)]
         }
         _ => {

@@ -10,7 +10,7 @@
 //! - [`registry`]: per-kind strategies, the kinds table, the CRD registry, the custom-object
 //!   pipeline.
 //! - [`controllers`] (CRD naming/establishing/cleanup, namespace cleanup, garbage collection,
-//!   the RBAC policy and ClusterRole aggregation,
+//!   the RBAC policy and `ClusterRole` aggregation,
 //!   storage-version migration, compaction, on informers), [`admission`], [`discovery`],
 //!   [`openapi`].
 //! - [`state`]: what requests share.

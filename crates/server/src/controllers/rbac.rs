@@ -143,15 +143,15 @@ impl RbacController {
         let mut unsynced = informers.len();
         loop {
             let (i, notification) = {
-                let [a, b, c, d] = &mut informers[..] else {
+                let [first, second, third, fourth] = &mut informers[..] else {
                     unreachable!("four informers")
                 };
                 tokio::select! {
                     _ = shutdown.wait_for(|s| *s) => return Ok(()),
-                    n = a.1.next() => (0, n),
-                    n = b.1.next() => (1, n),
-                    n = c.1.next() => (2, n),
-                    n = d.1.next() => (3, n),
+                    got = first.1.next() => (0, got),
+                    got = second.1.next() => (1, got),
+                    got = third.1.next() => (2, got),
+                    got = fourth.1.next() => (3, got),
                 }
             };
             let Some(notification) = notification else {
@@ -196,7 +196,7 @@ impl RbacController {
             if PolicyRule::list_from(role) == want {
                 continue;
             }
-            let rules: Vec<Value> = want.iter().map(PolicyRule::to_json).collect();
+            let encoded: Vec<Value> = want.iter().map(PolicyRule::to_json).collect();
             super::guaranteed_update(
                 self.store.as_ref(),
                 k,
@@ -204,7 +204,7 @@ impl RbacController {
                     if PolicyRule::list_from(obj) == want {
                         return false;
                     }
-                    obj["rules"] = json!(rules);
+                    obj["rules"] = json!(encoded);
                     meta::clear_resource_version(obj);
                     true
                 },

@@ -44,6 +44,7 @@ async fn as_jane(s: &TestServer, method: Method, path: &str, body: Option<Value>
     }
 }
 
+#[allow(clippy::needless_pass_by_value)]
 fn role(ns: &str, name: &str, rules: Value) -> Value {
     json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
            "metadata": {"name": name, "namespace": ns}, "rules": rules})

@@ -87,7 +87,7 @@ pub fn confirm_no_escalation(
         described.into_iter().collect::<Vec<_>>().join("\n")
     );
     if !errors.is_empty() {
-        msg.push_str(&format!("; resolution errors: [{}]", aggregate(&errors)));
+        msg = format!("{msg}; resolution errors: [{}]", aggregate(&errors));
     }
     Err(msg)
 }

@@ -1,6 +1,6 @@
 //! The RBAC authorizer (`--authorization-mode=RBAC`), as kube-apiserver's
 //! `plugin/pkg/auth/authorizer/rbac` with `pkg/registry/rbac/validation`'s rule resolver: the
-//! rules that apply to a user in a namespace are those of the ClusterRoles bound by
+//! rules that apply to a user in a namespace are those of the `ClusterRoles` bound by
 //! `ClusterRoleBindings` naming the user, one of its groups or (for
 //! `system:serviceaccount:<ns>:<name>`) its service account, then those of the Roles and
 //! `ClusterRoles` bound by `RoleBindings` in the namespace.
@@ -10,7 +10,7 @@
 //! own bindings cost, not what the store holds.
 //!
 //! Main items: [`RbacAuthorizer`] (decisions, `rules_for`, role-reference lookups), [`rules`]
-//! (pure rule matching and coverage), [`bootstrap`] (the default ClusterRoles and bindings),
+//! (pure rule matching and coverage), [`bootstrap`] (the default `ClusterRoles` and bindings),
 //! [`escalation`] (refusing grants of permissions the writer lacks).
 //!
 //! Architecture Invariant: until the informers have synced, RBAC has no opinion (the union

@@ -337,12 +337,11 @@ pub fn compact(rules: &[PolicyRule]) -> Vec<PolicyRule> {
             r.resources[0].clone(),
             r.resource_names.first().cloned(),
         );
-        match simple.get(&key) {
-            Some(&i) => simple_rules[i].verbs.extend(r.verbs.iter().cloned()),
-            None => {
-                simple.insert(key, simple_rules.len());
-                simple_rules.push(r.clone());
-            }
+        if let Some(&i) = simple.get(&key) {
+            simple_rules[i].verbs.extend(r.verbs.iter().cloned());
+        } else {
+            simple.insert(key, simple_rules.len());
+            simple_rules.push(r.clone());
         }
     }
     out.extend(simple_rules);
@@ -496,11 +495,14 @@ mod tests {
         }
     }
 
+    /// (owner, requested, covered, missing).
+    type Case = (Vec<PolicyRule>, Vec<PolicyRule>, bool, Vec<PolicyRule>);
+
     /// Cases after upstream's `TestCoversExactMatch` and friends (`policy_comparator_test.go`).
     #[test]
     fn covers_cases() {
         let r = PolicyRule::resource;
-        let cases: Vec<(Vec<PolicyRule>, Vec<PolicyRule>, bool, Vec<PolicyRule>)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 vec![r(&["get", "list"], &["v1"], &["builds"])],
                 vec![r(&["get"], &["v1"], &["builds"])],

@@ -13,14 +13,17 @@ fn user(name: &str, groups: &[&str]) -> User {
     }
 }
 
+#[allow(clippy::needless_pass_by_value)]
 fn cluster_role(name: &str, rules: Value) -> Value {
     json!({"metadata": {"name": name}, "rules": rules})
 }
 
+#[allow(clippy::needless_pass_by_value)]
 fn role(ns: &str, name: &str, rules: Value) -> Value {
     json!({"metadata": {"name": name, "namespace": ns}, "rules": rules})
 }
 
+#[allow(clippy::needless_pass_by_value)]
 fn binding(ns: &str, name: &str, role_kind: &str, role: &str, subjects: Value) -> Value {
     json!({"metadata": {"name": name, "namespace": ns},
            "roleRef": {"apiGroup": GROUP, "kind": role_kind, "name": role},
