@@ -157,7 +157,20 @@ fn kubectl_rbac_user_flow() {
         "{edit}"
     );
 
-    // Escalation: jane may not grant herself cluster-admin.
+    // Escalation: as a namespace admin jane may create bindings, but not grant herself
+    // cluster-admin.
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "jane-admin",
+        "-n",
+        "team-b",
+        "--clusterrole=admin",
+        "--user=jane",
+    ]);
+    eventually("jane may list rolebindings in team-b", || {
+        as_jane(&s, &["get", "rolebindings", "-n", "team-b"]).0
+    });
     let (ok, _, err) = as_jane(
         &s,
         &[
