@@ -246,6 +246,38 @@ async fn crd_rules_aggregate_into_edit() {
     )
     .await;
     assert_eq!(r.status, 403);
+    // Discovery and OpenAPI come from the kinds' rows.
+    let list = api.get(RBAC).await.json();
+    let names: Vec<(String, bool)> = list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["namespaced"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("clusterrolebindings".to_string(), false),
+            ("clusterroles".to_string(), false),
+            ("rolebindings".to_string(), true),
+            ("roles".to_string(), true),
+        ]
+    );
+    let doc = api
+        .get("/openapi/v3/apis/rbac.authorization.k8s.io/v1")
+        .await
+        .json();
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["io.k8s.api.rbac.v1.ClusterRole"]["x-kubernetes-group-version-kind"][0],
+        json!({"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "ClusterRole"})
+    );
+    assert!(doc["paths"]["/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}"].is_object());
     // The bootstrap roles are served with upstream's label and annotation.
     let view = api.get(&format!("{RBAC}/clusterroles/view")).await.json();
     assert_eq!(
