@@ -73,7 +73,19 @@ const LIST_MAPS: &[(&str, &str, &[&str])] = &[
 ];
 
 /// Lists upstream declares `+listType=atomic` although they have a strategic merge key.
-const ATOMIC_LISTS: &[(&str, &str)] = &[("io.k8s.api.batch.v1.JobStatus", "conditions")];
+const ATOMIC_LISTS: &[(&str, &str)] = &[
+    ("io.k8s.api.batch.v1.JobStatus", "conditions"),
+    ("io.k8s.api.rbac.v1.Role", "rules"),
+    ("io.k8s.api.rbac.v1.ClusterRole", "rules"),
+    ("io.k8s.api.rbac.v1.AggregationRule", "clusterRoleSelectors"),
+    ("io.k8s.api.rbac.v1.RoleBinding", "subjects"),
+    ("io.k8s.api.rbac.v1.ClusterRoleBinding", "subjects"),
+    ("io.k8s.api.rbac.v1.PolicyRule", "verbs"),
+    ("io.k8s.api.rbac.v1.PolicyRule", "apiGroups"),
+    ("io.k8s.api.rbac.v1.PolicyRule", "resources"),
+    ("io.k8s.api.rbac.v1.PolicyRule", "resourceNames"),
+    ("io.k8s.api.rbac.v1.PolicyRule", "nonResourceURLs"),
+];
 
 /// Fields whose strategic patch strategy is not plain `merge`.
 const PATCH_STRATEGIES: &[(&str, &str, &str)] = &[
@@ -107,6 +119,8 @@ const ATOMIC_STRUCTS: &[&str] = &[
     "io.k8s.api.core.v1.NodeSelector",
     "io.k8s.api.core.v1.NodeSelectorTerm",
     "io.k8s.api.core.v1.TypedLocalObjectReference",
+    "io.k8s.api.rbac.v1.RoleRef",
+    "io.k8s.api.rbac.v1.Subject",
 ];
 
 /// Types whose content is free-form JSON.
@@ -147,6 +161,10 @@ fn generate() -> Value {
     generator.subschema_for::<api::coordination::v1::Lease>();
     generator.subschema_for::<api::events::v1::Event>();
     generator.subschema_for::<api::autoscaling::v1::Scale>();
+    generator.subschema_for::<api::rbac::v1::Role>();
+    generator.subschema_for::<api::rbac::v1::ClusterRole>();
+    generator.subschema_for::<api::rbac::v1::RoleBinding>();
+    generator.subschema_for::<api::rbac::v1::ClusterRoleBinding>();
     let mut defs = generator.take_definitions(true);
 
     // k8s-openapi requires `metadata` on resources because its Rust field is not optional;

@@ -32,6 +32,7 @@ pub mod events;
 pub mod fields;
 pub mod prepare;
 pub mod printers;
+pub mod rbac;
 pub mod schema;
 pub mod validation;
 
@@ -62,6 +63,10 @@ pub enum KindId {
     Lease,
     /// `events.k8s.io/v1` Event, stored as a core/v1 Event.
     EventsV1Event,
+    Role,
+    ClusterRole,
+    RoleBinding,
+    ClusterRoleBinding,
 }
 
 /// The paths of a `/scale` subresource, as a CRD's `subresources.scale` names them.
@@ -265,6 +270,23 @@ pub static KINDS: &[Kind] = &[
                  "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath",
                  "reason", "reportingController", "deprecatedSource", "type"],
         stored_as: Some("events")),
+    kind!(Role, "rbac.authorization.k8s.io", "v1", "Role", "roles", "role", short: [],
+        cat: [], Namespaced, status: false, scale: None, key: "/registry/roles",
+        def: "io.k8s.api.rbac.v1.Role", gen: None, columns: printers::ROLE, fields: [],
+        stored_as: None),
+    kind!(ClusterRole, "rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles",
+        "clusterrole", short: [], cat: [], Cluster, status: false, scale: None,
+        key: "/registry/clusterroles", def: "io.k8s.api.rbac.v1.ClusterRole", gen: None,
+        columns: printers::ROLE, fields: [], stored_as: None),
+    kind!(RoleBinding, "rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings",
+        "rolebinding", short: [], cat: [], Namespaced, status: false, scale: None,
+        key: "/registry/rolebindings", def: "io.k8s.api.rbac.v1.RoleBinding", gen: None,
+        columns: printers::ROLE_BINDING, fields: [], stored_as: None),
+    kind!(ClusterRoleBinding, "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding",
+        "clusterrolebindings", "clusterrolebinding", short: [], cat: [], Cluster,
+        status: false, scale: None, key: "/registry/clusterrolebindings",
+        def: "io.k8s.api.rbac.v1.ClusterRoleBinding", gen: None,
+        columns: printers::CLUSTER_ROLE_BINDING, fields: [], stored_as: None),
 ];
 
 /// The kind served at `group`/`plural` (any version here is `v1`).
@@ -403,6 +425,10 @@ mod tests {
             KindId::PodDisruptionBudget,
             KindId::Lease,
             KindId::EventsV1Event,
+            KindId::Role,
+            KindId::ClusterRole,
+            KindId::RoleBinding,
+            KindId::ClusterRoleBinding,
         ];
         assert_eq!(KINDS.len(), ids.len());
         for id in ids {
@@ -614,6 +640,46 @@ mod tests {
                 false,
                 "/registry/events",
             ),
+            (
+                "rbac.authorization.k8s.io",
+                "roles",
+                "Role",
+                &[],
+                &[],
+                false,
+                false,
+                "/registry/roles",
+            ),
+            (
+                "rbac.authorization.k8s.io",
+                "clusterroles",
+                "ClusterRole",
+                &[],
+                &[],
+                false,
+                false,
+                "/registry/clusterroles",
+            ),
+            (
+                "rbac.authorization.k8s.io",
+                "rolebindings",
+                "RoleBinding",
+                &[],
+                &[],
+                false,
+                false,
+                "/registry/rolebindings",
+            ),
+            (
+                "rbac.authorization.k8s.io",
+                "clusterrolebindings",
+                "ClusterRoleBinding",
+                &[],
+                &[],
+                false,
+                false,
+                "/registry/clusterrolebindings",
+            ),
         ];
         for (group, plural, kind, short, cat, status, scale, key) in cases {
             let k = lookup(group, plural).unwrap_or_else(|| panic!("{group}/{plural}"));
@@ -624,7 +690,7 @@ mod tests {
             assert_eq!(k.status, *status, "{plural}");
             assert_eq!(k.scale.is_some(), *scale, "{plural}");
             assert_eq!(k.key_root, *key, "{plural}");
-            assert!(k.namespaced());
+            assert_eq!(k.namespaced(), !plural.starts_with("cluster"), "{plural}");
             assert_eq!(by_kind(group, kind).map(|k| k.plural), Some(*plural));
         }
         assert_eq!(get(KindId::Deployment).api_version(), "apps/v1");

@@ -384,6 +384,10 @@ impl Kind {
             | KindId::Ingress
             | KindId::PodDisruptionBudget
             | KindId::Lease => {}
+            KindId::Role
+            | KindId::ClusterRole
+            | KindId::RoleBinding
+            | KindId::ClusterRoleBinding => crate::rbac::apply_defaults(self.id, obj),
         }
     }
 

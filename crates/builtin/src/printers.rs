@@ -613,6 +613,52 @@ pub const LEASE: &[Column] = &[
     AGE,
 ];
 
+/// Role and `ClusterRole`: NAME CREATED AT.
+pub const ROLE: &[Column] = &[
+    NAME,
+    doc("Created At", "date", META, "creationTimestamp", 0),
+];
+/// `RoleBinding`: NAME ROLE AGE (USERS GROUPS SERVICEACCOUNTS).
+pub const ROLE_BINDING: &[Column] = &[
+    NAME,
+    doc(
+        "Role",
+        "string",
+        "io.k8s.api.rbac.v1.RoleBinding",
+        "roleRef",
+        0,
+    ),
+    AGE,
+    text("Users", "string", "Users in the roleBinding", 1),
+    text("Groups", "string", "Groups in the roleBinding", 1),
+    text(
+        "ServiceAccounts",
+        "string",
+        "ServiceAccounts in the roleBinding",
+        1,
+    ),
+];
+/// `ClusterRoleBinding`: NAME ROLE AGE (USERS GROUPS SERVICEACCOUNTS).
+pub const CLUSTER_ROLE_BINDING: &[Column] = &[
+    NAME,
+    doc(
+        "Role",
+        "string",
+        "io.k8s.api.rbac.v1.ClusterRoleBinding",
+        "roleRef",
+        0,
+    ),
+    AGE,
+    text("Users", "string", "Users in the clusterRoleBinding", 1),
+    text("Groups", "string", "Groups in the clusterRoleBinding", 1),
+    text(
+        "ServiceAccounts",
+        "string",
+        "ServiceAccounts in the clusterRoleBinding",
+        1,
+    ),
+];
+
 // ---------------------------------------------------------------------------------------------
 // Value helpers
 
@@ -945,6 +991,10 @@ impl Kind {
                 ]
             }
             KindId::Lease => vec![name, json!(s(obj, "/spec/holderIdentity")), age],
+            KindId::Role
+            | KindId::ClusterRole
+            | KindId::RoleBinding
+            | KindId::ClusterRoleBinding => crate::rbac::cells(self.id, obj, name, age, now),
         }
     }
 

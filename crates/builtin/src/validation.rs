@@ -5,9 +5,9 @@
 //! that is not, is listed in `VALIDATION.md` beside this crate's `Cargo.toml`.
 
 use crd_core::validation::{
-    NameValidation, Scope, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain,
-    is_qualified_name, is_valid_label_value, validate_annotations, validate_labels,
-    validate_object_meta, validate_object_meta_update,
+    NameValidation, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_qualified_name,
+    is_valid_label_value, validate_annotations, validate_labels, validate_object_meta,
+    validate_object_meta_update,
 };
 use crd_core::{ErrorList, ErrorType, FieldError, Path};
 use serde_json::{Map, Value};
@@ -131,7 +131,20 @@ fn validate_meta(kind: &Kind, obj: &Value, old: Option<&Value>) -> ErrorList {
     let path = Path::new("metadata");
     let meta = at(obj, "/metadata");
     let rule = NameValidation::Dns1123Subdomain;
-    let mut errs = validate_object_meta(meta, Scope::Namespaced, rule, &path);
+    let mut errs = validate_object_meta(meta, kind.scope, rule, &path);
+    if crate::rbac::is_rbac(kind.id) {
+        // RBAC names are path segments (`ValidateRBACName`), not DNS subdomains.
+        errs.0.retain(|e| {
+            !(e.kind == ErrorType::Invalid
+                && (e.field == path.child("name") || e.field == path.child("generateName")))
+        });
+        for field in ["name", "generateName"] {
+            let v = s(meta, &format!("/{field}"));
+            for m in crate::rbac::path_segment_name_errors(v) {
+                errs.push(FieldError::invalid(&path.child(field), v, m));
+            }
+        }
+    }
     if kind.id == KindId::Service {
         // Service names are DNS-1035 labels (`ValidateServiceName`).
         errs.0.retain(|e| {
@@ -1271,6 +1284,10 @@ impl Kind {
             KindId::EndpointSlice => endpoint_slice(obj, old, &mut errs),
             KindId::PodDisruptionBudget => pdb(obj, &mut errs),
             KindId::Lease => lease(obj, &mut errs),
+            KindId::Role
+            | KindId::ClusterRole
+            | KindId::RoleBinding
+            | KindId::ClusterRoleBinding => crate::rbac::validate(self, obj, old, &mut errs),
         }
         if let Some(old) = old {
             immutable_spec_fields(self, obj, old, &mut errs);

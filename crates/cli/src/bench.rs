@@ -42,6 +42,12 @@ pub struct BenchArgs {
     /// Measure only the garbage-collection figures ("gc" section).
     #[arg(long)]
     only_gc: bool,
+    /// Unrelated `RoleBindings` in the store in the authorization figures ("rbac" section).
+    #[arg(long, default_value_t = 1000)]
+    rbac_bindings: usize,
+    /// Measure only the authorization figures ("rbac" section).
+    #[arg(long)]
+    only_rbac: bool,
     /// Instead of the figures, run a mixed load (creates, updates, gets, lists, deletes, 50
     /// watchers) for this many seconds and report resident memory and open file descriptors
     /// over time.
@@ -65,11 +71,17 @@ struct Server {
 
 impl Server {
     fn start(data: &Path) -> anyhow::Result<(Self, Duration)> {
+        Self::start_with(data, &[])
+    }
+
+    /// [`Server::start`] with extra `serve` flags.
+    fn start_with(data: &Path, extra: &[String]) -> anyhow::Result<(Self, Duration)> {
         let started = Instant::now();
         let mut child = Command::new(std::env::current_exe()?)
             .args(["serve", "--secure-port", "0", "--data-dir"])
             .arg(data)
             .args(SERVE_FLAGS.get().into_iter().flatten())
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -503,6 +515,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         setup_crd(&server, &client).await?;
         return garbage_collection(&server, &mut report, args.gc_dependents).await;
     }
+    if args.only_rbac {
+        return rbac_overhead(dir.path(), &mut report, args.gets, args.rbac_bindings).await;
+    }
 
     // Startup from an empty data dir (to the kubeconfig line, then /readyz).
     let (server, to_line) = Server::start(&dir.path().join("data"))?;
@@ -680,6 +695,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     );
     drop(server);
 
+    rbac_overhead(dir.path(), &mut report, args.gets, args.rbac_bindings).await?;
+
     if !args.skip_full_startup && args.etcd_servers.is_empty() {
         let full = dir.path().join("full");
         let (server, _) = Server::start(&full)?;
@@ -809,12 +826,24 @@ async fn gets(
     existing: usize,
     total: usize,
 ) -> anyhow::Result<f64> {
+    gets_as(server, &server.token, base, prefix, existing, total).await
+}
+
+/// [`gets`] with another bearer token.
+async fn gets_as(
+    server: &Server,
+    token: &str,
+    base: &str,
+    prefix: &str,
+    existing: usize,
+    total: usize,
+) -> anyhow::Result<f64> {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..64 {
         let client = server.client(false)?;
         let base = base.to_string();
-        let token = server.token.clone();
+        let token = token.to_string();
         let prefix = prefix.to_string();
         tasks.push(tokio::spawn(async move {
             for i in (c..total).step_by(64) {
@@ -1087,5 +1116,96 @@ async fn garbage_collection(server: &Server, report: &mut Report, n: usize) -> a
             },
         );
     }
+    Ok(())
+}
+
+/// The "rbac" section: gets/s by a token user outside `system:masters`, allowed by one
+/// `RoleBinding` among `bindings` unrelated ones, under `--authorization-mode=RBAC` against the
+/// same load under `AlwaysAllow` (each on a fresh server with the same objects and bindings).
+async fn rbac_overhead(
+    dir: &Path,
+    report: &mut Report,
+    total: usize,
+    bindings: usize,
+) -> anyhow::Result<()> {
+    const USER_TOKEN: &str = "bench-user-token-0123456789";
+    const OBJECTS: usize = 1000;
+    let mut rates = Vec::new();
+    for mode in ["AlwaysAllow", "RBAC"] {
+        let data = dir.join(format!("rbac-{mode}"));
+        std::fs::create_dir_all(&data)?;
+        let tokens = data.join("tokens.csv");
+        std::fs::write(
+            &tokens,
+            format!(
+                "bench-admin-token-0123456789,admin,admin,\"system:masters\"\n{USER_TOKEN},bench-user,bench-uid,\"devs\"\n"
+            ),
+        )?;
+        let flags = [
+            "--token-auth-file".to_string(),
+            tokens.display().to_string(),
+            "--authorization-mode".to_string(),
+            mode.to_string(),
+        ];
+        let (server, _) = Server::start_with(&data, &flags)?;
+        wait_ready(&server).await?;
+        let client = server.client(true)?;
+        setup_crd(&server, &client).await?;
+        let base = format!("{}/apis/{GROUP}/v1/namespaces/default/widgets", server.url);
+        post_all(&server, &base, OBJECTS, |i| object(&format!("r-{i:07}"))).await?;
+        let rbac = format!("{}/apis/rbac.authorization.k8s.io/v1", server.url);
+        post_all(&server, &format!("{rbac}/clusterroles"), 1, |_| {
+            json!({"metadata": {"name": "widget-reader"},
+                   "rules": [{"apiGroups": [GROUP], "resources": ["widgets"], "verbs": ["get", "list"]}]})
+        })
+        .await?;
+        post_all(
+            &server,
+            &format!("{rbac}/namespaces/default/rolebindings"),
+            bindings,
+            |i| {
+                json!({"metadata": {"name": format!("unrelated-{i:05}")},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                       "subjects": [{"kind": "User", "name": format!("user-{i}")},
+                                    {"kind": "Group", "name": format!("group-{i}")}]})
+            },
+        )
+        .await?;
+        post_all(
+            &server,
+            &format!("{rbac}/namespaces/default/rolebindings"),
+            1,
+            |_| {
+                json!({"metadata": {"name": "bench-user"},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "widget-reader"},
+                       "subjects": [{"kind": "User", "name": "bench-user"}]})
+            },
+        )
+        .await?;
+        // The binding reaches the authorizer through its informer: poll until it does.
+        let probe = format!("{base}/r-0000000");
+        let mut allowed = false;
+        for _ in 0..500 {
+            let r = client.get(&probe).bearer_auth(USER_TOKEN).send().await?;
+            if r.status().is_success() {
+                allowed = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if !allowed {
+            bail!("the bench user was never allowed under {mode}");
+        }
+        rates.push(gets_as(&server, USER_TOKEN, &base, "r", OBJECTS, total).await?);
+    }
+    let overhead = (rates[0] - rates[1]) / rates[0] * 100.0;
+    report.row(
+        &format!("gets/s as an RBAC-bound token user, {bindings} unrelated RoleBindings"),
+        format!("{:.0}", rates[1]),
+        format!(
+            "AlwaysAllow: {:.0}; overhead {overhead:.1}%; target < 10%",
+            rates[0]
+        ),
+    );
     Ok(())
 }

@@ -92,8 +92,12 @@ struct ServeArgs {
     /// entries are the groups, as in kube-apiserver.
     #[arg(long)]
     client_ca_file: Option<PathBuf>,
-    /// An ABAC policy file (kube-apiserver's format, one JSON Policy per line); without it,
-    /// every authenticated user may do everything.
+    /// Ordered list of authorizers, comma-separated: `AlwaysAllow`, `ABAC`, `RBAC` (the first
+    /// that allows wins; members of `system:masters` are always allowed).
+    #[arg(long, default_value = "RBAC", value_delimiter = ',')]
+    authorization_mode: Vec<String>,
+    /// An ABAC policy file (kube-apiserver's format, one JSON Policy per line), used with
+    /// `--authorization-mode=ABAC`.
     #[arg(long)]
     authorization_policy_file: Option<PathBuf>,
     /// Requests without credentials act as `system:anonymous` (group `system:unauthenticated`),
@@ -229,6 +233,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 ..crd_server::limits::Limits::default()
             },
             client_ca_file: args.client_ca_file.clone(),
+            authorization_modes: args.authorization_mode.clone(),
             authorization_policy_file: args.authorization_policy_file.clone(),
             anonymous_auth: args.anonymous_auth,
             service_account: crd_server::serviceaccount::KeyOptions {

@@ -4,11 +4,13 @@
 //! # Layout (lowest layer first; `tests/module_graph.rs` keeps it a DAG)
 //! - [`error`], [`version`], [`body`], [`table`], [`auth`], [`protobuf`], [`limits`]: the
 //!   vocabulary every layer shares.
-//! - [`request`] (route, typed options, negotiation), [`tls`], [`authz`] (ABAC),
+//! - [`request`] (route, typed options, negotiation), [`tls`], [`authz`] (the
+//!   `--authorization-mode` union: `AlwaysAllow`, ABAC, RBAC),
 //!   [`conversion`] (conversion webhooks), [`kubeconfig`].
 //! - [`registry`]: per-kind strategies, the kinds table, the CRD registry, the custom-object
 //!   pipeline.
 //! - [`controllers`] (CRD naming/establishing/cleanup, namespace cleanup, garbage collection,
+//!   the RBAC policy and `ClusterRole` aggregation,
 //!   storage-version migration, compaction, on informers), [`admission`], [`discovery`],
 //!   [`openapi`].
 //! - [`state`]: what requests share.
@@ -74,8 +76,9 @@ pub struct ServerConfig {
     pub conversion: conversion::ConversionOptions,
     /// `--client-ca-file`: accept client certificates signed by this CA.
     pub client_ca_file: Option<PathBuf>,
-    /// `--authorization-policy-file`: an ABAC policy; without it every authenticated user may do
-    /// everything.
+    /// `--authorization-mode`: the ordered authorizers (`AlwaysAllow`, `ABAC`, `RBAC`).
+    pub authorization_modes: Vec<String>,
+    /// `--authorization-policy-file`: the ABAC policy (needs mode `ABAC`).
     pub authorization_policy_file: Option<PathBuf>,
     /// `--etcd-compaction-interval`: how often storage history is compacted.
     pub compaction_interval: std::time::Duration,
@@ -110,10 +113,12 @@ pub async fn run(
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
     let tls = tls::load_or_generate(&config.tls, config.client_ca_file.as_deref())?;
-    let authorizer = match &config.authorization_policy_file {
-        Some(p) => authz::Authorizer::from_file(p)?,
-        None => authz::Authorizer::allow_all(),
-    };
+    let rbac = authz::rbac::RbacAuthorizer::new();
+    let authorizer = authz::Authorizer::from_modes(
+        &config.authorization_modes,
+        config.authorization_policy_file.as_deref(),
+        &rbac,
+    )?;
     let (auth, admin_token) = if let Some(path) = &config.token_file {
         // The kubeconfig carries the file's first `system:masters` token, if it has one.
         let auth = TokenAuthenticator::from_file(path)?;
@@ -157,6 +162,12 @@ pub async fn run(
     let state = Arc::new(state);
 
     controllers::namespaces_bootstrap(store.as_ref()).await?;
+    // The `rbac/bootstrap-roles` post-start hook: default roles before anyone is served.
+    controllers::rbac::bootstrap(store.as_ref())
+        .await
+        .context("reconciling the bootstrap RBAC policy")?;
+    let rbac_controller = controllers::rbac::RbacController::new(store.clone(), rbac);
+    let mut rbac_synced = rbac_controller.synced();
     let crds = CrdController::new(store.clone(), state.registry.clone());
     let mut crds_synced = crds.synced();
     let mut supervisor = Supervisor::new(shutdown.clone());
@@ -168,6 +179,9 @@ pub async fn run(
         state.registry.clone(),
         state.kinds.namespaced_key_roots(),
     );
+    supervisor.spawn("rbac", move |shutdown| {
+        rbac_controller.clone().run(shutdown)
+    });
     supervisor.spawn("namespaces", move |shutdown| {
         namespaces.clone().run(shutdown)
     });
@@ -204,6 +218,14 @@ pub async fn run(
         Some(synced) => {
             synced.context("loading CRDs")?;
         }
+    }
+
+    // Ready only once the RBAC policy is complete (roles and bindings in memory).
+    if controllers::informer::until_shutdown(&mut waiting, rbac_synced.wait_for(|s| *s))
+        .await
+        .is_none()
+    {
+        return Ok(());
     }
 
     let kubeconfig = config.data_dir.join("kubeconfig");

@@ -1,5 +1,6 @@
 //! The protobuf messages the server must read: kubectl 1.32 sends `kubectl create namespace`,
-//! `create configmap`, `create secret` and `create serviceaccount` as
+//! `create configmap`, `create secret`, `create serviceaccount` and `create role|clusterrole|
+//! rolebinding|clusterrolebinding` as
 //! `application/vnd.kubernetes.protobuf` only. The envelope is the magic `k8s\0` followed by a
 //! `runtime.Unknown` whose `raw` field holds the object (`v1.Namespace`, `v1.ConfigMap`, ...). Responses are always JSON, which
 //! kubectl accepts.
@@ -98,6 +99,163 @@ struct ServiceAccount {
     image_pull_secrets: Vec<LocalObjectReference>,
     #[prost(bool, optional, tag = "4")]
     automount_service_account_token: Option<bool>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct PolicyRule {
+    #[prost(string, repeated, tag = "1")]
+    verbs: Vec<String>,
+    #[prost(string, repeated, tag = "2")]
+    api_groups: Vec<String>,
+    #[prost(string, repeated, tag = "3")]
+    resources: Vec<String>,
+    #[prost(string, repeated, tag = "4")]
+    resource_names: Vec<String>,
+    #[prost(string, repeated, tag = "5")]
+    non_resource_urls: Vec<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct LabelSelectorRequirement {
+    #[prost(string, optional, tag = "1")]
+    key: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    operator: Option<String>,
+    #[prost(string, repeated, tag = "3")]
+    values: Vec<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct LabelSelector {
+    #[prost(btree_map = "string, string", tag = "1")]
+    match_labels: BTreeMap<String, String>,
+    #[prost(message, repeated, tag = "2")]
+    match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct AggregationRule {
+    #[prost(message, repeated, tag = "1")]
+    cluster_role_selectors: Vec<LabelSelector>,
+}
+
+/// `rbac/v1` Role and `ClusterRole` (Role has no aggregation rule).
+#[derive(Clone, PartialEq, Message)]
+struct RbacRole {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, repeated, tag = "2")]
+    rules: Vec<PolicyRule>,
+    #[prost(message, optional, tag = "3")]
+    aggregation_rule: Option<AggregationRule>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct Subject {
+    #[prost(string, optional, tag = "1")]
+    kind: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    api_group: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    name: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    namespace: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct RoleRef {
+    #[prost(string, optional, tag = "1")]
+    api_group: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    kind: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    name: Option<String>,
+}
+
+/// `rbac/v1` `RoleBinding` and `ClusterRoleBinding`.
+#[derive(Clone, PartialEq, Message)]
+struct RbacBinding {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, repeated, tag = "2")]
+    subjects: Vec<Subject>,
+    #[prost(message, optional, tag = "3")]
+    role_ref: Option<RoleRef>,
+}
+
+/// Decodes the RBAC kinds kubectl sends as protobuf (`kubectl create role|clusterrole|
+/// rolebinding|clusterrolebinding`).
+fn decode_rbac(raw: &[u8], out: &mut Value, kind: &str) -> Result<(), String> {
+    let opt = |s: Option<String>| s.unwrap_or_default();
+    if kind.ends_with("Binding") {
+        let o = RbacBinding::decode(raw).map_err(|e| e.to_string())?;
+        out["metadata"] = meta_json(o.metadata.unwrap_or_default());
+        let subjects: Vec<Value> = o
+            .subjects
+            .into_iter()
+            .map(|s| {
+                let mut v = json!({"kind": opt(s.kind), "name": opt(s.name)});
+                if let Some(g) = s.api_group.filter(|g| !g.is_empty()) {
+                    v["apiGroup"] = json!(g);
+                }
+                if let Some(n) = s.namespace.filter(|n| !n.is_empty()) {
+                    v["namespace"] = json!(n);
+                }
+                v
+            })
+            .collect();
+        if !subjects.is_empty() {
+            out["subjects"] = Value::from(subjects);
+        }
+        let r = o.role_ref.unwrap_or_default();
+        out["roleRef"] =
+            json!({"apiGroup": opt(r.api_group), "kind": opt(r.kind), "name": opt(r.name)});
+        return Ok(());
+    }
+    let o = RbacRole::decode(raw).map_err(|e| e.to_string())?;
+    out["metadata"] = meta_json(o.metadata.unwrap_or_default());
+    let rules: Vec<Value> = o
+        .rules
+        .into_iter()
+        .map(|r| {
+            let mut v = json!({"verbs": r.verbs});
+            for (k, list) in [
+                ("apiGroups", r.api_groups),
+                ("resources", r.resources),
+                ("resourceNames", r.resource_names),
+                ("nonResourceURLs", r.non_resource_urls),
+            ] {
+                if !list.is_empty() {
+                    v[k] = json!(list);
+                }
+            }
+            v
+        })
+        .collect();
+    out["rules"] = Value::from(rules);
+    if let Some(a) = o.aggregation_rule {
+        let selectors: Vec<Value> = a
+            .cluster_role_selectors
+            .into_iter()
+            .map(|s| {
+                let mut v = json!({});
+                if !s.match_labels.is_empty() {
+                    v["matchLabels"] = json!(s.match_labels);
+                }
+                if !s.match_expressions.is_empty() {
+                    let exprs: Vec<Value> = s
+                        .match_expressions
+                        .into_iter()
+                        .map(|e| json!({"key": opt(e.key), "operator": opt(e.operator), "values": e.values}))
+                        .collect();
+                    v["matchExpressions"] = Value::from(exprs);
+                }
+                v
+            })
+            .collect();
+        out["aggregationRule"] = json!({"clusterRoleSelectors": selectors});
+    }
+    Ok(())
 }
 
 /// Opens the envelope: checks the magic and the type meta, returns the raw object bytes.
@@ -315,6 +473,9 @@ pub fn decode_builtin(body: &[u8], api_version: &str, kind: &str) -> Option<Resu
                     out["immutable"] = json!(i);
                 }
             }
+            "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => {
+                decode_rbac(raw, &mut out, kind)?;
+            }
             _ => {
                 let o = ServiceAccount::decode(raw).map_err(|e| e.to_string())?;
                 out["metadata"] = meta_json(o.metadata.unwrap_or_default());
@@ -333,7 +494,13 @@ pub fn decode_builtin(body: &[u8], api_version: &str, kind: &str) -> Option<Resu
         }
         Ok(out)
     };
-    if api_version != "v1" || !matches!(kind, "ConfigMap" | "Secret" | "ServiceAccount") {
+    let core = api_version == "v1" && matches!(kind, "ConfigMap" | "Secret" | "ServiceAccount");
+    let rbac = api_version == "rbac.authorization.k8s.io/v1"
+        && matches!(
+            kind,
+            "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding"
+        );
+    if !core && !rbac {
         return None;
     }
     Some(open(body, api_version, kind).and_then(|raw| decode(&raw)))
@@ -398,6 +565,87 @@ mod tests {
         );
         assert!(decode_builtin(cm, "v1", "Secret").unwrap().is_err());
         assert!(decode_builtin(cm, "apps/v1", "Deployment").is_none());
+    }
+
+    #[test]
+    fn decodes_kubectl_create_rolebinding_and_clusterrole() {
+        let binding = RbacBinding {
+            metadata: Some(ObjectMeta {
+                name: Some("b".into()),
+                ..Default::default()
+            }),
+            subjects: vec![Subject {
+                kind: Some("User".into()),
+                api_group: Some("rbac.authorization.k8s.io".into()),
+                name: Some("jane".into()),
+                namespace: None,
+            }],
+            role_ref: Some(RoleRef {
+                api_group: Some("rbac.authorization.k8s.io".into()),
+                kind: Some("ClusterRole".into()),
+                name: Some("edit".into()),
+            }),
+        };
+        let wrap = |kind: &str, raw: Vec<u8>| {
+            let mut body = MAGIC.to_vec();
+            Unknown {
+                type_meta: Some(TypeMeta {
+                    api_version: Some("rbac.authorization.k8s.io/v1".into()),
+                    kind: Some(kind.into()),
+                }),
+                raw: Some(raw),
+            }
+            .encode(&mut body)
+            .unwrap();
+            body
+        };
+        let v = decode_builtin(
+            &wrap("RoleBinding", binding.encode_to_vec()),
+            "rbac.authorization.k8s.io/v1",
+            "RoleBinding",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            v,
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": "b"},
+                   "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "jane"}],
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"}})
+        );
+        let role = RbacRole {
+            metadata: Some(ObjectMeta {
+                name: Some("r".into()),
+                ..Default::default()
+            }),
+            rules: vec![PolicyRule {
+                verbs: vec!["get".into()],
+                api_groups: vec![String::new()],
+                resources: vec!["pods".into()],
+                ..Default::default()
+            }],
+            aggregation_rule: Some(AggregationRule {
+                cluster_role_selectors: vec![LabelSelector {
+                    match_labels: [("a".to_string(), "b".to_string())].into(),
+                    match_expressions: vec![],
+                }],
+            }),
+        };
+        let v = decode_builtin(
+            &wrap("ClusterRole", role.encode_to_vec()),
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRole",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            v["rules"],
+            json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}])
+        );
+        assert_eq!(
+            v["aggregationRule"],
+            json!({"clusterRoleSelectors": [{"matchLabels": {"a": "b"}}]})
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Authentication and authorization against the real binary: tokens from `--token-auth-file`,
-//! client certificates from `--client-ca-file`, and an ABAC `--authorization-policy-file`.
+//! client certificates from `--client-ca-file`, and an ABAC `--authorization-policy-file`
+//! (`--authorization-mode=ABAC`, whose denials end with upstream's `: No policy matched.`).
 
 use serde_json::{Value, json};
 
@@ -62,6 +63,8 @@ async fn tokens_certificates_and_policy() {
             &[
                 "--token-auth-file",
                 tokens.to_str().unwrap(),
+                "--authorization-mode",
+                "ABAC",
                 "--authorization-policy-file",
                 policy.to_str().unwrap(),
                 "--client-ca-file",
@@ -134,7 +137,7 @@ async fn tokens_certificates_and_policy() {
     assert_eq!(body["reason"], "Forbidden");
     assert_eq!(
         body["message"],
-        "namespaces is forbidden: User \"bob\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope"
+        "namespaces is forbidden: User \"bob\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope: No policy matched."
     );
     let r = plain
         .post(format!("{}{crontabs}", s.url))
@@ -148,7 +151,7 @@ async fn tokens_certificates_and_policy() {
     let body: Value = r.json().await.unwrap();
     assert_eq!(
         body["message"],
-        "crontabs.stable.example.com is forbidden: User \"bob\" cannot create resource \"crontabs\" in API group \"stable.example.com\" in the namespace \"team-a\""
+        "crontabs.stable.example.com is forbidden: User \"bob\" cannot create resource \"crontabs\" in API group \"stable.example.com\" in the namespace \"team-a\": No policy matched."
     );
 
     // kubectl shows the denial as Kubernetes' Forbidden error.
@@ -172,7 +175,7 @@ async fn tokens_certificates_and_policy() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("Error from server (Forbidden): crontabs.stable.example.com is forbidden: User \"bob\" cannot list resource \"crontabs\" in API group \"stable.example.com\" in the namespace \"team-b\""),
+        err.contains("Error from server (Forbidden): crontabs.stable.example.com is forbidden: User \"bob\" cannot list resource \"crontabs\" in API group \"stable.example.com\" in the namespace \"team-b\": No policy matched."),
         "{err}"
     );
 }

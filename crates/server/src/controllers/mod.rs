@@ -10,13 +10,16 @@
 //! - [`gc::GarbageCollector`]: deletes objects whose owners are gone and carries out the
 //!   foreground and orphan propagation policies, for every kind served.
 //! - [`migration`]: storage-version migration for StorageVersionMigration objects.
+//! - [`rbac::RbacController`]: feeds the RBAC authorizer's policy from informers and
+//!   aggregates `ClusterRoles`; [`rbac::bootstrap`] reconciles the default roles at start-up.
 //! - [`compaction`]: compacts storage history periodically, as kube-apiserver does.
 //! - [`purge`]: deleting everything under a key prefix, honouring finalizers.
 //!
 //! Controllers are given the store, the [`Registry`](crate::registry::serving::Registry) and a
 //! shutdown receiver, nothing else.
 //!
-//! Architecture Invariant: controllers depend only on `registry` and `crd_storage`; never on
+//! Architecture Invariant: controllers depend only on `registry`, `authz` (the RBAC policy they
+//! feed) and `crd_storage`; never on
 //! `http`, `handlers`, `openapi`, `discovery` or the server's `AppState`.
 //!
 //! Architecture Invariant: controllers reach objects through the store, never through HTTP
@@ -33,6 +36,7 @@ pub mod migration;
 pub mod namespaces;
 pub mod naming;
 pub mod purge;
+pub mod rbac;
 pub mod supervisor;
 #[cfg(test)]
 mod testing;

@@ -98,6 +98,7 @@ pub async fn create_object(
         .into());
     }
     set_namespace(ctx, strategy, &mut obj)?;
+    strategy.authorize_write(&ctx.state.authorizer, ctx.user, &obj, None)?;
     wipe_and_fill_system_fields(&mut obj);
     let generate = meta::name(&obj).is_empty() && !meta::meta_str(&obj, "generateName").is_empty();
     strategy.prepare_create(&mut obj);

@@ -78,6 +78,7 @@ pub async fn write_update(
         managed::track_update(ctx, strategy, Some(&old), &mut new);
     }
     before_update(&mut new, &old);
+    strategy.authorize_write(&ctx.state.authorizer, ctx.user, &new, Some(&old))?;
     strategy.prepare_update(&mut new, &old, ctx.sub);
     let mut errors = strategy.validate_update(&new, &old, ctx.sub);
     errors.extend(managed::validation_errors(&new));

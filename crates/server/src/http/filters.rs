@@ -159,8 +159,13 @@ pub fn impersonate(
     let mut user = User::default();
     for r in &requests {
         let attrs = r.attributes();
-        if !state.authorizer.allowed(&requester, &attrs) {
-            return Err(Box::new(Authorizer::denial(&requester, &attrs)));
+        let decision = state.authorizer.authorize(&requester, &attrs);
+        if !decision.allowed {
+            return Err(Box::new(Authorizer::denial_with_reason(
+                &requester,
+                &attrs,
+                &decision.reason,
+            )));
         }
         match r {
             Impersonation::User(name) => user.name.clone_from(name),
@@ -200,10 +205,15 @@ pub fn authorize(
     route: &Route,
 ) -> Result<(), Box<Status>> {
     let attrs = attributes(method, path, route);
-    if state.authorizer.allowed(user, &attrs) {
+    let decision = state.authorizer.authorize(user, &attrs);
+    if decision.allowed {
         Ok(())
     } else {
-        Err(Box::new(Authorizer::denial(user, &attrs)))
+        Err(Box::new(Authorizer::denial_with_reason(
+            user,
+            &attrs,
+            &decision.reason,
+        )))
     }
 }
 

@@ -260,6 +260,27 @@ impl Strategy for BuiltinStrategy {
         super::reviews::subresource_answer(self.kind.group, self.kind.plural, sub?)
     }
 
+    fn authorize_write(
+        &self,
+        authorizer: &crate::authz::Authorizer,
+        user: &crate::auth::User,
+        new: &Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        use crate::authz::rbac::{GROUP, RbacKind, escalation};
+        let Some(kind) =
+            RbacKind::from_resource(self.kind.plural).filter(|_| self.kind.group == GROUP)
+        else {
+            return Ok(());
+        };
+        let write = escalation::Write {
+            kind,
+            namespace: super::meta::namespace(new),
+            name: super::meta::name(new),
+        };
+        escalation::guard(authorizer, user, write, new, old).map_err(ApiError::Status)
+    }
+
     fn admit(&self, obj: &mut Value, how: &Admission) -> Result<Vec<String>, ApiError> {
         self.check_type_meta(obj)?;
         let defs = crd_builtin::schema::definitions();

@@ -309,6 +309,20 @@ pub trait Strategy: Send + Sync {
         None
     }
 
+    /// Checks what the requesting user may write beyond the verb the request filter authorized
+    /// (RBAC's escalation prevention: roles granting permissions the user lacks, bindings to
+    /// roles the user does not hold). `old` is `None` on create. Runs after decoding and
+    /// admission, before preparation and validation, as upstream's policy-based storage does.
+    fn authorize_write(
+        &self,
+        _authorizer: &crate::authz::Authorizer,
+        _user: &crate::auth::User,
+        _new: &Value,
+        _old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
+
     /// A check of an update that needs to read storage (for CRDs: no stored version may leave
     /// `status.storedVersions` while objects are stored at it). Runs after validation.
     async fn guard_update(&self, _new: &Value, _old: &Value) -> Result<(), ApiError> {

@@ -294,8 +294,12 @@ impl Answer for AccessReview {
             AccessReview::Subject | AccessReview::Local => subject_of(&spec),
         };
         let attrs = attributes_of(&spec);
-        let allowed = req.authorizer.allowed(&subject, &attrs);
-        Ok(respond(kind, av, &req.body, json!({"allowed": allowed})))
+        let decision = req.authorizer.authorize(&subject, &attrs);
+        let mut status = json!({"allowed": decision.allowed});
+        if !decision.reason.is_empty() {
+            status["reason"] = Value::String(decision.reason);
+        }
+        Ok(respond(kind, av, &req.body, status))
     }
 }
 
@@ -448,13 +452,18 @@ impl Answer for SelfSubjectRulesReview {
             .and_then(Value::as_str)
             .unwrap_or("");
         let rules = req.authorizer.rules_for(req.user, ns);
+        let list = |rs: &[crate::authz::rbac::rules::PolicyRule]| -> Vec<Value> {
+            rs.iter()
+                .map(crate::authz::rbac::rules::PolicyRule::to_json)
+                .collect()
+        };
         let mut status = json!({
-            "resourceRules": rules.resource_rules,
-            "nonResourceRules": rules.non_resource_rules,
+            "resourceRules": list(&rules.resource_rules),
+            "nonResourceRules": list(&rules.non_resource_rules),
             "incomplete": rules.incomplete,
         });
-        if let Some(e) = rules.evaluation_error {
-            status["evaluationError"] = Value::String(e);
+        if !rules.evaluation_error.is_empty() {
+            status["evaluationError"] = Value::String(rules.evaluation_error);
         }
         Ok(respond(kind, av, &req.body, status))
     }

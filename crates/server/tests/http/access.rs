@@ -47,6 +47,7 @@ async fn server() -> TestServer {
         )
         .unwrap();
         c.authorization_policy_file = Some(policy);
+        c.authorization_modes = vec!["ABAC".into()];
     })
     .await
 }
@@ -100,7 +101,7 @@ async fn anonymous_requests_bad_tokens_and_impersonation() {
     assert_eq!(code, 403);
     assert_eq!(
         body["message"],
-        "namespaces is forbidden: User \"system:anonymous\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope"
+        "namespaces is forbidden: User \"system:anonymous\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope: No policy matched."
     );
     // A token nobody knows is a 401, never anonymous.
     let (code, body) = call(&s, Some("nope"), &[], Method::GET, "/version", None).await;
@@ -120,7 +121,7 @@ async fn anonymous_requests_bad_tokens_and_impersonation() {
     assert_eq!(code, 403);
     assert_eq!(
         body["message"],
-        "configmaps is forbidden: User \"jane\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"b\""
+        "configmaps is forbidden: User \"jane\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"b\": No policy matched."
     );
     let (code, _) = call(
         &s,
@@ -160,7 +161,7 @@ async fn anonymous_requests_bad_tokens_and_impersonation() {
     assert_eq!(code, 403);
     assert_eq!(
         body["message"],
-        "users \"admin\" is forbidden: User \"jane\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+        "users \"admin\" is forbidden: User \"jane\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope: No policy matched."
     );
     let (code, body) = call(
         &s,
@@ -174,7 +175,7 @@ async fn anonymous_requests_bad_tokens_and_impersonation() {
     assert_eq!(code, 403);
     assert_eq!(
         body["message"],
-        "serviceaccounts \"robot\" is forbidden: User \"jane\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"a\""
+        "serviceaccounts \"robot\" is forbidden: User \"jane\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"a\": No policy matched."
     );
     // Groups without a user: refused before anything is authorized.
     let (code, _) = call(

@@ -6,5 +6,6 @@ mod access;
 mod api;
 mod gc;
 mod hostile;
+mod rbac;
 mod support;
 mod watch;

@@ -52,6 +52,7 @@ impl TestServer {
             token_file: None,
             conversion: crd_server::conversion::ConversionOptions::default(),
             client_ca_file: None,
+            authorization_modes: vec!["RBAC".into()],
             authorization_policy_file: None,
             compaction_interval: crd_server::controllers::compaction::INTERVAL,
             limits: crd_server::limits::Limits::default(),
