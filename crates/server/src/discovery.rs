@@ -558,6 +558,8 @@ mod tests {
             [
                 "apps",
                 "events.k8s.io",
+                "authentication.k8s.io",
+                "authorization.k8s.io",
                 "batch",
                 "networking.k8s.io",
                 "policy",
