@@ -16,7 +16,11 @@ fn server() -> TestServer {
     let policy = dir.path().join("policy.jsonl");
     TestServer::start_with(
         dir,
-        &["--authorization-policy-file", policy.to_str().unwrap()],
+        &[
+            "--authorization-mode=ABAC",
+            "--authorization-policy-file",
+            policy.to_str().unwrap(),
+        ],
     )
 }
 
@@ -61,7 +65,7 @@ fn whoami_can_i_and_impersonation() {
         .trim(),
         "yes"
     );
-    // "no" exits 1, as kubectl does.
+    // "no" exits 1, with the authorizer's reason, as kubectl prints it.
     let out = s.kubectl(&[
         "auth",
         "can-i",
@@ -72,7 +76,10 @@ fn whoami_can_i_and_impersonation() {
         "--as=jane",
     ]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "no - No policy matched."
+    );
 
     // The rules jane holds in team-a.
     let list = s.kubectl_ok(&["auth", "can-i", "--list", "-n", "team-a", "--as=jane"]);
@@ -87,7 +94,7 @@ fn whoami_can_i_and_impersonation() {
     assert!(!out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
-        "Error from server (Forbidden): configmaps is forbidden: User \"jane\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"team-b\""
+        "Error from server (Forbidden): configmaps is forbidden: User \"jane\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"team-b\": No policy matched."
     );
 }
 
