@@ -20,6 +20,7 @@
 //! `Arc<dyn Store>`.
 
 pub mod admission;
+pub mod audit;
 pub mod auth;
 pub mod authz;
 pub mod body;
@@ -28,9 +29,11 @@ pub mod conversion;
 pub mod discovery;
 pub mod error;
 pub mod handlers;
+pub mod health;
 pub mod http;
 pub mod kubeconfig;
 pub mod limits;
+pub mod metrics;
 pub mod openapi;
 pub mod openapi_pb;
 pub mod protobuf;
@@ -80,6 +83,11 @@ pub struct ServerConfig {
     pub compaction_interval: std::time::Duration,
     /// Bounds on connections and requests in flight.
     pub limits: limits::Limits,
+    /// `--audit-policy-file` and `--audit-log-*`.
+    pub audit: audit::AuditOptions,
+    /// `--shutdown-delay-duration`: how long the server keeps accepting, with `/readyz`
+    /// failing, after shutdown begins.
+    pub shutdown_delay: std::time::Duration,
 }
 
 /// What a started server tells its caller.
@@ -122,6 +130,7 @@ pub async fn run(
     let mut state = AppState::new(store.clone(), auth, config.conversion.clone());
     state.authorizer = authorizer;
     state.limits = limits::InFlight::new(&config.limits);
+    state.auditor = audit::Auditor::start(&config.audit)?;
     let state = Arc::new(state);
 
     controllers::namespaces_bootstrap(store.as_ref()).await?;
@@ -165,6 +174,7 @@ pub async fn run(
         }
     });
     tokio::spawn(supervisor.run());
+    state.health.set_controllers_started();
     // Ready only once every stored CRD is served (as before: the first list, reconciled).
     let mut waiting = shutdown.clone();
     match controllers::informer::until_shutdown(&mut waiting, crds_synced.wait_for(|s| *s)).await {
@@ -174,6 +184,7 @@ pub async fn run(
         }
     }
 
+    state.health.set_crd_informer_synced();
     let kubeconfig = config.data_dir.join("kubeconfig");
     kubeconfig::write(&kubeconfig, addr, &tls.ca_pem, admin_token.as_deref())?;
     state.set_ready();
@@ -185,6 +196,7 @@ pub async fn run(
         state,
         config.limits.max_connections.max(1),
         shutdown,
+        config.shutdown_delay,
     )
     .await;
     Ok(())

@@ -33,6 +33,16 @@ pub fn authenticate(
     Ok(user)
 }
 
+/// The identity of a request to a public endpoint (health, version) that was not
+/// authenticated, as kube-apiserver's anonymous authenticator names it.
+pub fn anonymous() -> User {
+    User {
+        name: "system:anonymous".into(),
+        uid: String::new(),
+        groups: vec!["system:unauthenticated".into()],
+    }
+}
+
 /// Authorizes an authenticated user's request, with Kubernetes' 403 on denial.
 pub fn authorize(
     state: &AppState,

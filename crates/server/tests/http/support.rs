@@ -55,6 +55,8 @@ impl TestServer {
             authorization_policy_file: None,
             compaction_interval: crd_server::controllers::compaction::INTERVAL,
             limits: crd_server::limits::Limits::default(),
+            audit: crd_server::audit::AuditOptions::default(),
+            shutdown_delay: Duration::ZERO,
         };
         configure(&mut config);
         let (shutdown, rx) = watch::channel(false);
@@ -98,6 +100,11 @@ impl TestServer {
             thread: Some(thread),
             dir: Some(dir),
         }
+    }
+
+    /// Begins graceful shutdown without waiting for it (dropping the server waits).
+    pub fn begin_shutdown(&self) {
+        let _ = self.shutdown.send(true);
     }
 
     /// An HTTPS client trusting the server's CA; HTTP/1.1 only, or HTTP/2 (ALPN). No token.
