@@ -33,6 +33,7 @@ pub mod health;
 pub mod http;
 pub mod kubeconfig;
 pub mod limits;
+pub mod metered_store;
 pub mod metrics;
 pub mod openapi;
 pub mod openapi_pb;
@@ -107,6 +108,7 @@ pub async fn run(
     shutdown: watch::Receiver<bool>,
     on_ready: impl FnOnce(&Started),
 ) -> anyhow::Result<()> {
+    let store: Arc<dyn Store> = Arc::new(metered_store::MeteredStore::new(store));
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
     let tls = tls::load_or_generate(&config.tls, config.client_ca_file.as_deref())?;

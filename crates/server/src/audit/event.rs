@@ -84,12 +84,18 @@ pub struct ObjectReference {
     /// The object name.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// The object's UID, from the request body.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
     /// The API group.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub api_group: String,
     /// The API version.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
+    /// The object's resourceVersion, from the request body.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
     /// The subresource.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub subresource: String,

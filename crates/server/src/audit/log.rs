@@ -185,7 +185,7 @@ impl RotatingFile {
         }
         let file = open_append(&opts.path)
             .with_context(|| format!("opening audit log {}", opts.path.display()))?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let size = file.metadata().map_or(0, |m| m.len());
         Ok(RotatingFile {
             path: opts.path.clone(),
             file: BufWriter::with_capacity(64 * 1024, file),

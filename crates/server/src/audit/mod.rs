@@ -69,6 +69,7 @@ impl Auditor {
             api_group: r.group.to_string(),
             api_version: request.api_version,
             subresource: r.subresource.to_string(),
+            ..ObjectReference::default()
         });
         let now = event::micro_time_now();
         Some(RequestAudit {
@@ -140,6 +141,24 @@ impl RequestAudit {
         self.event
             .annotations
             .insert("authorization.k8s.io/reason", reason.into());
+    }
+
+    /// Completes the object reference from the request body's metadata, as upstream's
+    /// `LogRequestObject` does at every level (a create names its object only in the body).
+    pub fn object_meta(&mut self, name: &str, namespace: &str, uid: &str, resource_version: &str) {
+        let Some(r) = &mut self.event.object_ref else {
+            return;
+        };
+        for (field, value) in [
+            (&mut r.name, name),
+            (&mut r.namespace, namespace),
+            (&mut r.uid, uid),
+            (&mut r.resource_version, resource_version),
+        ] {
+            if field.is_empty() {
+                value.clone_into(field);
+            }
+        }
     }
 
     /// Records the request body (level `Request` and above).

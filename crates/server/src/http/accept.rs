@@ -45,7 +45,7 @@ pub async fn serve(
         .unwrap_or_default();
     // Set once shutdown has begun: accepting goes on until then.
     let mut stop_at: Option<tokio::time::Instant> = None;
-    let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+    let far = tokio::time::Instant::now() + Duration::from_hours(24 * 365);
     loop {
         let deadline = tokio::time::sleep_until(stop_at.unwrap_or(far));
         let permit = tokio::select! {

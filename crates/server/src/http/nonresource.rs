@@ -200,7 +200,7 @@ pub async fn handle(
 
 /// How long `apiserver_storage_objects` counts are reused (upstream refreshes them every
 /// minute); a scrape within this time of the last count costs no storage call.
-const STORAGE_OBJECTS_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+const STORAGE_OBJECTS_TTL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Refreshes `apiserver_storage_objects`: one `count` per storage prefix of each fixed kind
 /// and each CRD, at most once per [`STORAGE_OBJECTS_TTL`].
@@ -236,17 +236,16 @@ async fn update_storage_objects(state: &AppState) {
     resources.dedup();
     let mut counted: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
     for (resource, prefix) in resources {
-        let n = match counted.get(&prefix) {
-            Some(n) => *n,
-            None => {
-                let n = state
-                    .store
-                    .count(&prefix)
-                    .await
-                    .map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-                counted.insert(prefix, n);
-                n
-            }
+        let n = if let Some(n) = counted.get(&prefix) {
+            *n
+        } else {
+            let n = state
+                .store
+                .count(&prefix)
+                .await
+                .map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+            counted.insert(prefix, n);
+            n
         };
         crate::metrics::metrics().set_storage_objects(&resource, n);
     }

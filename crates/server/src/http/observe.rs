@@ -72,8 +72,8 @@ impl Observation {
             return;
         };
         let method_verb;
-        let (verb, resource, api_version) = match route {
-            Route::Resource(r) => (
+        let (verb, resource, api_version) = if let Route::Resource(r) = route {
+            (
                 r.verb.as_str(),
                 Some(ResourceAttributes {
                     group: &r.group,
@@ -83,11 +83,10 @@ impl Observation {
                     name: r.name.as_deref().unwrap_or(""),
                 }),
                 r.version.clone(),
-            ),
-            _ => {
-                method_verb = parts.method.as_str().to_ascii_lowercase();
-                (method_verb.as_str(), None, String::new())
-            }
+            )
+        } else {
+            method_verb = parts.method.as_str().to_ascii_lowercase();
+            (method_verb.as_str(), None, String::new())
         };
         let attrs = Attributes {
             user: &user.name,
@@ -136,10 +135,41 @@ impl Observation {
         let Some(a) = &mut self.audit else {
             return;
         };
-        if a.level() < Level::Request || body.is_empty() {
+        if body.is_empty() {
+            return;
+        }
+        if a.level() < Level::Request {
+            // Only the metadata, to name the object; the body is not logged.
+            #[derive(serde::Deserialize, Default)]
+            #[serde(default, rename_all = "camelCase")]
+            struct Meta {
+                name: String,
+                namespace: String,
+                uid: String,
+                resource_version: String,
+            }
+            #[derive(serde::Deserialize)]
+            struct Object {
+                #[serde(default)]
+                metadata: Meta,
+            }
+            if is_json(headers)
+                && let Ok(o) = serde_json::from_slice::<Object>(body)
+            {
+                let m = o.metadata;
+                a.object_meta(&m.name, &m.namespace, &m.uid, &m.resource_version);
+            }
             return;
         }
         if let Some(v) = decode(headers, body) {
+            let meta = |k: &str| v["metadata"][k].as_str().unwrap_or("").to_string();
+            let (name, namespace, uid, rv) = (
+                meta("name"),
+                meta("namespace"),
+                meta("uid"),
+                meta("resourceVersion"),
+            );
+            a.object_meta(&name, &namespace, &uid, &rv);
             a.request_object(v);
         }
     }
@@ -238,6 +268,14 @@ impl Observation {
             a.stage(Stage::ResponseStarted).await;
         }
     }
+}
+
+/// Whether a body is JSON by its `Content-Type` (JSON when none is given).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|ct| ct.contains("json"))
 }
 
 /// The body of a request or response as JSON (or YAML), when it is one.

@@ -5,5 +5,6 @@
 mod api;
 mod gc;
 mod hostile;
+mod observability;
 mod support;
 mod watch;
