@@ -51,7 +51,15 @@ impl Observation {
             .get(AUDIT_ID)
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty())
-            .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_string);
+            .map_or_else(
+                // A v4 UUID from the thread-local generator (no system call per request).
+                || {
+                    uuid::Builder::from_random_bytes(rand::random())
+                        .into_uuid()
+                        .to_string()
+                },
+                str::to_string,
+            );
         Observation {
             started,
             audit_id,
