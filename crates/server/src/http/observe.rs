@@ -499,3 +499,112 @@ pub fn inflight(method: &http::Method) -> metrics::InflightGuard {
         http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::route;
+
+    fn parts(method: &str, uri: &str, headers: &[(&str, &str)]) -> http::request::Parts {
+        let mut b = http::Request::builder().method(method).uri(uri);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        b.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn labels_follow_upstream_clean_verb_and_scope() {
+        let cases = [
+            (
+                "GET",
+                "/api/v1/namespaces/a/pods/p",
+                "",
+                "GET",
+                "namespace",
+                "",
+            ),
+            ("GET", "/api/v1/pods", "", "LIST", "cluster", ""),
+            ("GET", "/api/v1/pods?watch=true", "", "WATCH", "cluster", ""),
+            ("GET", "/api/v1/nodes/n", "", "GET", "resource", ""),
+            (
+                "POST",
+                "/api/v1/namespaces/a/pods?dryRun=All",
+                "",
+                "POST",
+                "namespace",
+                "All",
+            ),
+            (
+                "PUT",
+                "/api/v1/namespaces/a/pods/p?dryRun=Some",
+                "",
+                "PUT",
+                "namespace",
+                "invalid",
+            ),
+            (
+                "PATCH",
+                "/api/v1/namespaces/a/pods/p",
+                "application/merge-patch+json",
+                "PATCH",
+                "namespace",
+                "",
+            ),
+            (
+                "PATCH",
+                "/api/v1/namespaces/a/pods/p",
+                "application/apply-patch+yaml",
+                "APPLY",
+                "namespace",
+                "",
+            ),
+            (
+                "DELETE",
+                "/api/v1/namespaces/a/pods",
+                "",
+                "DELETECOLLECTION",
+                "namespace",
+                "",
+            ),
+            ("GET", "/readyz/etcd", "", "GET", "", ""),
+        ];
+        for (method, uri, ct, verb, scope, dry) in cases {
+            let p = parts(method, uri, &[("content-type", ct)]);
+            let q = Query::parse(p.uri.query());
+            let r = route::parse(&p.method, p.uri.path(), &q);
+            let l = borrowed_labels(&p, &r, &q, true);
+            assert_eq!(
+                (l.verb, l.scope, l.dry_run),
+                (verb, scope, dry),
+                "{method} {uri}"
+            );
+        }
+        let p = parts("GET", "/readyz/etcd", &[]);
+        let q = Query::default();
+        let r = route::parse(&p.method, p.uri.path(), &q);
+        assert_eq!(borrowed_labels(&p, &r, &q, true).subresource, "/readyz");
+        let p = parts("GET", "/apis/x.io/v1/things", &[]);
+        let r = route::parse(&p.method, p.uri.path(), &q);
+        let l = borrowed_labels(&p, &r, &q, false);
+        assert_eq!((l.verb, l.group, l.resource), ("LIST", "", ""));
+        let p = parts("GET", "/no/such/path", &[]);
+        let r = route::parse(&p.method, p.uri.path(), &q);
+        assert_eq!(borrowed_labels(&p, &r, &q, true).subresource, "");
+    }
+
+    #[test]
+    fn source_ips_list_forwarded_then_real_then_peer() {
+        let mut p = parts(
+            "GET",
+            "/api",
+            &[
+                ("x-forwarded-for", "10.0.0.1, 10.0.0.2,bogus"),
+                ("x-real-ip", "10.0.0.2"),
+            ],
+        );
+        p.extensions
+            .insert(PeerAddr(SocketAddr::from(([127, 0, 0, 1], 5000))));
+        assert_eq!(source_ips(&p), ["10.0.0.1", "10.0.0.2", "127.0.0.1"]);
+    }
+}
