@@ -139,6 +139,33 @@ struct ServeArgs {
     /// system resolver on the service's port.
     #[arg(long = "service-address", value_parser = parse_service_address)]
     service_addresses: Vec<(String, SocketAddr)>,
+    /// An audit.k8s.io/v1 Policy file; with `--audit-log-path`, requests are audited at the
+    /// level its first matching rule gives.
+    #[arg(long)]
+    audit_policy_file: Option<PathBuf>,
+    /// Where audit events are written as JSON lines (`-` for standard output).
+    #[arg(long)]
+    audit_log_path: Option<PathBuf>,
+    /// Days to keep rotated audit logs (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxage: u32,
+    /// Rotated audit logs to keep (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxbackup: u32,
+    /// Size in megabytes at which the audit log is rotated (0: never).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxsize: u64,
+    /// `blocking` (a request waits only while the event buffer is full), `blocking-strict`
+    /// (the same here) or `batch` (events finding the buffer full are dropped and counted in
+    /// `apiserver_audit_error_total`).
+    #[arg(long, default_value = "blocking")]
+    audit_log_mode: crd_server::audit::log::Mode,
+    /// Events buffered between requests and the audit log writer.
+    #[arg(long, default_value_t = 10_000)]
+    audit_log_batch_buffer_size: usize,
+    /// How long the server keeps serving, with `/readyz` failing, after a shutdown signal.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    shutdown_delay_duration: Duration,
 }
 
 /// Parses the Go durations users pass to kube-apiserver flags (`250ms`, `2s`, `1m`).
@@ -246,6 +273,20 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 webhook_timeout: args.conversion_webhook_timeout,
                 service_addresses: args.service_addresses.into_iter().collect(),
             },
+            audit: crd_server::audit::AuditOptions {
+                policy_file: args.audit_policy_file,
+                log: args
+                    .audit_log_path
+                    .map(|path| crd_server::audit::log::LogOptions {
+                        path,
+                        max_age_days: args.audit_log_maxage,
+                        max_backups: args.audit_log_maxbackup,
+                        max_size_mb: args.audit_log_maxsize,
+                        mode: args.audit_log_mode,
+                        buffer_size: args.audit_log_batch_buffer_size,
+                    }),
+            },
+            shutdown_delay: args.shutdown_delay_duration,
         };
         let (tx, rx) = watch::channel(false);
         tokio::spawn(async move {

@@ -8,6 +8,7 @@
 //! Architecture Invariant: a batch of N objects is at most one webhook call; objects already at
 //! the target version are never sent.
 
+use crate::metrics::ConversionFailure as Failure;
 use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
@@ -226,18 +227,36 @@ impl WebhookConverter {
         })
     }
 
+    /// One webhook call, recorded in `apiserver_conversion_webhook_request_total` and
+    /// `apiserver_conversion_webhook_duration_seconds` with upstream's failure types.
     async fn call(
         &self,
         originals: Vec<Value>,
         target: &str,
         is_list: bool,
     ) -> Result<Vec<Value>, ConversionError> {
+        let started = std::time::Instant::now();
+        let result = self.call_unmetered(originals, target, is_list).await;
+        let failure = result.as_ref().err().map(|(f, _)| *f);
+        crate::metrics::conversion_webhook(failure, started.elapsed());
+        result.map_err(|(_, e)| e)
+    }
+
+    async fn call_unmetered(
+        &self,
+        originals: Vec<Value>,
+        target: &str,
+        is_list: bool,
+    ) -> Result<Vec<Value>, (Failure, ConversionError)> {
         let for_gvk = gvk(&originals[0]);
         let fail = |e: &dyn fmt::Display| {
             ConversionError(format!("conversion webhook for {for_gvk} failed: {e}"))
         };
         let Some(review_version) = self.review_version else {
-            return Err(fail(&"no supported conversion review versions"));
+            return Err((
+                Failure::CallFailure,
+                fail(&"no supported conversion review versions"),
+            ));
         };
         let uid = uuid::Uuid::new_v4().to_string();
         let review_api_version = format!("apiextensions.k8s.io/{review_version}");
@@ -255,32 +274,40 @@ impl WebhookConverter {
             .body(body.to_string())
             .send()
             .await
-            .map_err(|e| fail(&describe_reqwest(&e, &self.url)))?;
+            .map_err(|e| (Failure::CallFailure, fail(&describe_reqwest(&e, &self.url))))?;
         let status = resp.status();
         let text = resp
             .bytes()
             .await
-            .map_err(|e| fail(&describe_reqwest(&e, &self.url)))?;
+            .map_err(|e| (Failure::CallFailure, fail(&describe_reqwest(&e, &self.url))))?;
         if !status.is_success() {
-            return Err(fail(&format!(
-                "the server responded with status code {}: {}",
-                status.as_u16(),
-                String::from_utf8_lossy(&text).trim()
-            )));
+            return Err((
+                Failure::CallFailure,
+                fail(&format!(
+                    "the server responded with status code {}: {}",
+                    status.as_u16(),
+                    String::from_utf8_lossy(&text).trim()
+                )),
+            ));
         }
-        let review: Value = serde_json::from_slice(&text).map_err(|e| fail(&e))?;
-        let converted = objects_from_review(&review, review_version, &uid).map_err(|e| fail(&e))?;
+        let malformed = |e: &dyn fmt::Display| (Failure::MalformedResponse, fail(e));
+        let review: Value = serde_json::from_slice(&text).map_err(|e| malformed(&e))?;
+        let converted =
+            objects_from_review(&review, review_version, &uid).map_err(|e| malformed(&e))?;
         if converted.len() != originals.len() {
-            return Err(ConversionError(format!(
-                "conversion webhook for {for_gvk} returned {} objects, expected {}",
-                converted.len(),
-                originals.len()
-            )));
+            return Err((
+                Failure::PartialResponse,
+                ConversionError(format!(
+                    "conversion webhook for {for_gvk} returned {} objects, expected {}",
+                    converted.len(),
+                    originals.len()
+                )),
+            ));
         }
         let mut out = Vec::with_capacity(converted.len());
         for (i, (original, mut obj)) in originals.iter().zip(converted).enumerate() {
             let invalid = |e: String| {
-                if is_list {
+                let e = if is_list {
                     ConversionError(format!(
                         "conversion webhook for {for_gvk} returned invalid converted object at index {i}: {e}"
                     ))
@@ -288,7 +315,8 @@ impl WebhookConverter {
                     ConversionError(format!(
                         "conversion webhook for {for_gvk} returned invalid object at index {i}: {e}"
                     ))
-                }
+                };
+                (Failure::InvalidConvertedObject, e)
             };
             if api_version(&obj) != target {
                 return Err(invalid(format!(
@@ -305,7 +333,7 @@ impl WebhookConverter {
             }
             validate_converted(original, &obj).map_err(invalid)?;
             restore_object_meta(original, &mut obj).map_err(|e| {
-                if is_list {
+                let e = if is_list {
                     ConversionError(format!(
                         "conversion webhook for {for_gvk} returned invalid metadata in object at index {i}: {e}"
                     ))
@@ -313,7 +341,8 @@ impl WebhookConverter {
                     ConversionError(format!(
                         "conversion webhook for {for_gvk} returned invalid metadata: {e}"
                     ))
-                }
+                };
+                (Failure::InvalidConvertedObject, e)
             })?;
             out.push(obj);
         }

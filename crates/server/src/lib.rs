@@ -22,6 +22,7 @@
 //! `Arc<dyn Store>`.
 
 pub mod admission;
+pub mod audit;
 pub mod auth;
 pub mod authz;
 pub mod body;
@@ -30,9 +31,12 @@ pub mod conversion;
 pub mod discovery;
 pub mod error;
 pub mod handlers;
+pub mod health;
 pub mod http;
 pub mod kubeconfig;
 pub mod limits;
+pub mod metered_store;
+pub mod metrics;
 pub mod openapi;
 pub mod openapi_pb;
 pub mod protobuf;
@@ -91,6 +95,11 @@ pub struct ServerConfig {
     /// `--api-audiences`: the audiences a service-account token must be for (default: the
     /// issuer).
     pub api_audiences: Vec<String>,
+    /// `--audit-policy-file` and `--audit-log-*`.
+    pub audit: audit::AuditOptions,
+    /// `--shutdown-delay-duration`: how long the server keeps accepting, with `/readyz`
+    /// failing, after shutdown begins.
+    pub shutdown_delay: std::time::Duration,
 }
 
 /// What a started server tells its caller.
@@ -110,6 +119,7 @@ pub async fn run(
     shutdown: watch::Receiver<bool>,
     on_ready: impl FnOnce(&Started),
 ) -> anyhow::Result<()> {
+    let store: Arc<dyn Store> = Arc::new(metered_store::MeteredStore::new(store));
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
     let tls = tls::load_or_generate(&config.tls, config.client_ca_file.as_deref())?;
@@ -159,6 +169,7 @@ pub async fn run(
     let mut state = AppState::new(store.clone(), authn, config.conversion.clone());
     state.authorizer = authorizer;
     state.limits = limits::InFlight::new(&config.limits);
+    state.auditor = audit::Auditor::start(&config.audit)?;
     let state = Arc::new(state);
 
     controllers::namespaces_bootstrap(store.as_ref()).await?;
@@ -211,6 +222,7 @@ pub async fn run(
         }
     });
     tokio::spawn(supervisor.run());
+    state.health.set_controllers_started();
     // Ready only once every stored CRD is served (as before: the first list, reconciled).
     let mut waiting = shutdown.clone();
     match controllers::informer::until_shutdown(&mut waiting, crds_synced.wait_for(|s| *s)).await {
@@ -228,6 +240,7 @@ pub async fn run(
         return Ok(());
     }
 
+    state.health.set_crd_informer_synced();
     let kubeconfig = config.data_dir.join("kubeconfig");
     kubeconfig::write(&kubeconfig, addr, &tls.ca_pem, admin_token.as_deref())?;
     state.set_ready();
@@ -239,6 +252,7 @@ pub async fn run(
         state,
         config.limits.max_connections.max(1),
         shutdown,
+        config.shutdown_delay,
     )
     .await;
     Ok(())

@@ -38,6 +38,12 @@ pub struct AppState {
     pub authorizer: crate::authz::Authorizer,
     /// Rendered OpenAPI documents, rebuilt when CRDs change.
     pub openapi: OpenApiCache,
+    /// The audit policy and backend (`--audit-policy-file`, `--audit-log-path`), if any.
+    pub auditor: Option<Arc<crate::audit::Auditor>>,
+    /// Start-up and shutdown flags read by `/livez`, `/readyz`, `/healthz`.
+    pub health: crate::health::HealthState,
+    /// `apiserver_storage_objects`: when the counts were last taken.
+    pub storage_objects_at: std::sync::Mutex<Option<std::time::Instant>>,
     ready: AtomicBool,
 }
 
@@ -64,6 +70,9 @@ impl AppState {
             authn,
             authorizer: crate::authz::Authorizer::allow_all(),
             openapi: OpenApiCache::default(),
+            auditor: None,
+            health: crate::health::HealthState::default(),
+            storage_objects_at: std::sync::Mutex::new(None),
             ready: AtomicBool::new(false),
         }
     }

@@ -15,6 +15,7 @@ mod http_api;
 mod kube_rs;
 mod kube_rs_builtin;
 mod migration;
+mod observability;
 mod python_client;
 mod reliability;
 mod schemas;

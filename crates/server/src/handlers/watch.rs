@@ -302,6 +302,8 @@ impl WatchTask {
             Output::PartialObjectMetadata => table::partial_object_metadata(&obj),
             _ => obj,
         };
+        let info = self.strategy.info();
+        crate::metrics::watch_event(&info.group, &info.version, &info.kind);
         send_line(tx, &watch_event(kind, object)).await
     }
 

@@ -25,12 +25,17 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Accepts TLS connections until `shutdown` turns true, then drains for a bounded time. At most
 /// `max_connections` are open at once; further clients wait in the listen backlog.
+///
+/// When shutdown begins `/readyz` fails its `shutdown` check at once; the server keeps
+/// accepting for `shutdown_delay` (`--shutdown-delay-duration`) so load balancers see it, then
+/// stops accepting and drains.
 pub async fn serve(
     listener: TcpListener,
     acceptor: TlsAcceptor,
     state: Arc<AppState>,
     max_connections: usize,
     mut shutdown: watch::Receiver<bool>,
+    shutdown_delay: Duration,
 ) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let connections = Arc::new(Semaphore::new(max_connections));
@@ -38,15 +43,25 @@ pub async fn serve(
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
+    // Set once shutdown has begun: accepting goes on until then.
+    let mut stop_at: Option<tokio::time::Instant> = None;
+    let far = tokio::time::Instant::now() + Duration::from_hours(24 * 365);
     loop {
+        let deadline = tokio::time::sleep_until(stop_at.unwrap_or(far));
         let permit = tokio::select! {
             p = connections.clone().acquire_owned() => match p {
                 Ok(p) => p,
                 Err(_) => break,
             },
-            _ = shutdown.changed() => break,
+            _ = shutdown.changed(), if stop_at.is_none() => {
+                state.health.set_shutting_down();
+                stop_at = Some(tokio::time::Instant::now() + shutdown_delay);
+                continue;
+            }
+            () = deadline => break,
         };
-        let (tcp, _peer) = tokio::select! {
+        let deadline = tokio::time::sleep_until(stop_at.unwrap_or(far));
+        let (tcp, peer) = tokio::select! {
             conn = listener.accept() => match conn {
                 Ok(c) => c,
                 Err(e) => {
@@ -54,7 +69,12 @@ pub async fn serve(
                     continue;
                 }
             },
-            _ = shutdown.changed() => break,
+            _ = shutdown.changed(), if stop_at.is_none() => {
+                state.health.set_shutting_down();
+                stop_at = Some(tokio::time::Instant::now() + shutdown_delay);
+                continue;
+            }
+            () = deadline => break,
         };
         let _ = tcp.set_nodelay(true);
         let acceptor = acceptor.clone();
@@ -76,7 +96,8 @@ pub async fn serve(
                 .and_then(|chain| chain.first())
                 .and_then(|leaf| crate::tls::user_of_certificate(leaf.as_ref()))
                 .map(Arc::new);
-            let service = hyper::service::service_fn(move |req| {
+            let service = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
+                req.extensions_mut().insert(super::observe::PeerAddr(peer));
                 let state = state.clone();
                 let local = local.clone();
                 let cert_user = cert_user.clone();

@@ -6,6 +6,7 @@
 pub mod accept;
 pub mod filters;
 pub mod nonresource;
+pub mod observe;
 pub mod render;
 
 use std::sync::Arc;
@@ -30,34 +31,69 @@ use crate::state::AppState;
 /// kube-apiserver's default `--max-request-body-bytes`.
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
-/// Handles one request end to end.
+/// Handles one request end to end; every request is observed once (metrics, audit, `Audit-Id`).
 pub async fn handle(
     state: Arc<AppState>,
     server_address: &str,
     cert_user: Option<&User>,
     req: Request<Incoming>,
 ) -> Response<BoxBody> {
+    let mut obs = observe::Observation::new(req.headers(), std::time::Instant::now());
     let (parts, body) = req.into_parts();
     let query = Query::parse(parts.uri.query());
     let route = route::parse(&parts.method, parts.uri.path(), &query);
-    let user = match filters::authenticate(&state, &parts.headers, cert_user).await {
+    let resp = serve_request(
+        &state,
+        server_address,
+        cert_user,
+        &parts,
+        body,
+        &query,
+        &route,
+        &mut obs,
+    )
+    .await;
+    obs.finish(&state, &parts, &route, &query, resp).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn serve_request(
+    state: &Arc<AppState>,
+    server_address: &str,
+    cert_user: Option<&User>,
+    parts: &http::request::Parts,
+    body: Incoming,
+    query: &Query,
+    route: &Route,
+    obs: &mut observe::Observation,
+) -> Response<BoxBody> {
+    let user = match filters::authenticate(state, &parts.headers, cert_user).await {
         Ok(u) => u,
-        Err(s) => return status_response(&s, &[]),
+        Err(s) => {
+            obs.unauthenticated();
+            return status_response(&s, &[]);
+        }
     };
-    let user = match filters::impersonate(&state, user, &parts.headers) {
+    obs.authenticated(state, &user, parts, route).await;
+    let user = match filters::impersonate(state, user, &parts.headers) {
         Ok(u) => u,
-        Err(s) => return status_response(&s, &[]),
+        Err(s) => {
+            obs.authorized(false, "");
+            return status_response(&s, &[]);
+        }
     };
-    if let Err(s) = filters::authorize(&state, &user, &parts.method, parts.uri.path(), &route) {
+    let authorized = filters::authorize(state, &user, &parts.method, parts.uri.path(), route);
+    obs.authorized(authorized.is_ok(), "");
+    if let Err(s) = authorized {
         return status_response(&s, &[]);
     }
     // Watches are long-running and not counted, as kube-apiserver's max-in-flight filter.
-    let long_running = matches!(&route, Route::Resource(r) if r.verb == Verb::Watch);
+    let long_running = matches!(route, Route::Resource(r) if r.verb == Verb::Watch);
     let _in_flight = if long_running {
         None
     } else {
         match state.limits.try_acquire(&parts.method) {
-            Some(p) => Some(p),
+            Some(p) => Some((p, observe::inflight(&parts.method))),
             None => return too_many_requests(),
         }
     };
@@ -73,18 +109,19 @@ pub async fn handle(
             );
         }
     };
+    obs.request_body(&parts.headers, &body);
     let Route::Resource(req) = route else {
-        return match nonresource::handle(&state, server_address, &parts, route, &query).await {
+        return match nonresource::handle(state, server_address, parts, route.clone(), query).await {
             Ok(resp) => resp,
             Err(e) => error_response(&e),
         };
     };
-    let strategy = match handlers::resolve(&state, &req) {
+    let strategy = match handlers::resolve(state, req) {
         Ok(s) => s,
         Err(e) => return error_response(&e),
     };
     let prepared = negotiate::choose_output(&parts.headers, false)
-        .and_then(|output| Ok((output, RequestOptions::parse(&query, req.verb, &body)?)));
+        .and_then(|output| Ok((output, RequestOptions::parse(query, req.verb, &body)?)));
     let (output, opts) = match prepared {
         Ok(p) => p,
         Err(e) => {
@@ -94,9 +131,9 @@ pub async fn handle(
         }
     };
     let mut ctx = Ctx {
-        state: &state,
+        state,
         user: &user,
-        req: &req,
+        req,
         opts,
         headers: &parts.headers,
         body,

@@ -1,11 +1,12 @@
-//! Non-resource endpoints: health (`/healthz`, `/livez`, `/readyz`), `/version`, discovery
-//! (`/api`, `/apis`, ...), OpenAPI (`/openapi/v2`, `/openapi/v3/...`) and the debug endpoints.
+//! Non-resource endpoints: health (`/healthz`, `/livez`, `/readyz`), `/version`, `/metrics`,
+//! discovery (`/api`, `/apis`, ...), OpenAPI (`/openapi/v2`, `/openapi/v3/...`) and the debug
+//! endpoints.
 
 use std::sync::Arc;
 
 use http::{HeaderValue, Method, Response, StatusCode, header};
 
-use super::render::{aggregated_response, json_response, text};
+use super::render::{aggregated_response, json_response};
 use crate::body::{BoxBody, full};
 use crate::discovery;
 use crate::error::ApiError;
@@ -23,15 +24,45 @@ pub async fn handle(
 ) -> Result<Response<BoxBody>, ApiError> {
     let get_only = |m: &Method| m == Method::GET || m == Method::HEAD;
     match route {
-        Route::Health => {
-            let path = parts.uri.path();
-            if path.starts_with("/readyz") && !state.is_ready() {
-                return Ok(text(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "[-]storage not ready\nreadyz check failed\n",
-                ));
-            }
-            Ok(text(StatusCode::OK, "ok"))
+        Route::Health if get_only(&parts.method) => {
+            let excludes: Vec<String> =
+                form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+                    .filter(|(k, _)| k == "exclude")
+                    .map(|(_, v)| v.into_owned())
+                    .collect();
+            let verbose = query.get("verbose").is_some();
+            let reply = crate::health::serve(
+                parts.uri.path(),
+                &excludes,
+                verbose,
+                &state.health,
+                state.store.as_ref(),
+            )
+            .await
+            .ok_or(ApiError::NoRoute)?;
+            let code =
+                StatusCode::from_u16(reply.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut resp = Response::new(full(reply.body));
+            *resp.status_mut() = code;
+            let h = resp.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            h.insert(
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            );
+            Ok(resp)
+        }
+        Route::Metrics if get_only(&parts.method) => {
+            update_storage_objects(state).await;
+            let mut resp = Response::new(full(crate::metrics::metrics().render()));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+            );
+            Ok(resp)
         }
         Route::OpenIdConfiguration if get_only(&parts.method) => {
             let doc = state
@@ -188,5 +219,58 @@ fn openid_response(doc: Option<serde_json::Value>) -> Result<Response<BoxBody>, 
     match doc {
         Some(d) => Ok(json_response(StatusCode::OK, &d, "application/json", &[])),
         None => Err(ApiError::NoRoute),
+    }
+}
+
+/// How long `apiserver_storage_objects` counts are reused (upstream refreshes them every
+/// minute); a scrape within this time of the last count costs no storage call.
+const STORAGE_OBJECTS_TTL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Refreshes `apiserver_storage_objects`: one `count` per storage prefix of each fixed kind
+/// and each CRD, at most once per [`STORAGE_OBJECTS_TTL`].
+async fn update_storage_objects(state: &AppState) {
+    {
+        let mut at = state
+            .storage_objects_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if at.is_some_and(|t| t.elapsed() < STORAGE_OBJECTS_TTL) {
+            return;
+        }
+        *at = Some(std::time::Instant::now());
+    }
+    let mut resources: Vec<(String, String)> = state
+        .kinds
+        .all()
+        .map(|s| {
+            let info = s.info();
+            (
+                info.group_resource().to_string(),
+                format!("{}/", info.key_root),
+            )
+        })
+        .collect();
+    resources.extend(state.registry.all().iter().map(|crd| {
+        (
+            crd_core::GroupResource::new(&crd.group, &crd.plural).to_string(),
+            format!("{}/", crd.key_root()),
+        )
+    }));
+    resources.sort();
+    resources.dedup();
+    let mut counted: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+    for (resource, prefix) in resources {
+        let n = if let Some(n) = counted.get(&prefix) {
+            *n
+        } else {
+            let n = state
+                .store
+                .count(&prefix)
+                .await
+                .map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+            counted.insert(prefix, n);
+            n
+        };
+        crate::metrics::metrics().set_storage_objects(&resource, n);
     }
 }

@@ -14,6 +14,8 @@ pub enum Route {
     Health,
     /// `/version`.
     Version,
+    /// `/metrics`: the Prometheus metrics.
+    Metrics,
     /// `/api`: the core group's versions.
     CoreVersions,
     /// `/api/v1`: the core group's resources.
@@ -176,6 +178,7 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Route {
     match segs.as_slice() {
         ["healthz" | "livez" | "readyz", ..] => Route::Health,
         ["version"] => Route::Version,
+        ["metrics"] => Route::Metrics,
         ["api"] => Route::CoreVersions,
         ["api", "v1"] => Route::CoreResources,
         ["apis"] => Route::Groups,

@@ -6,6 +6,7 @@ mod access;
 mod api;
 mod gc;
 mod hostile;
+mod observability;
 mod rbac;
 mod support;
 mod watch;

@@ -59,6 +59,8 @@ impl TestServer {
             anonymous_auth: true,
             service_account: crd_server::serviceaccount::KeyOptions::default(),
             api_audiences: Vec::new(),
+            audit: crd_server::audit::AuditOptions::default(),
+            shutdown_delay: Duration::ZERO,
         };
         configure(&mut config);
         let (shutdown, rx) = watch::channel(false);
@@ -102,6 +104,11 @@ impl TestServer {
             thread: Some(thread),
             dir: Some(dir),
         }
+    }
+
+    /// Begins graceful shutdown without waiting for it (dropping the server waits).
+    pub fn begin_shutdown(&self) {
+        let _ = self.shutdown.send(true);
     }
 
     /// An HTTPS client trusting the server's CA; HTTP/1.1 only, or HTTP/2 (ALPN). No token.

@@ -1,0 +1,485 @@
+//! The server's Prometheus metrics, named, labelled and bucketed as kube-apiserver's
+//! (`staging/src/k8s.io/apiserver/pkg/endpoints/metrics`, the storage and webhook metrics), in
+//! one process-wide registry served as text at `/metrics`.
+//!
+//! Handles are resolved once: the request path looks up a child by label values (a hash and a
+//! read lock, no allocation once the child exists) and the in-flight gauges are cached.
+//! Other modules record through the small functions here ([`conversion_webhook`],
+//! [`admission_webhook`], [`watch_event`], [`etcd_request`]), never through `prometheus` types.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
+
+/// The `component` label of request metrics: this server is the API server.
+pub const COMPONENT: &str = "apiserver";
+
+/// kube-apiserver's `apiserver_request_duration_seconds` buckets.
+const REQUEST_BUCKETS: &[f64] = &[
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+/// `etcd_request_duration_seconds` buckets (apiserver/pkg/storage/etcd3/metrics).
+const ETCD_BUCKETS: &[f64] = &[
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+/// `apiserver_conversion_webhook_duration_seconds` buckets (apiextensions conversion metrics).
+const CONVERSION_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+/// `apiserver_admission_webhook_admission_duration_seconds` buckets (admission metrics).
+const ADMISSION_BUCKETS: &[f64] = &[0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0];
+
+/// Every metric family the server exports.
+pub struct Metrics {
+    registry: Registry,
+    request_total: IntCounterVec,
+    request_duration: HistogramVec,
+    inflight_read: IntGauge,
+    inflight_mutating: IntGauge,
+    storage_objects: IntGaugeVec,
+    etcd_duration: HistogramVec,
+    watch_events: IntCounterVec,
+    conversion_total: IntCounterVec,
+    conversion_duration: HistogramVec,
+    admission_total: IntCounterVec,
+    admission_duration: HistogramVec,
+    audit_events: IntCounter,
+    audit_errors: IntCounterVec,
+}
+
+/// The process-wide metrics, registered on first use.
+pub fn metrics() -> &'static Metrics {
+    static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+    &METRICS
+}
+
+fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter");
+    registry.register(Box::new(c.clone())).expect("unique name");
+    c
+}
+
+fn histogram(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    buckets: &[f64],
+    labels: &[&str],
+) -> HistogramVec {
+    let h = HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+        labels,
+    )
+    .expect("valid histogram");
+    registry.register(Box::new(h.clone())).expect("unique name");
+    h
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let registry = Registry::new();
+        #[cfg(target_os = "linux")]
+        {
+            let _ = registry.register(Box::new(
+                prometheus::process_collector::ProcessCollector::for_self(),
+            ));
+        }
+        let request_labels = [
+            "verb",
+            "dry_run",
+            "group",
+            "version",
+            "resource",
+            "subresource",
+            "scope",
+            "component",
+        ];
+        let mut total_labels = request_labels.to_vec();
+        total_labels.push("code");
+        let inflight = IntGaugeVec::new(
+            Opts::new(
+                "apiserver_current_inflight_requests",
+                "Maximal number of currently used inflight request limit of this apiserver per \
+                 request kind in last second.",
+            ),
+            &["request_kind"],
+        )
+        .expect("valid gauge");
+        registry
+            .register(Box::new(inflight.clone()))
+            .expect("unique name");
+        let storage_objects = IntGaugeVec::new(
+            Opts::new(
+                "apiserver_storage_objects",
+                "[STABLE] Number of stored objects at the time of last check split by kind. In \
+                 case of a fetching error, the value will be -1.",
+            ),
+            &["resource"],
+        )
+        .expect("valid gauge");
+        registry
+            .register(Box::new(storage_objects.clone()))
+            .expect("unique name");
+        let audit_events = IntCounter::new(
+            "apiserver_audit_event_total",
+            "[ALPHA] Counter of audit events generated and sent to the audit backend.",
+        )
+        .expect("valid counter");
+        registry
+            .register(Box::new(audit_events.clone()))
+            .expect("unique name");
+        Metrics {
+            request_total: counter(
+                &registry,
+                "apiserver_request_total",
+                "[STABLE] Counter of apiserver requests broken out for each verb, dry run value, \
+                 group, version, resource, scope, component, and HTTP response code.",
+                &total_labels,
+            ),
+            request_duration: histogram(
+                &registry,
+                "apiserver_request_duration_seconds",
+                "[STABLE] Response latency distribution in seconds for each verb, dry run value, \
+                 group, version, resource, subresource, scope and component.",
+                REQUEST_BUCKETS,
+                &request_labels,
+            ),
+            inflight_read: inflight.with_label_values(&["readOnly"]),
+            inflight_mutating: inflight.with_label_values(&["mutating"]),
+            storage_objects,
+            etcd_duration: histogram(
+                &registry,
+                "etcd_request_duration_seconds",
+                "[ALPHA] Etcd request latency in seconds for each operation and object type.",
+                ETCD_BUCKETS,
+                &["operation", "type"],
+            ),
+            watch_events: counter(
+                &registry,
+                "apiserver_watch_events_total",
+                "[ALPHA] Number of events sent in watch clients",
+                &["group", "version", "kind"],
+            ),
+            conversion_total: counter(
+                &registry,
+                "apiserver_conversion_webhook_request_total",
+                "[ALPHA] Counter for conversion webhook requests with success/failure and \
+                 failure error type",
+                &["result", "failure_type"],
+            ),
+            conversion_duration: histogram(
+                &registry,
+                "apiserver_conversion_webhook_duration_seconds",
+                "[ALPHA] Conversion webhook request latency",
+                CONVERSION_BUCKETS,
+                &["result", "failure_type"],
+            ),
+            admission_total: counter(
+                &registry,
+                "apiserver_admission_webhook_request_total",
+                "[ALPHA] Admission webhook request total, identified by name and broken out for \
+                 each admission type (validating or mutating) and operation. Additional labels \
+                 specify whether the request was rejected or not and an HTTP status code. Codes \
+                 greater than 600 are truncated to 600, to keep the metrics cardinality bounded.",
+                &["name", "type", "operation", "code", "rejected"],
+            ),
+            admission_duration: histogram(
+                &registry,
+                "apiserver_admission_webhook_admission_duration_seconds",
+                "[STABLE] Admission webhook latency histogram in seconds, identified by name and \
+                 broken out for each operation and API resource and type (validate or admit).",
+                ADMISSION_BUCKETS,
+                &["name", "type", "operation", "rejected"],
+            ),
+            audit_events,
+            audit_errors: counter(
+                &registry,
+                "apiserver_audit_error_total",
+                "[ALPHA] Counter of audit events that failed to be audited properly. Plugin \
+                 identifies the plugin affected by the error.",
+                &["plugin"],
+            ),
+            registry,
+        }
+    }
+
+    /// Renders every family in the Prometheus text format (version 0.0.4).
+    pub fn render(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 * 1024);
+        // Encoding into a Vec cannot fail for well-formed families.
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        out
+    }
+
+    /// Sets `apiserver_storage_objects` for one resource (`-1` when counting failed).
+    pub fn set_storage_objects(&self, resource: &str, count: i64) {
+        self.storage_objects
+            .with_label_values(&[resource])
+            .set(count);
+    }
+}
+
+/// The `Content-Type` of [`Metrics::render`]'s output.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The labels of one request, as kube-apiserver's `MonitorRequest` fills them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RequestLabels<'a> {
+    /// `GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`, `APPLY`, `DELETE`, `DELETECOLLECTION`.
+    pub verb: &'a str,
+    /// `""`, `All`, or `invalid`.
+    pub dry_run: &'a str,
+    /// API group (empty for core and non-resource requests).
+    pub group: &'a str,
+    /// API version.
+    pub version: &'a str,
+    /// Plural resource.
+    pub resource: &'a str,
+    /// Subresource, or the path of a non-resource request.
+    pub subresource: &'a str,
+    /// `namespace`, `resource`, `cluster`, or empty for non-resource requests.
+    pub scope: &'a str,
+}
+
+/// Records one finished request: `apiserver_request_total` and
+/// `apiserver_request_duration_seconds`.
+pub fn request(labels: &RequestLabels<'_>, code: u16, elapsed: Duration) {
+    let m = metrics();
+    let l = labels;
+    let code = code_str(code);
+    m.request_total
+        .with_label_values(&[
+            l.verb,
+            l.dry_run,
+            l.group,
+            l.version,
+            l.resource,
+            l.subresource,
+            l.scope,
+            COMPONENT,
+            &code,
+        ])
+        .inc();
+    m.request_duration
+        .with_label_values(&[
+            l.verb,
+            l.dry_run,
+            l.group,
+            l.version,
+            l.resource,
+            l.subresource,
+            l.scope,
+            COMPONENT,
+        ])
+        .observe(elapsed.as_secs_f64());
+}
+
+/// Counts a request in `apiserver_current_inflight_requests` until the guard drops.
+pub struct InflightGuard(&'static IntGauge);
+
+impl InflightGuard {
+    /// Starts counting a request of the kind (`mutating` or `readOnly`).
+    pub fn new(mutating: bool) -> Self {
+        let m = metrics();
+        let gauge = if mutating {
+            &m.inflight_mutating
+        } else {
+            &m.inflight_read
+        };
+        gauge.inc();
+        InflightGuard(gauge)
+    }
+}
+
+impl Drop for InflightGuard {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Records one storage call in `etcd_request_duration_seconds`.
+pub fn etcd_request(operation: &str, object_type: &str, elapsed: Duration) {
+    metrics()
+        .etcd_duration
+        .with_label_values(&[operation, object_type])
+        .observe(elapsed.as_secs_f64());
+}
+
+/// Counts one event sent to a watch client in `apiserver_watch_events_total`.
+pub fn watch_event(group: &str, version: &str, kind: &str) {
+    metrics()
+        .watch_events
+        .with_label_values(&[group, version, kind])
+        .inc();
+}
+
+/// Why a conversion-webhook call failed, as upstream's `ConversionWebhookErrorType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConversionFailure {
+    /// The call itself failed (connection, timeout, non-200).
+    CallFailure,
+    /// The response could not be decoded or was not a ConversionReview.
+    MalformedResponse,
+    /// The response had another number of objects than the request.
+    PartialResponse,
+    /// A converted object was invalid (kind, apiVersion, metadata changes).
+    InvalidConvertedObject,
+    /// The response carried no objects.
+    NoObjectsReturned,
+}
+
+impl ConversionFailure {
+    fn label(self) -> &'static str {
+        match self {
+            ConversionFailure::CallFailure => "conversion_webhook_call_failure",
+            ConversionFailure::MalformedResponse => "conversion_webhook_malformed_response_failure",
+            ConversionFailure::PartialResponse => "conversion_webhook_partial_response_failure",
+            ConversionFailure::InvalidConvertedObject => {
+                "conversion_webhook_invalid_converted_object_failure"
+            }
+            ConversionFailure::NoObjectsReturned => {
+                "conversion_webhook_no_objects_returned_failure"
+            }
+        }
+    }
+}
+
+/// Records one conversion-webhook call: success (`None`) or the failure type.
+pub fn conversion_webhook(failure: Option<ConversionFailure>, elapsed: Duration) {
+    let (result, failure_type) = match failure {
+        None => ("success", ""),
+        Some(f) => ("failure", f.label()),
+    };
+    let m = metrics();
+    m.conversion_total
+        .with_label_values(&[result, failure_type])
+        .inc();
+    m.conversion_duration
+        .with_label_values(&[result, failure_type])
+        .observe(elapsed.as_secs_f64());
+}
+
+/// Records one admission-webhook call (`apiserver_admission_webhook_request_total` and
+/// `apiserver_admission_webhook_admission_duration_seconds`). `webhook_type` is `validating`
+/// or `admit`, `operation` `CREATE`/`UPDATE`/`DELETE`/`CONNECT`, `code` the HTTP status of the
+/// call (0 when none was received; above 600 is recorded as 600, as upstream).
+pub fn admission_webhook(
+    name: &str,
+    webhook_type: &str,
+    operation: &str,
+    rejected: bool,
+    code: u16,
+    elapsed: Duration,
+) {
+    let m = metrics();
+    let rejected = if rejected { "true" } else { "false" };
+    let code = code_str(code.min(600));
+    m.admission_total
+        .with_label_values(&[name, webhook_type, operation, &code, rejected])
+        .inc();
+    m.admission_duration
+        .with_label_values(&[name, webhook_type, operation, rejected])
+        .observe(elapsed.as_secs_f64());
+}
+
+/// Counts an audit event handed to the backend (`apiserver_audit_event_total`).
+pub fn audit_event() {
+    metrics().audit_events.inc();
+}
+
+/// Counts an audit event the backend failed to write or dropped (`apiserver_audit_error_total`).
+pub fn audit_error(plugin: &str) {
+    metrics().audit_errors.with_label_values(&[plugin]).inc();
+}
+
+/// A status code as a label without allocating for the codes the server sends.
+fn code_str(code: u16) -> Cow<'static, str> {
+    Cow::Borrowed(match code {
+        0 => "0",
+        200 => "200",
+        201 => "201",
+        202 => "202",
+        204 => "204",
+        304 => "304",
+        400 => "400",
+        401 => "401",
+        403 => "403",
+        404 => "404",
+        405 => "405",
+        406 => "406",
+        409 => "409",
+        410 => "410",
+        413 => "413",
+        415 => "415",
+        422 => "422",
+        429 => "429",
+        500 => "500",
+        503 => "503",
+        504 => "504",
+        600 => "600",
+        other => return Cow::Owned(other.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_metrics_render_with_upstream_names_and_labels() {
+        let labels = RequestLabels {
+            verb: "POST",
+            group: "unit.test.io",
+            version: "v1",
+            resource: "widgets",
+            scope: "namespace",
+            ..RequestLabels::default()
+        };
+        request(&labels, 201, Duration::from_millis(3));
+        let text = String::from_utf8(metrics().render()).unwrap();
+        assert!(text.contains(
+            "apiserver_request_total{code=\"201\",component=\"apiserver\",dry_run=\"\",\
+             group=\"unit.test.io\",resource=\"widgets\",scope=\"namespace\",subresource=\"\",\
+             verb=\"POST\",version=\"v1\"} 1"
+        ));
+        assert!(
+            text.contains(
+                "apiserver_request_duration_seconds_bucket{component=\"apiserver\",dry_run=\"\",\
+             group=\"unit.test.io\",resource=\"widgets\",scope=\"namespace\",\
+             subresource=\"\",verb=\"POST\",version=\"v1\",le=\"0.005\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE apiserver_request_duration_seconds histogram"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn admission_codes_above_600_are_truncated() {
+        admission_webhook(
+            "unit.hook",
+            "validating",
+            "CREATE",
+            true,
+            999,
+            Duration::ZERO,
+        );
+        let text = String::from_utf8(metrics().render()).unwrap();
+        assert!(text.contains(
+            "apiserver_admission_webhook_request_total{code=\"600\",name=\"unit.hook\",\
+             operation=\"CREATE\",rejected=\"true\",type=\"validating\"} 1"
+        ));
+    }
+}
