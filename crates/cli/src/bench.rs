@@ -1181,7 +1181,9 @@ async fn garbage_collection(server: &Server, report: &mut Report, n: usize) -> a
 
 /// The "rbac" section: gets/s by a token user outside `system:masters`, allowed by one
 /// `RoleBinding` among `bindings` unrelated ones, under `--authorization-mode=RBAC` against the
-/// same load under `AlwaysAllow` (each on a fresh server with the same objects and bindings).
+/// same load under `AlwaysAllow`. Both servers run at once with the same objects and bindings;
+/// rounds alternate between them and each keeps its best round, so load from elsewhere on the
+/// machine does not favour one mode.
 async fn rbac_overhead(
     dir: &Path,
     report: &mut Report,
@@ -1190,7 +1192,9 @@ async fn rbac_overhead(
 ) -> anyhow::Result<()> {
     const USER_TOKEN: &str = "bench-user-token-0123456789";
     const OBJECTS: usize = 1000;
-    let mut rates = Vec::new();
+    const ROUNDS: usize = 5;
+    decision_cost(report, bindings);
+    let mut servers = Vec::new();
     for mode in ["AlwaysAllow", "RBAC"] {
         let data = dir.join(format!("rbac-{mode}"));
         std::fs::create_dir_all(&data)?;
@@ -1256,16 +1260,82 @@ async fn rbac_overhead(
         if !allowed {
             bail!("the bench user was never allowed under {mode}");
         }
-        rates.push(gets_as(&server, USER_TOKEN, &base, "r", OBJECTS, total).await?);
+        servers.push((server, base));
     }
-    let overhead = (rates[0] - rates[1]) / rates[0] * 100.0;
+    let mut best = [0.0f64; 2];
+    for _ in 0..ROUNDS {
+        for (i, (server, base)) in servers.iter().enumerate() {
+            let rate = gets_as(server, USER_TOKEN, base, "r", OBJECTS, total / ROUNDS).await?;
+            best[i] = best[i].max(rate);
+        }
+    }
+    let overhead = (best[0] - best[1]) / best[0] * 100.0;
     report.row(
         &format!("gets/s as an RBAC-bound token user, {bindings} unrelated RoleBindings"),
-        format!("{:.0}", rates[1]),
+        format!("{:.0}", best[1]),
         format!(
-            "AlwaysAllow: {:.0}; overhead {overhead:.1}%; target < 10%",
-            rates[0]
+            "AlwaysAllow: {:.0}; overhead {overhead:.1}%; target < 10% (best of {ROUNDS} alternating rounds)",
+            best[0]
         ),
     );
     Ok(())
+}
+
+/// The in-process cost of one RBAC decision with `bindings` unrelated `RoleBindings` in the
+/// policy (the authorizer alone, free of the noise a shared machine adds to request rates).
+fn decision_cost(report: &mut Report, bindings: usize) {
+    use crd_server::authz::rbac::{RbacAuthorizer, RbacKind};
+    const DECISIONS: u32 = 200_000;
+    let rbac = RbacAuthorizer::new();
+    rbac.write(|p| {
+        p.upsert(
+            RbacKind::ClusterRole,
+            &json!({"metadata": {"name": "widget-reader"},
+                    "rules": [{"apiGroups": [GROUP], "resources": ["widgets"], "verbs": ["get", "list"]}]}),
+        );
+        for i in 0..bindings {
+            p.upsert(
+                RbacKind::RoleBinding,
+                &json!({"metadata": {"name": format!("unrelated-{i:05}"), "namespace": "default"},
+                        "roleRef": {"kind": "ClusterRole", "name": "view"},
+                        "subjects": [{"kind": "User", "name": format!("user-{i}")},
+                                     {"kind": "Group", "name": format!("group-{i}")}]}),
+            );
+        }
+        p.upsert(
+            RbacKind::RoleBinding,
+            &json!({"metadata": {"name": "bench-user", "namespace": "default"},
+                    "roleRef": {"kind": "ClusterRole", "name": "widget-reader"},
+                    "subjects": [{"kind": "User", "name": "bench-user"}]}),
+        );
+    });
+    rbac.set_synced();
+    let authorizer =
+        crd_server::authz::Authorizer::new(vec![crd_server::authz::Member::Rbac(rbac)]);
+    let user = crd_server::auth::User {
+        name: "bench-user".into(),
+        uid: "bench-uid".into(),
+        groups: vec!["devs".into(), "system:authenticated".into()],
+    };
+    let attrs = crd_server::authz::Attributes::Resource {
+        verb: "get".into(),
+        group: GROUP.into(),
+        resource: "widgets".into(),
+        namespace: Some("default".into()),
+        name: Some("r-0000001".into()),
+    };
+    let started = Instant::now();
+    for _ in 0..DECISIONS {
+        assert!(
+            authorizer
+                .authorize(std::hint::black_box(&user), &attrs)
+                .allowed
+        );
+    }
+    let each = started.elapsed() / DECISIONS;
+    report.row(
+        &format!("RBAC decision, {bindings} unrelated RoleBindings (in process)"),
+        format!("{:.2} µs", each.as_secs_f64() * 1e6),
+        "bindings indexed by subject; a get costs about 67 µs of machine CPU at 30,000 gets/s on 2 cores".into(),
+    );
 }

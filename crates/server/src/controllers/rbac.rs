@@ -35,68 +35,81 @@ fn with_system_fields(mut obj: Value) -> Value {
 
 /// Reconciles the bootstrap `ClusterRoles` and `ClusterRoleBindings` with the store: creates
 /// missing ones, adds what stored ones lack (unless annotated `autoupdate: "false"`), recreates
-/// bindings whose role reference changed.
+/// bindings whose role reference changed. The objects are reconciled concurrently (one group
+/// commit for a fresh data dir).
 pub async fn bootstrap(store: &dyn Store) -> Result<(), StorageError> {
-    for expected in bootstrap::cluster_roles() {
-        let k = key(RbacKind::ClusterRole, meta::name(&expected));
-        loop {
-            match super::get_json(store, &k).await? {
-                None => match store
-                    .create(&k, meta::encode(&with_system_fields(expected.clone()))?)
-                    .await
-                {
-                    Ok(_) => break,
-                    Err(StorageError::AlreadyExists { .. }) => {}
+    let roles = bootstrap::cluster_roles()
+        .into_iter()
+        .map(|expected| reconcile_role(store, expected));
+    let bindings = bootstrap::cluster_role_bindings()
+        .into_iter()
+        .map(|expected| reconcile_binding(store, expected));
+    futures::future::try_join(
+        futures::future::try_join_all(roles),
+        futures::future::try_join_all(bindings),
+    )
+    .await?;
+    Ok(())
+}
+
+async fn reconcile_role(store: &dyn Store, expected: Value) -> Result<(), StorageError> {
+    let k = key(RbacKind::ClusterRole, meta::name(&expected));
+    loop {
+        match super::get_json(store, &k).await? {
+            None => match store
+                .create(&k, meta::encode(&with_system_fields(expected.clone()))?)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(StorageError::AlreadyExists { .. }) => {}
+                Err(e) => return Err(e),
+            },
+            Some((existing, kv)) => {
+                let Some(out) = bootstrap::reconcile_role(&existing, &expected) else {
+                    return Ok(());
+                };
+                match store.update(&k, meta::encode(&out)?, kv.mod_revision).await {
+                    Ok(_) => return Ok(()),
+                    Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {}
                     Err(e) => return Err(e),
-                },
-                Some((existing, kv)) => {
-                    let Some(out) = bootstrap::reconcile_role(&existing, &expected) else {
-                        break;
-                    };
-                    match store.update(&k, meta::encode(&out)?, kv.mod_revision).await {
-                        Ok(_) => break,
-                        Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {}
-                        Err(e) => return Err(e),
-                    }
                 }
             }
         }
     }
-    for expected in bootstrap::cluster_role_bindings() {
-        let k = key(RbacKind::ClusterRoleBinding, meta::name(&expected));
-        loop {
-            match super::get_json(store, &k).await? {
-                None => match store
-                    .create(&k, meta::encode(&with_system_fields(expected.clone()))?)
-                    .await
-                {
-                    Ok(_) => break,
-                    Err(StorageError::AlreadyExists { .. }) => {}
-                    Err(e) => return Err(e),
-                },
-                Some((existing, kv)) => match bootstrap::reconcile_binding(&existing, &expected) {
-                    None => break,
-                    Some(BindingChange::Update(out)) => {
-                        match store.update(&k, meta::encode(&out)?, kv.mod_revision).await {
-                            Ok(_) => break,
-                            Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {}
-                            Err(e) => return Err(e),
-                        }
+}
+
+async fn reconcile_binding(store: &dyn Store, expected: Value) -> Result<(), StorageError> {
+    let k = key(RbacKind::ClusterRoleBinding, meta::name(&expected));
+    loop {
+        match super::get_json(store, &k).await? {
+            None => match store
+                .create(&k, meta::encode(&with_system_fields(expected.clone()))?)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(StorageError::AlreadyExists { .. }) => {}
+                Err(e) => return Err(e),
+            },
+            Some((existing, kv)) => match bootstrap::reconcile_binding(&existing, &expected) {
+                None => return Ok(()),
+                Some(BindingChange::Update(out)) => {
+                    match store.update(&k, meta::encode(&out)?, kv.mod_revision).await {
+                        Ok(_) => return Ok(()),
+                        Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {}
+                        Err(e) => return Err(e),
                     }
-                    Some(BindingChange::Recreate(_)) => {
-                        // Delete, then the next pass creates the expected binding.
-                        match store.delete(&k, Some(kv.mod_revision)).await {
-                            Ok(_)
-                            | Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {
-                            }
-                            Err(e) => return Err(e),
-                        }
+                }
+                Some(BindingChange::Recreate(_)) => {
+                    // Delete, then the next pass creates the expected binding.
+                    match store.delete(&k, Some(kv.mod_revision)).await {
+                        Ok(_)
+                        | Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {}
+                        Err(e) => return Err(e),
                     }
-                },
-            }
+                }
+            },
         }
     }
-    Ok(())
 }
 
 /// Follows the RBAC objects into an [`RbacAuthorizer`] and aggregates `ClusterRoles`.
@@ -162,9 +175,11 @@ impl RbacController {
                 Notification::Synced => {
                     unsynced -= 1;
                     if unsynced == 0 {
-                        self.aggregate_all(&cluster_roles).await?;
+                        // Ready at once; aggregated roles follow (as upstream, readiness does
+                        // not wait for the aggregation controller).
                         self.rbac.set_synced();
                         self.synced.send_replace(true);
+                        self.aggregate_all(&cluster_roles).await?;
                     }
                 }
                 Notification::Changed(change) => {
