@@ -56,6 +56,7 @@ pub async fn handle(
     obs.finish(&state, &parts, &route, &query, resp).await
 }
 
+/// The request's way from the filters to a response, telling `obs` what the filters decided.
 #[allow(clippy::too_many_arguments)]
 async fn serve_request(
     state: &Arc<AppState>,
