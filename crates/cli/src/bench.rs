@@ -13,6 +13,8 @@ use crd_storage::Store;
 use serde_json::{Value, json};
 
 /// What to measure, and how much.
+// Each `--only-*` switch is its own flag, as a user types it.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
     /// Creates per client count (split across the clients).
@@ -1320,6 +1322,7 @@ fn decision_cost(report: &mut Report, bindings: usize) {
         name: "bench-user".into(),
         uid: "bench-uid".into(),
         groups: vec!["devs".into(), "system:authenticated".into()],
+        extra: std::collections::BTreeMap::default(),
     };
     let attrs = crd_server::authz::Attributes::Resource {
         verb: "get".into(),

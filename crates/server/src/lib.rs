@@ -181,7 +181,12 @@ pub async fn run(
     let mut rbac_synced = rbac_controller.synced();
     let crds = CrdController::new(store.clone(), state.registry.clone());
     let mut crds_synced = crds.synced();
-    let mut supervisor = Supervisor::new(shutdown.clone());
+    // Controllers (and the informers RBAC and the registry read) run until the HTTP server has
+    // stopped serving, so requests during `--shutdown-delay-duration` are still authorized and
+    // routed; a shutdown during start-up stops them when this function returns.
+    let (stop_controllers, controllers_shutdown) = watch::channel(false);
+    let _stop_controllers = StopOnDrop(stop_controllers);
+    let mut supervisor = Supervisor::new(controllers_shutdown);
     supervisor.spawn("customresourcedefinitions", move |shutdown| {
         crds.clone().run(shutdown)
     });
@@ -256,4 +261,13 @@ pub async fn run(
     )
     .await;
     Ok(())
+}
+
+/// Sends `true` when dropped: the controllers' shutdown signal, after the server stops.
+struct StopOnDrop(watch::Sender<bool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.send_replace(true);
+    }
 }

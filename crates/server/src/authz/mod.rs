@@ -352,7 +352,7 @@ mod tests {
 
     fn user(name: &str, groups: &[&str]) -> User {
         User {
-            extra: Default::default(),
+            extra: std::collections::BTreeMap::default(),
             name: name.into(),
             uid: name.into(),
             groups: groups.iter().map(|g| (*g).to_string()).collect(),

@@ -273,7 +273,7 @@ mod tests {
         let task = tokio::spawn(controller.run(shutdown));
         synced.wait_for(|s| *s).await.unwrap();
         let jane = User {
-            extra: Default::default(),
+            extra: std::collections::BTreeMap::default(),
             name: "jane".into(),
             uid: String::new(),
             groups: vec!["system:authenticated".into()],

@@ -196,25 +196,36 @@ pub fn impersonate(
     Ok(user)
 }
 
-/// Authorizes the effective user's request, with Kubernetes' 403 on denial.
+/// Authorizes the effective user's request; a denial carries Kubernetes' 403.
 pub fn authorize(
     state: &AppState,
     user: &User,
     method: &Method,
     path: &str,
     route: &Route,
-) -> Result<(), Box<Status>> {
+) -> Authorized {
     let attrs = attributes(method, path, route);
     let decision = state.authorizer.authorize(user, &attrs);
-    if decision.allowed {
-        Ok(())
-    } else {
-        Err(Box::new(Authorizer::denial_with_reason(
+    let denial = (!decision.allowed).then(|| {
+        Box::new(Authorizer::denial_with_reason(
             user,
             &attrs,
             &decision.reason,
-        )))
+        ))
+    });
+    Authorized {
+        reason: decision.reason,
+        denial,
     }
+}
+
+/// The outcome of [`authorize`]: the authorizer's reason (for the audit log) and, when the
+/// request is denied, its 403.
+pub struct Authorized {
+    /// Why the authorizer decided as it did (may be empty).
+    pub reason: String,
+    /// The 403 to answer with, when denied.
+    pub denial: Option<Box<Status>>,
 }
 
 /// The authorizer's view of a request.

@@ -84,8 +84,8 @@ async fn serve_request(
         }
     };
     let authorized = filters::authorize(state, &user, &parts.method, parts.uri.path(), route);
-    obs.authorized(authorized.is_ok(), "");
-    if let Err(s) = authorized {
+    obs.authorized(authorized.denial.is_none(), &authorized.reason);
+    if let Some(s) = authorized.denial {
         return status_response(&s, &[]);
     }
     // Watches are long-running and not counted, as kube-apiserver's max-in-flight filter.

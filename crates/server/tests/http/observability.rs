@@ -88,16 +88,19 @@ async fn metrics_count_every_request_with_upstream_labels() {
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(api.get(&format!("{base}/g1")).await.status, 200);
     assert_eq!(api.get(&format!("{base}/nope")).await.status, 404);
-    let anonymous = s.client(HttpVersion::Http1);
-    let r = anonymous
+    // A token nobody knows: 401, counted as a failed authentication.
+    let stranger = s.client(HttpVersion::Http1);
+    let r = stranger
         .get(format!("{}/apis/{group}/v1/gauges", s.url))
+        .bearer_auth("wrong")
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     assert!(r.headers().contains_key("audit-id"));
-    let r = anonymous
+    let r = stranger
         .get(format!("{}/metrics", s.url))
+        .bearer_auth("wrong")
         .send()
         .await
         .unwrap();
@@ -106,6 +109,13 @@ async fn metrics_count_every_request_with_upstream_labels() {
         StatusCode::UNAUTHORIZED,
         "/metrics needs authentication"
     );
+    // The anonymous user is not in system:monitoring.
+    let r = stranger
+        .get(format!("{}/metrics", s.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let watch = api
         .get(&format!("{base}?watch=true&timeoutSeconds=1"))
         .await;
@@ -179,8 +189,9 @@ async fn health_endpoints_list_named_checks() {
     let get = |path: &str| {
         let c = c.clone();
         let url = format!("{}{path}", s.url);
+        let token = s.token.clone();
         async move {
-            let r = c.get(url).send().await.unwrap();
+            let r = c.get(url).bearer_auth(token).send().await.unwrap();
             (r.status().as_u16(), r.text().await.unwrap())
         }
     };
@@ -207,6 +218,11 @@ async fn health_endpoints_list_named_checks() {
         )
     );
     assert_eq!(get("/readyz/etcd").await, (200, "ok".into()));
+    // Anonymous users may read the health endpoints themselves, not single checks
+    // (`system:public-info-viewer` lists `/readyz`, `/livez`, `/healthz` exactly).
+    let anonymous = |path: &str| c.get(format!("{}{path}", s.url)).send();
+    assert_eq!(anonymous("/readyz").await.unwrap().status(), 200);
+    assert_eq!(anonymous("/readyz/etcd").await.unwrap().status(), 403);
     assert_eq!(
         get("/livez/poststarthook/crd-informer-synced").await,
         (200, "ok".into())
@@ -253,6 +269,7 @@ async fn readyz_fails_as_soon_as_shutdown_begins() {
     );
     let r = c
         .get(format!("{}/readyz/shutdown", s.url))
+        .bearer_auth(&s.token)
         .send()
         .await
         .unwrap();

@@ -7,7 +7,7 @@ use super::*;
 
 fn user(name: &str, groups: &[&str]) -> User {
     User {
-        extra: Default::default(),
+        extra: std::collections::BTreeMap::default(),
         name: name.into(),
         uid: String::new(),
         groups: groups.iter().map(|g| (*g).to_string()).collect(),
