@@ -237,16 +237,7 @@ impl Answer for TokenReview {
             errs.push(FieldError::required(&Path::new("spec").child("token"), ""));
             return Err(invalid(self.kind(), "", &errs));
         }
-        let audiences: Vec<String> = req
-            .body
-            .pointer("/spec/audiences")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let audiences = strings(req.body.pointer("/spec/audiences"));
         let status = match req.authn.review_token(token, &audiences).await {
             Some((user, accepted)) => {
                 let mut s = json!({"authenticated": true, "user": user.to_json()});
@@ -377,17 +368,15 @@ impl AccessReview {
     }
 }
 
+/// The strings of a JSON array (none when absent or not an array).
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
 /// The user a `SubjectAccessReview` asks about.
 fn subject_of(spec: &Value) -> User {
-    let strs = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     User {
         name: spec
             .get("user")
@@ -395,11 +384,11 @@ fn subject_of(spec: &Value) -> User {
             .unwrap_or("")
             .into(),
         uid: spec.get("uid").and_then(Value::as_str).unwrap_or("").into(),
-        groups: strs(spec.get("groups")),
+        groups: strings(spec.get("groups")),
         extra: spec
             .get("extra")
             .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), strs(Some(v)))).collect())
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(Some(v)))).collect())
             .unwrap_or_default(),
     }
 }
@@ -532,15 +521,7 @@ impl Answer for TokenRequest {
         if !errs.is_empty() {
             return Err(invalid(self.kind(), req.name, &errs));
         }
-        let mut audiences: Vec<String> = spec
-            .get("audiences")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut audiences = strings(spec.get("audiences"));
         if audiences.is_empty() {
             audiences.clone_from(&sa_tokens.audiences);
         }
