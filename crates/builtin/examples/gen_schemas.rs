@@ -147,6 +147,8 @@ fn generate() -> Value {
     generator.subschema_for::<api::coordination::v1::Lease>();
     generator.subschema_for::<api::events::v1::Event>();
     generator.subschema_for::<api::autoscaling::v1::Scale>();
+    generator.subschema_for::<api::admissionregistration::v1::ValidatingWebhookConfiguration>();
+    generator.subschema_for::<api::admissionregistration::v1::MutatingWebhookConfiguration>();
     let mut defs = generator.take_definitions(true);
 
     // k8s-openapi requires `metadata` on resources because its Rust field is not optional;

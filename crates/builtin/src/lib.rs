@@ -28,6 +28,7 @@
 //!
 //! Architecture Invariant: this crate does no IO and knows no HTTP, async runtime or storage.
 
+pub mod admissionregistration;
 pub mod events;
 pub mod fields;
 pub mod prepare;
@@ -62,6 +63,8 @@ pub enum KindId {
     Lease,
     /// `events.k8s.io/v1` Event, stored as a core/v1 Event.
     EventsV1Event,
+    ValidatingWebhookConfiguration,
+    MutatingWebhookConfiguration,
 }
 
 /// The paths of a `/scale` subresource, as a CRD's `subresources.scale` names them.
@@ -265,6 +268,18 @@ pub static KINDS: &[Kind] = &[
                  "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath",
                  "reason", "reportingController", "deprecatedSource", "type"],
         stored_as: Some("events")),
+    kind!(ValidatingWebhookConfiguration, "admissionregistration.k8s.io", "v1",
+        "ValidatingWebhookConfiguration", "validatingwebhookconfigurations",
+        "validatingwebhookconfiguration", short: [], cat: ["api-extensions"], Cluster,
+        status: false, scale: None, key: "/registry/validatingwebhookconfigurations",
+        def: "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
+        gen: NonMetadata, columns: printers::WEBHOOK_CONFIGURATION, fields: [], stored_as: None),
+    kind!(MutatingWebhookConfiguration, "admissionregistration.k8s.io", "v1",
+        "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
+        "mutatingwebhookconfiguration", short: [], cat: ["api-extensions"], Cluster,
+        status: false, scale: None, key: "/registry/mutatingwebhookconfigurations",
+        def: "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
+        gen: NonMetadata, columns: printers::WEBHOOK_CONFIGURATION, fields: [], stored_as: None),
 ];
 
 /// The kind served at `group`/`plural` (any version here is `v1`).
@@ -403,6 +418,8 @@ mod tests {
             KindId::PodDisruptionBudget,
             KindId::Lease,
             KindId::EventsV1Event,
+            KindId::ValidatingWebhookConfiguration,
+            KindId::MutatingWebhookConfiguration,
         ];
         assert_eq!(KINDS.len(), ids.len());
         for id in ids {

@@ -384,6 +384,12 @@ impl Kind {
             | KindId::Ingress
             | KindId::PodDisruptionBudget
             | KindId::Lease => {}
+            KindId::ValidatingWebhookConfiguration => {
+                crate::admissionregistration::apply_defaults(obj, false);
+            }
+            KindId::MutatingWebhookConfiguration => {
+                crate::admissionregistration::apply_defaults(obj, true);
+            }
         }
     }
 

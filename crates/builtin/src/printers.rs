@@ -613,6 +613,18 @@ pub const LEASE: &[Column] = &[
     AGE,
 ];
 
+/// `ValidatingWebhookConfiguration` and `MutatingWebhookConfiguration`: NAME WEBHOOKS AGE.
+pub const WEBHOOK_CONFIGURATION: &[Column] = &[
+    NAME,
+    text(
+        "Webhooks",
+        "integer",
+        "Webhooks indicates the number of webhooks registered in this configuration",
+        0,
+    ),
+    AGE,
+];
+
 // ---------------------------------------------------------------------------------------------
 // Value helpers
 
@@ -945,6 +957,9 @@ impl Kind {
                 ]
             }
             KindId::Lease => vec![name, json!(s(obj, "/spec/holderIdentity")), age],
+            KindId::ValidatingWebhookConfiguration | KindId::MutatingWebhookConfiguration => {
+                vec![name, json!(arr(obj, "/webhooks").len()), age]
+            }
         }
     }
 

@@ -5,7 +5,7 @@
 //! that is not, is listed in `VALIDATION.md` beside this crate's `Cargo.toml`.
 
 use crd_core::validation::{
-    NameValidation, Scope, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain,
+    NameValidation, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain,
     is_qualified_name, is_valid_label_value, validate_annotations, validate_labels,
     validate_object_meta, validate_object_meta_update,
 };
@@ -131,7 +131,7 @@ fn validate_meta(kind: &Kind, obj: &Value, old: Option<&Value>) -> ErrorList {
     let path = Path::new("metadata");
     let meta = at(obj, "/metadata");
     let rule = NameValidation::Dns1123Subdomain;
-    let mut errs = validate_object_meta(meta, Scope::Namespaced, rule, &path);
+    let mut errs = validate_object_meta(meta, kind.scope, rule, &path);
     if kind.id == KindId::Service {
         // Service names are DNS-1035 labels (`ValidateServiceName`).
         errs.0.retain(|e| {
@@ -1271,6 +1271,12 @@ impl Kind {
             KindId::EndpointSlice => endpoint_slice(obj, old, &mut errs),
             KindId::PodDisruptionBudget => pdb(obj, &mut errs),
             KindId::Lease => lease(obj, &mut errs),
+            KindId::ValidatingWebhookConfiguration => {
+                crate::admissionregistration::validate(obj, old, false, &mut errs);
+            }
+            KindId::MutatingWebhookConfiguration => {
+                crate::admissionregistration::validate(obj, old, true, &mut errs);
+            }
         }
         if let Some(old) = old {
             immutable_spec_fields(self, obj, old, &mut errs);

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::Context;
 
 /// An authenticated user.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct User {
     /// The user name.
     pub name: String,

@@ -4,13 +4,15 @@
 //! # Layout (lowest layer first; `tests/module_graph.rs` keeps it a DAG)
 //! - [`error`], [`version`], [`body`], [`table`], [`auth`], [`protobuf`], [`limits`]: the
 //!   vocabulary every layer shares.
+//! - [`webhook`] (the HTTPS client of conversion and admission webhooks).
 //! - [`request`] (route, typed options, negotiation), [`tls`], [`authz`] (ABAC),
 //!   [`conversion`] (conversion webhooks), [`kubeconfig`].
 //! - [`registry`]: per-kind strategies, the kinds table, the CRD registry, the custom-object
 //!   pipeline.
 //! - [`controllers`] (CRD naming/establishing/cleanup, namespace cleanup, garbage collection,
-//!   storage-version migration, compaction, on informers), [`admission`], [`discovery`],
-//!   [`openapi`].
+//!   storage-version migration, compaction, on informers), [`discovery`], [`openapi`].
+//! - [`admission`] (NamespaceLifecycle, admission webhooks; its configuration informers come
+//!   from `controllers`).
 //! - [`state`]: what requests share.
 //! - [`handlers`]: one module per verb, generic over a [`registry::Strategy`], and field
 //!   ownership (server-side apply).
@@ -40,6 +42,7 @@ pub mod state;
 pub mod table;
 pub mod tls;
 pub mod version;
+pub mod webhook;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -156,6 +159,11 @@ pub async fn run(
             shutdown,
         )
     });
+    let webhooks = state.admission.webhooks.clone();
+    let mut webhooks_synced = webhooks.synced();
+    supervisor.spawn("admission-webhooks", move |shutdown| {
+        webhooks.clone().run(shutdown)
+    });
     let interval = config.compaction_interval;
     supervisor.spawn("compaction", move |shutdown| {
         let store = store.clone();
@@ -174,6 +182,14 @@ pub async fn run(
         }
     }
 
+    // Webhook admission answers only once both configuration informers have listed.
+    let mut waiting = shutdown.clone();
+    if controllers::informer::until_shutdown(&mut waiting, webhooks_synced.wait_for(|s| *s))
+        .await
+        .is_none()
+    {
+        return Ok(());
+    }
     let kubeconfig = config.data_dir.join("kubeconfig");
     kubeconfig::write(&kubeconfig, addr, &tls.ca_pem, admin_token.as_deref())?;
     state.set_ready();

@@ -47,7 +47,7 @@ impl AppState {
         auth: TokenAuthenticator,
         conversion: ConversionOptions,
     ) -> Self {
-        let registry = Arc::new(Registry::new(conversion));
+        let registry = Arc::new(Registry::new(conversion.clone()));
         let namespaces = Arc::new(NamespaceStrategy::default());
         let fixed: [Arc<dyn Strategy>; 3] = [
             namespaces.clone(),
@@ -57,7 +57,13 @@ impl AppState {
         let builtin = BuiltinStrategy::all().map(|s| Arc::new(s) as Arc<dyn Strategy>);
         let kinds = Kinds::new(fixed.into_iter().chain(builtin));
         AppState {
-            admission: crate::admission::Admission::new(store.clone(), namespaces.clone()),
+            admission: crate::admission::Admission::new(
+                store.clone(),
+                namespaces.clone(),
+                registry.clone(),
+                webhook_sources(),
+                &conversion,
+            ),
             store,
             registry,
             namespaces,
@@ -78,5 +84,15 @@ impl AppState {
     /// Marks start-up as finished.
     pub fn set_ready(&self) {
         self.ready.store(true, Ordering::Release);
+    }
+}
+
+/// Where admission webhook configurations are stored (their kinds' key roots).
+fn webhook_sources() -> crate::admission::webhook::Sources {
+    use crd_builtin::KindId;
+    let root = |id| format!("{}/", crd_builtin::get(id).key_root);
+    crate::admission::webhook::Sources {
+        mutating: root(KindId::MutatingWebhookConfiguration),
+        validating: root(KindId::ValidatingWebhookConfiguration),
     }
 }

@@ -1,4 +1,5 @@
-//! DELETE of one object (generic store `Delete`): preconditions, then the propagation policy's
+//! DELETE of one object (generic store `Delete`): preconditions, admission (webhooks see the
+//! stored object as `oldObject`), then the propagation policy's
 //! GC finalizers (`orphan`, `foregroundDeletion`) and the strategy's verdict
 //! ([`owners::prepare_delete`]), then either a graceful deletion (finalizers pending: set
 //! deletionTimestamp and keep the object) or removal.
@@ -7,6 +8,7 @@ use crd_core::Status;
 use crd_storage::{KeyValue, StorageError};
 
 use super::{Ctx, Reply, ReplyBody, get_stored, read_object, render_object, storage_bytes};
+use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::registry::{DeleteOutcome, Strategy, meta, owners};
 use crate::request::options::DeleteOptions;
@@ -59,6 +61,16 @@ pub async fn delete_object(
             .into());
         }
     }
+    let mut record = crate::admission::Record::default();
+    let attrs = ctx.admission_attributes(strategy, Operation::Delete, &obj);
+    let admission = &ctx.state.admission;
+    admission
+        .mutate(&attrs, None, Some(&obj), &mut record)
+        .await?;
+    admission
+        .validate(&attrs, None, Some(&obj), &mut record)
+        .await?;
+    let warnings = ctx.keep_admission_record(record);
     let outcome = owners::prepare_delete(strategy, &mut obj, opts.propagation_policy);
     match outcome {
         DeleteOutcome::Immediate => {
@@ -67,7 +79,7 @@ pub async fn delete_object(
                 return Ok(Reply {
                     code: 200,
                     body: ReplyBody::Status(Box::new(status)),
-                    warnings: Vec::new(),
+                    warnings,
                     content_type: None,
                 });
             }
@@ -86,7 +98,7 @@ pub async fn delete_object(
             Ok(Reply {
                 code: 200,
                 body: ReplyBody::Status(Box::new(status)),
-                warnings: Vec::new(),
+                warnings,
                 content_type: None,
             })
         }
@@ -94,13 +106,18 @@ pub async fn delete_object(
             meta::mark_deleting(&mut obj);
             let original = read_object(strategy, current).await?;
             if meta::same_ignoring_rv(&obj, &original) {
-                return Ok(Reply::value(200, render_object(ctx, strategy, original)?));
+                return Ok(
+                    Reply::value(200, render_object(ctx, strategy, original)?)
+                        .with_warnings(warnings),
+                );
             }
             let value = storage_bytes(ctx, strategy, &obj).await?;
             if opts.dry_run {
                 let out =
                     super::preview(strategy, &current.key, value, current.mod_revision).await?;
-                return Ok(Reply::value(200, render_object(ctx, strategy, out)?));
+                return Ok(
+                    Reply::value(200, render_object(ctx, strategy, out)?).with_warnings(warnings)
+                );
             }
             let rev = ctx
                 .store()
@@ -114,7 +131,7 @@ pub async fn delete_object(
                 mod_revision: rev,
             };
             let out = read_object(strategy, &stored).await?;
-            Ok(Reply::value(200, render_object(ctx, strategy, out)?))
+            Ok(Reply::value(200, render_object(ctx, strategy, out)?).with_warnings(warnings))
         }
     }
 }

@@ -40,8 +40,9 @@ pub async fn handle(
     let (parts, body) = req.into_parts();
     let query = Query::parse(parts.uri.query());
     let route = route::parse(&parts.method, parts.uri.path(), &query);
+    let mut user = User::default();
     if !matches!(route, Route::Health | Route::Version) {
-        let user = match filters::authenticate(&state, &parts.headers, cert_user) {
+        user = match filters::authenticate(&state, &parts.headers, cert_user) {
             Ok(u) => u,
             Err(s) => return status_response(&s, &[]),
         };
@@ -99,6 +100,8 @@ pub async fn handle(
         body,
         output,
         sub: Subresource::Main,
+        user: &user,
+        audit_annotations: std::sync::Mutex::default(),
     };
     let dispatched = handlers::dispatch(&mut ctx, strategy).await;
     match dispatched.result {
