@@ -500,7 +500,7 @@ mod tests {
             (
                 hook(json!({"admissionReviewVersions": ["v2"]})),
                 vec![
-                    "webhooks[0].admissionReviewVersions: Invalid value: []string{\"v2\"}: must include at least one of v1, v1beta1",
+                    "webhooks[0].admissionReviewVersions: Invalid value: [\"v2\"]: must include at least one of v1, v1beta1",
                 ],
             ),
             (
@@ -516,8 +516,8 @@ mod tests {
             (
                 hook(json!({"rules": [{"operations": ["CREATE", "*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*", "pods"], "scope": "Both"}]})),
                 vec![
-                    "webhooks[0].rules[0].operations: Invalid value: []string{\"CREATE\", \"*\"}: if '*' is present, must not specify other operations",
-                    "webhooks[0].rules[0].resources: Invalid value: []string{\"*\", \"pods\"}: if '*' is present, must not specify other resources without subresources",
+                    "webhooks[0].rules[0].operations: Invalid value: [\"CREATE\",\"*\"]: if '*' is present, must not specify other operations",
+                    "webhooks[0].rules[0].resources: Invalid value: [\"*\",\"pods\"]: if '*' is present, must not specify other resources without subresources",
                     "webhooks[0].rules[0].scope: Unsupported value: \"Both\": supported values: \"*\", \"Cluster\", \"Namespaced\"",
                 ],
             ),

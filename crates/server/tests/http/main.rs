@@ -2,6 +2,7 @@
 //! SQLite store, driven by an HTTPS client over HTTP/1.1 and HTTP/2. Tests that need the binary
 //! (flags, signals, restarts) or kubectl live in `crates/cli/tests/it`.
 
+mod admission;
 mod api;
 mod gc;
 mod hostile;
