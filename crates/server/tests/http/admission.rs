@@ -151,7 +151,7 @@ async fn answer(path: &str, review: &Value) -> (u16, String) {
         ),
         "/deny-plain" if name.starts_with("bad") => (200, resp(json!({"allowed": false}))),
         "/warn" => (200, resp(json!({"warnings": ["careful with that", "second \"quoted\""]}))),
-        "/label" => {
+        "/label" if review["request"]["operation"] != "DELETE" => {
             let has_labels = review["request"]["object"]["metadata"]["labels"].is_object();
             let ops = if has_labels {
                 json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}])
