@@ -2,6 +2,7 @@
 //! over HTTP/1.1 and HTTP/2, on 127.0.0.1 with a free port.
 
 mod access;
+mod admission;
 mod builtin;
 mod builtin_each_kind;
 mod cel;

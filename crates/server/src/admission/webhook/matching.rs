@@ -170,7 +170,8 @@ mod tests {
             (json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*/status"]}), target("UPDATE", pods, "status", "d"), true),
             (json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*/status"]}), target("UPDATE", pods, "", "d"), false),
             (json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/*"]}), target("UPDATE", pods, "status", "d"), true),
-            (json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/*"]}), target("UPDATE", pods, "", "d"), false),
+            // `pods/*` also matches pods itself (`sub == "*"` matches the empty subresource).
+            (json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/*"]}), target("UPDATE", pods, "", "d"), true),
             (json!({"operations": ["*"], "apiGroups": ["stable.example.com"], "apiVersions": ["v2"], "resources": ["crontabs"]}), target("CREATE", crontabs, "", "d"), false),
             // Scope: namespaces are cluster-scoped even though their attributes carry a namespace.
             (json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}), target("CREATE", pods, "", "d"), true),
