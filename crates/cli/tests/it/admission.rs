@@ -10,7 +10,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::{Server, eventually};
+use crate::support::{TestServer, eventually};
 
 /// A one-path HTTPS webhook (HTTP/1.1, one request per connection) that denies ConfigMaps whose
 /// name starts with `forbidden` with 403 Forbidden. Returns its URL and `caBundle`.
@@ -102,7 +102,7 @@ fn start_webhook(rt: &tokio::runtime::Runtime) -> (String, String) {
 fn kubectl_prints_a_webhook_denial() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (url, ca_bundle) = start_webhook(&rt);
-    let server = Server::start();
+    let server = TestServer::start();
     server.write(
         "webhook.yaml",
         &format!(

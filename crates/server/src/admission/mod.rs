@@ -13,7 +13,7 @@
 
 pub mod webhook;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crd_core::Status;
 use crd_storage::Store;
@@ -155,7 +155,8 @@ impl Admission {
         }
     }
 
-    /// Mutating admission of `obj` (`None` for DELETE, with the stored object as `old`).
+    /// Mutating admission of `obj` (`None` for DELETE, with the stored object as `old`);
+    /// warnings and audit annotations go to `record`, also when admission fails.
     /// Returns whether the object changed, in which case the caller admits it again (pruning,
     /// defaulting) before preparing and validating it.
     pub async fn mutate(
@@ -163,7 +164,7 @@ impl Admission {
         attrs: &Attributes<'_>,
         obj: Option<&mut Value>,
         old: Option<&Value>,
-        record: &mut Record,
+        record: &Mutex<Record>,
     ) -> Result<bool, ApiError> {
         self.webhooks.mutate(attrs, obj, old, record).await
     }
@@ -174,7 +175,7 @@ impl Admission {
         attrs: &Attributes<'_>,
         obj: Option<&Value>,
         old: Option<&Value>,
-        record: &mut Record,
+        record: &Mutex<Record>,
     ) -> Result<(), ApiError> {
         self.webhooks.validate(attrs, obj, old, record).await
     }

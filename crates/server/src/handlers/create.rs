@@ -99,11 +99,10 @@ pub async fn create_object(
         .into());
     }
     set_namespace(ctx, strategy, &mut obj)?;
-    let mut record = crate::admission::Record::default();
     let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
     let admission = &ctx.state.admission;
     if admission
-        .mutate(&attrs, Some(&mut obj), None, &mut record)
+        .mutate(&attrs, Some(&mut obj), None, &ctx.admission)
         .await?
     {
         warnings.extend(strategy.admit(&mut obj, &super::readmission(ctx))?);
@@ -133,9 +132,8 @@ pub async fn create_object(
     admission.admit_create(strategy, &obj).await?;
     let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
     admission
-        .validate(&attrs, Some(&obj), None, &mut record)
+        .validate(&attrs, Some(&obj), None, &ctx.admission)
         .await?;
-    warnings.extend(ctx.keep_admission_record(record));
     let mut attempt = 0;
     let stored = loop {
         let current = meta::name(&obj).to_string();

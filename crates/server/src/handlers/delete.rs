@@ -61,16 +61,14 @@ pub async fn delete_object(
             .into());
         }
     }
-    let mut record = crate::admission::Record::default();
     let attrs = ctx.admission_attributes(strategy, Operation::Delete, &obj);
     let admission = &ctx.state.admission;
     admission
-        .mutate(&attrs, None, Some(&obj), &mut record)
+        .mutate(&attrs, None, Some(&obj), &ctx.admission)
         .await?;
     admission
-        .validate(&attrs, None, Some(&obj), &mut record)
+        .validate(&attrs, None, Some(&obj), &ctx.admission)
         .await?;
-    let warnings = ctx.keep_admission_record(record);
     let outcome = owners::prepare_delete(strategy, &mut obj, opts.propagation_policy);
     match outcome {
         DeleteOutcome::Immediate => {
@@ -79,7 +77,7 @@ pub async fn delete_object(
                 return Ok(Reply {
                     code: 200,
                     body: ReplyBody::Status(Box::new(status)),
-                    warnings,
+                    warnings: Vec::new(),
                     content_type: None,
                 });
             }
@@ -98,7 +96,7 @@ pub async fn delete_object(
             Ok(Reply {
                 code: 200,
                 body: ReplyBody::Status(Box::new(status)),
-                warnings,
+                warnings: Vec::new(),
                 content_type: None,
             })
         }
@@ -106,18 +104,13 @@ pub async fn delete_object(
             meta::mark_deleting(&mut obj);
             let original = read_object(strategy, current).await?;
             if meta::same_ignoring_rv(&obj, &original) {
-                return Ok(
-                    Reply::value(200, render_object(ctx, strategy, original)?)
-                        .with_warnings(warnings),
-                );
+                return Ok(Reply::value(200, render_object(ctx, strategy, original)?));
             }
             let value = storage_bytes(ctx, strategy, &obj).await?;
             if opts.dry_run {
                 let out =
                     super::preview(strategy, &current.key, value, current.mod_revision).await?;
-                return Ok(
-                    Reply::value(200, render_object(ctx, strategy, out)?).with_warnings(warnings)
-                );
+                return Ok(Reply::value(200, render_object(ctx, strategy, out)?));
             }
             let rev = ctx
                 .store()
@@ -131,7 +124,7 @@ pub async fn delete_object(
                 mod_revision: rev,
             };
             let out = read_object(strategy, &stored).await?;
-            Ok(Reply::value(200, render_object(ctx, strategy, out)?).with_warnings(warnings))
+            Ok(Reply::value(200, render_object(ctx, strategy, out)?))
         }
     }
 }

@@ -50,8 +50,9 @@ pub struct Ctx<'a> {
     pub sub: Subresource,
     /// The authenticated user (admission webhooks see it).
     pub user: &'a crate::auth::User,
-    /// Audit annotations admission plugins left, for the audit log.
-    pub audit_annotations: std::sync::Mutex<Vec<(String, String)>>,
+    /// What admission plugins left on the request: warnings (sent with the answer, also with
+    /// an error) and audit annotations (for the audit log).
+    pub admission: std::sync::Mutex<crate::admission::Record>,
 }
 
 impl Ctx<'_> {
@@ -153,16 +154,6 @@ impl Ctx<'_> {
             m.insert("force".into(), Value::from(true));
         }
         Value::Object(m)
-    }
-
-    /// Keeps what admission recorded: audit annotations on the request, warnings returned.
-    pub fn keep_admission_record(&self, record: crate::admission::Record) -> Vec<String> {
-        if !record.audit_annotations.is_empty()
-            && let Ok(mut a) = self.audit_annotations.lock()
-        {
-            a.extend(record.audit_annotations);
-        }
-        record.warnings
     }
 }
 

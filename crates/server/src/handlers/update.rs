@@ -79,12 +79,11 @@ pub async fn write_update(
     if ownership == Ownership::Track {
         managed::track_update(ctx, strategy, Some(&old), &mut new);
     }
-    let mut record = crate::admission::Record::default();
     let attrs = ctx.admission_attributes(strategy, Operation::Update, &new);
     let admission = &ctx.state.admission;
     let mut readmitted = Vec::new();
     if admission
-        .mutate(&attrs, Some(&mut new), Some(&old), &mut record)
+        .mutate(&attrs, Some(&mut new), Some(&old), &ctx.admission)
         .await?
     {
         readmitted = strategy.admit(&mut new, &super::readmission(ctx))?;
@@ -99,10 +98,9 @@ pub async fn write_update(
     strategy.guard_update(&new, &old).await?;
     let attrs = ctx.admission_attributes(strategy, Operation::Update, &new);
     admission
-        .validate(&attrs, Some(&new), Some(&old), &mut record)
+        .validate(&attrs, Some(&new), Some(&old), &ctx.admission)
         .await?;
     let mut warnings = readmitted;
-    warnings.extend(ctx.keep_admission_record(record));
     warnings.extend(crd_core::validation::finalizer_warnings(&new, Some(&old)));
     warnings.extend(strategy.write_warnings(&new, Some(&old)));
     let gr = info.group_resource();

@@ -352,6 +352,15 @@ async fn config_maps_warnings_plain_denials_and_dry_run() {
         r.json()["message"],
         "admission webhook \"plain.example.com\" denied the request without explanation"
     );
+    // Warnings of the webhooks that ran are sent with the denial too.
+    assert!(
+        r.headers
+            .get_all("warning")
+            .iter()
+            .any(|v| v == "299 - \"careful with that\""),
+        "{:?}",
+        r.headers
+    );
 }
 
 #[tokio::test]

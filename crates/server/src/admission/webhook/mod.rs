@@ -15,7 +15,7 @@ pub mod review;
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crd_core::{GroupResource, Status};
 use crd_storage::{KeyValue, Store};
@@ -189,7 +189,7 @@ impl Webhooks {
         attrs: &Attributes<'_>,
         obj: Option<&mut Value>,
         old: Option<&Value>,
-        record: &mut Record,
+        record: &Mutex<Record>,
     ) -> Result<bool, ApiError> {
         if self.none(true) || matching::is_exempt(&attrs.request.group, &attrs.request.resource)
         {
@@ -236,7 +236,7 @@ impl Webhooks {
         attrs: &Attributes<'_>,
         obj: Option<&Value>,
         old: Option<&Value>,
-        record: &mut Record,
+        record: &Mutex<Record>,
     ) -> Result<(), ApiError> {
         if self.none(false) || matching::is_exempt(&attrs.request.group, &attrs.request.resource)
         {
@@ -259,7 +259,7 @@ impl Webhooks {
         for ((hook, _), result) in calls.iter().zip(results) {
             let outcome = match result {
                 Ok(resp) => {
-                    record.collect(hook, &resp);
+                    collect(record, hook, &resp);
                     if resp.allowed {
                         Ok(())
                     } else {
@@ -442,7 +442,7 @@ impl Webhooks {
         mut inv: Invocation,
         attrs: &Attributes<'_>,
         obj: Option<&mut Value>,
-        record: &mut Record,
+        record: &Mutex<Record>,
     ) -> Result<bool, ApiError> {
         let resp = match self.call(hook, &inv, attrs, true).await {
             Ok(r) => r,
@@ -450,7 +450,7 @@ impl Webhooks {
             Err(Failure::Calling(reason)) => return Err(calling_error(hook, &reason)),
             Err(Failure::Status(e)) => return Err(e),
         };
-        record.collect(hook, &resp);
+        collect(record, hook, &resp);
         if !resp.allowed {
             return Err(review::denial(&hook.name, resp.status.as_ref()).into());
         }
@@ -607,14 +607,16 @@ fn match_conditions(
     }
 }
 
-impl Record {
-    /// Keeps a webhook's warnings and audit annotations (`<webhook>/<key>`).
-    fn collect(&mut self, hook: &Hook, resp: &review::Response) {
-        self.warnings.extend(resp.warnings.iter().cloned());
-        for (k, v) in &resp.audit_annotations {
-            self.audit_annotations
-                .push((format!("{}/{k}", hook.name), v.clone()));
-        }
+/// Keeps a webhook's warnings and audit annotations (`<webhook>/<key>`).
+fn collect(record: &Mutex<Record>, hook: &Hook, resp: &review::Response) {
+    let mut r = match record.lock() {
+        Ok(r) => r,
+        Err(p) => p.into_inner(),
+    };
+    r.warnings.extend(resp.warnings.iter().cloned());
+    for (k, v) in &resp.audit_annotations {
+        r.audit_annotations
+            .push((format!("{}/{k}", hook.name), v.clone()));
     }
 }
 
