@@ -570,3 +570,51 @@ async fn configurations_are_validated_and_defaulted() {
     assert_eq!(h["rules"][0]["scope"], "*");
     assert_eq!(h["namespaceSelector"], json!({}));
 }
+
+#[tokio::test]
+async fn equivalent_match_policy_converts_to_the_registered_version() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http2);
+    let hook = Hook::start().await;
+    let mut crd = crd_json("multi.example.com", "things", "Thing", "Namespaced");
+    let schema = crd["spec"]["versions"][0]["schema"].clone();
+    crd["spec"]["versions"] = json!([
+        {"name": "v1", "served": true, "storage": true, "schema": schema},
+        {"name": "v2", "served": true, "storage": false, "schema": schema},
+    ]);
+    api.create_crd(crd).await;
+    let rule = |path: &str, name: &str, policy: &str| {
+        let mut h = webhook(name, hook.client_config(path), &["things"], json!({"matchPolicy": policy}));
+        h["rules"][0]["apiGroups"] = json!(["multi.example.com"]);
+        h["rules"][0]["apiVersions"] = json!(["v2"]);
+        h
+    };
+    configure(
+        &api,
+        MWC,
+        "MutatingWebhookConfiguration",
+        "versions",
+        vec![
+            rule("/label", "equivalent.example.com", "Equivalent"),
+            rule("/allow", "exact.example.com", "Exact"),
+        ],
+    )
+    .await;
+    let things = "/apis/multi.example.com/v1/namespaces/default/things";
+    let thing = |name: &str| json!({"apiVersion": "multi.example.com/v1", "kind": "Thing", "metadata": {"name": name}});
+    until_called(&api, &hook, "/label", things, thing("probe")).await;
+
+    let r = api.post(things, thing("t1")).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let body = r.json();
+    assert_eq!(body["apiVersion"], "multi.example.com/v1");
+    assert_eq!(body["metadata"]["labels"]["mutated"], "yes");
+    let req = &hook.reviews("/label", "t1")[0]["request"];
+    assert_eq!(req["kind"]["version"], "v2");
+    assert_eq!(req["resource"]["version"], "v2");
+    assert_eq!(req["requestKind"]["version"], "v1");
+    assert_eq!(req["requestResource"]["version"], "v1");
+    assert_eq!(req["object"]["apiVersion"], "multi.example.com/v2");
+    // Exact: a webhook registered for v2 only is not called for a v1 request.
+    assert!(hook.reviews("/allow", "t1").is_empty());
+}
