@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::validation::validate_label_selector;
 
-/// AdmissionReview versions the server understands, in upstream's order.
+/// `AdmissionReview` versions the server understands, in upstream's order.
 pub const ACCEPTED_REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 
 fn set_default(m: &mut Map<String, Value>, key: &str, v: Value) {
@@ -90,9 +90,9 @@ pub fn validate(obj: &Value, old: Option<&Value>, mutating: bool, errs: &mut Err
             require_unique_names: true,
         },
         Some(hooks) => Options {
-            require_no_side_effects: hooks.iter().all(|h| {
-                matches!(str_at(h, "sideEffects"), Some("None" | "NoneOnDryRun"))
-            }),
+            require_no_side_effects: hooks
+                .iter()
+                .all(|h| matches!(str_at(h, "sideEffects"), Some("None" | "NoneOnDryRun"))),
             require_recognized_version: hooks.iter().all(|h| {
                 let v = strs(h.get("admissionReviewVersions"));
                 v.is_empty()
@@ -234,7 +234,11 @@ fn validate_webhook(hook: &Value, opts: Options, mutating: bool, p: &Path, errs:
             "exactly one of url or service is required",
         )),
     }
-    match_conditions(hook.get("matchConditions"), &p.child("matchConditions"), errs);
+    match_conditions(
+        hook.get("matchConditions"),
+        &p.child("matchConditions"),
+        errs,
+    );
 }
 
 fn match_conditions(v: Option<&Value>, p: &Path, errs: &mut ErrorList) {
@@ -268,6 +272,9 @@ fn has_wildcard(v: &[String]) -> bool {
     v.iter().any(|s| s == "*")
 }
 
+/// The operations a rule may name, as upstream lists them.
+const OPS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
+
 /// `validateRuleWithOperations` and `validateRule` (subresources allowed).
 fn validate_rule(rule: &Value, p: &Path, errs: &mut ErrorList) {
     let ops = strs(rule.get("operations"));
@@ -282,10 +289,13 @@ fn validate_rule(rule: &Value, p: &Path, errs: &mut ErrorList) {
             "if '*' is present, must not specify other operations",
         ));
     }
-    const OPS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
     for (i, op) in ops.iter().enumerate() {
         if !OPS.contains(&op.as_str()) {
-            errs.push(FieldError::not_supported(&op_path.index(i), op.as_str(), OPS));
+            errs.push(FieldError::not_supported(
+                &op_path.index(i),
+                op.as_str(),
+                OPS,
+            ));
         }
     }
     let groups = strs(rule.get("apiGroups"));
@@ -425,7 +435,7 @@ fn review_versions(versions: &[String], require_recognized: bool, p: &Path, errs
 mod tests {
     use super::*;
 
-    fn hook(extra: Value) -> Value {
+    fn hook(extra: &Value) -> Value {
         let mut h = json!({
             "name": "deny.example.com",
             "clientConfig": {"url": "https://127.0.0.1:9443/validate"},
@@ -449,7 +459,7 @@ mod tests {
 
     #[test]
     fn defaults_are_upstreams() {
-        let mut obj = json!({"webhooks": [hook(json!({"clientConfig": {"service": {"namespace": "ns", "name": "svc"}}}))]});
+        let mut obj = json!({"webhooks": [hook(&json!({"clientConfig": {"service": {"namespace": "ns", "name": "svc"}}}))]});
         apply_defaults(&mut obj, true);
         let h = &obj["webhooks"][0];
         assert_eq!(h["failurePolicy"], "Fail");
@@ -460,61 +470,71 @@ mod tests {
         assert_eq!(h["objectSelector"], json!({}));
         assert_eq!(h["rules"][0]["scope"], "*");
         assert_eq!(h["clientConfig"]["service"]["port"], 443);
-        let mut validating = json!({"webhooks": [hook(json!({}))]});
+        let mut validating = json!({"webhooks": [hook(&json!({}))]});
         apply_defaults(&mut validating, false);
-        assert!(validating["webhooks"][0].get("reinvocationPolicy").is_none());
+        assert!(
+            validating["webhooks"][0]
+                .get("reinvocationPolicy")
+                .is_none()
+        );
     }
 
     #[test]
     fn validation_messages() {
         let cases: Vec<(Value, Vec<&str>)> = vec![
-            (hook(json!({})), vec![]),
+            (hook(&json!({})), vec![]),
             (
-                hook(json!({"name": "deny"})),
+                hook(&json!({"name": "deny"})),
                 vec![
                     "webhooks[0].name: Invalid value: \"deny\": should be a domain with at least three segments separated by dots",
                 ],
             ),
             (
-                hook(json!({"sideEffects": null})),
-                vec!["webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun"],
+                hook(&json!({"sideEffects": null})),
+                vec![
+                    "webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun",
+                ],
             ),
             (
-                hook(json!({"sideEffects": "Unknown"})),
+                hook(&json!({"sideEffects": "Unknown"})),
                 vec![
                     "webhooks[0].sideEffects: Unsupported value: \"Unknown\": supported values: \"None\", \"NoneOnDryRun\"",
                 ],
             ),
             (
-                hook(json!({"timeoutSeconds": 31})),
+                hook(&json!({"timeoutSeconds": 31})),
                 vec![
                     "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds",
                 ],
             ),
             (
-                hook(json!({"admissionReviewVersions": []})),
+                hook(&json!({"admissionReviewVersions": []})),
                 vec![
                     "webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1",
                 ],
             ),
             (
-                hook(json!({"admissionReviewVersions": ["v2"]})),
+                hook(&json!({"admissionReviewVersions": ["v2"]})),
                 vec![
                     "webhooks[0].admissionReviewVersions: Invalid value: [\"v2\"]: must include at least one of v1, v1beta1",
                 ],
             ),
             (
-                hook(json!({"clientConfig": {}})),
-                vec!["webhooks[0].clientConfig: Required value: exactly one of url or service is required"],
+                hook(&json!({"clientConfig": {}})),
+                vec![
+                    "webhooks[0].clientConfig: Required value: exactly one of url or service is required",
+                ],
             ),
             (
-                hook(json!({"clientConfig": {"url": "http://example.com/x"}})),
+                hook(&json!({"clientConfig": {"url": "http://example.com/x"}})),
                 vec![
                     "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]",
                 ],
             ),
             (
-                hook(json!({"rules": [{"operations": ["CREATE", "*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*", "pods"], "scope": "Both"}]})),
+                hook(
+                    &json!({"rules": [{"operations": ["CREATE", "*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*", "pods"], "scope": "Both"}]}),
+                ),
                 vec![
                     "webhooks[0].rules[0].operations: Invalid value: [\"CREATE\",\"*\"]: if '*' is present, must not specify other operations",
                     "webhooks[0].rules[0].resources: Invalid value: [\"*\",\"pods\"]: if '*' is present, must not specify other resources without subresources",
@@ -526,14 +546,14 @@ mod tests {
             let obj = json!({"webhooks": [h]});
             assert_eq!(errors(&obj, None), want, "{obj}");
         }
-        let dup = json!({"webhooks": [hook(json!({})), hook(json!({}))]});
+        let dup = json!({"webhooks": [hook(&json!({})), hook(&json!({}))]});
         assert_eq!(
             errors(&dup, None),
             vec!["webhooks[1].name: Duplicate value: \"deny.example.com\""]
         );
         // An update keeps what the old object already had.
-        let old = json!({"webhooks": [hook(json!({"sideEffects": "Some"}))]});
-        let new = json!({"webhooks": [hook(json!({"sideEffects": "Some"}))]});
+        let old = json!({"webhooks": [hook(&json!({"sideEffects": "Some"}))]});
+        let new = json!({"webhooks": [hook(&json!({"sideEffects": "Some"}))]});
         assert!(errors(&new, Some(&old)).is_empty());
     }
 }

@@ -5,9 +5,9 @@
 //! that is not, is listed in `VALIDATION.md` beside this crate's `Cargo.toml`.
 
 use crd_core::validation::{
-    NameValidation, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain,
-    is_qualified_name, is_valid_label_value, validate_annotations, validate_labels,
-    validate_object_meta, validate_object_meta_update,
+    NameValidation, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_qualified_name,
+    is_valid_label_value, validate_annotations, validate_labels, validate_object_meta,
+    validate_object_meta_update,
 };
 use crd_core::{ErrorList, ErrorType, FieldError, Path};
 use serde_json::{Map, Value};

@@ -53,7 +53,11 @@ impl Expression {
 
     /// Evaluates with each variable bound to a JSON value (`null` for an absent one), under
     /// `cost_limit`.
-    pub fn eval_bool(&self, vars: &[(&str, &Json)], cost_limit: i64) -> Result<bool, ExpressionError> {
+    pub fn eval_bool(
+        &self,
+        vars: &[(&str, &Json)],
+        cost_limit: i64,
+    ) -> Result<bool, ExpressionError> {
         let bound: Vec<(&str, Value)> = vars.iter().map(|(n, v)| (*n, to_dyn(v))).collect();
         match run(&self.program, &bound, cost_limit).0 {
             Ok(Value::Bool(b)) => Ok(b),
@@ -108,7 +112,11 @@ mod tests {
         for (src, want) in cases {
             let e = Expression::compile_bool(src, VARS).unwrap_or_else(|e| panic!("{src}: {e}"));
             let got = e.eval_bool(
-                &[("object", &obj), ("oldObject", &Json::Null), ("request", &req)],
+                &[
+                    ("object", &obj),
+                    ("oldObject", &Json::Null),
+                    ("request", &req),
+                ],
                 1_000_000,
             );
             assert_eq!(got, want, "{src}");

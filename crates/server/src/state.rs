@@ -62,7 +62,7 @@ impl AppState {
                 namespaces.clone(),
                 registry.clone(),
                 webhook_sources(),
-                &conversion,
+                conversion.service_addresses,
             ),
             store,
             registry,

@@ -86,7 +86,8 @@ impl WebhookClient {
             (None, Some(svc)) => {
                 let host = format!("{}.{}.svc", svc.name, svc.namespace);
                 let mut port = svc.port;
-                if let Some(addr) = service_addresses.get(&format!("{}/{}", svc.namespace, svc.name))
+                if let Some(addr) =
+                    service_addresses.get(&format!("{}/{}", svc.namespace, svc.name))
                 {
                     builder = builder.resolve(&host, *addr);
                     port = i32::from(addr.port());

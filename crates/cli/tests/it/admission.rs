@@ -1,4 +1,4 @@
-//! kubectl and an admission webhook, as a user meets them: a ValidatingWebhookConfiguration
+//! kubectl and an admission webhook, as a user meets them: a `ValidatingWebhookConfiguration`
 //! applied with kubectl, listed with its printer columns, and the denial kubectl prints.
 
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{TestServer, eventually};
 
-/// A one-path HTTPS webhook (HTTP/1.1, one request per connection) that denies ConfigMaps whose
+/// A one-path HTTPS webhook (HTTP/1.1, one request per connection) that denies `ConfigMaps` whose
 /// name starts with `forbidden` with 403 Forbidden. Returns its URL and `caBundle`.
 fn start_webhook(rt: &tokio::runtime::Runtime) -> (String, String) {
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -13,6 +13,8 @@
 
 pub mod webhook;
 
+use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use crd_core::Status;
@@ -20,7 +22,6 @@ use crd_storage::Store;
 use serde_json::Value;
 
 use crate::auth::User;
-use crate::conversion::ConversionOptions;
 use crate::error::ApiError;
 use crate::registry::serving::Registry;
 use crate::registry::{Strategy, meta};
@@ -133,20 +134,21 @@ pub struct Admission {
 
 impl Admission {
     /// The chain, reading namespaces through their strategy. `sources` are where webhook
-    /// configurations are stored; webhooks are reached as conversion webhooks are.
+    /// configurations are stored; `service_addresses` (`--service-address`) reach webhook
+    /// services, as for conversion webhooks.
     pub fn new(
         store: Arc<dyn Store>,
         namespaces: Arc<dyn Strategy>,
         registry: Arc<Registry>,
         sources: webhook::Sources,
-        conversion: &ConversionOptions,
+        service_addresses: HashMap<String, SocketAddr>,
     ) -> Self {
         let webhooks = Arc::new(webhook::Webhooks::new(
             store.clone(),
             namespaces.clone(),
             registry,
             sources,
-            conversion.service_addresses.clone(),
+            service_addresses,
         ));
         Admission {
             store,

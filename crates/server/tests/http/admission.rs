@@ -1,5 +1,5 @@
 //! Admission webhooks end to end: a small HTTPS webhook server in the test (rcgen certificates,
-//! hyper over tokio-rustls) answering AdmissionReviews by path, and webhook configurations
+//! hyper over tokio-rustls) answering `AdmissionReview`s by path, and webhook configurations
 //! created through the API. Each test first waits until its configuration is in effect (the
 //! webhook has seen a dry-run probe), since configurations reach the dispatcher through an
 //! informer.
@@ -77,7 +77,11 @@ impl Hook {
                         let record = record.clone();
                         async move {
                             let path = req.uri().path().to_string();
-                            let body = req.into_body().collect().await.map(|b| b.to_bytes());
+                            let body = req
+                                .into_body()
+                                .collect()
+                                .await
+                                .map(http_body_util::Collected::to_bytes);
                             let review: Value = body
                                 .ok()
                                 .and_then(|b| serde_json::from_slice(&b).ok())
@@ -138,7 +142,7 @@ async fn answer(path: &str, review: &Value) -> (u16, String) {
         json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": r})
             .to_string()
     };
-    let patch = |ops: Value| {
+    let json_patch = |ops: &Value| {
         json!({"patchType": "JSONPatch",
                "patch": base64::engine::general_purpose::STANDARD.encode(ops.to_string())})
     };
@@ -150,7 +154,10 @@ async fn answer(path: &str, review: &Value) -> (u16, String) {
                         "status": {"code": 403, "reason": "Forbidden", "message": format!("{name} is not welcome")}})),
         ),
         "/deny-plain" if name.starts_with("bad") => (200, resp(json!({"allowed": false}))),
-        "/warn" => (200, resp(json!({"warnings": ["careful with that", "second \"quoted\""]}))),
+        "/warn" => (
+            200,
+            resp(json!({"warnings": ["careful with that", "second \"quoted\""]})),
+        ),
         "/label" if review["request"]["operation"] != "DELETE" => {
             let has_labels = review["request"]["object"]["metadata"]["labels"].is_object();
             let ops = if has_labels {
@@ -158,9 +165,12 @@ async fn answer(path: &str, review: &Value) -> (u16, String) {
             } else {
                 json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
             };
-            (200, resp(patch(ops)))
+            (200, resp(json_patch(&ops)))
         }
-        "/bad-patch-type" => (200, resp(json!({"patchType": "MergePatch", "patch": "e30="}))),
+        "/bad-patch-type" => (
+            200,
+            resp(json!({"patchType": "MergePatch", "patch": "e30="})),
+        ),
         "/wrong-uid" => (
             200,
             json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
@@ -178,13 +188,15 @@ async fn answer(path: &str, review: &Value) -> (u16, String) {
 fn webhook(name: &str, cc: Value, resources: &[&str], extra: Value) -> Value {
     let mut h = json!({
         "name": name,
-        "clientConfig": cc,
         "rules": [{"operations": ["CREATE", "UPDATE", "DELETE"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": resources}],
         "sideEffects": "None",
         "admissionReviewVersions": ["v1"],
     });
-    for (k, v) in extra.as_object().into_iter().flatten() {
-        h[k] = v.clone();
+    h["clientConfig"] = cc;
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            h[k] = v;
+        }
     }
     h
 }
@@ -220,17 +232,26 @@ async fn mutating_and_validating_webhooks_on_custom_objects() {
     let server = TestServer::start().await;
     let api = server.api(HttpVersion::Http2);
     let hook = Hook::start().await;
-    api.create_crd(crd_json("hooks.example.com", "widgets", "Widget", "Namespaced"))
-        .await;
+    api.create_crd(crd_json(
+        "hooks.example.com",
+        "widgets",
+        "Widget",
+        "Namespaced",
+    ))
+    .await;
     let widgets = "/apis/hooks.example.com/v1/namespaces/default/widgets";
-    let widget =
-        |name: &str| json!({"apiVersion": "hooks.example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": {"size": 1}});
+    let widget = |name: &str| json!({"apiVersion": "hooks.example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": {"size": 1}});
     configure(
         &api,
         MWC,
         "MutatingWebhookConfiguration",
         "label",
-        vec![webhook("label.example.com", hook.client_config("/label"), &["widgets"], json!({}))],
+        vec![webhook(
+            "label.example.com",
+            hook.client_config("/label"),
+            &["widgets"],
+            json!({}),
+        )],
     )
     .await;
     configure(
@@ -238,7 +259,12 @@ async fn mutating_and_validating_webhooks_on_custom_objects() {
         VWC,
         "ValidatingWebhookConfiguration",
         "deny",
-        vec![webhook("deny.example.com", hook.client_config("/deny"), &["widgets"], json!({}))],
+        vec![webhook(
+            "deny.example.com",
+            hook.client_config("/deny"),
+            &["widgets"],
+            json!({}),
+        )],
     )
     .await;
     until_called(&api, &hook, "/deny", widgets, widget("probe")).await;
@@ -287,7 +313,12 @@ async fn mutating_and_validating_webhooks_on_custom_objects() {
     let mut w = stored.clone();
     w["spec"]["size"] = json!(2);
     let r = api
-        .call(Method::PUT, &format!("{widgets}/w1"), "application/json", Some(w))
+        .call(
+            Method::PUT,
+            &format!("{widgets}/w1"),
+            "application/json",
+            Some(w),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     let update = hook
@@ -323,8 +354,18 @@ async fn config_maps_warnings_plain_denials_and_dry_run() {
         "ValidatingWebhookConfiguration",
         "cm",
         vec![
-            webhook("warn.example.com", hook.client_config("/warn"), &["configmaps"], json!({})),
-            webhook("plain.example.com", hook.client_config("/deny-plain"), &["configmaps"], json!({})),
+            webhook(
+                "warn.example.com",
+                hook.client_config("/warn"),
+                &["configmaps"],
+                json!({}),
+            ),
+            webhook(
+                "plain.example.com",
+                hook.client_config("/deny-plain"),
+                &["configmaps"],
+                json!({}),
+            ),
         ],
     )
     .await;
@@ -343,7 +384,10 @@ async fn config_maps_warnings_plain_denials_and_dry_run() {
         .collect();
     assert_eq!(
         warnings,
-        vec!["299 - \"careful with that\"", "299 - \"second \\\"quoted\\\"\""]
+        vec![
+            "299 - \"careful with that\"",
+            "299 - \"second \\\"quoted\\\"\""
+        ]
     );
 
     let r = api.post(CMS, cm("bad-c")).await;
@@ -375,14 +419,36 @@ async fn failure_policies_timeouts_and_bad_answers() {
         "ValidatingWebhookConfiguration",
         "failures",
         vec![
-            webhook("seen.example.com", hook.client_config("/allow"), &["configmaps"], json!({})),
-            webhook("ignore.example.com", unreachable.clone(), &["configmaps"], json!({"failurePolicy": "Ignore"})),
-            webhook("fail.example.com", unreachable, &["configmaps"],
-                json!({"objectSelector": {"matchLabels": {"fail": "yes"}}})),
-            webhook("slow.example.com", hook.client_config("/slow"), &["configmaps"],
-                json!({"timeoutSeconds": 1, "objectSelector": {"matchLabels": {"slow": "yes"}}})),
-            webhook("uid.example.com", hook.client_config("/wrong-uid"), &["configmaps"],
-                json!({"objectSelector": {"matchLabels": {"uid": "yes"}}})),
+            webhook(
+                "seen.example.com",
+                hook.client_config("/allow"),
+                &["configmaps"],
+                json!({}),
+            ),
+            webhook(
+                "ignore.example.com",
+                unreachable.clone(),
+                &["configmaps"],
+                json!({"failurePolicy": "Ignore"}),
+            ),
+            webhook(
+                "fail.example.com",
+                unreachable,
+                &["configmaps"],
+                json!({"objectSelector": {"matchLabels": {"fail": "yes"}}}),
+            ),
+            webhook(
+                "slow.example.com",
+                hook.client_config("/slow"),
+                &["configmaps"],
+                json!({"timeoutSeconds": 1, "objectSelector": {"matchLabels": {"slow": "yes"}}}),
+            ),
+            webhook(
+                "uid.example.com",
+                hook.client_config("/wrong-uid"),
+                &["configmaps"],
+                json!({"objectSelector": {"matchLabels": {"uid": "yes"}}}),
+            ),
         ],
     )
     .await;
@@ -433,7 +499,10 @@ async fn selectors_and_match_conditions() {
     let server = TestServer::start().await;
     let api = server.api(HttpVersion::Http2);
     let hook = Hook::start().await;
-    for (ns, labels) in [("prod", json!({"env": "prod"})), ("dev", json!({"env": "dev"}))] {
+    for (ns, labels) in [
+        ("prod", json!({"env": "prod"})),
+        ("dev", json!({"env": "dev"})),
+    ] {
         let r = api
             .post(
                 "/api/v1/namespaces",
@@ -459,12 +528,23 @@ async fn selectors_and_match_conditions() {
         ],
     )
     .await;
-    until_called(&api, &hook, "/deny", "/api/v1/namespaces/prod/configmaps", cm("probe")).await;
+    until_called(
+        &api,
+        &hook,
+        "/deny",
+        "/api/v1/namespaces/prod/configmaps",
+        cm("probe"),
+    )
+    .await;
 
     // namespaceSelector: only objects in namespaces labelled env=prod.
-    let r = api.post("/api/v1/namespaces/dev/configmaps", cm("bad-dev")).await;
+    let r = api
+        .post("/api/v1/namespaces/dev/configmaps", cm("bad-dev"))
+        .await;
     assert_eq!(r.status, 201, "{}", r.text);
-    let r = api.post("/api/v1/namespaces/prod/configmaps", cm("bad-prod")).await;
+    let r = api
+        .post("/api/v1/namespaces/prod/configmaps", cm("bad-prod"))
+        .await;
     assert_eq!(r.status, 403, "{}", r.text);
 
     // objectSelector: only objects with the label.
@@ -475,11 +555,16 @@ async fn selectors_and_match_conditions() {
     assert!(hook.reviews("/deny-plain", "bad-dev").is_empty());
 
     // matchConditions: the webhook is not even called when one is false.
-    let secret = |name: &str| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}});
-    let r = api.post("/api/v1/namespaces/dev/secrets", secret("bad-y")).await;
+    let secret =
+        |name: &str| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}});
+    let r = api
+        .post("/api/v1/namespaces/dev/secrets", secret("bad-y"))
+        .await;
     assert_eq!(r.status, 201, "{}", r.text);
     assert!(hook.reviews("/deny", "bad-y").is_empty());
-    let r = api.post("/api/v1/namespaces/dev/secrets", secret("bad-x1")).await;
+    let r = api
+        .post("/api/v1/namespaces/dev/secrets", secret("bad-x1"))
+        .await;
     assert_eq!(r.status, 403, "{}", r.text);
 }
 
@@ -499,9 +584,18 @@ async fn reinvocation_and_status_rules() {
         "mutators",
         vec![
             // Called first, allowed without a patch, reinvoked after the second one patches.
-            webhook("first.example.com", hook.client_config("/allow"), &["gadgets"],
-                json!({"reinvocationPolicy": "IfNeeded"})),
-            webhook("second.example.com", hook.client_config("/label"), &["gadgets"], json!({})),
+            webhook(
+                "first.example.com",
+                hook.client_config("/allow"),
+                &["gadgets"],
+                json!({"reinvocationPolicy": "IfNeeded"}),
+            ),
+            webhook(
+                "second.example.com",
+                hook.client_config("/label"),
+                &["gadgets"],
+                json!({}),
+            ),
         ],
     )
     .await;
@@ -510,7 +604,12 @@ async fn reinvocation_and_status_rules() {
         VWC,
         "ValidatingWebhookConfiguration",
         "status",
-        vec![webhook("status.example.com", hook.client_config("/deny"), &["*/status"], json!({}))],
+        vec![webhook(
+            "status.example.com",
+            hook.client_config("/deny"),
+            &["*/status"],
+            json!({}),
+        )],
     )
     .await;
     let gadget = |name: &str| json!({"apiVersion": "sub.example.com/v1", "kind": "Gadget", "metadata": {"name": name}});
@@ -519,15 +618,27 @@ async fn reinvocation_and_status_rules() {
     let r = api.post(gadgets, gadget("bad-g")).await;
     assert_eq!(r.status, 201, "{}", r.text);
     let first = hook.reviews("/allow", "bad-g");
-    assert_eq!(first.len(), 2, "IfNeeded reinvokes once after a later patch");
-    assert_eq!(first[1]["request"]["object"]["metadata"]["labels"]["mutated"], "yes");
+    assert_eq!(
+        first.len(),
+        2,
+        "IfNeeded reinvokes once after a later patch"
+    );
+    assert_eq!(
+        first[1]["request"]["object"]["metadata"]["labels"]["mutated"],
+        "yes"
+    );
     assert_eq!(hook.reviews("/label", "bad-g").len(), 1);
     // The `*/status` rule did not match the main resource; it matches /status.
     assert!(hook.reviews("/deny", "bad-g").is_empty());
     let mut obj = r.json();
     obj["status"] = json!({"phase": "x"});
     let r = api
-        .call(Method::PUT, &format!("{gadgets}/bad-g/status"), "application/json", Some(obj))
+        .call(
+            Method::PUT,
+            &format!("{gadgets}/bad-g/status"),
+            "application/json",
+            Some(obj),
+        )
         .await;
     assert_eq!(r.status, 403, "{}", r.text);
     let review = &hook.reviews("/deny", "bad-g")[0]["request"];
@@ -584,7 +695,12 @@ async fn equivalent_match_policy_converts_to_the_registered_version() {
     ]);
     api.create_crd(crd).await;
     let rule = |path: &str, name: &str, policy: &str| {
-        let mut h = webhook(name, hook.client_config(path), &["things"], json!({"matchPolicy": policy}));
+        let mut h = webhook(
+            name,
+            hook.client_config(path),
+            &["things"],
+            json!({"matchPolicy": policy}),
+        );
         h["rules"][0]["apiGroups"] = json!(["multi.example.com"]);
         h["rules"][0]["apiVersions"] = json!(["v2"]);
         h

@@ -35,7 +35,7 @@ pub struct Hook {
     pub object_selector: Result<Selector, String>,
     /// `sideEffects`.
     pub side_effects: String,
-    /// The AdmissionReview version to send (`v1` first), if any is known.
+    /// The `AdmissionReview` version to send (`v1` first), if any is known.
     pub review_version: Option<&'static str>,
     /// `reinvocationPolicy: IfNeeded`.
     pub reinvoke_if_needed: bool,

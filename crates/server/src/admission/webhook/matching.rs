@@ -143,7 +143,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn target<'a>(op: &'a str, gvr: (&'a str, &'a str, &'a str), sub: &'a str, ns: &'a str) -> Target<'a> {
+    fn target<'a>(
+        op: &'a str,
+        gvr: (&'a str, &'a str, &'a str),
+        sub: &'a str,
+        ns: &'a str,
+    ) -> Target<'a> {
         Target {
             operation: op,
             group: gvr.0,
@@ -161,33 +166,98 @@ mod tests {
         let ns = ("", "v1", "namespaces");
         // (rule, target, matches)
         let cases: Vec<(Value, Target<'_>, bool)> = vec![
-            (json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}), target("CREATE", pods, "", "d"), true),
-            (json!({"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}), target("CREATE", pods, "", "d"), false),
-            (json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}), target("DELETE", crontabs, "", "d"), true),
+            (
+                json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}),
+                target("CREATE", pods, "", "d"),
+                true,
+            ),
+            (
+                json!({"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}),
+                target("CREATE", pods, "", "d"),
+                false,
+            ),
+            (
+                json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}),
+                target("DELETE", crontabs, "", "d"),
+                true,
+            ),
             // `*` does not reach subresources; `*/*` does.
-            (json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}), target("UPDATE", pods, "status", "d"), false),
-            (json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}), target("UPDATE", pods, "status", "d"), true),
-            (json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*/status"]}), target("UPDATE", pods, "status", "d"), true),
-            (json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*/status"]}), target("UPDATE", pods, "", "d"), false),
-            (json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/*"]}), target("UPDATE", pods, "status", "d"), true),
+            (
+                json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}),
+                target("UPDATE", pods, "status", "d"),
+                false,
+            ),
+            (
+                json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}),
+                target("UPDATE", pods, "status", "d"),
+                true,
+            ),
+            (
+                json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*/status"]}),
+                target("UPDATE", pods, "status", "d"),
+                true,
+            ),
+            (
+                json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*/status"]}),
+                target("UPDATE", pods, "", "d"),
+                false,
+            ),
+            (
+                json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/*"]}),
+                target("UPDATE", pods, "status", "d"),
+                true,
+            ),
             // `pods/*` also matches pods itself (`sub == "*"` matches the empty subresource).
-            (json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/*"]}), target("UPDATE", pods, "", "d"), true),
-            (json!({"operations": ["*"], "apiGroups": ["stable.example.com"], "apiVersions": ["v2"], "resources": ["crontabs"]}), target("CREATE", crontabs, "", "d"), false),
+            (
+                json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/*"]}),
+                target("UPDATE", pods, "", "d"),
+                true,
+            ),
+            (
+                json!({"operations": ["*"], "apiGroups": ["stable.example.com"], "apiVersions": ["v2"], "resources": ["crontabs"]}),
+                target("CREATE", crontabs, "", "d"),
+                false,
+            ),
             // Scope: namespaces are cluster-scoped even though their attributes carry a namespace.
-            (json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}), target("CREATE", pods, "", "d"), true),
-            (json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}), target("CREATE", ns, "", "d"), false),
-            (json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}), target("CREATE", ns, "", "d"), true),
-            (json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}), target("CREATE", pods, "", "d"), false),
-            (json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}), target("CREATE", crontabs, "", ""), true),
+            (
+                json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}),
+                target("CREATE", pods, "", "d"),
+                true,
+            ),
+            (
+                json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}),
+                target("CREATE", ns, "", "d"),
+                false,
+            ),
+            (
+                json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}),
+                target("CREATE", ns, "", "d"),
+                true,
+            ),
+            (
+                json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}),
+                target("CREATE", pods, "", "d"),
+                false,
+            ),
+            (
+                json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}),
+                target("CREATE", crontabs, "", ""),
+                true,
+            ),
         ];
         for (rule, t, want) in cases {
-            assert_eq!(rule_matches(&Rule::from_json(&rule), &t), want, "{rule} vs {t:?}");
+            assert_eq!(
+                rule_matches(&Rule::from_json(&rule), &t),
+                want,
+                "{rule} vs {t:?}"
+            );
         }
     }
 
     #[test]
     fn selectors() {
-        let sel = Selector::from_label_selector_json(&json!({"matchLabels": {"team": "a"}})).unwrap();
+        let sel =
+            Selector::from_label_selector_json(&json!({"matchLabels": {"team": "a"}})).unwrap();
         let a = json!({"metadata": {"labels": {"team": "a"}}});
         let b = json!({"metadata": {"labels": {"team": "b"}}});
         let none = json!({"metadata": {}});
@@ -200,7 +270,11 @@ mod tests {
             (None, None, false),
         ];
         for (new, old, want) in cases {
-            assert_eq!(object_selector_matches(&sel, new, old), want, "{new:?} {old:?}");
+            assert_eq!(
+                object_selector_matches(&sel, new, old),
+                want,
+                "{new:?} {old:?}"
+            );
         }
         assert!(object_selector_matches(&Selector::everything(), None, None));
         let pods = target("CREATE", ("", "v1", "pods"), "", "");
@@ -208,8 +282,16 @@ mod tests {
         let ns = target("CREATE", ("", "v1", "namespaces"), "", "");
         assert!(namespace_selector_applies(&ns));
         assert!(namespace_labels_from_object(&ns));
-        assert!(!namespace_labels_from_object(&target("DELETE", ("", "v1", "namespaces"), "", "x")));
-        assert!(is_exempt("admissionregistration.k8s.io", "validatingwebhookconfigurations"));
+        assert!(!namespace_labels_from_object(&target(
+            "DELETE",
+            ("", "v1", "namespaces"),
+            "",
+            "x"
+        )));
+        assert!(is_exempt(
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations"
+        ));
         assert!(!is_exempt("", "configmaps"));
     }
 }

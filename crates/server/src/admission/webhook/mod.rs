@@ -3,7 +3,7 @@
 //! webhooks in order with JSON patches and one reinvocation round ([`Webhooks::mutate`]), and
 //! validating webhooks in parallel ([`Webhooks::validate`]).
 //!
-//! Submodules: [`matching`] (rules and selectors, pure), [`review`] (AdmissionReview wire
+//! Submodules: [`matching`] (rules and selectors, pure), [`review`] (`AdmissionReview` wire
 //! format, pure), [`config`] (a compiled webhook).
 //!
 //! Architecture Invariant: a request never reads webhook configurations from storage; it reads
@@ -28,8 +28,8 @@ use self::review::Versioned;
 use super::{Attributes, Record};
 use crate::controllers::informer::{Cache, Informer, Notification};
 use crate::error::ApiError;
-use crate::registry::serving::Registry;
 use crate::registry::Strategy;
+use crate::registry::serving::Registry;
 
 /// The per-expression cost limit of match conditions (`celconfig.PerCallLimit`).
 const MATCH_CONDITION_COST_LIMIT: i64 = 1_000_000;
@@ -191,8 +191,7 @@ impl Webhooks {
         old: Option<&Value>,
         record: &Mutex<Record>,
     ) -> Result<bool, ApiError> {
-        if self.none(true) || matching::is_exempt(&attrs.request.group, &attrs.request.resource)
-        {
+        if self.none(true) || matching::is_exempt(&attrs.request.group, &attrs.request.resource) {
             return Ok(false);
         }
         let hooks = self.current().mutating.clone();
@@ -238,8 +237,7 @@ impl Webhooks {
         old: Option<&Value>,
         record: &Mutex<Record>,
     ) -> Result<(), ApiError> {
-        if self.none(false) || matching::is_exempt(&attrs.request.group, &attrs.request.resource)
-        {
+        if self.none(false) || matching::is_exempt(&attrs.request.group, &attrs.request.resource) {
             return Ok(());
         }
         let hooks = self.current().validating.clone();
@@ -321,7 +319,11 @@ impl Webhooks {
             }
         };
         let mut sent = None;
-        if hook.rules.iter().any(|r| matching::rule_matches(r, &target)) {
+        if hook
+            .rules
+            .iter()
+            .any(|r| matching::rule_matches(r, &target))
+        {
             sent = Some(req.clone());
         } else if hook.equivalent {
             let equivalents = self.equivalents(req);
@@ -419,7 +421,11 @@ impl Webhooks {
     }
 
     /// Converts an object to another version of its custom resource.
-    async fn convert(&self, obj: Option<&Value>, to: &Versioned) -> Result<Option<Value>, ApiError> {
+    async fn convert(
+        &self,
+        obj: Option<&Value>,
+        to: &Versioned,
+    ) -> Result<Option<Value>, ApiError> {
         let Some(obj) = obj.filter(|o| o.is_object()) else {
             return Ok(obj.cloned());
         };
@@ -457,7 +463,7 @@ impl Webhooks {
         let Some(patch) = resp.patch else {
             return Ok(false);
         };
-        let ops: Value = serde_json::from_slice(&patch).map_err(|e| Status::internal(e))?;
+        let ops: Value = serde_json::from_slice(&patch).map_err(Status::internal)?;
         if ops.as_array().is_some_and(Vec::is_empty) {
             return Ok(false);
         }
@@ -493,7 +499,7 @@ impl Webhooks {
         Ok(changed)
     }
 
-    /// Sends one AdmissionReview and verifies the answer.
+    /// Sends one `AdmissionReview` and verifies the answer.
     async fn call(
         &self,
         hook: &Hook,
@@ -619,4 +625,3 @@ fn collect(record: &Mutex<Record>, hook: &Hook, resp: &review::Response) {
             .push((format!("{}/{k}", hook.name), v.clone()));
     }
 }
-

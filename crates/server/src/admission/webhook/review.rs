@@ -1,4 +1,4 @@
-//! The AdmissionReview wire format (apiserver's `webhook/request`): the request a webhook gets
+//! The `AdmissionReview` wire format (apiserver's `webhook/request`): the request a webhook gets
 //! (v1, or v1beta1 when that is the only version it lists) and the checks on its response
 //! (`VerifyAdmissionResponse`), plus `ToStatusErr`, which turns a denial into a Status.
 
@@ -22,7 +22,7 @@ pub struct Versioned {
     pub resource: String,
 }
 
-/// Builds the AdmissionReview sent to a webhook. `object`/`old` are the (possibly converted)
+/// Builds the `AdmissionReview` sent to a webhook. `object`/`old` are the (possibly converted)
 /// objects; `review_version` is `v1` or `v1beta1`.
 pub fn request(
     review_version: &str,
@@ -213,17 +213,39 @@ mod tests {
         };
         let cases: Vec<(Value, &str, bool, Result<bool, &str>)> = vec![
             (ok(json!({})), "v1", false, Ok(true)),
-            (ok(json!({"uid": "u2"})), "v1", false, Err("expected response.uid=\"u1\", got \"u2\"")),
-            (json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}), "v1", false, Err("webhook response was absent")),
+            (
+                ok(json!({"uid": "u2"})),
+                "v1",
+                false,
+                Err("expected response.uid=\"u1\", got \"u2\""),
+            ),
+            (
+                json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}),
+                "v1",
+                false,
+                Err("webhook response was absent"),
+            ),
             (
                 json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "response": {"uid": "u1"}}),
                 "v1",
                 false,
-                Err("expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got admission.k8s.io/v1beta1, Kind=AdmissionReview"),
+                Err(
+                    "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got admission.k8s.io/v1beta1, Kind=AdmissionReview",
+                ),
             ),
             // v1beta1 answers are not checked for uid or kind.
-            (json!({"response": {"uid": "x", "allowed": false}}), "v1beta1", false, Ok(false)),
-            (ok(json!({"patch": "W10="})), "v1", true, Err("webhook returned response.patch but not response.patchType")),
+            (
+                json!({"response": {"uid": "x", "allowed": false}}),
+                "v1beta1",
+                false,
+                Ok(false),
+            ),
+            (
+                ok(json!({"patch": "W10="})),
+                "v1",
+                true,
+                Err("webhook returned response.patch but not response.patchType"),
+            ),
             // A validating webhook's patch is ignored.
             (ok(json!({"patch": "W10="})), "v1", false, Ok(true)),
         ];
@@ -250,14 +272,37 @@ mod tests {
     #[test]
     fn denials() {
         let cases = [
-            (json!({"code": 403, "reason": "Forbidden", "message": "no"}), 403, "Forbidden", "admission webhook \"x.example.com\" denied the request: no"),
-            (json!({"message": "no"}), 400, "", "admission webhook \"x.example.com\" denied the request: no"),
-            (json!({"code": 200, "reason": "Because"}), 400, "Because", "admission webhook \"x.example.com\" denied the request: Because"),
-            (json!({}), 400, "", "admission webhook \"x.example.com\" denied the request without explanation"),
+            (
+                json!({"code": 403, "reason": "Forbidden", "message": "no"}),
+                403,
+                "Forbidden",
+                "admission webhook \"x.example.com\" denied the request: no",
+            ),
+            (
+                json!({"message": "no"}),
+                400,
+                "",
+                "admission webhook \"x.example.com\" denied the request: no",
+            ),
+            (
+                json!({"code": 200, "reason": "Because"}),
+                400,
+                "Because",
+                "admission webhook \"x.example.com\" denied the request: Because",
+            ),
+            (
+                json!({}),
+                400,
+                "",
+                "admission webhook \"x.example.com\" denied the request without explanation",
+            ),
         ];
         for (result, code, reason, message) in cases {
             let s = denial("x.example.com", Some(&result));
-            assert_eq!((s.code, s.reason.as_str(), s.message.as_str()), (code, reason, message));
+            assert_eq!(
+                (s.code, s.reason.as_str(), s.message.as_str()),
+                (code, reason, message)
+            );
         }
         assert_eq!(denial("x.example.com", None).code, 400);
     }
