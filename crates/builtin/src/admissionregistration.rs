@@ -3,14 +3,18 @@
 //! `SetDefaults_MutatingWebhook`, `SetDefaults_Rule`, `SetDefaults_ServiceReference`) and the key
 //! rules of `pkg/apis/admissionregistration/validation` with their messages.
 //!
-//! Not checked here: the CEL compilation of `matchConditions` expressions (the server compiles
-//! them when it loads a configuration; one that fails to compile is an error at call time).
+//! `matchConditions` expressions are compiled (crd-cel) over `object`, `oldObject`, `request` and
+//! `authorizer`, each typed `dyn`; upstream types `request` and `authorizer` precisely, so a few
+//! type errors it finds at write time surface here only when the condition is evaluated.
 
 use crd_core::validation::{is_dns1035_label, is_dns1123_subdomain, is_qualified_name};
 use crd_core::{ErrorList, FieldError, Path};
 use serde_json::{Map, Value, json};
 
 use crate::validation::validate_label_selector;
+
+/// The variables a webhook match condition may use.
+pub const MATCH_CONDITION_VARIABLES: &[&str] = &["object", "oldObject", "request", "authorizer"];
 
 /// `AdmissionReview` versions the server understands, in upstream's order.
 pub const ACCEPTED_REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
@@ -251,8 +255,17 @@ fn match_conditions(v: Option<&Value>, p: &Path, errs: &mut ErrorList) {
     let mut names = std::collections::HashSet::new();
     for (i, c) in conds.iter().enumerate() {
         let cp = p.index(i);
-        if str_at(c, "expression").unwrap_or("").trim().is_empty() {
+        let expression = str_at(c, "expression").unwrap_or("").trim();
+        if expression.is_empty() {
             errs.push(FieldError::required(&cp.child("expression"), ""));
+        } else if let Err(e) =
+            crd_cel::Expression::compile_bool(expression, MATCH_CONDITION_VARIABLES)
+        {
+            errs.push(FieldError::invalid(
+                &cp.child("expression"),
+                expression,
+                format!("compilation failed: {e}"),
+            ));
         }
         let name = str_at(c, "name").unwrap_or("");
         if name.is_empty() {
@@ -546,6 +559,15 @@ mod tests {
             let obj = json!({"webhooks": [h]});
             assert_eq!(errors(&obj, None), want, "{obj}");
         }
+        let bad_condition = json!({"webhooks": [hook(&json!({"matchConditions": [
+            {"name": "ok", "expression": "request.operation == 'CREATE' && authorizer != null"},
+            {"name": "bad", "expression": "nope == 1"}]}))]});
+        assert_eq!(
+            errors(&bad_condition, None),
+            vec![
+                "webhooks[0].matchConditions[1].expression: Invalid value: \"nope == 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'nope' (in container '')\n | nope == 1\n | ^"
+            ]
+        );
         let dup = json!({"webhooks": [hook(&json!({})), hook(&json!({}))]});
         assert_eq!(
             errors(&dup, None),

@@ -6,15 +6,13 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crd_builtin::admissionregistration::MATCH_CONDITION_VARIABLES;
 use crd_cel::Expression;
 use crd_core::labels::Selector;
 use serde_json::Value;
 
 use super::matching::Rule;
 use crate::webhook::{ClientConfig, ServiceRef, WebhookClient};
-
-/// The variables a match condition sees (`authorizer` is not offered).
-pub const MATCH_VARIABLES: &[&str] = &["object", "oldObject", "request"];
 
 /// A compiled webhook.
 #[derive(Debug)]
@@ -115,7 +113,7 @@ impl Hook {
                         let expr = c.get("expression").and_then(Value::as_str).unwrap_or("");
                         (
                             name.to_string(),
-                            Expression::compile_bool(expr, MATCH_VARIABLES),
+                            Expression::compile_bool(expr, MATCH_CONDITION_VARIABLES),
                         )
                     })
                     .collect()

@@ -579,10 +579,13 @@ fn match_conditions(
     request: &Value,
 ) -> Result<bool, String> {
     let null = Value::Null;
+    // `authorizer` is declared but bound to null: a condition that calls it fails (and the
+    // failure policy decides).
     let vars = [
         ("object", object.unwrap_or(&null)),
         ("oldObject", old.unwrap_or(&null)),
         ("request", request),
+        ("authorizer", &null),
     ];
     let mut errors = Vec::new();
     for (name, expr) in &hook.match_conditions {
