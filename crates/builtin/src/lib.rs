@@ -28,6 +28,7 @@
 //!
 //! Architecture Invariant: this crate does no IO and knows no HTTP, async runtime or storage.
 
+pub mod admissionregistration;
 pub mod events;
 pub mod fields;
 pub mod prepare;
@@ -67,6 +68,8 @@ pub enum KindId {
     ClusterRole,
     RoleBinding,
     ClusterRoleBinding,
+    ValidatingWebhookConfiguration,
+    MutatingWebhookConfiguration,
 }
 
 /// The paths of a `/scale` subresource, as a CRD's `subresources.scale` names them.
@@ -287,6 +290,18 @@ pub static KINDS: &[Kind] = &[
         status: false, scale: None, key: "/registry/clusterrolebindings",
         def: "io.k8s.api.rbac.v1.ClusterRoleBinding", gen: None,
         columns: printers::CLUSTER_ROLE_BINDING, fields: [], stored_as: None),
+    kind!(ValidatingWebhookConfiguration, "admissionregistration.k8s.io", "v1",
+        "ValidatingWebhookConfiguration", "validatingwebhookconfigurations",
+        "validatingwebhookconfiguration", short: [], cat: ["api-extensions"], Cluster,
+        status: false, scale: None, key: "/registry/validatingwebhookconfigurations",
+        def: "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
+        gen: NonMetadata, columns: printers::WEBHOOK_CONFIGURATION, fields: [], stored_as: None),
+    kind!(MutatingWebhookConfiguration, "admissionregistration.k8s.io", "v1",
+        "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
+        "mutatingwebhookconfiguration", short: [], cat: ["api-extensions"], Cluster,
+        status: false, scale: None, key: "/registry/mutatingwebhookconfigurations",
+        def: "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
+        gen: NonMetadata, columns: printers::WEBHOOK_CONFIGURATION, fields: [], stored_as: None),
 ];
 
 /// The kind served at `group`/`plural` (any version here is `v1`).
@@ -429,6 +444,8 @@ mod tests {
             KindId::ClusterRole,
             KindId::RoleBinding,
             KindId::ClusterRoleBinding,
+            KindId::ValidatingWebhookConfiguration,
+            KindId::MutatingWebhookConfiguration,
         ];
         assert_eq!(KINDS.len(), ids.len());
         for id in ids {

@@ -388,6 +388,12 @@ impl Kind {
             | KindId::ClusterRole
             | KindId::RoleBinding
             | KindId::ClusterRoleBinding => crate::rbac::apply_defaults(self.id, obj),
+            KindId::ValidatingWebhookConfiguration => {
+                crate::admissionregistration::apply_defaults(obj, false);
+            }
+            KindId::MutatingWebhookConfiguration => {
+                crate::admissionregistration::apply_defaults(obj, true);
+            }
         }
     }
 

@@ -658,6 +658,17 @@ pub const CLUSTER_ROLE_BINDING: &[Column] = &[
         1,
     ),
 ];
+/// `ValidatingWebhookConfiguration` and `MutatingWebhookConfiguration`: NAME WEBHOOKS AGE.
+pub const WEBHOOK_CONFIGURATION: &[Column] = &[
+    NAME,
+    text(
+        "Webhooks",
+        "integer",
+        "Webhooks indicates the number of webhooks registered in this configuration",
+        0,
+    ),
+    AGE,
+];
 
 // ---------------------------------------------------------------------------------------------
 // Value helpers
@@ -995,6 +1006,9 @@ impl Kind {
             | KindId::ClusterRole
             | KindId::RoleBinding
             | KindId::ClusterRoleBinding => crate::rbac::cells(self.id, obj, name, age, now),
+            KindId::ValidatingWebhookConfiguration | KindId::MutatingWebhookConfiguration => {
+                vec![name, json!(arr(obj, "/webhooks").len()), age]
+            }
         }
     }
 

@@ -1288,6 +1288,12 @@ impl Kind {
             | KindId::ClusterRole
             | KindId::RoleBinding
             | KindId::ClusterRoleBinding => crate::rbac::validate(self, obj, old, &mut errs),
+            KindId::ValidatingWebhookConfiguration => {
+                crate::admissionregistration::validate(obj, old, false, &mut errs);
+            }
+            KindId::MutatingWebhookConfiguration => {
+                crate::admissionregistration::validate(obj, old, true, &mut errs);
+            }
         }
         if let Some(old) = old {
             immutable_spec_fields(self, obj, old, &mut errs);

@@ -93,6 +93,7 @@ pub(crate) fn program(
 ) -> Option<Program> {
     let expr = parse(source).ok()?;
     let env = Env {
+        dyn_vars: &[],
         self_schema: node,
         resource_root: resource,
         old_self: true,

@@ -272,6 +272,7 @@ fn check_one(
         ));
     }
     let env = Env {
+        dyn_vars: &[],
         self_schema: at.node,
         resource_root: at.root,
         old_self: true,

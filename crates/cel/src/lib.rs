@@ -9,6 +9,7 @@
 //! - [`CompiledRules`]: every rule of one version's schema, compiled once per CRD revision.
 //! - [`check_rules`]: the checks run when a CRD is written (rule fields, type checking,
 //!   `oldSelf` placement, undeclared fields, the per-rule and per-CRD cost limits).
+//! - [`Expression`]: an admission expression (webhook `matchConditions`) over `dyn` variables.
 //! - [`validate`]: evaluation against an object (and the old object on update), as field errors
 //!   with Kubernetes' texts (1.32–1.34 form: `<path>: Invalid value: "object": <message>`).
 //!
@@ -19,8 +20,11 @@ mod compile;
 mod cost;
 mod crd_checks;
 mod eval;
+mod expression;
 mod parse;
 mod validator;
+
+pub use expression::{Expression, ExpressionError};
 
 use crd_core::{ErrorList, Path};
 use serde_json::Value;

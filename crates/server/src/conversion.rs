@@ -20,6 +20,8 @@ use crd_core::validation::{validate_annotations, validate_labels};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceConversion;
 use serde_json::{Value, json};
 
+use crate::webhook::{ClientConfig, ServiceRef, WebhookClient};
+
 /// Kubernetes' conversion-webhook client timeout.
 pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -146,15 +148,14 @@ fn gvk(o: &Value) -> String {
 
 /// A configured conversion webhook.
 pub struct WebhookConverter {
-    client: reqwest::Client,
-    url: String,
+    client: WebhookClient,
     review_version: Option<&'static str>,
 }
 
 impl fmt::Debug for WebhookConverter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WebhookConverter")
-            .field("url", &self.url)
+            .field("url", &self.client.url())
             .field("review_version", &self.review_version)
             .finish_non_exhaustive()
     }
@@ -176,53 +177,20 @@ impl WebhookConverter {
                     "v1beta1" => Some("v1beta1"),
                     _ => None,
                 });
-        let mut builder = reqwest::Client::builder()
-            .timeout(opts.webhook_timeout)
-            .user_agent("kube-apiserver-admission");
-        let url = match (&cc.url, &cc.service) {
-            (Some(url), _) => {
-                let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
-                let loopback = match parsed.host() {
-                    Some(url::Host::Domain(d)) => d == "localhost",
-                    Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-                    Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-                    None => false,
-                };
-                if !loopback {
-                    builder = builder.http1_only();
-                }
-                url.clone()
-            }
-            (None, Some(svc)) => {
-                let host = format!("{}.{}.svc", svc.name, svc.namespace);
-                let mut port = svc.port.unwrap_or(443);
-                if let Some(addr) = opts
-                    .service_addresses
-                    .get(&format!("{}/{}", svc.namespace, svc.name))
-                {
-                    builder = builder.resolve(&host, *addr);
-                    port = i32::from(addr.port());
-                }
-                builder = builder.http1_only();
-                let path = svc.path.as_deref().unwrap_or("");
-                format!("https://{host}:{port}{path}")
-            }
-            (None, None) => return Err("neither url nor service is set".into()),
+        let config = ClientConfig {
+            url: cc.url.as_deref(),
+            service: cc.service.as_ref().map(|s| ServiceRef {
+                namespace: &s.namespace,
+                name: &s.name,
+                path: s.path.as_deref(),
+                port: s.port.unwrap_or(443),
+            }),
+            ca_bundle: cc.ca_bundle.as_ref().map_or(&[][..], |b| b.0.as_slice()),
         };
-        let bundle = cc
-            .ca_bundle
-            .as_ref()
-            .map(|b| b.0.clone())
-            .unwrap_or_default();
-        if !bundle.iter().all(u8::is_ascii_whitespace) {
-            let certs = reqwest::Certificate::from_pem_bundle(&bundle)
-                .map_err(|e| format!("invalid caBundle: {e}"))?;
-            builder = builder.tls_certs_only(certs);
-        }
-        let client = builder.build().map_err(|e| e.to_string())?;
+        let client =
+            WebhookClient::build(&config, &opts.service_addresses, opts.webhook_timeout, "")?;
         Ok(WebhookConverter {
             client,
-            url,
             review_version,
         })
     }
@@ -266,26 +234,25 @@ impl WebhookConverter {
             "request": {"uid": uid, "desiredAPIVersion": target, "objects": originals},
             "response": {"uid": "", "convertedObjects": null, "result": {"metadata": {}}},
         });
-        let resp = self
+        let (status, text) = self
             .client
-            .post(&self.url)
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json")
-            .body(body.to_string())
-            .send()
+            .post_json(body.to_string().into_bytes())
             .await
-            .map_err(|e| (Failure::CallFailure, fail(&describe_reqwest(&e, &self.url))))?;
-        let status = resp.status();
-        let text = resp
-            .bytes()
-            .await
-            .map_err(|e| (Failure::CallFailure, fail(&describe_reqwest(&e, &self.url))))?;
-        if !status.is_success() {
+            .map_err(|e| {
+                (
+                    Failure::CallFailure,
+                    fail(&e.describe(
+                        self.client.url(),
+                        "context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
+                    )),
+                )
+            })?;
+        if !(200..300).contains(&status) {
             return Err((
                 Failure::CallFailure,
                 fail(&format!(
                     "the server responded with status code {}: {}",
-                    status.as_u16(),
+                    status,
                     String::from_utf8_lossy(&text).trim()
                 )),
             ));
@@ -348,21 +315,6 @@ impl WebhookConverter {
         }
         Ok(out)
     }
-}
-
-fn describe_reqwest(e: &reqwest::Error, url: &str) -> String {
-    use std::error::Error as _;
-    let mut msg = if e.is_timeout() {
-        "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".to_string()
-    } else {
-        e.to_string()
-    };
-    let mut source = e.source();
-    while let Some(s) = source {
-        msg = format!("{msg}: {s}");
-        source = s.source();
-    }
-    format!("Post {url:?}: {msg}")
 }
 
 /// `getConvertedObjectsFromResponse`.

@@ -4,6 +4,7 @@
 //! # Layout (lowest layer first; `tests/module_graph.rs` keeps it a DAG)
 //! - [`error`], [`version`], [`body`], [`table`], [`auth`], [`protobuf`], [`limits`]: the
 //!   vocabulary every layer shares.
+//! - [`webhook`] (the HTTPS client of conversion and admission webhooks).
 //! - [`request`] (route, typed options, negotiation), [`tls`], [`authz`] (the
 //!   `--authorization-mode` union: `AlwaysAllow`, ABAC, RBAC),
 //!   [`conversion`] (conversion webhooks), [`kubeconfig`].
@@ -11,8 +12,9 @@
 //!   pipeline.
 //! - [`controllers`] (CRD naming/establishing/cleanup, namespace cleanup, garbage collection,
 //!   the RBAC policy and `ClusterRole` aggregation,
-//!   storage-version migration, compaction, on informers), [`admission`], [`discovery`],
-//!   [`openapi`].
+//!   storage-version migration, compaction, on informers), [`discovery`], [`openapi`].
+//! - [`admission`] (NamespaceLifecycle, admission webhooks; its configuration informers come
+//!   from `controllers`).
 //! - [`state`]: what requests share.
 //! - [`handlers`]: one module per verb, generic over a [`registry::Strategy`], and field
 //!   ownership (server-side apply).
@@ -47,6 +49,7 @@ pub mod state;
 pub mod table;
 pub mod tls;
 pub mod version;
+pub mod webhook;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -218,6 +221,11 @@ pub async fn run(
             shutdown,
         )
     });
+    let webhooks = state.admission.webhooks.clone();
+    let mut webhooks_synced = webhooks.synced();
+    supervisor.spawn("admission-webhooks", move |shutdown| {
+        webhooks.clone().run(shutdown)
+    });
     let interval = config.compaction_interval;
     supervisor.spawn("compaction", move |shutdown| {
         let store = store.clone();
@@ -239,6 +247,13 @@ pub async fn run(
 
     // Ready only once the RBAC policy is complete (roles and bindings in memory).
     if controllers::informer::until_shutdown(&mut waiting, rbac_synced.wait_for(|s| *s))
+        .await
+        .is_none()
+    {
+        return Ok(());
+    }
+    // Webhook admission answers only once both configuration informers have listed.
+    if controllers::informer::until_shutdown(&mut waiting, webhooks_synced.wait_for(|s| *s))
         .await
         .is_none()
     {

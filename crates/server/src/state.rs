@@ -50,7 +50,7 @@ pub struct AppState {
 impl AppState {
     /// Builds the state around a store.
     pub fn new(store: Arc<dyn Store>, authn: Authenticator, conversion: ConversionOptions) -> Self {
-        let registry = Arc::new(Registry::new(conversion));
+        let registry = Arc::new(Registry::new(conversion.clone()));
         let namespaces = Arc::new(NamespaceStrategy::default());
         let fixed: [Arc<dyn Strategy>; 3] = [
             namespaces.clone(),
@@ -61,7 +61,13 @@ impl AppState {
         let reviews = ReviewStrategy::all().map(|s| Arc::new(s) as Arc<dyn Strategy>);
         let kinds = Kinds::new(fixed.into_iter().chain(builtin).chain(reviews));
         AppState {
-            admission: crate::admission::Admission::new(store.clone(), namespaces.clone()),
+            admission: crate::admission::Admission::new(
+                store.clone(),
+                namespaces.clone(),
+                registry.clone(),
+                webhook_sources(),
+                conversion.service_addresses,
+            ),
             store,
             registry,
             namespaces,
@@ -90,5 +96,15 @@ impl AppState {
     /// Marks start-up as finished.
     pub fn set_ready(&self) {
         self.ready.store(true, Ordering::Release);
+    }
+}
+
+/// Where admission webhook configurations are stored (their kinds' key roots).
+fn webhook_sources() -> crate::admission::webhook::Sources {
+    use crd_builtin::KindId;
+    let root = |id| format!("{}/", crd_builtin::get(id).key_root);
+    crate::admission::webhook::Sources {
+        mutating: root(KindId::MutatingWebhookConfiguration),
+        validating: root(KindId::ValidatingWebhookConfiguration),
     }
 }

@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
         "limits",
         "openapi_pb",
         "metrics",
+        "webhook",
         "health",
     ],
     &[
@@ -30,7 +31,8 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["kubeconfig"],
     &["registry"],
-    &["controllers", "admission", "discovery", "openapi"],
+    &["controllers", "discovery", "openapi"],
+    &["admission"],
     &["state"],
     &["handlers"],
     &["http"],

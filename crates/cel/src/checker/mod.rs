@@ -44,6 +44,9 @@ pub(crate) struct Checked {
 /// What a rule's expressions are checked against.
 #[derive(Debug)]
 pub(crate) struct Env<'a> {
+    /// Variables of an admission expression (`object`, `oldObject`, `request`, ...), typed `dyn`.
+    /// When non-empty, `self` and `oldSelf` are not declared.
+    pub dyn_vars: &'a [&'a str],
     /// Schema node the rule sits on.
     pub self_schema: &'a Value,
     /// The node is the root or an `x-kubernetes-embedded-resource` (declares apiVersion, kind,
@@ -312,6 +315,12 @@ impl Checker<'_> {
             if let Some(v) = scope.get(name) {
                 return Some(v.clone());
             }
+        }
+        if !self.env.dyn_vars.is_empty() {
+            if self.env.dyn_vars.contains(&name) {
+                return Some((Type::Dyn, None));
+            }
+            return decls::type_ident(name).map(|t| (t, None));
         }
         let root = self.env.resource_root || is_embedded(self.env.self_schema);
         let schema = Some((self.env.self_schema.clone(), root));

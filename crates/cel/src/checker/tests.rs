@@ -234,6 +234,7 @@ fn run_env(rule: &str, schema: &Value, root: bool, compat: Compat) -> Result<Che
     };
     let expr = x.expand(parsed);
     let env = Env {
+        dyn_vars: &[],
         self_schema: schema,
         resource_root: root,
         old_self: true,
@@ -541,6 +542,7 @@ fn optional_syntax() {
         assert_eq!(run(rule, &obj), Ok("bool".into()), "{rule}");
     }
     let opt_old = Env {
+        dyn_vars: &[],
         self_schema: &obj,
         resource_root: false,
         old_self: true,
@@ -642,6 +644,7 @@ fn schemas_follow_places() {
         .parse(rule)
         .unwrap_or_default();
     let env = Env {
+        dyn_vars: &[],
         self_schema: &schema,
         resource_root: false,
         old_self: true,

@@ -3,6 +3,7 @@
 
 mod access;
 mod access_rbac;
+mod admission;
 mod auth_kubectl;
 mod builtin;
 mod builtin_each_kind;

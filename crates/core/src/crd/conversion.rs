@@ -190,22 +190,39 @@ pub fn validate_webhook_url(path: &Path, raw: &str) -> ErrorList {
     errs
 }
 
-/// `ValidateWebhookService`.
+/// `ValidateWebhookService` on a CRD's service reference.
 fn validate_webhook_service(path: &Path, svc: &ServiceReference) -> ErrorList {
+    validate_webhook_service_parts(
+        path,
+        &svc.name,
+        &svc.namespace,
+        svc.path.as_deref(),
+        svc.port.unwrap_or(443),
+    )
+}
+
+/// `ValidateWebhookService`: a service reference's name, namespace, port and path, shared by
+/// conversion and admission webhooks.
+pub fn validate_webhook_service_parts(
+    path: &Path,
+    name: &str,
+    namespace: &str,
+    url_path: Option<&str>,
+    port: i32,
+) -> ErrorList {
     let mut errs = ErrorList::new();
-    if svc.name.is_empty() {
+    if name.is_empty() {
         errs.push(FieldError::required(
             &path.child("name"),
             "service name is required",
         ));
     }
-    if svc.namespace.is_empty() {
+    if namespace.is_empty() {
         errs.push(FieldError::required(
             &path.child("namespace"),
             "service namespace is required",
         ));
     }
-    let port = svc.port.unwrap_or(443);
     if !(1..=65535).contains(&port) {
         errs.push(FieldError::invalid(
             &path.child("port"),
@@ -213,7 +230,7 @@ fn validate_webhook_service(path: &Path, svc: &ServiceReference) -> ErrorList {
             "port is not valid: must be between 1 and 65535, inclusive",
         ));
     }
-    let Some(url_path) = svc.path.as_deref() else {
+    let Some(url_path) = url_path else {
         return errs;
     };
     if url_path.is_empty() || url_path == "/" {

@@ -9,6 +9,8 @@
 
 mod conversion;
 
+pub use conversion::{validate_webhook_service_parts, validate_webhook_url};
+
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinition, CustomResourceDefinitionNames,
     CustomResourceDefinitionSpec, CustomResourceDefinitionVersion, CustomResourceSubresources,

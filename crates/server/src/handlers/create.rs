@@ -1,6 +1,6 @@
 //! POST to a collection (`handlers/create.go` and the generic store's create): decode, admit,
-//! fill system fields, validate, namespace lifecycle admission, store, and answer 201 with the
-//! object as stored.
+//! mutating admission, fill system fields, validate, validating admission (namespace lifecycle,
+//! webhooks), store, and answer 201 with the object as stored.
 
 use crd_core::{Status, field::go_quote};
 use crd_storage::StorageError;
@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::managed::{self, Ownership};
 use super::{Ctx, Reply, invalid, read_object, render_object, storage_bytes};
+use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::registry::{Strategy, Subresource, meta};
 use crate::request::negotiate::decode_object;
@@ -99,6 +100,14 @@ pub async fn create_object(
     }
     set_namespace(ctx, strategy, &mut obj)?;
     strategy.authorize_write(&ctx.state.authorizer, ctx.user, &obj, None)?;
+    let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
+    let admission = &ctx.state.admission;
+    if admission
+        .mutate(&attrs, Some(&mut obj), None, &ctx.admission)
+        .await?
+    {
+        warnings.extend(strategy.admit(&mut obj, &super::readmission(ctx))?);
+    }
     wipe_and_fill_system_fields(&mut obj);
     let generate = meta::name(&obj).is_empty() && !meta::meta_str(&obj, "generateName").is_empty();
     strategy.prepare_create(&mut obj);
@@ -121,7 +130,11 @@ pub async fn create_object(
     warnings.extend(crd_core::validation::finalizer_warnings(&obj, None));
     warnings.extend(strategy.write_warnings(&obj, None));
     strategy.check_create_allowed(&name)?;
-    ctx.state.admission.admit_create(strategy, &obj).await?;
+    admission.admit_create(strategy, &obj).await?;
+    let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
+    admission
+        .validate(&attrs, Some(&obj), None, &ctx.admission)
+        .await?;
     let mut attempt = 0;
     let stored = loop {
         let current = meta::name(&obj).to_string();

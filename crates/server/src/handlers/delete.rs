@@ -1,4 +1,5 @@
-//! DELETE of one object (generic store `Delete`): preconditions, then the propagation policy's
+//! DELETE of one object (generic store `Delete`): preconditions, admission (webhooks see the
+//! stored object as `oldObject`), then the propagation policy's
 //! GC finalizers (`orphan`, `foregroundDeletion`) and the strategy's verdict
 //! ([`owners::prepare_delete`]), then either a graceful deletion (finalizers pending: set
 //! deletionTimestamp and keep the object) or removal.
@@ -7,6 +8,7 @@ use crd_core::Status;
 use crd_storage::{KeyValue, StorageError};
 
 use super::{Ctx, Reply, ReplyBody, get_stored, read_object, render_object, storage_bytes};
+use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::registry::{DeleteOutcome, Strategy, meta, owners};
 use crate::request::options::DeleteOptions;
@@ -59,6 +61,14 @@ pub async fn delete_object(
             .into());
         }
     }
+    let attrs = ctx.admission_attributes(strategy, Operation::Delete, &obj);
+    let admission = &ctx.state.admission;
+    admission
+        .mutate(&attrs, None, Some(&obj), &ctx.admission)
+        .await?;
+    admission
+        .validate(&attrs, None, Some(&obj), &ctx.admission)
+        .await?;
     let outcome = owners::prepare_delete(strategy, &mut obj, opts.propagation_policy);
     match outcome {
         DeleteOutcome::Immediate => {

@@ -24,6 +24,7 @@ use crd_storage::{KeyValue, Store};
 use http::HeaderMap;
 use serde_json::Value;
 
+use crate::admission::{Attributes, Operation};
 use crate::auth::User;
 use crate::error::ApiError;
 use crate::registry::{Scope, Strategy, Subresource, meta, pipeline};
@@ -51,6 +52,9 @@ pub struct Ctx<'a> {
     pub output: Output,
     /// The subresource endpoint addressed.
     pub sub: Subresource,
+    /// What admission plugins left on the request: warnings (sent with the answer, also with
+    /// an error) and audit annotations (for the audit log).
+    pub admission: std::sync::Mutex<crate::admission::Record>,
 }
 
 impl Ctx<'_> {
@@ -72,6 +76,97 @@ impl Ctx<'_> {
     /// Whether the request is `dryRun=All`: the whole pipeline runs, nothing is stored.
     pub fn dry_run(&self) -> bool {
         self.opts.write.dry_run
+    }
+
+    /// The admission attributes of this request on `obj` (the object written, or the stored
+    /// object of a DELETE).
+    pub fn admission_attributes(
+        &self,
+        strategy: &dyn Strategy,
+        operation: Operation,
+        obj: &Value,
+    ) -> Attributes<'_> {
+        let sub = match self.sub {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+            Subresource::Main | Subresource::Other => "",
+        };
+        let namespace = match meta::namespace(obj) {
+            "" => self.namespace().unwrap_or(""),
+            ns => ns,
+        };
+        let dry_run = match operation {
+            Operation::Delete => self.opts.delete.dry_run,
+            _ => self.dry_run(),
+        };
+        Attributes::new(
+            strategy.info(),
+            operation,
+            sub,
+            meta::name(obj),
+            namespace,
+            self.user,
+            dry_run,
+            self.admission_options(operation),
+        )
+    }
+
+    /// The verb's options object as admission shows it.
+    fn admission_options(&self, operation: Operation) -> Value {
+        let mut m = serde_json::Map::new();
+        let kind = match (operation, self.req.verb) {
+            (Operation::Create, _) => "CreateOptions",
+            (Operation::Delete, _) => "DeleteOptions",
+            (_, Verb::Patch) => "PatchOptions",
+            _ => "UpdateOptions",
+        };
+        m.insert("kind".into(), Value::from(kind));
+        m.insert("apiVersion".into(), Value::from("meta.k8s.io/v1"));
+        if operation == Operation::Delete {
+            let d = &self.opts.delete;
+            if d.dry_run {
+                m.insert("dryRun".into(), serde_json::json!(["All"]));
+            }
+            if let Some(g) = d.grace_period_seconds {
+                m.insert("gracePeriodSeconds".into(), Value::from(g));
+            }
+            if let Some(p) = d.propagation_policy {
+                m.insert("propagationPolicy".into(), Value::from(format!("{p:?}")));
+            }
+            let mut pre = serde_json::Map::new();
+            if let Some(uid) = &d.uid {
+                pre.insert("uid".into(), Value::from(uid.as_str()));
+            }
+            if let Some(rv) = &d.resource_version {
+                pre.insert("resourceVersion".into(), Value::from(rv.as_str()));
+            }
+            if !pre.is_empty() {
+                m.insert("preconditions".into(), Value::Object(pre));
+            }
+            return Value::Object(m);
+        }
+        let w = &self.opts.write;
+        if w.dry_run {
+            m.insert("dryRun".into(), serde_json::json!(["All"]));
+        }
+        if let Some(f) = &w.field_manager {
+            m.insert("fieldManager".into(), Value::from(f.as_str()));
+        }
+        if kind == "PatchOptions" && w.force {
+            m.insert("force".into(), Value::from(true));
+        }
+        Value::Object(m)
+    }
+}
+
+/// How an object changed by mutating admission is admitted again: pruned and defaulted by the
+/// kind's schema, unknown fields dropped without warnings (they are the webhook's, not the
+/// client's).
+pub fn readmission(ctx: &Ctx<'_>) -> crate::registry::Admission {
+    crate::registry::Admission {
+        sub: ctx.sub,
+        field_validation: crate::request::options::FieldValidation::Ignore,
+        patch: true,
     }
 }
 

@@ -1,5 +1,6 @@
 //! PUT of one object, and [`write_update`], the update path PUT and PATCH share (generic store
-//! `Update` plus `rest.BeforeUpdate`): carry over system fields, prepare, validate, delete when
+//! `Update` plus `rest.BeforeUpdate`): mutating admission, carry over system fields, prepare,
+//! validate, validating admission, delete when
 //! the last finalizer of a deleting object is gone, skip no-op writes, and compare-and-swap.
 
 use crd_core::{ErrorList, FieldError, Path, Status};
@@ -9,6 +10,7 @@ use serde_json::Value;
 use super::create::decode_body;
 use super::managed::{self, Ownership};
 use super::{Ctx, Reply, get_stored, invalid, read_object, render_object, storage_bytes};
+use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
 
@@ -77,6 +79,15 @@ pub async fn write_update(
     if ownership == Ownership::Track {
         managed::track_update(ctx, strategy, Some(&old), &mut new);
     }
+    let attrs = ctx.admission_attributes(strategy, Operation::Update, &new);
+    let admission = &ctx.state.admission;
+    let mut readmitted = Vec::new();
+    if admission
+        .mutate(&attrs, Some(&mut new), Some(&old), &ctx.admission)
+        .await?
+    {
+        readmitted = strategy.admit(&mut new, &super::readmission(ctx))?;
+    }
     before_update(&mut new, &old);
     strategy.authorize_write(&ctx.state.authorizer, ctx.user, &new, Some(&old))?;
     strategy.prepare_update(&mut new, &old, ctx.sub);
@@ -86,7 +97,12 @@ pub async fn write_update(
         return Err(invalid(strategy, name, &errors));
     }
     strategy.guard_update(&new, &old).await?;
-    let mut warnings = crd_core::validation::finalizer_warnings(&new, Some(&old));
+    let attrs = ctx.admission_attributes(strategy, Operation::Update, &new);
+    admission
+        .validate(&attrs, Some(&new), Some(&old), &ctx.admission)
+        .await?;
+    let mut warnings = readmitted;
+    warnings.extend(crd_core::validation::finalizer_warnings(&new, Some(&old)));
     warnings.extend(strategy.write_warnings(&new, Some(&old)));
     let gr = info.group_resource();
     if meta::is_deleting(&old) && strategy.ready_to_remove(&new) {

@@ -140,13 +140,23 @@ async fn serve_request(
         body,
         output,
         sub: Subresource::Main,
+        admission: std::sync::Mutex::default(),
     };
     let dispatched = handlers::dispatch(&mut ctx, strategy).await;
+    let admission_warnings = ctx
+        .admission
+        .get_mut()
+        .map(|r| std::mem::take(&mut r.warnings))
+        .unwrap_or_default();
     match dispatched.result {
-        Ok(r) => render::render(r, output),
+        Ok(mut r) => {
+            r.warnings.extend(admission_warnings);
+            render::render(r, output)
+        }
         Err(e) => {
             let mut resp = error_response(&e);
             add_warnings(resp.headers_mut(), &dispatched.warnings);
+            add_warnings(resp.headers_mut(), &admission_warnings);
             resp
         }
     }

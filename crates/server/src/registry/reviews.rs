@@ -371,7 +371,11 @@ impl AccessReview {
 /// The strings of a JSON array (none when absent or not an array).
 fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -388,7 +392,11 @@ fn subject_of(spec: &Value) -> User {
         extra: spec
             .get("extra")
             .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(Some(v)))).collect())
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), strings(Some(v))))
+                    .collect()
+            })
             .unwrap_or_default(),
     }
 }

@@ -3,6 +3,7 @@
 //! (flags, signals, restarts) or kubectl live in `crates/cli/tests/it`.
 
 mod access;
+mod admission;
 mod api;
 mod gc;
 mod hostile;

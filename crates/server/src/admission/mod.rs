@@ -1,0 +1,235 @@
+//! Admission: what a write passes between decoding and storage, as kube-apiserver's plugin
+//! chain runs it. Mutating admission ([`Admission::mutate`]: mutating webhooks) runs on the
+//! decoded, defaulted object before the strategy prepares and validates it; validating
+//! admission ([`Admission::admit_create`]: `NamespaceLifecycle`, then [`Admission::validate`]:
+//! validating webhooks) runs after validation, just before the storage write.
+//!
+//! Main types: [`Admission`] (the chain), [`Attributes`] (what a plugin knows about a request),
+//! [`Record`] (warnings and audit annotations plugins leave); [`webhook`] holds the webhook
+//! plugins.
+//!
+//! Architecture Invariant: handlers call admission through [`Admission`] only; they never ask
+//! which plugins exist.
+
+pub mod webhook;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use crd_core::Status;
+use crd_storage::Store;
+use serde_json::Value;
+
+use crate::auth::User;
+use crate::error::ApiError;
+use crate::registry::serving::Registry;
+use crate::registry::{Strategy, meta};
+
+pub use webhook::review::Versioned;
+
+/// The operation being admitted (`admission.Operation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    /// POST (and server-side apply of a missing object).
+    Create,
+    /// PUT and PATCH, of the object or a subresource.
+    Update,
+    /// DELETE.
+    Delete,
+    /// CONNECT (not served; rules may still name it).
+    Connect,
+}
+
+impl Operation {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+}
+
+/// What admission plugins know about a request (`admission.Attributes`).
+#[derive(Clone, Debug)]
+pub struct Attributes<'a> {
+    /// The operation.
+    pub operation: Operation,
+    /// The request's group, version, kind and resource.
+    pub request: Versioned,
+    /// The subresource (`status`, `scale`; "" for the object itself).
+    pub subresource: &'a str,
+    /// The object's name ("" while `generateName` has not produced one).
+    pub name: String,
+    /// The namespace ("" for cluster-scoped objects; a namespace's own name for namespaces).
+    pub namespace: String,
+    /// The authenticated user.
+    pub user: &'a User,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+    /// The verb's options object (`CreateOptions`, `UpdateOptions`, `PatchOptions`,
+    /// `DeleteOptions`).
+    pub options: Value,
+}
+
+impl<'a> Attributes<'a> {
+    /// The attributes of a request on the resource `info` describes. A namespace's attributes
+    /// carry its own name as their namespace, as upstream's do.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        info: &crate::registry::ResourceInfo,
+        operation: Operation,
+        subresource: &'a str,
+        name: &str,
+        namespace: &str,
+        user: &'a User,
+        dry_run: bool,
+        options: Value,
+    ) -> Self {
+        let namespace = if info.group.is_empty() && info.resource == "namespaces" {
+            name
+        } else if info.namespaced() {
+            namespace
+        } else {
+            ""
+        };
+        Attributes {
+            operation,
+            request: Versioned {
+                group: info.group.clone(),
+                version: info.version.clone(),
+                kind: info.kind.clone(),
+                resource: info.resource.clone(),
+            },
+            subresource,
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+            user,
+            dry_run,
+            options,
+        }
+    }
+}
+
+/// What admission plugins leave on a request besides their verdict.
+#[derive(Clone, Debug, Default)]
+pub struct Record {
+    /// Warnings for `Warning` headers.
+    pub warnings: Vec<String>,
+    /// Audit annotations (`<webhook>/<key>`, value), for the audit log.
+    pub audit_annotations: Vec<(String, String)>,
+}
+
+/// The admission chain.
+pub struct Admission {
+    store: Arc<dyn Store>,
+    namespaces: Arc<dyn Strategy>,
+    /// The webhook plugins; their configuration informers run under the controllers'
+    /// supervisor ([`webhook::Webhooks::run`]).
+    pub webhooks: Arc<webhook::Webhooks>,
+}
+
+impl Admission {
+    /// The chain, reading namespaces through their strategy. `sources` are where webhook
+    /// configurations are stored; `service_addresses` (`--service-address`) reach webhook
+    /// services, as for conversion webhooks.
+    pub fn new(
+        store: Arc<dyn Store>,
+        namespaces: Arc<dyn Strategy>,
+        registry: Arc<Registry>,
+        sources: webhook::Sources,
+        service_addresses: HashMap<String, SocketAddr>,
+    ) -> Self {
+        let webhooks = Arc::new(webhook::Webhooks::new(
+            store.clone(),
+            namespaces.clone(),
+            registry,
+            sources,
+            service_addresses,
+        ));
+        Admission {
+            store,
+            namespaces,
+            webhooks,
+        }
+    }
+
+    /// Mutating admission of `obj` (`None` for DELETE, with the stored object as `old`);
+    /// warnings and audit annotations go to `record`, also when admission fails.
+    /// Returns whether the object changed, in which case the caller admits it again (pruning,
+    /// defaulting) before preparing and validating it.
+    pub async fn mutate(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: Option<&mut Value>,
+        old: Option<&Value>,
+        record: &Mutex<Record>,
+    ) -> Result<bool, ApiError> {
+        self.webhooks.mutate(attrs, obj, old, record).await
+    }
+
+    /// Validating admission (after the strategy's validation, before the storage write).
+    pub async fn validate(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        record: &Mutex<Record>,
+    ) -> Result<(), ApiError> {
+        self.webhooks.validate(attrs, obj, old, record).await
+    }
+
+    /// Admits the creation of `obj` through `strategy`.
+    pub async fn admit_create(&self, strategy: &dyn Strategy, obj: &Value) -> Result<(), ApiError> {
+        if strategy.info().namespaced() {
+            namespace_lifecycle(
+                self.store.as_ref(),
+                self.namespaces.as_ref(),
+                strategy,
+                meta::namespace(obj),
+                meta::name(obj),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+/// The `NamespaceLifecycle` admission check: the namespace must exist and not be terminating.
+async fn namespace_lifecycle(
+    store: &dyn Store,
+    namespaces: &dyn Strategy,
+    strategy: &dyn Strategy,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let ns_info = namespaces.info();
+    let gr = ns_info.group_resource();
+    let kv = store
+        .get(&ns_info.key(None, namespace))
+        .await
+        .map_err(|e| ApiError::storage(&gr, namespace, e))?
+        .ok_or_else(|| Status::not_found(&gr, namespace))?;
+    let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+    if meta::is_deleting(&ns) {
+        let mut status = Status::forbidden(
+            &strategy.info().group_resource(),
+            name,
+            &format!(
+                "unable to create new content in namespace {namespace} because it is being terminated"
+            ),
+        );
+        if let Some(d) = status.details.as_mut() {
+            d.causes.push(crd_core::StatusCause {
+                reason: "NamespaceTerminating".into(),
+                message: format!("namespace {namespace} is being terminated"),
+                field: "metadata.namespace".into(),
+            });
+        }
+        return Err(status.into());
+    }
+    Ok(())
+}

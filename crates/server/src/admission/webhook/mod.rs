@@ -1,0 +1,630 @@
+//! Admission webhooks (apiserver's `plugin/webhook`): the configurations, followed by two
+//! informers so matching is in memory ([`Webhooks::run`]), and the two dispatchers: mutating
+//! webhooks in order with JSON patches and one reinvocation round ([`Webhooks::mutate`]), and
+//! validating webhooks in parallel ([`Webhooks::validate`]).
+//!
+//! Submodules: [`matching`] (rules and selectors, pure), [`review`] (`AdmissionReview` wire
+//! format, pure), [`config`] (a compiled webhook).
+//!
+//! Architecture Invariant: a request never reads webhook configurations from storage; it reads
+//! the snapshot the informers last published.
+
+pub mod config;
+pub mod matching;
+pub mod review;
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, RwLock};
+
+use crd_core::{GroupResource, Status};
+use crd_storage::{KeyValue, Store};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use self::config::Hook;
+use self::matching::Target;
+use self::review::Versioned;
+use super::{Attributes, Record};
+use crate::controllers::informer::{Cache, Informer, Notification};
+use crate::error::ApiError;
+use crate::registry::Strategy;
+use crate::registry::serving::Registry;
+
+/// The per-expression cost limit of match conditions (`celconfig.PerCallLimit`).
+const MATCH_CONDITION_COST_LIMIT: i64 = 1_000_000;
+
+/// The webhooks of every configuration, by kind, in configuration-name order.
+#[derive(Default)]
+struct Snapshot {
+    mutating: Vec<Arc<Hook>>,
+    validating: Vec<Arc<Hook>>,
+}
+
+/// Where the mutating and validating configurations are stored.
+#[derive(Clone, Debug)]
+pub struct Sources {
+    /// Key prefix of `MutatingWebhookConfiguration`s (with the trailing `/`).
+    pub mutating: String,
+    /// Key prefix of `ValidatingWebhookConfiguration`s.
+    pub validating: String,
+}
+
+/// The webhook admission plugins (mutating and validating) with their configuration source.
+pub struct Webhooks {
+    store: Arc<dyn Store>,
+    namespaces: Arc<dyn Strategy>,
+    registry: Arc<Registry>,
+    sources: Sources,
+    service_addresses: HashMap<String, SocketAddr>,
+    snapshot: RwLock<Arc<Snapshot>>,
+    synced: watch::Sender<bool>,
+}
+
+/// Why a call did not produce a usable answer.
+enum Failure {
+    /// `ErrCallingWebhook`: subject to `failurePolicy`.
+    Calling(String),
+    /// Any other error, returned as it is.
+    Status(ApiError),
+}
+
+/// A webhook that applies to a request, with the version it is sent.
+struct Invocation {
+    sent: Versioned,
+    object: Option<Value>,
+    old: Option<Value>,
+}
+
+impl Webhooks {
+    /// The plugins, reading configurations under `sources` and namespaces through their
+    /// strategy; `registry` supplies the equivalent versions of custom resources.
+    pub fn new(
+        store: Arc<dyn Store>,
+        namespaces: Arc<dyn Strategy>,
+        registry: Arc<Registry>,
+        sources: Sources,
+        service_addresses: HashMap<String, SocketAddr>,
+    ) -> Self {
+        Webhooks {
+            store,
+            namespaces,
+            registry,
+            sources,
+            service_addresses,
+            snapshot: RwLock::new(Arc::new(Snapshot::default())),
+            synced: watch::Sender::new(false),
+        }
+    }
+
+    /// Turns true once both informers have delivered their first list.
+    pub fn synced(&self) -> watch::Receiver<bool> {
+        self.synced.subscribe()
+    }
+
+    fn current(&self) -> Arc<Snapshot> {
+        self.snapshot
+            .read()
+            .map_or_else(|p| p.into_inner().clone(), |s| s.clone())
+    }
+
+    /// Follows both configuration kinds and publishes a snapshot after every change.
+    pub async fn run(self: Arc<Self>, shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+        let decode = |mutating: bool| {
+            let addrs = self.service_addresses.clone();
+            Arc::new(move |kv: &KeyValue| -> Option<Vec<Arc<Hook>>> {
+                let obj: Value = serde_json::from_slice(&kv.value).ok()?;
+                Some(
+                    Hook::all_of(&obj, mutating, &addrs)
+                        .into_iter()
+                        .map(Arc::new)
+                        .collect(),
+                )
+            }) as crate::controllers::informer::Decode<Vec<Arc<Hook>>>
+        };
+        let mut mutating = Informer::new(
+            self.store.clone(),
+            self.sources.mutating.clone(),
+            decode(true),
+            shutdown.clone(),
+        );
+        let mut validating = Informer::new(
+            self.store.clone(),
+            self.sources.validating.clone(),
+            decode(false),
+            shutdown,
+        );
+        let (m_cache, v_cache) = (mutating.cache(), validating.cache());
+        let (mut m_synced, mut v_synced) = (false, false);
+        loop {
+            let (is_mutating, n) = tokio::select! {
+                n = mutating.next() => (true, n),
+                n = validating.next() => (false, n),
+            };
+            match n {
+                None => return Ok(()),
+                Some(Notification::Synced) if is_mutating => m_synced = true,
+                Some(Notification::Synced) => v_synced = true,
+                Some(Notification::Changed(_)) => {}
+            }
+            self.publish(&m_cache, &v_cache);
+            if m_synced && v_synced {
+                self.synced.send_replace(true);
+            }
+        }
+    }
+
+    fn publish(&self, m: &Cache<Vec<Arc<Hook>>>, v: &Cache<Vec<Arc<Hook>>>) {
+        let flat = |c: &Cache<Vec<Arc<Hook>>>| -> Vec<Arc<Hook>> {
+            c.list()
+                .into_iter()
+                .flat_map(|(_, hooks)| hooks.iter().cloned().collect::<Vec<_>>())
+                .collect()
+        };
+        let snap = Arc::new(Snapshot {
+            mutating: flat(m),
+            validating: flat(v),
+        });
+        match self.snapshot.write() {
+            Ok(mut s) => *s = snap,
+            Err(p) => *p.into_inner() = snap,
+        }
+    }
+
+    /// Whether any webhook is configured (requests skip all work otherwise).
+    fn none(&self, mutating: bool) -> bool {
+        let s = self.current();
+        if mutating {
+            s.mutating.is_empty()
+        } else {
+            s.validating.is_empty()
+        }
+    }
+
+    /// Runs the mutating webhooks on `obj` (`None` for DELETE) in order, applying their
+    /// patches, then reinvokes once the `IfNeeded` webhooks called before a later change.
+    /// Returns whether the object changed.
+    pub async fn mutate(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: Option<&mut Value>,
+        old: Option<&Value>,
+        record: &Mutex<Record>,
+    ) -> Result<bool, ApiError> {
+        if self.none(true) || matching::is_exempt(&attrs.request.group, &attrs.request.resource) {
+            return Ok(false);
+        }
+        let hooks = self.current().mutating.clone();
+        let mut obj = obj;
+        let mut any_change = false;
+        let mut previously: HashSet<usize> = HashSet::new();
+        let mut reinvoke: HashSet<usize> = HashSet::new();
+        for (i, hook) in hooks.iter().enumerate() {
+            let Some(inv) = self.should_call(hook, attrs, obj.as_deref(), old).await? else {
+                continue;
+            };
+            let changed = self
+                .call_mutating(hook, inv, attrs, obj.as_deref_mut(), record)
+                .await?;
+            if changed {
+                any_change = true;
+                reinvoke.extend(previously.drain());
+            }
+            if hook.reinvoke_if_needed {
+                previously.insert(i);
+            }
+        }
+        for (i, hook) in hooks.iter().enumerate() {
+            if !reinvoke.contains(&i) {
+                continue;
+            }
+            let Some(inv) = self.should_call(hook, attrs, obj.as_deref(), old).await? else {
+                continue;
+            };
+            any_change |= self
+                .call_mutating(hook, inv, attrs, obj.as_deref_mut(), record)
+                .await?;
+        }
+        Ok(any_change)
+    }
+
+    /// Runs the validating webhooks that match, in parallel; the first failure in webhook
+    /// order is the answer.
+    pub async fn validate(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        record: &Mutex<Record>,
+    ) -> Result<(), ApiError> {
+        if self.none(false) || matching::is_exempt(&attrs.request.group, &attrs.request.resource) {
+            return Ok(());
+        }
+        let hooks = self.current().validating.clone();
+        let mut calls = Vec::new();
+        for hook in &hooks {
+            if let Some(inv) = self.should_call(hook, attrs, obj, old).await? {
+                calls.push((hook.clone(), inv));
+            }
+        }
+        let results = futures::future::join_all(
+            calls
+                .iter()
+                .map(|(hook, inv)| self.call(hook, inv, attrs, false)),
+        )
+        .await;
+        let mut first_error = None;
+        for ((hook, _), result) in calls.iter().zip(results) {
+            let outcome = match result {
+                Ok(resp) => {
+                    collect(record, hook, &resp);
+                    if resp.allowed {
+                        Ok(())
+                    } else {
+                        Err(review::denial(&hook.name, resp.status.as_ref()).into())
+                    }
+                }
+                Err(Failure::Calling(_)) if hook.fail_open => Ok(()),
+                Err(Failure::Calling(reason)) => Err(calling_error(hook, &reason)),
+                Err(Failure::Status(e)) => Err(e),
+            };
+            if let Err(e) = outcome
+                && first_error.is_none()
+            {
+                first_error = Some(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// `ShouldCallHook`: selectors, rules (with equivalent versions), match conditions.
+    async fn should_call(
+        &self,
+        hook: &Hook,
+        attrs: &Attributes<'_>,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<Option<Invocation>, ApiError> {
+        let req = &attrs.request;
+        let target = Target {
+            operation: attrs.operation.as_str(),
+            group: &req.group,
+            version: &req.version,
+            resource: &req.resource,
+            subresource: attrs.subresource,
+            namespace: &attrs.namespace,
+        };
+        let mut ns_error: Option<ApiError> = None;
+        match &hook.namespace_selector {
+            Err(e) => ns_error = Some(Status::internal(e).into()),
+            Ok(sel) if !sel.is_empty() && matching::namespace_selector_applies(&target) => {
+                match self.namespace_labels(&target, obj).await {
+                    Ok(labels) => {
+                        if !sel.matches_json(labels.as_ref()) {
+                            return Ok(None);
+                        }
+                    }
+                    Err(e) => ns_error = Some(e),
+                }
+            }
+            Ok(_) => {}
+        }
+        let obj_error = match &hook.object_selector {
+            Err(e) => Some(ApiError::from(Status::internal(e))),
+            Ok(sel) => {
+                if !matching::object_selector_matches(sel, obj, old) {
+                    return Ok(None);
+                }
+                None
+            }
+        };
+        let mut sent = None;
+        if hook
+            .rules
+            .iter()
+            .any(|r| matching::rule_matches(r, &target))
+        {
+            sent = Some(req.clone());
+        } else if hook.equivalent {
+            let equivalents = self.equivalents(req);
+            'rules: for rule in &hook.rules {
+                for v in &equivalents {
+                    let t = Target {
+                        version: &v.version,
+                        ..target
+                    };
+                    if matching::rule_matches(rule, &t) {
+                        sent = Some(v.clone());
+                        break 'rules;
+                    }
+                }
+            }
+        }
+        let Some(sent) = sent else {
+            return Ok(None);
+        };
+        if let Some(e) = ns_error.or(obj_error) {
+            return Err(e);
+        }
+        let (object, old) = if sent == *req {
+            (obj.cloned(), old.cloned())
+        } else {
+            (
+                self.convert(obj, &sent).await?,
+                self.convert(old, &sent).await?,
+            )
+        };
+        let inv = Invocation { sent, object, old };
+        if !hook.match_conditions.is_empty() {
+            let request = review::request(
+                "v1",
+                "",
+                attrs,
+                &inv.sent,
+                inv.object.as_ref(),
+                inv.old.as_ref(),
+            );
+            let request = request.get("request").cloned().unwrap_or(Value::Null);
+            match match_conditions(hook, inv.object.as_ref(), inv.old.as_ref(), &request) {
+                Ok(true) => {}
+                Ok(false) => return Ok(None),
+                Err(_) if hook.fail_open => return Ok(None),
+                Err(e) => {
+                    return Err(Status::forbidden(
+                        &GroupResource::new(&req.group, &req.resource),
+                        &attrs.name,
+                        &e,
+                    )
+                    .into());
+                }
+            }
+        }
+        Ok(Some(inv))
+    }
+
+    /// The labels the namespace selector sees: the namespace being written, or the stored one.
+    async fn namespace_labels(
+        &self,
+        target: &Target<'_>,
+        obj: Option<&Value>,
+    ) -> Result<Option<Value>, ApiError> {
+        if matching::namespace_labels_from_object(target) {
+            return Ok(obj.and_then(|o| o.pointer("/metadata/labels")).cloned());
+        }
+        let info = self.namespaces.info();
+        let gr = info.group_resource();
+        let kv = self
+            .store
+            .get(&info.key(None, target.namespace))
+            .await
+            .map_err(|e| ApiError::storage(&gr, target.namespace, e))?
+            .ok_or_else(|| Status::not_found(&gr, target.namespace))?;
+        let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+        Ok(ns.pointer("/metadata/labels").cloned())
+    }
+
+    /// The other served versions of a custom resource (`EquivalentResourcesFor`).
+    fn equivalents(&self, req: &Versioned) -> Vec<Versioned> {
+        let Some(crd) = self.registry.lookup(&req.group, &req.resource) else {
+            return Vec::new();
+        };
+        crd.versions
+            .iter()
+            .filter(|v| v.served && v.name != req.version)
+            .map(|v| Versioned {
+                group: req.group.clone(),
+                version: v.name.clone(),
+                kind: crd.kind.clone(),
+                resource: req.resource.clone(),
+            })
+            .collect()
+    }
+
+    /// Converts an object to another version of its custom resource.
+    async fn convert(
+        &self,
+        obj: Option<&Value>,
+        to: &Versioned,
+    ) -> Result<Option<Value>, ApiError> {
+        let Some(obj) = obj.filter(|o| o.is_object()) else {
+            return Ok(obj.cloned());
+        };
+        let Some(crd) = self.registry.lookup(&to.group, &to.resource) else {
+            return Ok(Some(obj.clone()));
+        };
+        let target = format!("{}/{}", to.group, to.version);
+        let mut out = crd
+            .converter
+            .convert(vec![obj.clone()], &target, false)
+            .await
+            .map_err(|e| Status::internal(e.0))?;
+        Ok(out.pop())
+    }
+
+    /// Calls one mutating webhook and applies its patch; returns whether the object changed.
+    async fn call_mutating(
+        &self,
+        hook: &Hook,
+        mut inv: Invocation,
+        attrs: &Attributes<'_>,
+        obj: Option<&mut Value>,
+        record: &Mutex<Record>,
+    ) -> Result<bool, ApiError> {
+        let resp = match self.call(hook, &inv, attrs, true).await {
+            Ok(r) => r,
+            Err(Failure::Calling(_)) if hook.fail_open => return Ok(false),
+            Err(Failure::Calling(reason)) => return Err(calling_error(hook, &reason)),
+            Err(Failure::Status(e)) => return Err(e),
+        };
+        collect(record, hook, &resp);
+        if !resp.allowed {
+            return Err(review::denial(&hook.name, resp.status.as_ref()).into());
+        }
+        let Some(patch) = resp.patch else {
+            return Ok(false);
+        };
+        let ops: Value = serde_json::from_slice(&patch).map_err(Status::internal)?;
+        if ops.as_array().is_some_and(Vec::is_empty) {
+            return Ok(false);
+        }
+        let (Some(obj), Some(sent_obj)) = (obj, inv.object.as_mut()) else {
+            return Err(Status::internal(format!(
+                "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
+                hook.name
+            ))
+            .into());
+        };
+        if resp.patch_type != "JSONPatch" {
+            let reason = format!("unsupported patch type {:?}", resp.patch_type);
+            if hook.fail_open {
+                return Ok(false);
+            }
+            return Err(calling_error(hook, &reason));
+        }
+        crd_merge::json_patch::apply_with(
+            sent_obj,
+            &patch,
+            crd_merge::json_patch::FieldValidation::Ignore,
+        )
+        .map_err(|e| Status::internal(e.message))?;
+        let patched = if inv.sent == attrs.request {
+            inv.object.take().unwrap_or(Value::Null)
+        } else {
+            self.convert(inv.object.as_ref(), &attrs.request)
+                .await?
+                .unwrap_or(Value::Null)
+        };
+        let changed = patched != *obj;
+        *obj = patched;
+        Ok(changed)
+    }
+
+    /// Sends one `AdmissionReview` and verifies the answer.
+    async fn call(
+        &self,
+        hook: &Hook,
+        inv: &Invocation,
+        attrs: &Attributes<'_>,
+        mutating: bool,
+    ) -> Result<review::Response, Failure> {
+        if attrs.dry_run && !matches!(hook.side_effects.as_str(), "None" | "NoneOnDryRun") {
+            return Err(Failure::Status(
+                Status::bad_request(format!(
+                    "admission webhook {:?} does not support dry run",
+                    hook.name
+                ))
+                .into(),
+            ));
+        }
+        let client = hook
+            .client
+            .as_ref()
+            .map_err(|e| Failure::Calling(format!("could not get REST client: {e}")))?;
+        let Some(version) = hook.review_version else {
+            return Err(Failure::Calling(
+                "could not create admission objects: webhook does not accept known AdmissionReview versions"
+                    .into(),
+            ));
+        };
+        let uid = uuid::Uuid::new_v4().to_string();
+        let body = review::request(
+            version,
+            &uid,
+            attrs,
+            &inv.sent,
+            inv.object.as_ref(),
+            inv.old.as_ref(),
+        );
+        let (code, text) = client
+            .post_json(body.to_string().into_bytes())
+            .await
+            .map_err(|e| {
+                Failure::Calling(format!(
+                    "failed to call webhook: {}",
+                    e.describe(client.url(), "context deadline exceeded")
+                ))
+            })?;
+        if !(200..300).contains(&code) {
+            let message = serde_json::from_slice::<Value>(&text)
+                .ok()
+                .and_then(|s| s.get("message").and_then(Value::as_str).map(String::from))
+                .unwrap_or_else(|| {
+                    format!(
+                        "an error on the server ({:?}) has prevented the request from succeeding",
+                        String::from_utf8_lossy(&text).trim()
+                    )
+                });
+            return Err(Failure::Calling(format!(
+                "failed to call webhook: {message}"
+            )));
+        }
+        let review: Value = serde_json::from_slice(&text)
+            .map_err(|e| Failure::Calling(format!("failed to call webhook: {e}")))?;
+        review::verify(&review, version, &uid, mutating)
+            .map_err(|e| Failure::Calling(format!("received invalid webhook response: {e}")))
+    }
+}
+
+/// `NewInternalError(ErrCallingWebhook)`: a failing-closed webhook.
+fn calling_error(hook: &Hook, reason: &str) -> ApiError {
+    Status::internal(format!("failed calling webhook {:?}: {reason}", hook.name)).into()
+}
+
+/// Evaluates the match conditions: `Ok(false)` as soon as one is false; errors (compilation,
+/// evaluation) are reported after every condition ran, as upstream's matcher does.
+fn match_conditions(
+    hook: &Hook,
+    object: Option<&Value>,
+    old: Option<&Value>,
+    request: &Value,
+) -> Result<bool, String> {
+    let null = Value::Null;
+    // `authorizer` is declared but bound to null: a condition that calls it fails (and the
+    // failure policy decides).
+    let vars = [
+        ("object", object.unwrap_or(&null)),
+        ("oldObject", old.unwrap_or(&null)),
+        ("request", request),
+        ("authorizer", &null),
+    ];
+    let mut errors = Vec::new();
+    for (name, expr) in &hook.match_conditions {
+        let result = match expr {
+            Err(e) => Err(format!("compilation failed: {e}")),
+            Ok(expr) => expr
+                .eval_bool(&vars, MATCH_CONDITION_COST_LIMIT)
+                .map_err(|e| match e {
+                    crd_cel::ExpressionError::CostLimit => {
+                        "operation cancelled: actual cost limit exceeded".to_string()
+                    }
+                    crd_cel::ExpressionError::Runtime(m) => m,
+                    crd_cel::ExpressionError::NotBool => {
+                        "cel expression must evaluate to a bool".to_string()
+                    }
+                }),
+        };
+        match result {
+            Ok(false) => return Ok(false),
+            Ok(true) => {}
+            Err(e) => errors.push(format!("matchCondition {name:?} failed: {e}")),
+        }
+    }
+    match errors.len() {
+        0 => Ok(true),
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("[{}]", errors.join(", "))),
+    }
+}
+
+/// Keeps a webhook's warnings and audit annotations (`<webhook>/<key>`).
+fn collect(record: &Mutex<Record>, hook: &Hook, resp: &review::Response) {
+    let mut r = match record.lock() {
+        Ok(r) => r,
+        Err(p) => p.into_inner(),
+    };
+    r.warnings.extend(resp.warnings.iter().cloned());
+    for (k, v) in &resp.audit_annotations {
+        r.audit_annotations
+            .push((format!("{}/{k}", hook.name), v.clone()));
+    }
+}

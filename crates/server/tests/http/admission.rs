@@ -1,0 +1,736 @@
+//! Admission webhooks end to end: a small HTTPS webhook server in the test (rcgen certificates,
+//! hyper over tokio-rustls) answering `AdmissionReview`s by path, and webhook configurations
+//! created through the API. Each test first waits until its configuration is in effect (the
+//! webhook has seen a dry-run probe), since configurations reach the dispatcher through an
+//! informer.
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use reqwest::Method;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use serde_json::{Value, json};
+
+use crate::support::{Api, HttpVersion, TestServer, crd_json, eventually};
+
+const VWC: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+const MWC: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+/// The in-test webhook: answers by path (see [`answer`]) and records every review it gets.
+struct Hook {
+    base: String,
+    ca_bundle: String,
+    seen: Arc<Mutex<Vec<(String, Value)>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Hook {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Hook {
+    async fn start() -> Hook {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_key = KeyPair::generate().expect("ca key");
+        let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
+        let issuer = Issuer::new(ca_params, ca_key);
+        let params = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+        let key = KeyPair::generate().expect("key");
+        let cert = params.signed_by(&key, &issuer).expect("cert");
+        let tls = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![CertificateDer::from_pem_slice(cert.pem().as_bytes()).expect("pem")],
+                PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).expect("key pem"),
+            )
+            .expect("tls config");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+        let record = seen.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    return;
+                };
+                let (acceptor, record) = (acceptor.clone(), record.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                        let record = record.clone();
+                        async move {
+                            let path = req.uri().path().to_string();
+                            let body = req
+                                .into_body()
+                                .collect()
+                                .await
+                                .map(http_body_util::Collected::to_bytes);
+                            let review: Value = body
+                                .ok()
+                                .and_then(|b| serde_json::from_slice(&b).ok())
+                                .unwrap_or(Value::Null);
+                            record
+                                .lock()
+                                .expect("lock")
+                                .push((path.clone(), review.clone()));
+                            let (code, body) = answer(&path, &review).await;
+                            Ok::<_, Infallible>(
+                                Response::builder()
+                                    .status(code)
+                                    .header("Content-Type", "application/json")
+                                    .body(Full::new(Bytes::from(body)))
+                                    .expect("response"),
+                            )
+                        }
+                    });
+                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        Hook {
+            base: format!("https://{addr}"),
+            ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_cert.pem()),
+            seen,
+            task,
+        }
+    }
+
+    /// The `clientConfig` of one path.
+    fn client_config(&self, path: &str) -> Value {
+        json!({"url": format!("{}{path}", self.base), "caBundle": self.ca_bundle})
+    }
+
+    /// Reviews received on `path` for objects (or old objects) named `name`.
+    fn reviews(&self, path: &str, name: &str) -> Vec<Value> {
+        self.seen
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(p, r)| p == path && r["request"]["name"] == name)
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+}
+
+/// How the webhook answers, by path.
+async fn answer(path: &str, review: &Value) -> (u16, String) {
+    let uid = review["request"]["uid"].clone();
+    let resp = |extra: Value| {
+        let mut r = json!({"uid": uid, "allowed": true});
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            r[k] = v.clone();
+        }
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": r})
+            .to_string()
+    };
+    let json_patch = |ops: &Value| {
+        json!({"patchType": "JSONPatch",
+               "patch": base64::engine::general_purpose::STANDARD.encode(ops.to_string())})
+    };
+    let name = review["request"]["name"].as_str().unwrap_or("");
+    match path {
+        "/deny" if name.starts_with("bad") => (
+            200,
+            resp(json!({"allowed": false,
+                        "status": {"code": 403, "reason": "Forbidden", "message": format!("{name} is not welcome")}})),
+        ),
+        "/deny-plain" if name.starts_with("bad") => (200, resp(json!({"allowed": false}))),
+        "/warn" => (
+            200,
+            resp(json!({"warnings": ["careful with that", "second \"quoted\""]})),
+        ),
+        "/label" if review["request"]["operation"] != "DELETE" => {
+            let has_labels = review["request"]["object"]["metadata"]["labels"].is_object();
+            let ops = if has_labels {
+                json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}])
+            } else {
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
+            };
+            (200, resp(json_patch(&ops)))
+        }
+        "/bad-patch-type" => (
+            200,
+            resp(json!({"patchType": "MergePatch", "patch": "e30="})),
+        ),
+        "/wrong-uid" => (
+            200,
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                   "response": {"uid": "nope", "allowed": true}})
+            .to_string(),
+        ),
+        "/slow" => {
+            std::future::pending::<()>().await;
+            (200, resp(json!({})))
+        }
+        _ => (200, resp(json!({}))),
+    }
+}
+
+fn webhook(name: &str, cc: Value, resources: &[&str], extra: Value) -> Value {
+    let mut h = json!({
+        "name": name,
+        "rules": [{"operations": ["CREATE", "UPDATE", "DELETE"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": resources}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    h["clientConfig"] = cc;
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            h[k] = v;
+        }
+    }
+    h
+}
+
+async fn configure(api: &Api<'_>, collection: &str, kind: &str, name: &str, hooks: Vec<Value>) {
+    let r = api
+        .post(
+            collection,
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+                   "metadata": {"name": name}, "webhooks": hooks}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+}
+
+/// Waits until `hook` has seen a review on `path` for a dry-run create of `obj` at `collection`.
+async fn until_called(api: &Api<'_>, hook: &Hook, path: &str, collection: &str, obj: Value) {
+    let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+    eventually(&format!("{path} is called"), || async {
+        api.post(&format!("{collection}?dryRun=All"), obj.clone())
+            .await;
+        !hook.reviews(path, &name).is_empty()
+    })
+    .await;
+}
+
+fn cm(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}})
+}
+
+#[tokio::test]
+async fn mutating_and_validating_webhooks_on_custom_objects() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http2);
+    let hook = Hook::start().await;
+    api.create_crd(crd_json(
+        "hooks.example.com",
+        "widgets",
+        "Widget",
+        "Namespaced",
+    ))
+    .await;
+    let widgets = "/apis/hooks.example.com/v1/namespaces/default/widgets";
+    let widget = |name: &str| json!({"apiVersion": "hooks.example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": {"size": 1}});
+    configure(
+        &api,
+        MWC,
+        "MutatingWebhookConfiguration",
+        "label",
+        vec![webhook(
+            "label.example.com",
+            hook.client_config("/label"),
+            &["widgets"],
+            json!({}),
+        )],
+    )
+    .await;
+    configure(
+        &api,
+        VWC,
+        "ValidatingWebhookConfiguration",
+        "deny",
+        vec![webhook(
+            "deny.example.com",
+            hook.client_config("/deny"),
+            &["widgets"],
+            json!({}),
+        )],
+    )
+    .await;
+    until_called(&api, &hook, "/deny", widgets, widget("probe")).await;
+
+    let r = api.post(widgets, widget("w1")).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.json()["metadata"]["labels"], json!({"mutated": "yes"}));
+    let stored = api.get(&format!("{widgets}/w1")).await.json();
+    assert_eq!(stored["metadata"]["labels"]["mutated"], "yes");
+
+    // The review as upstream builds it.
+    let review = &hook.reviews("/label", "w1")[0];
+    assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
+    let req = &review["request"];
+    assert_eq!(
+        req["kind"],
+        json!({"group": "hooks.example.com", "version": "v1", "kind": "Widget"})
+    );
+    assert_eq!(
+        req["resource"],
+        json!({"group": "hooks.example.com", "version": "v1", "resource": "widgets"})
+    );
+    assert_eq!(req["requestKind"], req["kind"]);
+    assert_eq!(req["namespace"], "default");
+    assert_eq!(req["operation"], "CREATE");
+    assert_eq!(req["dryRun"], false);
+    assert_eq!(req["oldObject"], Value::Null);
+    assert_eq!(req["options"]["kind"], "CreateOptions");
+    assert_eq!(req["userInfo"]["username"], "admin");
+    assert_eq!(req["object"]["spec"], json!({"size": 1}));
+    // The validating webhook sees the mutated object.
+    let validated = &hook.reviews("/deny", "w1")[0]["request"]["object"];
+    assert_eq!(validated["metadata"]["labels"]["mutated"], "yes");
+
+    let r = api.post(widgets, widget("bad-1")).await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    let s = r.json();
+    assert_eq!(s["reason"], "Forbidden");
+    assert_eq!(
+        s["message"],
+        "admission webhook \"deny.example.com\" denied the request: bad-1 is not welcome"
+    );
+    assert_eq!(api.get(&format!("{widgets}/bad-1")).await.status, 404);
+
+    // UPDATE carries the old object.
+    let mut w = stored.clone();
+    w["spec"]["size"] = json!(2);
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{widgets}/w1"),
+            "application/json",
+            Some(w),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let update = hook
+        .reviews("/deny", "w1")
+        .into_iter()
+        .find(|r| r["request"]["operation"] == "UPDATE")
+        .expect("an UPDATE review");
+    assert_eq!(update["request"]["oldObject"]["spec"]["size"], 1);
+    assert_eq!(update["request"]["object"]["spec"]["size"], 2);
+    assert_eq!(update["request"]["options"]["kind"], "UpdateOptions");
+
+    // DELETE: no object, the stored one as oldObject.
+    let r = api.delete(&format!("{widgets}/w1")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let delete = hook
+        .reviews("/deny", "w1")
+        .into_iter()
+        .find(|r| r["request"]["operation"] == "DELETE")
+        .expect("a DELETE review");
+    assert_eq!(delete["request"]["object"], Value::Null);
+    assert_eq!(delete["request"]["oldObject"]["metadata"]["name"], "w1");
+    assert_eq!(delete["request"]["options"]["kind"], "DeleteOptions");
+}
+
+#[tokio::test]
+async fn config_maps_warnings_plain_denials_and_dry_run() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let hook = Hook::start().await;
+    configure(
+        &api,
+        VWC,
+        "ValidatingWebhookConfiguration",
+        "cm",
+        vec![
+            webhook(
+                "warn.example.com",
+                hook.client_config("/warn"),
+                &["configmaps"],
+                json!({}),
+            ),
+            webhook(
+                "plain.example.com",
+                hook.client_config("/deny-plain"),
+                &["configmaps"],
+                json!({}),
+            ),
+        ],
+    )
+    .await;
+    until_called(&api, &hook, "/warn", CMS, cm("probe")).await;
+    let probe = &hook.reviews("/warn", "probe")[0]["request"];
+    assert_eq!(probe["dryRun"], true);
+    assert_eq!(probe["options"]["dryRun"], json!(["All"]));
+
+    let r = api.post(CMS, cm("c1")).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let warnings: Vec<&str> = r
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        warnings,
+        vec![
+            "299 - \"careful with that\"",
+            "299 - \"second \\\"quoted\\\"\""
+        ]
+    );
+
+    let r = api.post(CMS, cm("bad-c")).await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "admission webhook \"plain.example.com\" denied the request without explanation"
+    );
+    // Warnings of the webhooks that ran are sent with the denial too.
+    assert!(
+        r.headers
+            .get_all("warning")
+            .iter()
+            .any(|v| v == "299 - \"careful with that\""),
+        "{:?}",
+        r.headers
+    );
+}
+
+#[tokio::test]
+async fn failure_policies_timeouts_and_bad_answers() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http2);
+    let hook = Hook::start().await;
+    let unreachable = json!({"url": "https://127.0.0.1:1/x", "caBundle": hook.ca_bundle});
+    configure(
+        &api,
+        VWC,
+        "ValidatingWebhookConfiguration",
+        "failures",
+        vec![
+            webhook(
+                "seen.example.com",
+                hook.client_config("/allow"),
+                &["configmaps"],
+                json!({}),
+            ),
+            webhook(
+                "ignore.example.com",
+                unreachable.clone(),
+                &["configmaps"],
+                json!({"failurePolicy": "Ignore"}),
+            ),
+            webhook(
+                "fail.example.com",
+                unreachable,
+                &["configmaps"],
+                json!({"objectSelector": {"matchLabels": {"fail": "yes"}}}),
+            ),
+            webhook(
+                "slow.example.com",
+                hook.client_config("/slow"),
+                &["configmaps"],
+                json!({"timeoutSeconds": 1, "objectSelector": {"matchLabels": {"slow": "yes"}}}),
+            ),
+            webhook(
+                "uid.example.com",
+                hook.client_config("/wrong-uid"),
+                &["configmaps"],
+                json!({"objectSelector": {"matchLabels": {"uid": "yes"}}}),
+            ),
+        ],
+    )
+    .await;
+    until_called(&api, &hook, "/allow", CMS, cm("probe")).await;
+
+    // Ignore: the unreachable webhook is skipped.
+    let r = api.post(CMS, cm("ok")).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+
+    let labelled = |name: &str, key: &str| {
+        let mut c = cm(name);
+        c["metadata"]["labels"] = json!({key: "yes"});
+        c
+    };
+    let r = api.post(CMS, labelled("f", "fail")).await;
+    assert_eq!(r.status, 500, "{}", r.text);
+    let s = r.json();
+    assert_eq!(s["reason"], "InternalError");
+    let msg = s["message"].as_str().unwrap_or("");
+    assert!(
+        msg.starts_with(
+            "Internal error occurred: failed calling webhook \"fail.example.com\": failed to call webhook: Post \"https://127.0.0.1:1/x?timeout=10s\": "
+        ),
+        "{msg}"
+    );
+
+    let r = api.post(CMS, labelled("s", "slow")).await;
+    assert_eq!(r.status, 500, "{}", r.text);
+    let url = format!("{}/slow?timeout=1s", hook.base);
+    assert_eq!(
+        r.json()["message"],
+        format!(
+            "Internal error occurred: failed calling webhook \"slow.example.com\": failed to call webhook: Post \"{url}\": context deadline exceeded"
+        )
+    );
+
+    let r = api.post(CMS, labelled("u", "uid")).await;
+    assert_eq!(r.status, 500, "{}", r.text);
+    let msg = r.json()["message"].as_str().unwrap_or("").to_string();
+    assert!(
+        msg.starts_with("Internal error occurred: failed calling webhook \"uid.example.com\": received invalid webhook response: expected response.uid="),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn selectors_and_match_conditions() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http2);
+    let hook = Hook::start().await;
+    for (ns, labels) in [
+        ("prod", json!({"env": "prod"})),
+        ("dev", json!({"env": "dev"})),
+    ] {
+        let r = api
+            .post(
+                "/api/v1/namespaces",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    configure(
+        &api,
+        VWC,
+        "ValidatingWebhookConfiguration",
+        "selective",
+        vec![
+            webhook("ns.example.com", hook.client_config("/deny"), &["configmaps"],
+                json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}})),
+            webhook("obj.example.com", hook.client_config("/deny-plain"), &["configmaps"],
+                json!({"objectSelector": {"matchExpressions": [{"key": "guarded", "operator": "Exists"}]}})),
+            webhook("cond.example.com", hook.client_config("/deny"), &["secrets"],
+                json!({"matchConditions": [
+                    {"name": "only-bad-x", "expression": "object.metadata.name.startsWith('bad-x')"},
+                    {"name": "not-admins-dry", "expression": "request.userInfo.username == 'admin'"}]})),
+        ],
+    )
+    .await;
+    until_called(
+        &api,
+        &hook,
+        "/deny",
+        "/api/v1/namespaces/prod/configmaps",
+        cm("probe"),
+    )
+    .await;
+
+    // namespaceSelector: only objects in namespaces labelled env=prod.
+    let r = api
+        .post("/api/v1/namespaces/dev/configmaps", cm("bad-dev"))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = api
+        .post("/api/v1/namespaces/prod/configmaps", cm("bad-prod"))
+        .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+
+    // objectSelector: only objects with the label.
+    let mut guarded = cm("bad-guarded");
+    guarded["metadata"]["labels"] = json!({"guarded": "true"});
+    let r = api.post("/api/v1/namespaces/dev/configmaps", guarded).await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(hook.reviews("/deny-plain", "bad-dev").is_empty());
+
+    // matchConditions: the webhook is not even called when one is false.
+    let secret =
+        |name: &str| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}});
+    let r = api
+        .post("/api/v1/namespaces/dev/secrets", secret("bad-y"))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert!(hook.reviews("/deny", "bad-y").is_empty());
+    let r = api
+        .post("/api/v1/namespaces/dev/secrets", secret("bad-x1"))
+        .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+}
+
+#[tokio::test]
+async fn reinvocation_and_status_rules() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http2);
+    let hook = Hook::start().await;
+    let mut crd = crd_json("sub.example.com", "gadgets", "Gadget", "Namespaced");
+    crd["spec"]["versions"][0]["subresources"] = json!({"status": {}});
+    api.create_crd(crd).await;
+    let gadgets = "/apis/sub.example.com/v1/namespaces/default/gadgets";
+    configure(
+        &api,
+        MWC,
+        "MutatingWebhookConfiguration",
+        "mutators",
+        vec![
+            // Called first, allowed without a patch, reinvoked after the second one patches.
+            webhook(
+                "first.example.com",
+                hook.client_config("/allow"),
+                &["gadgets"],
+                json!({"reinvocationPolicy": "IfNeeded"}),
+            ),
+            webhook(
+                "second.example.com",
+                hook.client_config("/label"),
+                &["gadgets"],
+                json!({}),
+            ),
+        ],
+    )
+    .await;
+    configure(
+        &api,
+        VWC,
+        "ValidatingWebhookConfiguration",
+        "status",
+        vec![webhook(
+            "status.example.com",
+            hook.client_config("/deny"),
+            &["*/status"],
+            json!({}),
+        )],
+    )
+    .await;
+    let gadget = |name: &str| json!({"apiVersion": "sub.example.com/v1", "kind": "Gadget", "metadata": {"name": name}});
+    until_called(&api, &hook, "/label", gadgets, gadget("probe")).await;
+
+    let r = api.post(gadgets, gadget("bad-g")).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let first = hook.reviews("/allow", "bad-g");
+    assert_eq!(
+        first.len(),
+        2,
+        "IfNeeded reinvokes once after a later patch"
+    );
+    assert_eq!(
+        first[1]["request"]["object"]["metadata"]["labels"]["mutated"],
+        "yes"
+    );
+    assert_eq!(hook.reviews("/label", "bad-g").len(), 1);
+    // The `*/status` rule did not match the main resource; it matches /status.
+    assert!(hook.reviews("/deny", "bad-g").is_empty());
+    let mut obj = r.json();
+    obj["status"] = json!({"phase": "x"});
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{gadgets}/bad-g/status"),
+            "application/json",
+            Some(obj),
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    let review = &hook.reviews("/deny", "bad-g")[0]["request"];
+    assert_eq!(review["subResource"], "status");
+    assert_eq!(review["requestSubResource"], "status");
+    assert_eq!(review["operation"], "UPDATE");
+}
+
+#[tokio::test]
+async fn configurations_are_validated_and_defaulted() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let cc = json!({"url": "https://127.0.0.1:9443/x"});
+    let r = api
+        .post(
+            VWC,
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                   "metadata": {"name": "bad"},
+                   "webhooks": [webhook("short", cc.clone(), &["pods"], json!({"sideEffects": "Unknown", "timeoutSeconds": 40}))]}),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"bad\" is invalid: [webhooks[0].name: Invalid value: \"short\": should be a domain with at least three segments separated by dots, webhooks[0].sideEffects: Unsupported value: \"Unknown\": supported values: \"None\", \"NoneOnDryRun\", webhooks[0].timeoutSeconds: Invalid value: 40: the timeout value must be between 1 and 30 seconds]"
+    );
+    let r = api
+        .post(
+            MWC,
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                   "metadata": {"name": "good"}, "webhooks": [webhook("a.b.c", cc, &["pods"], json!({}))]}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let h = &r.json()["webhooks"][0];
+    assert_eq!(h["failurePolicy"], "Fail");
+    assert_eq!(h["matchPolicy"], "Equivalent");
+    assert_eq!(h["timeoutSeconds"], 10);
+    assert_eq!(h["reinvocationPolicy"], "Never");
+    assert_eq!(h["rules"][0]["scope"], "*");
+    assert_eq!(h["namespaceSelector"], json!({}));
+}
+
+#[tokio::test]
+async fn equivalent_match_policy_converts_to_the_registered_version() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http2);
+    let hook = Hook::start().await;
+    let mut crd = crd_json("multi.example.com", "things", "Thing", "Namespaced");
+    let schema = crd["spec"]["versions"][0]["schema"].clone();
+    crd["spec"]["versions"] = json!([
+        {"name": "v1", "served": true, "storage": true, "schema": schema},
+        {"name": "v2", "served": true, "storage": false, "schema": schema},
+    ]);
+    api.create_crd(crd).await;
+    let rule = |path: &str, name: &str, policy: &str| {
+        let mut h = webhook(
+            name,
+            hook.client_config(path),
+            &["things"],
+            json!({"matchPolicy": policy}),
+        );
+        h["rules"][0]["apiGroups"] = json!(["multi.example.com"]);
+        h["rules"][0]["apiVersions"] = json!(["v2"]);
+        h
+    };
+    configure(
+        &api,
+        MWC,
+        "MutatingWebhookConfiguration",
+        "versions",
+        vec![
+            rule("/label", "equivalent.example.com", "Equivalent"),
+            rule("/allow", "exact.example.com", "Exact"),
+        ],
+    )
+    .await;
+    let things = "/apis/multi.example.com/v1/namespaces/default/things";
+    let thing = |name: &str| json!({"apiVersion": "multi.example.com/v1", "kind": "Thing", "metadata": {"name": name}});
+    until_called(&api, &hook, "/label", things, thing("probe")).await;
+
+    let r = api.post(things, thing("t1")).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let body = r.json();
+    assert_eq!(body["apiVersion"], "multi.example.com/v1");
+    assert_eq!(body["metadata"]["labels"]["mutated"], "yes");
+    let req = &hook.reviews("/label", "t1")[0]["request"];
+    assert_eq!(req["kind"]["version"], "v2");
+    assert_eq!(req["resource"]["version"], "v2");
+    assert_eq!(req["requestKind"]["version"], "v1");
+    assert_eq!(req["requestResource"]["version"], "v1");
+    assert_eq!(req["object"]["apiVersion"], "multi.example.com/v2");
+    // Exact: a webhook registered for v2 only is not called for a v1 request.
+    assert!(hook.reviews("/allow", "t1").is_empty());
+}
