@@ -308,6 +308,27 @@ async fn mutating_and_validating_webhooks_on_custom_objects() {
         "admission webhook \"deny.example.com\" denied the request: bad-1 is not welcome"
     );
     assert_eq!(api.get(&format!("{widgets}/bad-1")).await.status, 404);
+    // Every call is counted and timed under upstream's metric names.
+    let metrics = api.get("/metrics").await.text;
+    let line = |name: &str| {
+        metrics
+            .lines()
+            .find(|l| {
+                l.starts_with(name)
+                    && l.contains("name=\"deny.example.com\"")
+                    && l.contains("rejected=\"true\"")
+            })
+            .map(String::from)
+    };
+    let total = line("apiserver_admission_webhook_request_total{").expect("a request_total sample");
+    assert!(
+        total.contains("type=\"validating\"") && total.contains("operation=\"CREATE\""),
+        "{total}"
+    );
+    assert!(
+        line("apiserver_admission_webhook_admission_duration_seconds_count{").is_some(),
+        "{metrics}"
+    );
 
     // UPDATE carries the old object.
     let mut w = stored.clone();

@@ -499,8 +499,36 @@ impl Webhooks {
         Ok(changed)
     }
 
-    /// Sends one `AdmissionReview` and verifies the answer.
+    /// Sends one `AdmissionReview` and verifies the answer, counted and timed in
+    /// `apiserver_admission_webhook_request_total` and
+    /// `apiserver_admission_webhook_admission_duration_seconds` (type `admit` or `validating`,
+    /// code 0 when the call failed, as upstream).
     async fn call(
+        &self,
+        hook: &Hook,
+        inv: &Invocation,
+        attrs: &Attributes<'_>,
+        mutating: bool,
+    ) -> Result<review::Response, Failure> {
+        let started = std::time::Instant::now();
+        let result = self.call_once(hook, inv, attrs, mutating).await;
+        let (rejected, code) = match &result {
+            Ok(r) => (!r.allowed, 200),
+            Err(Failure::Calling(_)) => (true, 0),
+            Err(Failure::Status(e)) => (true, e.to_status().map_or(0, |s| s.code)),
+        };
+        crate::metrics::admission_webhook(
+            &hook.name,
+            if mutating { "admit" } else { "validating" },
+            attrs.operation.as_str(),
+            rejected,
+            code,
+            started.elapsed(),
+        );
+        result
+    }
+
+    async fn call_once(
         &self,
         hook: &Hook,
         inv: &Invocation,
