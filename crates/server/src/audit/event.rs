@@ -30,6 +30,9 @@ pub struct Event {
     pub verb: String,
     /// Who made the request.
     pub user: UserInfo,
+    /// Whom the request acted as (`Impersonate-*` headers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub impersonated_user: Option<UserInfo>,
     /// Client addresses: `X-Forwarded-For`, `X-Real-Ip`, then the peer.
     #[serde(rename = "sourceIPs", skip_serializing_if = "Vec::is_empty")]
     pub source_ips: Vec<String>,
@@ -185,6 +188,7 @@ mod tests {
                 uid: String::new(),
                 groups: vec!["system:masters".into(), "system:authenticated".into()],
             },
+            impersonated_user: None,
             source_ips: vec!["127.0.0.1".into()],
             user_agent: "kubectl/v1.33.0".into(),
             object_ref: Some(ObjectReference {

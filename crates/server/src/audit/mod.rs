@@ -88,6 +88,7 @@ impl Auditor {
                     uid: request.uid,
                     groups: attrs.groups.to_vec(),
                 },
+                impersonated_user: None,
                 source_ips: request.source_ips,
                 user_agent: request.user_agent,
                 object_ref,
@@ -130,6 +131,15 @@ impl RequestAudit {
     /// The level the policy chose.
     pub fn level(&self) -> Level {
         self.decision.level
+    }
+
+    /// Records whom the request acts as, when it impersonates.
+    pub fn impersonated(&mut self, user: &crate::auth::User) {
+        self.event.impersonated_user = Some(UserInfo {
+            username: user.name.clone(),
+            uid: user.uid.clone(),
+            groups: user.groups.clone(),
+        });
     }
 
     /// Records the authorizer's decision (`authorization.k8s.io/decision` and `/reason`).

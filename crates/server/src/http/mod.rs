@@ -83,6 +83,10 @@ async fn serve_request(
             return status_response(&s, &[]);
         }
     };
+    // Every impersonation names a user (groups alone are refused above).
+    if parts.headers.contains_key("impersonate-user") {
+        obs.impersonated(&user);
+    }
     let authorized = filters::authorize(state, &user, &parts.method, parts.uri.path(), route);
     obs.authorized(authorized.denial.is_none(), &authorized.reason);
     if let Some(s) = authorized.denial {

@@ -131,6 +131,13 @@ impl Observation {
         self.authenticated = false;
     }
 
+    /// Records the impersonated user (audit's `impersonatedUser`).
+    pub fn impersonated(&mut self, user: &User) {
+        if let Some(a) = &mut self.audit {
+            a.impersonated(user);
+        }
+    }
+
     /// Records the authorizer's decision.
     pub fn authorized(&mut self, allowed: bool, reason: &str) {
         if let Some(a) = &mut self.audit {

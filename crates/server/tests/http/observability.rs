@@ -358,6 +358,18 @@ async fn audit_events_follow_the_policy() {
         .await;
     assert_eq!(r.status, 404);
     let missing_id = r.headers["audit-id"].to_str().unwrap().to_string();
+    // The admin acts as jane, who holds nothing: audited as the admin, impersonating jane.
+    let r = api
+        .request(
+            reqwest::Method::GET,
+            "/api/v1/namespaces/default/configmaps/cm1",
+        )
+        .header("Impersonate-User", "jane")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let impersonated_id = r.headers()["audit-id"].to_str().unwrap().to_string();
     let watch = api.get(&format!("{base}?watch=1&timeoutSeconds=1")).await;
     let watch_id = watch.headers["audit-id"].to_str().unwrap().to_string();
     assert_eq!(
@@ -380,6 +392,15 @@ async fn audit_events_follow_the_policy() {
         of(&watch_id).len() == 3
     })
     .await;
+
+    let impersonated = of(&impersonated_id);
+    let last = impersonated.last().expect("an audit event");
+    assert_eq!(last["user"]["username"], "admin");
+    assert_eq!(last["impersonatedUser"]["username"], "jane");
+    assert_eq!(
+        last["annotations"]["authorization.k8s.io/decision"],
+        "forbid"
+    );
 
     let note = of(&note_id);
     let stages: Vec<&str> = note.iter().map(|e| e["stage"].as_str().unwrap()).collect();
