@@ -147,24 +147,20 @@ impl TestServer {
         Ok(server)
     }
 
-    /// Creates the CRDs, then waits until every one is Established.
+    /// Creates the CRDs, then waits until every one is Established (all at once: they are
+    /// independent).
     async fn install(&self, crds: Vec<CustomResourceDefinition>) -> anyhow::Result<()> {
         let api: Api<CustomResourceDefinition> = Api::all(self.client());
-        for crd in &crds {
+        let api = &api;
+        futures::future::try_join_all(crds.iter().map(|crd| async move {
+            let name = crd.metadata.name.as_deref().unwrap_or_default();
             api.create(&PostParams::default(), crd)
                 .await
-                .with_context(|| {
-                    format!(
-                        "creating CRD {}",
-                        crd.metadata.name.as_deref().unwrap_or("")
-                    )
-                })?;
-        }
-        for crd in &crds {
-            let name = crd.metadata.name.as_deref().unwrap_or_default();
-            self.wait_for(&api, name, conditions::is_crd_established(), START_TIMEOUT)
-                .await?;
-        }
+                .with_context(|| format!("creating CRD {name}"))?;
+            self.wait_for(api, name, conditions::is_crd_established(), START_TIMEOUT)
+                .await
+        }))
+        .await?;
         Ok(())
     }
 
