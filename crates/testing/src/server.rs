@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::Context;
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::authorization::v1::SubjectAccessReview;
-use k8s_openapi::api::core::v1::{Event, ServiceAccount};
+use k8s_openapi::api::core::v1::{Event, ObjectReference, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -387,13 +387,20 @@ impl TestServer {
 
     /// The Events (core/v1, which includes those written through events.k8s.io/v1 and kube-rs's
     /// `Recorder`) about `object`, in any namespace, oldest first. Matched by UID when the
-    /// object has one, else by kind, namespace and name.
+    /// object has one, else by kind, namespace and name. For objects whose dynamic type is not
+    /// `Default` (`DynamicObject`, `Object<P, U>`), use [`TestServer::events_about`].
     pub async fn events_for<K>(&self, object: &K) -> anyhow::Result<Vec<Event>>
     where
         K: Resource,
         K::DynamicType: Default,
     {
-        let wanted = object.object_ref(&K::DynamicType::default());
+        self.events_about(&object.object_ref(&K::DynamicType::default()))
+            .await
+    }
+
+    /// The Events about the object `wanted` refers to (`obj.object_ref(&api_resource)`), as
+    /// [`TestServer::events_for`].
+    pub async fn events_about(&self, wanted: &ObjectReference) -> anyhow::Result<Vec<Event>> {
         let events: Api<Event> = Api::all(self.client());
         let mut found: Vec<Event> = events
             .list(&ListParams::default())
