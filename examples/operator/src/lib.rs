@@ -3,7 +3,11 @@
 //! which `ConfigMap` and whether it is ready; an Event records each reconcile; a finalizer
 //! archives a deleted Page's content into the `page-archive` `ConfigMap` before it goes.
 //!
+//! Several instances elect one leader through a Lease ([`leader`]); only the leader reconciles.
+//!
 //! Its tests (`tests/operator.rs`) use only `crd-apiserver-testing`.
+
+pub mod leader;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,6 +81,13 @@ pub enum Error {
 pub struct Context {
     client: Client,
     recorder: Recorder,
+}
+
+/// Runs the operator as the candidate `identity` for the Lease `default/page-operator`:
+/// reconciles only while it leads. Never returns.
+pub async fn run_elected(client: Client, identity: &str, lease: Duration) {
+    let elector = leader::Elector::new(client.clone(), "default", MANAGER, identity, lease);
+    elector.run(move || run(client.clone())).await;
 }
 
 /// Runs the operator until the returned future is dropped.

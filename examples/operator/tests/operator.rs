@@ -133,3 +133,66 @@ async fn deleting_a_page_archives_it_and_collects_its_configmap() {
         .unwrap();
     operator.abort();
 }
+
+#[tokio::test]
+async fn a_second_instance_takes_over_when_the_leader_stops() {
+    use crd_apiserver_testing::k8s_openapi::api::coordination::v1::Lease;
+    let server = TestServer::builder()
+        .crd_yaml(example_operator::CRD_YAML)
+        .start()
+        .await
+        .unwrap();
+    let lease = Duration::from_secs(1);
+    let leases: Api<Lease> = Api::namespaced(server.client(), "default");
+    let holder = |who: &'static str| {
+        move |l: Option<&Lease>| {
+            l.and_then(|l| l.spec.as_ref())
+                .and_then(|s| s.holder_identity.as_deref())
+                == Some(who)
+        }
+    };
+    let a = tokio::spawn(example_operator::run_elected(server.client(), "a", lease));
+    server
+        .wait_for(&leases, "page-operator", holder("a"), TIMEOUT)
+        .await
+        .unwrap();
+    let b = tokio::spawn(example_operator::run_elected(server.client(), "b", lease));
+
+    let pages: Api<Page> = Api::namespaced_with(server.client(), "default", &page_resource());
+    let page = |name: &str| -> Page {
+        serde_json::from_value(json!({
+            "apiVersion": "demo.example.com/v1", "kind": "Page",
+            "metadata": {"name": name}, "spec": {"content": name},
+        }))
+        .unwrap()
+    };
+    pages
+        .create(&PostParams::default(), &page("one"))
+        .await
+        .unwrap();
+    server
+        .wait_for(&pages, "one", ready_at(1), TIMEOUT)
+        .await
+        .unwrap();
+    // b stood by: the lease is still a's.
+    let l = leases.get("page-operator").await.unwrap();
+    assert_eq!(l.spec.unwrap().holder_identity.as_deref(), Some("a"));
+
+    // The leader dies without a word; b takes over once the lease expires, and reconciles.
+    a.abort();
+    let l = server
+        .wait_for(&leases, "page-operator", holder("b"), TIMEOUT)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(l.spec.unwrap().lease_transitions, Some(1));
+    pages
+        .create(&PostParams::default(), &page("two"))
+        .await
+        .unwrap();
+    server
+        .wait_for(&pages, "two", ready_at(1), TIMEOUT)
+        .await
+        .unwrap();
+    b.abort();
+}
