@@ -23,6 +23,9 @@ pub struct Builder {
     pub(crate) objects: Vec<Value>,
     pub(crate) configure: Vec<Configure>,
     pub(crate) errors: Vec<anyhow::Error>,
+    /// etcd endpoints chosen by [`Builder::etcd`], overriding `CRD_APISERVER_ETCD`.
+    #[cfg(feature = "etcd")]
+    pub(crate) etcd: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -32,7 +35,7 @@ impl std::fmt::Debug for Builder {
             .field("objects", &self.objects.len())
             .field("configure", &self.configure.len())
             .field("errors", &self.errors)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -97,6 +100,14 @@ impl Builder {
     /// (default true, as `serve`).
     pub fn anonymous_auth(self, enabled: bool) -> Self {
         self.configure(move |c| c.anonymous_auth = enabled)
+    }
+
+    /// Stores in etcd at `endpoints` (`http://127.0.0.1:2379`) instead of the embedded store,
+    /// under a key prefix of this server's own, whatever `CRD_APISERVER_ETCD` says.
+    #[cfg(feature = "etcd")]
+    pub fn etcd(mut self, endpoints: &[&str]) -> Self {
+        self.etcd = Some(endpoints.iter().map(|e| (*e).to_string()).collect());
+        self
     }
 
     /// Starts the server, installs the CRDs and waits until they are Established, then creates

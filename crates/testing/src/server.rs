@@ -85,11 +85,16 @@ impl TestServer {
     }
 
     pub(crate) async fn launch(builder: Builder) -> anyhow::Result<TestServer> {
+        #[cfg(feature = "etcd")]
+        let etcd = builder.etcd.clone();
+        #[cfg(not(feature = "etcd"))]
+        let etcd: Option<Vec<String>> = None;
         let Builder {
             crds,
             objects,
             configure,
             mut errors,
+            ..
         } = builder;
         if !errors.is_empty() {
             return Err(errors.swap_remove(0));
@@ -106,7 +111,7 @@ impl TestServer {
         }
         let (shutdown, rx) = watch::channel(false);
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<crd_server::Started>();
-        let engine = Engine::from_env(&data)?;
+        let engine = Engine::choose(&data, etcd)?;
         let thread = std::thread::Builder::new()
             .name("crd-apiserver-test".into())
             .spawn(move || serve(config, engine, rx, ready_tx))
@@ -478,16 +483,19 @@ enum Engine {
 }
 
 impl Engine {
+    /// etcd at `chosen` endpoints (the builder's), else at `CRD_APISERVER_ETCD`'s, else SQLite.
     // With the etcd feature it cannot fail.
     #[cfg_attr(feature = "etcd", allow(clippy::unnecessary_wraps))]
-    fn from_env(data: &Path) -> anyhow::Result<Engine> {
-        let endpoints: Vec<String> = std::env::var(crate::ETCD_ENV)
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .collect();
+    fn choose(data: &Path, chosen: Option<Vec<String>>) -> anyhow::Result<Engine> {
+        let endpoints: Vec<String> = chosen.unwrap_or_else(|| {
+            std::env::var(crate::ETCD_ENV)
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect()
+        });
         if endpoints.is_empty() {
             return Ok(Engine::Sqlite(data.join("state.db")));
         }
