@@ -10,6 +10,7 @@ use std::time::Duration;
 
 mod bench;
 mod client;
+mod crd_dir;
 mod migrate;
 
 use anyhow::Context;
@@ -55,6 +56,17 @@ struct ServeArgs {
     /// Directory for the database, generated certificates, tokens and the kubeconfig.
     #[arg(long, default_value = "./crd-apiserver-data")]
     data_dir: PathBuf,
+    /// Keep all data in a new temporary directory, deleted on exit (a test server).
+    #[arg(long, conflicts_with = "data_dir")]
+    ephemeral: bool,
+    /// Install every CustomResourceDefinition in this directory's `*.yaml`/`*.yml` files, and
+    /// wait until they are Established, before announcing the server.
+    #[arg(long)]
+    crd_dir: Option<PathBuf>,
+    /// Also write the admin kubeconfig to this file (written once the server is ready and the
+    /// `--crd-dir` CRDs are Established, so its appearance means "ready").
+    #[arg(long)]
+    kubeconfig_out: Option<PathBuf>,
     /// The IP address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     bind_address: IpAddr,
@@ -236,10 +248,30 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
-        std::fs::create_dir_all(&args.data_dir)
-            .with_context(|| format!("creating {}", args.data_dir.display()))?;
-        let data_dir = std::fs::canonicalize(&args.data_dir)?;
+    // Read before anything starts, so a bad file fails fast.
+    let crds = args
+        .crd_dir
+        .as_deref()
+        .map(crd_dir::read)
+        .transpose()?
+        .unwrap_or_default();
+    // Removed when `serve` returns, after the server has stopped.
+    let ephemeral = args
+        .ephemeral
+        .then(|| {
+            tempfile::Builder::new()
+                .prefix("crd-apiserver-")
+                .tempdir()
+                .context("creating the ephemeral data dir")
+        })
+        .transpose()?;
+    let data_dir = ephemeral
+        .as_ref()
+        .map_or_else(|| args.data_dir.clone(), |d| d.path().to_path_buf());
+    let result = runtime.block_on(async move {
+        std::fs::create_dir_all(&data_dir)
+            .with_context(|| format!("creating {}", data_dir.display()))?;
+        let data_dir = std::fs::canonicalize(&data_dir)?;
         let store = open_store(&args, &data_dir).await?;
         let tls = match (args.tls_cert_file, args.tls_private_key_file) {
             (Some(cert), Some(key)) => TlsSource::Files { cert, key },
@@ -293,12 +325,29 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             wait_for_signal().await;
             let _ = tx.send(true);
         });
-        crd_server::run(config, store, rx, |s: &Started| {
-            println!("crd-apiserver listening on https://{}", s.addr);
-            println!("export KUBECONFIG={}", s.kubeconfig.display());
-        })
-        .await
-    })
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Started>();
+        let server = tokio::spawn(crd_server::run(config, store, rx, move |s: &Started| {
+            let _ = ready_tx.send(s.clone());
+        }));
+        // Announced only once CRDs are installed: whoever waits for the kubeconfig sees them.
+        if let Ok(started) = ready_rx.await {
+            if !crds.is_empty() {
+                let client = client::Client::from_kubeconfig(&started.kubeconfig)?;
+                crd_dir::install(&client, &crds).await?;
+            }
+            if let Some(out) = &args.kubeconfig_out {
+                std::fs::copy(&started.kubeconfig, out)
+                    .with_context(|| format!("writing --kubeconfig-out {}", out.display()))?;
+            }
+            println!("crd-apiserver listening on https://{}", started.addr);
+            println!("export KUBECONFIG={}", started.kubeconfig.display());
+        }
+        server.await?
+    });
+    // Every task stopped before the ephemeral data dir goes.
+    drop(runtime);
+    drop(ephemeral);
+    result
 }
 
 /// The storage engine: etcd when `--etcd-servers` is given, else the embedded SQLite store.

@@ -9,6 +9,7 @@ mod builtin;
 mod builtin_each_kind;
 mod cel;
 mod conversion;
+mod ephemeral;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod gc;

@@ -1,0 +1,119 @@
+//! [`Builder`]: what a test server starts with (CRDs, preloaded objects, server settings), the
+//! counterpart of envtest's `Environment` options.
+
+use std::path::Path;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::Value;
+
+use crate::TestServer;
+use crate::crds::{crds_from_dir, crds_from_yaml};
+
+/// A change to the server's configuration, applied before it starts.
+pub(crate) type Configure = Box<dyn FnOnce(&mut crd_server::ServerConfig) + Send>;
+
+/// Collects what a [`TestServer`] starts with; [`Builder::start`] starts it.
+///
+/// Mistakes found while collecting (a CRD file that does not parse, an object that does not
+/// serialize) are reported by [`Builder::start`], so that the chain stays free of `?`.
+#[must_use = "a builder does nothing until `.start().await`"]
+#[derive(Default)]
+pub struct Builder {
+    pub(crate) crds: Vec<CustomResourceDefinition>,
+    pub(crate) objects: Vec<Value>,
+    pub(crate) configure: Vec<Configure>,
+    pub(crate) errors: Vec<anyhow::Error>,
+    /// etcd endpoints chosen by [`Builder::etcd`], overriding `CRD_APISERVER_ETCD`.
+    #[cfg(feature = "etcd")]
+    pub(crate) etcd: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("crds", &self.crds.len())
+            .field("objects", &self.objects.len())
+            .field("configure", &self.configure.len())
+            .field("errors", &self.errors)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Builder {
+    /// Installs `crd` before [`Builder::start`] returns, and waits until it is Established:
+    /// with kube-rs, `.crd(MyKind::crd())` from `#[derive(CustomResource)]`.
+    pub fn crd(mut self, crd: CustomResourceDefinition) -> Self {
+        self.crds.push(crd);
+        self
+    }
+
+    /// Installs every CRD in `yaml` (several documents allowed), as [`Builder::crd`].
+    pub fn crd_yaml(mut self, yaml: &str) -> Self {
+        match crds_from_yaml(yaml) {
+            Ok(crds) => self.crds.extend(crds),
+            Err(e) => self.errors.push(e),
+        }
+        self
+    }
+
+    /// Installs every CRD in the `*.yaml` and `*.yml` files of `dir` (for example
+    /// `config/crd/bases`), as [`Builder::crd`].
+    pub fn crds_from_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        match crds_from_dir(dir) {
+            Ok(crds) => self.crds.extend(crds),
+            Err(e) => self.errors.push(e),
+        }
+        self
+    }
+
+    /// Creates `object` once the CRDs are Established, in the order given: a
+    /// `serde_json::Value`, a `kube::api::DynamicObject` or any typed k8s-openapi object
+    /// (`Namespace`, `ConfigMap`, `Role`, `RoleBinding`, a custom resource...). It needs `apiVersion`
+    /// and `kind`; namespaced objects without a namespace go to `default`.
+    pub fn object(mut self, object: impl serde::Serialize) -> Self {
+        match serde_json::to_value(object) {
+            Ok(v) => self.objects.push(v),
+            Err(e) => self.errors.push(e.into()),
+        }
+        self
+    }
+
+    /// Adjusts the server's configuration before it starts: the same settings as the flags of
+    /// `crd-apiserver serve` (authorization modes, anonymous auth, token file, limits, audit).
+    /// The bind address, data dir and TLS are the harness's and are best left alone.
+    pub fn configure(
+        mut self,
+        configure: impl FnOnce(&mut crd_server::ServerConfig) + Send + 'static,
+    ) -> Self {
+        self.configure.push(Box::new(configure));
+        self
+    }
+
+    /// `--authorization-mode`: the ordered authorizers (`AlwaysAllow`, `ABAC`, `RBAC`; default
+    /// `RBAC`, as `serve`).
+    pub fn authorization_modes(self, modes: &[&str]) -> Self {
+        let modes: Vec<String> = modes.iter().map(|m| (*m).to_string()).collect();
+        self.configure(move |c| c.authorization_modes = modes)
+    }
+
+    /// `--anonymous-auth`: whether requests without credentials act as `system:anonymous`
+    /// (default true, as `serve`).
+    pub fn anonymous_auth(self, enabled: bool) -> Self {
+        self.configure(move |c| c.anonymous_auth = enabled)
+    }
+
+    /// Stores in etcd at `endpoints` (`http://127.0.0.1:2379`) instead of the embedded store,
+    /// under a key prefix of this server's own, whatever `CRD_APISERVER_ETCD` says.
+    #[cfg(feature = "etcd")]
+    pub fn etcd(mut self, endpoints: &[&str]) -> Self {
+        self.etcd = Some(endpoints.iter().map(|e| (*e).to_string()).collect());
+        self
+    }
+
+    /// Starts the server, installs the CRDs and waits until they are Established, then creates
+    /// the objects. The first error (a bad CRD file, a rejected object, a server that fails to
+    /// start) is returned and nothing is left running.
+    pub async fn start(self) -> anyhow::Result<TestServer> {
+        TestServer::launch(self).await
+    }
+}
