@@ -100,9 +100,11 @@ impl TestServer {
             return Err(errors.swap_remove(0));
         }
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let dir = tempfile::Builder::new()
-            .prefix("crd-apiserver-test-")
-            .tempdir()
+        let mut tempdir = tempfile::Builder::new();
+        tempdir.prefix("crd-apiserver-test-");
+        let dir = tempdir
+            .tempdir_in(scratch_root())
+            .or_else(|_| tempdir.tempdir())
             .context("creating the data dir")?;
         let data = dir.path().to_path_buf();
         let mut config = default_config(&data);
@@ -443,6 +445,19 @@ impl Drop for Running {
             let _ = thread.join();
         }
         drop(self.dir.take());
+    }
+}
+
+/// Where data dirs go: `$TMPDIR` when set, else `/dev/shm` when it exists (memory: a test
+/// server's data dies with it, so waiting for the disk on every commit buys nothing; on a busy
+/// disk it is most of the start-up time), else the system temporary directory (also when
+/// `/dev/shm` is not writable).
+fn scratch_root() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if std::env::var_os("TMPDIR").is_none() && shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
     }
 }
 
