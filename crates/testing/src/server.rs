@@ -463,7 +463,7 @@ fn scratch_root() -> PathBuf {
 
 /// The settings `crd-apiserver serve` starts with, on a free loopback port with a generated
 /// CA and admin token in `data`.
-fn default_config(data: &Path) -> crd_server::ServerConfig {
+pub(crate) fn default_config(data: &Path) -> crd_server::ServerConfig {
     crd_server::ServerConfig {
         bind: SocketAddr::from(([127, 0, 0, 1], 0)),
         data_dir: data.to_path_buf(),
