@@ -56,7 +56,8 @@ struct ServeArgs {
     /// Directory for the database, generated certificates, tokens and the kubeconfig.
     #[arg(long, default_value = "./crd-apiserver-data")]
     data_dir: PathBuf,
-    /// Keep all data in a new temporary directory, deleted on exit (a test server).
+    /// Keep all data in a new temporary directory, deleted on exit (a test server): in
+    /// `/dev/shm` (memory) when it exists and `$TMPDIR` is unset.
     #[arg(long, conflicts_with = "data_dir")]
     ephemeral: bool,
     /// Install every CustomResourceDefinition in this directory's `*.yaml`/`*.yml` files, and
@@ -259,9 +260,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let ephemeral = args
         .ephemeral
         .then(|| {
-            tempfile::Builder::new()
-                .prefix("crd-apiserver-")
-                .tempdir()
+            let mut tempdir = tempfile::Builder::new();
+            tempdir.prefix("crd-apiserver-");
+            tempdir
+                .tempdir_in(ephemeral_root())
+                .or_else(|_| tempdir.tempdir())
                 .context("creating the ephemeral data dir")
         })
         .transpose()?;
@@ -348,6 +351,18 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     drop(runtime);
     drop(ephemeral);
     result
+}
+
+/// Where `--ephemeral` keeps its data: `$TMPDIR` when set, else `/dev/shm` when it exists (in
+/// memory: the data is deleted on exit anyway, so commits need not wait for the disk), else the
+/// system temporary directory (also when `/dev/shm` is not writable).
+fn ephemeral_root() -> PathBuf {
+    let shm = std::path::Path::new("/dev/shm");
+    if std::env::var_os("TMPDIR").is_none() && shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
 }
 
 /// The storage engine: etcd when `--etcd-servers` is given, else the embedded SQLite store.

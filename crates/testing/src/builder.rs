@@ -89,6 +89,24 @@ impl Builder {
         self
     }
 
+    /// A `crd-apiserver serve` flag by its name: `--authorization-mode`,
+    /// `--authorization-policy-file`, `--anonymous-auth`, `--token-auth-file`, `--client-ca-file`,
+    /// `--api-audiences`, `--service-account-issuer`, `--service-account-key-file`,
+    /// `--max-requests-inflight`, `--max-mutating-requests-inflight`, `--max-object-size`,
+    /// `--audit-policy-file`. Another name or a bad value makes [`Builder::start`] fail.
+    pub fn flag(mut self, name: &str, value: &str) -> Self {
+        // Checked now, on a scratch configuration, so that the error is reported by `start`.
+        let mut scratch = crate::server::default_config(Path::new("."));
+        if let Err(e) = crate::flags::apply(&mut scratch, name, value) {
+            self.errors.push(e);
+            return self;
+        }
+        let (name, value) = (name.to_string(), value.to_string());
+        self.configure(move |c| {
+            let _ = crate::flags::apply(c, &name, &value);
+        })
+    }
+
     /// `--authorization-mode`: the ordered authorizers (`AlwaysAllow`, `ABAC`, `RBAC`; default
     /// `RBAC`, as `serve`).
     pub fn authorization_modes(self, modes: &[&str]) -> Self {

@@ -31,6 +31,7 @@
 
 mod builder;
 mod crds;
+mod flags;
 mod server;
 
 pub use builder::Builder;

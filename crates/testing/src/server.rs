@@ -100,9 +100,11 @@ impl TestServer {
             return Err(errors.swap_remove(0));
         }
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let dir = tempfile::Builder::new()
-            .prefix("crd-apiserver-test-")
-            .tempdir()
+        let mut tempdir = tempfile::Builder::new();
+        tempdir.prefix("crd-apiserver-test-");
+        let dir = tempdir
+            .tempdir_in(scratch_root())
+            .or_else(|_| tempdir.tempdir())
             .context("creating the data dir")?;
         let data = dir.path().to_path_buf();
         let mut config = default_config(&data);
@@ -446,9 +448,22 @@ impl Drop for Running {
     }
 }
 
+/// Where data dirs go: `$TMPDIR` when set, else `/dev/shm` when it exists (memory: a test
+/// server's data dies with it, so waiting for the disk on every commit buys nothing; on a busy
+/// disk it is most of the start-up time), else the system temporary directory (also when
+/// `/dev/shm` is not writable).
+fn scratch_root() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if std::env::var_os("TMPDIR").is_none() && shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 /// The settings `crd-apiserver serve` starts with, on a free loopback port with a generated
 /// CA and admin token in `data`.
-fn default_config(data: &Path) -> crd_server::ServerConfig {
+pub(crate) fn default_config(data: &Path) -> crd_server::ServerConfig {
     crd_server::ServerConfig {
         bind: SocketAddr::from(([127, 0, 0, 1], 0)),
         data_dir: data.to_path_buf(),

@@ -333,3 +333,42 @@ async fn concurrent_servers_are_isolated() {
         assert_eq!(mine[0].data.as_ref().unwrap()["owner"], i.to_string());
     }
 }
+
+#[tokio::test]
+async fn flags_configure_the_server() {
+    let server = TestServer::builder()
+        .flag("--anonymous-auth", "false")
+        .flag("--authorization-mode", "AlwaysAllow")
+        .start()
+        .await
+        .unwrap();
+    // AlwaysAllow: any authenticated user may write.
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some("by-bob".into());
+    Api::<ConfigMap>::namespaced(server.client_as("bob", &[]), "default")
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    // No anonymous requests: without credentials, 401.
+    let mut config = server.config().clone();
+    config.auth_info = crd_apiserver_testing::kube::config::AuthInfo::default();
+    let anonymous = Client::try_from(config).unwrap();
+    let err = Api::<ConfigMap>::namespaced(anonymous, "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
+    let crd_apiserver_testing::kube::Error::Api(status) = err else {
+        panic!("{err}")
+    };
+    assert_eq!(status.code, 401);
+
+    let err = TestServer::builder()
+        .flag("--secure-port", "1")
+        .start()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "--secure-port is not a flag the harness sets; use Builder::configure for it"
+    );
+}

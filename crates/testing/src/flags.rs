@@ -1,0 +1,100 @@
+//! `Builder::flag`: the `crd-apiserver serve` flags a test most often changes, by their command
+//! line names, so a test reads like the server's invocation. Anything else goes through
+//! `Builder::configure`.
+
+use std::path::PathBuf;
+
+use crd_server::ServerConfig;
+
+/// Applies `--name=value` to `config`; an unknown flag or a bad value is an error naming it.
+pub(crate) fn apply(config: &mut ServerConfig, name: &str, value: &str) -> anyhow::Result<()> {
+    let name = name.trim_start_matches('-');
+    let list = || {
+        value
+            .split(',')
+            .map(str::trim)
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let number = || {
+        value
+            .parse::<usize>()
+            .map_err(|e| anyhow::anyhow!("--{name}={value}: {e}"))
+    };
+    match name {
+        "authorization-mode" => config.authorization_modes = list(),
+        "authorization-policy-file" => {
+            config.authorization_policy_file = Some(PathBuf::from(value));
+        }
+        "anonymous-auth" => {
+            config.anonymous_auth = value
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--{name}={value}: {e}"))?;
+        }
+        "token-auth-file" => config.token_file = Some(PathBuf::from(value)),
+        "client-ca-file" => config.client_ca_file = Some(PathBuf::from(value)),
+        "api-audiences" => config.api_audiences = list(),
+        "service-account-issuer" => config.service_account.issuer = Some(value.to_string()),
+        "service-account-key-file" => config.service_account.key_files.push(value.into()),
+        "max-requests-inflight" => config.limits.max_requests_inflight = number()?,
+        "max-mutating-requests-inflight" => {
+            config.limits.max_mutating_requests_inflight = number()?;
+        }
+        "max-object-size" => config.limits.max_object_size = number()?,
+        "audit-policy-file" => config.audit.policy_file = Some(PathBuf::from(value)),
+        other => {
+            anyhow::bail!("--{other} is not a flag the harness sets; use Builder::configure for it")
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> ServerConfig {
+        crate::server::default_config(std::path::Path::new("/nonexistent"))
+    }
+
+    #[test]
+    fn flags_set_their_fields() {
+        let mut c = config();
+        for (name, value) in [
+            ("--authorization-mode", "ABAC, RBAC"),
+            ("anonymous-auth", "false"),
+            ("--max-object-size", "1024"),
+            ("--api-audiences", "a,b"),
+        ] {
+            apply(&mut c, name, value).unwrap();
+        }
+        assert_eq!(c.authorization_modes, ["ABAC", "RBAC"]);
+        assert!(!c.anonymous_auth);
+        assert_eq!(c.limits.max_object_size, 1024);
+        assert_eq!(c.api_audiences, ["a", "b"]);
+    }
+
+    #[test]
+    fn unknown_flags_and_bad_values_are_errors() {
+        let mut c = config();
+        for (name, value, message) in [
+            (
+                "--secure-port",
+                "1",
+                "--secure-port is not a flag the harness sets; use Builder::configure for it",
+            ),
+            (
+                "--anonymous-auth",
+                "no",
+                "--anonymous-auth=no: provided string was not `true` or `false`",
+            ),
+            (
+                "--max-object-size",
+                "big",
+                "--max-object-size=big: invalid digit found in string",
+            ),
+        ] {
+            assert_eq!(apply(&mut c, name, value).unwrap_err().to_string(), message);
+        }
+    }
+}
