@@ -670,6 +670,41 @@ pub const WEBHOOK_CONFIGURATION: &[Column] = &[
     AGE,
 ];
 
+/// `ValidatingAdmissionPolicy`: NAME VALIDATIONS PARAMKIND AGE.
+pub const ADMISSION_POLICY: &[Column] = &[
+    NAME,
+    text(
+        "Validations",
+        "integer",
+        "Validations indicates the number of validation rules defined in this configuration",
+        0,
+    ),
+    text(
+        "ParamKind",
+        "string",
+        "ParamKind specifies the kind of resources used to parameterize this policy",
+        0,
+    ),
+    AGE,
+];
+/// `ValidatingAdmissionPolicyBinding`: NAME POLICYNAME PARAMREF AGE.
+pub const ADMISSION_POLICY_BINDING: &[Column] = &[
+    NAME,
+    text(
+        "PolicyName",
+        "string",
+        "PolicyName indicates the policy definition which the policy binding binded to",
+        0,
+    ),
+    text(
+        "ParamRef",
+        "string",
+        "ParamRef indicates the param resource which sets the configration param",
+        0,
+    ),
+    AGE,
+];
+
 // ---------------------------------------------------------------------------------------------
 // Value helpers
 
@@ -1008,6 +1043,42 @@ impl Kind {
             | KindId::ClusterRoleBinding => crate::rbac::cells(self.id, obj, name, age, now),
             KindId::ValidatingWebhookConfiguration | KindId::MutatingWebhookConfiguration => {
                 vec![name, json!(arr(obj, "/webhooks").len()), age]
+            }
+            KindId::ValidatingAdmissionPolicy => {
+                let pk = at(obj, "/spec/paramKind");
+                let param_kind = if pk.is_object() {
+                    format!("{}/{}", s(pk, "/apiVersion"), s(pk, "/kind"))
+                } else {
+                    "<unset>".to_string()
+                };
+                vec![
+                    name,
+                    json!(arr(obj, "/spec/validations").len()),
+                    json!(param_kind),
+                    age,
+                ]
+            }
+            KindId::ValidatingAdmissionPolicyBinding => {
+                let pr = at(obj, "/spec/paramRef");
+                let param_ref = if pr.is_object() {
+                    let ns = s(pr, "/namespace");
+                    let n = s(pr, "/name");
+                    if n.is_empty() {
+                        "*/*".to_string()
+                    } else if ns.is_empty() {
+                        format!("*/{n}")
+                    } else {
+                        format!("{ns}/{n}")
+                    }
+                } else {
+                    "<unset>".to_string()
+                };
+                vec![
+                    name,
+                    json!(s(obj, "/spec/policyName")),
+                    json!(param_ref),
+                    age,
+                ]
             }
         }
     }
