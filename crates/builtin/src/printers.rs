@@ -705,6 +705,39 @@ pub const ADMISSION_POLICY_BINDING: &[Column] = &[
     AGE,
 ];
 
+/// A `LabelSelector` as its generated Go `String()` prints it (match labels only; expressions
+/// are listed by key and operator).
+fn go_label_selector(sel: &Value) -> String {
+    let labels: Vec<String> = at(sel, "/matchLabels")
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}: {},", v.as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    let exprs: Vec<String> = arr(sel, "/matchExpressions")
+        .iter()
+        .map(|e| {
+            format!(
+                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
+                s(e, "/key"),
+                s(e, "/operator"),
+                arr(e, "/values")
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        })
+        .collect();
+    format!(
+        "&LabelSelector{{MatchLabels:map[string]string{{{}}},MatchExpressions:[]LabelSelectorRequirement{{{}}},}}",
+        labels.join(""),
+        exprs.join("")
+    )
+}
+
 // ---------------------------------------------------------------------------------------------
 // Value helpers
 
@@ -1060,16 +1093,14 @@ impl Kind {
             }
             KindId::ValidatingAdmissionPolicyBinding => {
                 let pr = at(obj, "/spec/paramRef");
-                let param_ref = if pr.is_object() {
-                    let ns = s(pr, "/namespace");
-                    let n = s(pr, "/name");
-                    if n.is_empty() {
-                        "*/*".to_string()
-                    } else if ns.is_empty() {
-                        format!("*/{n}")
-                    } else {
-                        format!("{ns}/{n}")
-                    }
+                let (ns, n) = (s(pr, "/namespace"), s(pr, "/name"));
+                let param_ref = if !n.is_empty() && !ns.is_empty() {
+                    format!("{ns}/{n}")
+                } else if !n.is_empty() {
+                    // Upstream cannot tell whether the param is cluster-scoped.
+                    format!("*/{n}")
+                } else if at(pr, "/selector").is_object() {
+                    go_label_selector(at(pr, "/selector"))
                 } else {
                     "<unset>".to_string()
                 };

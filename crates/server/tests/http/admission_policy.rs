@@ -1,5 +1,5 @@
 //! `ValidatingAdmissionPolicy` end to end: policies and bindings created through the API, a
-//! param ConfigMap, and each validation action (`Deny`, `Warn`, `Audit`). Each test first waits
+//! param `ConfigMap`, and each validation action (`Deny`, `Warn`, `Audit`). Each test first waits
 //! until its binding is in effect (a dry-run create is refused or warned), since policies reach
 //! the dispatcher through an informer.
 
@@ -16,7 +16,7 @@ fn cm(name: &str, data: &Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
 }
 
-/// A policy on ConfigMap creates and updates: no key named `forbidden`, and no more keys than
+/// A policy on `ConfigMap` creates and updates: no key named `forbidden`, and no more keys than
 /// the param's `max`.
 fn policy(name: &str, extra: &Value) -> Value {
     let mut p = json!({
@@ -67,7 +67,7 @@ async fn create(api: &Api<'_>, path: &str, body: Value) {
     assert_eq!(r.status, 201, "{}", r.text);
 }
 
-/// Waits until a dry-run create of a ConfigMap with a `forbidden` key is no longer a plain
+/// Waits until a dry-run create of a `ConfigMap` with a `forbidden` key is no longer a plain
 /// success without warnings.
 async fn until_in_effect(api: &Api<'_>) {
     eventually("the policy binding is in effect", || async {

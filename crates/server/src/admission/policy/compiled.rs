@@ -48,7 +48,7 @@ fn named_rules(v: Option<&Value>) -> Vec<(Rule, Vec<String>)> {
 fn selector(v: Option<&Value>) -> Result<Selector, String> {
     match v.filter(|v| !v.is_null()) {
         None => Ok(Selector::everything()),
-        Some(v) => Selector::from_label_selector_json(v).map_err(|e| e.to_string()),
+        Some(v) => Selector::from_label_selector_json(v).map_err(|e| e.clone()),
     }
 }
 

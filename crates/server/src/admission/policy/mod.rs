@@ -225,22 +225,26 @@ impl Policies {
         };
         for hook in hooks.iter() {
             let policy = &hook.policy;
-            let ns = match &namespace {
-                Some(ns) => ns.clone(),
-                None => {
-                    let ns = self.namespace_object(&target, obj).await?;
-                    namespace = Some(ns.clone());
-                    ns
+            match matches(&policy.constraints, &target, &attrs.name, obj, old) {
+                Ok(false) => continue,
+                Ok(true) => {}
+                Err(e) => {
+                    if !policy.fail_open {
+                        deny(
+                            policy,
+                            None,
+                            format!("failed to configure policy: {e}"),
+                            String::new(),
+                        );
+                    }
+                    continue;
                 }
-            };
-            match matches(
-                &policy.constraints,
-                &target,
-                &attrs.name,
-                ns.as_ref(),
-                obj,
-                old,
-            ) {
+            }
+            if namespace.is_none() {
+                namespace = Some(self.namespace_object(&target, obj).await?);
+            }
+            let ns = namespace.as_ref().and_then(Option::as_ref);
+            match namespace_selected(&policy.constraints, &target, ns) {
                 Ok(false) => continue,
                 Ok(true) => {}
                 Err(e) => {
@@ -265,7 +269,8 @@ impl Policies {
             for binding in &hook.bindings {
                 let bound = match &binding.match_resources {
                     None => Ok(true),
-                    Some(m) => matches(m, &target, &attrs.name, ns.as_ref(), obj, old),
+                    Some(m) => matches(m, &target, &attrs.name, obj, old)
+                        .and_then(|yes| Ok(yes && namespace_selected(m, &target, ns)?)),
                 };
                 match bound {
                     Ok(true) => {}
@@ -299,7 +304,7 @@ impl Policies {
                 let ns_object = if attrs.namespace.is_empty() || is_namespace_request(attrs) {
                     Value::Null
                 } else {
-                    ns.clone().unwrap_or(Value::Null)
+                    ns.cloned().unwrap_or(Value::Null)
                 };
                 for param in &params {
                     let vars = Vars {
@@ -493,28 +498,16 @@ fn is_namespace_request(attrs: &Attributes<'_>) -> bool {
     attrs.request.group.is_empty() && attrs.request.resource == "namespaces"
 }
 
-/// `Matches` of `policy/generic/matching`: namespace and object selectors, excluded rules,
-/// then resource rules (an empty list does not constrain a binding's match resources).
-/// `Err` is a configuration error (a selector that does not parse).
+/// `Matches` of `policy/generic/matching` but the namespace selector: the object selector,
+/// excluded rules, then resource rules (an empty list does not constrain a binding's match
+/// resources). `Err` is a configuration error (a selector that does not parse).
 fn matches(
     m: &MatchResources,
     target: &Target<'_>,
     name: &str,
-    namespace: Option<&Value>,
     obj: Option<&Value>,
     old: Option<&Value>,
 ) -> Result<bool, String> {
-    let ns_sel = m.namespace_selector.as_ref().map_err(Clone::clone)?;
-    if !ns_sel.is_empty()
-        && matching::namespace_selector_applies(target)
-        && !ns_sel.matches_json(namespace.and_then(|n| n.pointer("/metadata/labels")))
-    {
-        return Ok(false);
-    }
-    let obj_sel = m.object_selector.as_ref().map_err(Clone::clone)?;
-    if !matching::object_selector_matches(obj_sel, obj, old) {
-        return Ok(false);
-    }
     let rule_matches = |(rule, names): &(matching::Rule, Vec<String>)| {
         matching::rule_matches(rule, target)
             && (names.is_empty() || names.iter().any(|n| n == name))
@@ -522,7 +515,23 @@ fn matches(
     if m.exclude.iter().any(rule_matches) {
         return Ok(false);
     }
-    Ok(m.rules.is_empty() || m.rules.iter().any(rule_matches))
+    if !(m.rules.is_empty() || m.rules.iter().any(rule_matches)) {
+        return Ok(false);
+    }
+    let obj_sel = m.object_selector.as_ref().map_err(Clone::clone)?;
+    Ok(matching::object_selector_matches(obj_sel, obj, old))
+}
+
+/// The namespace selector of match resources, on the request's namespace object.
+fn namespace_selected(
+    m: &MatchResources,
+    target: &Target<'_>,
+    namespace: Option<&Value>,
+) -> Result<bool, String> {
+    let sel = m.namespace_selector.as_ref().map_err(Clone::clone)?;
+    Ok(sel.is_empty()
+        || !matching::namespace_selector_applies(target)
+        || sel.matches_json(namespace.and_then(|n| n.pointer("/metadata/labels"))))
 }
 
 /// The variables one evaluation binds.
