@@ -727,3 +727,154 @@ fn denial(
     }
     status
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target<'a>(op: &'a str, resource: &'a str, sub: &'a str, ns: &'a str) -> Target<'a> {
+        Target {
+            operation: op,
+            group: "",
+            version: "v1",
+            resource,
+            subresource: sub,
+            namespace: ns,
+        }
+    }
+
+    #[test]
+    fn match_resources_decide_as_upstream() {
+        let cm = json!({"metadata": {"name": "a", "labels": {"team": "x"}}});
+        let rules = json!([{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]);
+        // (match resources, target, object name, matched)
+        let cases = [
+            (
+                json!({"resourceRules": rules}),
+                target("CREATE", "configmaps", "", "d"),
+                "a",
+                true,
+            ),
+            (
+                json!({"resourceRules": rules}),
+                target("UPDATE", "configmaps", "", "d"),
+                "a",
+                false,
+            ),
+            (
+                json!({"resourceRules": rules}),
+                target("CREATE", "secrets", "", "d"),
+                "a",
+                false,
+            ),
+            // An empty rule list does not constrain (a binding's match resources).
+            (json!({}), target("CREATE", "secrets", "", "d"), "a", true),
+            (
+                json!({"resourceRules": rules, "excludeResourceRules": [{"operations": ["*"], "apiGroups": [""], "apiVersions": ["*"], "resources": ["configmaps"], "resourceNames": ["a"]}]}),
+                target("CREATE", "configmaps", "", "d"),
+                "a",
+                false,
+            ),
+            (
+                json!({"resourceRules": [{"operations": ["*"], "apiGroups": [""], "apiVersions": ["*"], "resources": ["configmaps"], "resourceNames": ["b"]}]}),
+                target("CREATE", "configmaps", "", "d"),
+                "a",
+                false,
+            ),
+            (
+                json!({"resourceRules": rules, "objectSelector": {"matchLabels": {"team": "x"}}}),
+                target("CREATE", "configmaps", "", "d"),
+                "a",
+                true,
+            ),
+            (
+                json!({"resourceRules": rules, "objectSelector": {"matchLabels": {"team": "y"}}}),
+                target("CREATE", "configmaps", "", "d"),
+                "a",
+                false,
+            ),
+        ];
+        for (m, t, name, want) in cases {
+            let got = matches(&MatchResources::from_json(&m), &t, name, Some(&cm), None);
+            assert_eq!(got, Ok(want), "{m} {t:?}");
+        }
+        let m = MatchResources::from_json(
+            &json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}}),
+        );
+        let prod = json!({"metadata": {"labels": {"env": "prod"}}});
+        let dev = json!({"metadata": {"labels": {"env": "dev"}}});
+        let t = target("CREATE", "configmaps", "", "d");
+        assert_eq!(namespace_selected(&m, &t, Some(&prod)), Ok(true));
+        assert_eq!(namespace_selected(&m, &t, Some(&dev)), Ok(false));
+        // Cluster-scoped requests other than namespaces are not subject to it.
+        let cluster = target("CREATE", "persistentvolumes", "", "");
+        assert_eq!(namespace_selected(&m, &cluster, None), Ok(true));
+    }
+
+    #[test]
+    fn evaluation_messages_and_failure_policy() {
+        let policy = |fail: &str, validations: Value| {
+            Policy::build(&json!({"metadata": {"name": "p"}, "spec": {
+                "failurePolicy": fail,
+                "variables": [{"name": "n", "expression": "object.data.size()"}],
+                "validations": validations,
+            }}))
+        };
+        let obj = json!({"data": {"a": "1", "b": "2"}});
+        let params = json!({"data": {"max": "1"}});
+        let vars = Vars {
+            object: &obj,
+            old: &Value::Null,
+            request: &Value::Null,
+            params: &params,
+            namespace: &Value::Null,
+        };
+        // (failure policy, validations, denial messages and reasons)
+        let cases = [
+            ("Fail", json!([{"expression": "variables.n < 5"}]), vec![]),
+            (
+                "Fail",
+                json!([{"expression": "variables.n <= int(params.data.max)"}]),
+                vec![("failed expression: variables.n <= int(params.data.max)", "")],
+            ),
+            (
+                "Fail",
+                json!([{"expression": "variables.n < 1", "message": "too big", "reason": "Forbidden"}]),
+                vec![("too big", "Forbidden")],
+            ),
+            (
+                "Fail",
+                json!([{"expression": "variables.n < 1", "message": "m", "messageExpression": "'n=' + string(variables.n)"}]),
+                vec![("n=2", "")],
+            ),
+            // A messageExpression that fails falls back to the message.
+            (
+                "Fail",
+                json!([{"expression": "variables.n < 1", "message": "m", "messageExpression": "object.missing"}]),
+                vec![("m", "")],
+            ),
+            (
+                "Fail",
+                json!([{"expression": "object.missing == 1"}]),
+                vec![(
+                    "expression 'object.missing == 1' resulted in error: no such key: missing",
+                    "",
+                )],
+            ),
+            (
+                "Ignore",
+                json!([{"expression": "object.missing == 1"}]),
+                vec![],
+            ),
+        ];
+        for (fail, validations, want) in cases {
+            let out = evaluate(&policy(fail, validations.clone()), &vars);
+            let got: Vec<(&str, &str)> = out
+                .denials
+                .iter()
+                .map(|d| (d.message.as_str(), d.reason.as_str()))
+                .collect();
+            assert_eq!(got, want, "{fail} {validations}");
+        }
+    }
+}
