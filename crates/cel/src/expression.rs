@@ -21,6 +21,31 @@ pub struct Expression {
     program: Program,
 }
 
+/// Variables converted once to CEL values, shared by several evaluations (an admission
+/// policy's conditions, variables and validations see the same object).
+#[derive(Clone, Debug, Default)]
+pub struct Bindings {
+    vars: Vec<(&'static str, Value)>,
+}
+
+impl Bindings {
+    /// Binds each variable to a JSON value (`null` for an absent one).
+    pub fn new(vars: &[(&'static str, &Json)]) -> Self {
+        Bindings {
+            vars: vars.iter().map(|(n, v)| (*n, to_dyn(v))).collect(),
+        }
+    }
+
+    /// Binds (or rebinds) one variable.
+    pub fn set(&mut self, name: &'static str, value: &Json) {
+        let v = to_dyn(value);
+        match self.vars.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = v,
+            None => self.vars.push((name, v)),
+        }
+    }
+}
+
 /// Why an evaluation failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ExpressionError {
@@ -96,6 +121,28 @@ impl Expression {
         let bound: Vec<(&str, Value)> = vars.iter().map(|(n, v)| (*n, to_dyn(v))).collect();
         match run(&self.program, &bound, cost_limit).0 {
             Ok(v) => Ok(from_cel(&v)),
+            Err(EvalError::CostLimit) => Err(ExpressionError::CostLimit),
+            Err(EvalError::Runtime(e)) => Err(ExpressionError::Runtime(e)),
+        }
+    }
+
+    /// Evaluates to a bool with pre-converted [`Bindings`], under `cost_limit`.
+    pub fn eval_bool_with(&self, b: &Bindings, cost_limit: i64) -> Result<bool, ExpressionError> {
+        match self.eval_cel(b, cost_limit)? {
+            Value::Bool(v) => Ok(v),
+            _ => Err(ExpressionError::NotBool),
+        }
+    }
+
+    /// Evaluates to JSON with pre-converted [`Bindings`], under `cost_limit`.
+    pub fn eval_with(&self, b: &Bindings, cost_limit: i64) -> Result<Json, ExpressionError> {
+        self.eval_cel(b, cost_limit).map(|v| from_cel(&v))
+    }
+
+    fn eval_cel(&self, b: &Bindings, cost_limit: i64) -> Result<Value, ExpressionError> {
+        let bound: Vec<(&str, Value)> = b.vars.iter().map(|(n, v)| (*n, v.clone())).collect();
+        match run(&self.program, &bound, cost_limit).0 {
+            Ok(v) => Ok(v),
             Err(EvalError::CostLimit) => Err(ExpressionError::CostLimit),
             Err(EvalError::Runtime(e)) => Err(ExpressionError::Runtime(e)),
         }

@@ -53,6 +53,13 @@ fn selector(v: Option<&Value>) -> Result<Selector, String> {
 }
 
 impl MatchResources {
+    /// Whether the namespace selector needs the request's namespace object.
+    pub fn selects_namespaces(&self) -> bool {
+        self.namespace_selector
+            .as_ref()
+            .map_or(true, |s| !s.is_empty())
+    }
+
     /// Reads match resources from their JSON.
     pub fn from_json(v: &Value) -> Self {
         MatchResources {
@@ -98,6 +105,11 @@ pub struct Policy {
     pub validations: Vec<Validation>,
     /// `auditAnnotations` (key, valueExpression).
     pub audit_annotations: Vec<(String, Result<Expression, String>)>,
+    /// Whether an expression may read `namespaceObject` (else the namespace is read only for
+    /// a namespace selector).
+    pub uses_namespace_object: bool,
+    /// Whether an expression may read `request` (else it is not built).
+    pub uses_request: bool,
 }
 
 fn s<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -136,6 +148,8 @@ impl Policy {
             .filter(|p| p.is_object())
             .map(|p| (s(p, "apiVersion").to_string(), s(p, "kind").to_string()));
         Policy {
+            uses_namespace_object: spec.to_string().contains("namespaceObject"),
+            uses_request: spec.to_string().contains("request"),
             name: obj
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)

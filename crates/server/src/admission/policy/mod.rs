@@ -240,7 +240,14 @@ impl Policies {
                     continue;
                 }
             }
-            if namespace.is_none() {
+            let needs_namespace = policy.uses_namespace_object
+                || policy.constraints.selects_namespaces()
+                || hook.bindings.iter().any(|b| {
+                    b.match_resources
+                        .as_ref()
+                        .is_some_and(MatchResources::selects_namespaces)
+                });
+            if needs_namespace && namespace.is_none() {
                 namespace = Some(self.namespace_object(&target, obj).await?);
             }
             let ns = namespace.as_ref().and_then(Option::as_ref);
@@ -259,12 +266,16 @@ impl Policies {
                     continue;
                 }
             }
-            let request = request.get_or_insert_with(|| {
-                super::webhook::review::request("v1", "", attrs, req, obj, old)
-                    .get("request")
-                    .cloned()
-                    .unwrap_or(Value::Null)
-            });
+            let request: &Value = if policy.uses_request {
+                request.get_or_insert_with(|| {
+                    super::webhook::review::request("v1", "", attrs, req, obj, old)
+                        .get("request")
+                        .cloned()
+                        .unwrap_or(Value::Null)
+                })
+            } else {
+                &Value::Null
+            };
             let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
             for binding in &hook.bindings {
                 let bound = match &binding.match_resources {
@@ -543,19 +554,18 @@ struct Vars<'a> {
     namespace: &'a Value,
 }
 
-/// `authorizer` is declared but bound to null: an expression calling it fails.
-static NULL: Value = Value::Null;
-
-fn bind<'a>(v: &Vars<'a>, variables: &'a Value) -> [(&'static str, &'a Value); 7] {
-    [
+/// Binds the policy variables (`authorizer` is declared but bound to null: an expression
+/// calling it fails).
+fn bind(v: &Vars<'_>, variables: &Value) -> crd_cel::Bindings {
+    crd_cel::Bindings::new(&[
         ("object", v.object),
         ("oldObject", v.old),
         ("request", v.request),
         ("params", v.params),
         ("namespaceObject", v.namespace),
         ("variables", variables),
-        ("authorizer", &NULL),
-    ]
+        ("authorizer", &Value::Null),
+    ])
 }
 
 fn error_text(e: &ExpressionError) -> String {
@@ -581,13 +591,12 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
         }
     };
     // Match conditions: all must be true; errors decide by the failure policy.
-    let none = Value::Object(serde_json::Map::new());
-    let bound = bind(v, &none);
+    let mut bound = bind(v, &Value::Object(serde_json::Map::new()));
     let mut condition_error = None;
     for (name, expr) in &policy.match_conditions {
         let r = match expr {
             Ok(e) => e
-                .eval_bool(&bound, PER_CALL_COST_LIMIT)
+                .eval_bool_with(&bound, PER_CALL_COST_LIMIT)
                 .map_err(|e| error_text(&e)),
             Err(e) => Err(format!("compilation failed: {e}")),
         };
@@ -606,20 +615,19 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
     }
     // Variables, in order; each sees the ones before it.
     for (name, expr) in &policy.variables {
-        let so_far = Value::Object(variables.clone());
-        let bound = bind(v, &so_far);
         let value = match expr {
-            Ok(e) => e.eval(&bound, PER_CALL_COST_LIMIT).unwrap_or(Value::Null),
+            Ok(e) => e
+                .eval_with(&bound, PER_CALL_COST_LIMIT)
+                .unwrap_or(Value::Null),
             Err(_) => Value::Null,
         };
         variables.insert(name.clone(), value);
+        bound.set("variables", &Value::Object(variables.clone()));
     }
-    let all = Value::Object(variables);
-    let bound = bind(v, &all);
     for (i, val) in policy.validations.iter().enumerate() {
         let result = match &val.expression {
             Ok(e) => e
-                .eval_bool(&bound, PER_CALL_COST_LIMIT)
+                .eval_bool_with(&bound, PER_CALL_COST_LIMIT)
                 .map_err(|e| error_text(&e)),
             Err(e) => Err(format!("compilation failed: {e}")),
         };
@@ -629,7 +637,7 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
                 let from_expression = val.message_expression.as_ref().and_then(|me| {
                     me.as_ref()
                         .ok()?
-                        .eval(&bound, PER_CALL_COST_LIMIT)
+                        .eval_with(&bound, PER_CALL_COST_LIMIT)
                         .ok()?
                         .as_str()
                         .map(str::trim)
@@ -659,7 +667,7 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
     for (key, expr) in &policy.audit_annotations {
         let r = match expr {
             Ok(e) => e
-                .eval(&bound, PER_CALL_COST_LIMIT)
+                .eval_with(&bound, PER_CALL_COST_LIMIT)
                 .map_err(|e| error_text(&e)),
             Err(e) => Err(format!("compilation failed: {e}")),
         };
