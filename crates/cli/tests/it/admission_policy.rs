@@ -1,6 +1,6 @@
 //! kubectl and a `ValidatingAdmissionPolicy` with a param `ConfigMap`, as a user meets them: the
-//! policy, binding and param applied with kubectl, listed with their printer columns, and the
-//! denial kubectl prints.
+//! policy, binding and param applied with kubectl, listed with their printer columns, the denial
+//! kubectl prints, and the warning once the binding warns instead.
 
 use crate::support::{TestServer, eventually};
 
@@ -124,5 +124,44 @@ fn kubectl_prints_a_policy_denial() {
     assert_eq!(
         server.kubectl_ok(&["create", "configmap", "one-key", "--from-literal=a=1"]),
         "configmap/one-key created\n"
+    );
+
+    // With `Warn`, the request succeeds and kubectl prints the warning.
+    server.kubectl_ok(&[
+        "patch",
+        "validatingadmissionpolicybinding",
+        "max-keys-default",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"validationActions":["Warn","Audit"]}}"#,
+    ]);
+    let mut attempt = 0;
+    eventually("the policy warns", || {
+        attempt += 1;
+        let out = server.kubectl(&[
+            "create",
+            "configmap",
+            &format!("warn-probe-{attempt}"),
+            "--from-literal=a=1",
+            "--from-literal=b=2",
+            "--dry-run=server",
+        ]);
+        out.status.success()
+    });
+    let out = server.kubectl(&[
+        "create",
+        "configmap",
+        "warned",
+        "--from-literal=a=1",
+        "--from-literal=b=2",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "configmap/warned created\n"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "Warning: Validation failed for ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys-default': at most 1 keys\n"
     );
 }
