@@ -320,3 +320,71 @@ async fn invalid_policies_and_bindings_are_refused() {
         "*"
     );
 }
+
+#[tokio::test]
+async fn equivalent_match_policy_sees_the_matched_version() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let group = "vap.example.com";
+    let mut crd = crate::support::crd_json(group, "gadgets", "Gadget", "Namespaced");
+    let v1beta1 = json!({"name": "v1beta1", "served": true, "storage": false,
+        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}});
+    crd["spec"]["versions"]
+        .as_array_mut()
+        .unwrap()
+        .push(v1beta1);
+    api.create_crd(crd).await;
+    let policy = |name: &str, match_policy: &str| {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "matchConstraints": {"matchPolicy": match_policy, "resourceRules": [{
+                    "operations": ["CREATE"], "apiGroups": [group], "apiVersions": ["v1beta1"],
+                    "resources": ["gadgets"],
+                }]},
+                "validations": [{
+                    "expression": "object.apiVersion == 'vap.example.com/v1beta1' && request.kind.version == 'v1beta1' && object.spec.size < 5",
+                    "message": format!("{name}: too big"),
+                }],
+            },
+        })
+    };
+    let bind = |name: &str| {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]},
+        })
+    };
+    create(&api, VAP, policy("equivalent", "Equivalent")).await;
+    create(&api, VAP, policy("exact", "Exact")).await;
+    create(&api, VAPB, bind("equivalent")).await;
+    create(&api, VAPB, bind("exact")).await;
+    let base = format!("/apis/{group}/v1/namespaces/default/gadgets");
+    let gadget = |name: &str, size: i64| {
+        json!({"apiVersion": format!("{group}/v1"), "kind": "Gadget",
+               "metadata": {"name": name}, "spec": {"size": size}})
+    };
+    eventually("the policy denies", || async {
+        api.post(&format!("{base}?dryRun=All"), gadget("probe", 10))
+            .await
+            .status
+            == 422
+    })
+    .await;
+    // A v1 request matches the v1beta1 rule through Equivalent only, and the policy sees the
+    // object and the request at v1beta1.
+    let r = api.post(&base, gadget("big", 10)).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        format!(
+            "gadgets.{group} \"big\" is forbidden: ValidatingAdmissionPolicy 'equivalent' with binding 'equivalent' denied request: equivalent: too big"
+        )
+    );
+    let r = api.post(&base, gadget("small", 1)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+}

@@ -21,6 +21,8 @@ pub struct MatchResources {
     pub namespace_selector: Result<Selector, String>,
     /// `objectSelector`.
     pub object_selector: Result<Selector, String>,
+    /// `matchPolicy: Equivalent` (the default).
+    pub equivalent: bool,
 }
 
 fn named_rules(v: Option<&Value>) -> Vec<(Rule, Vec<String>)> {
@@ -67,6 +69,7 @@ impl MatchResources {
             exclude: named_rules(v.get("excludeResourceRules")),
             namespace_selector: selector(v.get("namespaceSelector")),
             object_selector: selector(v.get("objectSelector")),
+            equivalent: v.get("matchPolicy").and_then(Value::as_str) != Some("Exact"),
         }
     }
 }

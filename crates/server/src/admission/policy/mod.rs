@@ -225,9 +225,10 @@ impl Policies {
         };
         for hook in hooks.iter() {
             let policy = &hook.policy;
-            match matches(&policy.constraints, &target, &attrs.name, obj, old) {
-                Ok(false) => continue,
-                Ok(true) => {}
+            let matched = match self.matched_version(&policy.constraints, &target, attrs, obj, old)
+            {
+                Ok(None) => continue,
+                Ok(Some(v)) => v,
                 Err(e) => {
                     if !policy.fail_open {
                         deny(
@@ -239,7 +240,7 @@ impl Policies {
                     }
                     continue;
                 }
-            }
+            };
             let needs_namespace = policy.uses_namespace_object
                 || policy.constraints.selects_namespaces()
                 || hook.bindings.iter().any(|b| {
@@ -266,15 +267,34 @@ impl Policies {
                     continue;
                 }
             }
-            let request: &Value = if policy.uses_request {
-                request.get_or_insert_with(|| {
-                    super::webhook::review::request("v1", "", attrs, req, obj, old)
-                        .get("request")
-                        .cloned()
-                        .unwrap_or(Value::Null)
-                })
+            // `matchPolicy: Equivalent` matched another version: the policy sees the object
+            // converted to it.
+            let converted = if matched == *req {
+                None
             } else {
+                Some((
+                    super::webhook::convert(&self.registry, obj, &matched).await?,
+                    super::webhook::convert(&self.registry, old, &matched).await?,
+                ))
+            };
+            let (obj, old) = match &converted {
+                None => (obj, old),
+                Some((o, p)) => (o.as_ref(), p.as_ref()),
+            };
+            let build = || {
+                super::webhook::review::request("v1", "", attrs, &matched, obj, old)
+                    .get("request")
+                    .cloned()
+                    .unwrap_or(Value::Null)
+            };
+            let own_request;
+            let request: &Value = if !policy.uses_request {
                 &Value::Null
+            } else if converted.is_none() {
+                request.get_or_insert_with(build)
+            } else {
+                own_request = build();
+                &own_request
             };
             let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
             for binding in &hook.bindings {
@@ -368,6 +388,35 @@ impl Policies {
             return Ok(());
         };
         Err(denial(attrs, &policy, binding.as_deref(), &message, &reason).into())
+    }
+
+    /// The version a policy's constraints match the request at: its own, else (with
+    /// `matchPolicy: Equivalent`) another served version of the same custom resource; `None`
+    /// when they do not match.
+    fn matched_version(
+        &self,
+        m: &MatchResources,
+        target: &Target<'_>,
+        attrs: &Attributes<'_>,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<Option<super::Versioned>, String> {
+        if matches(m, target, &attrs.name, obj, old)? {
+            return Ok(Some(attrs.request.clone()));
+        }
+        if !m.equivalent {
+            return Ok(None);
+        }
+        for v in super::webhook::equivalents(&self.registry, &attrs.request) {
+            let t = Target {
+                version: &v.version,
+                ..*target
+            };
+            if matches(m, &t, &attrs.name, obj, old)? {
+                return Ok(Some(v));
+            }
+        }
+        Ok(None)
     }
 
     /// The namespace object the selector and `namespaceObject` see.
