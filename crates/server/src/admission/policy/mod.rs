@@ -662,22 +662,38 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
         error(&mut out, 0, e);
         return out;
     }
-    // Variables, in order; each sees the ones before it.
+    // Variables, in order; each sees the ones before it. A variable that fails is left out, so
+    // an expression reaching it fails with the variable's error (upstream evaluates them
+    // lazily, with the same outcome).
+    let mut failed: Vec<(String, String)> = Vec::new();
     for (name, expr) in &policy.variables {
         let value = match expr {
             Ok(e) => e
                 .eval_with(&bound, PER_CALL_COST_LIMIT)
-                .unwrap_or(Value::Null),
-            Err(_) => Value::Null,
+                .map_err(|e| error_text(&e)),
+            Err(e) => Err(format!(
+                "composited variable \"{name}\" fails to compile: {e}"
+            )),
         };
-        variables.insert(name.clone(), value);
-        bound.set("variables", &Value::Object(variables.clone()));
+        match value {
+            Ok(v) => {
+                variables.insert(name.clone(), v);
+                bound.set("variables", &Value::Object(variables.clone()));
+            }
+            Err(e) => failed.push((format!("no such key: {name}"), e)),
+        }
     }
+    let through_variables = |e: String| -> String {
+        failed
+            .iter()
+            .find(|(missing, _)| *missing == e)
+            .map_or(e, |(_, cause)| cause.clone())
+    };
     for (i, val) in policy.validations.iter().enumerate() {
         let result = match &val.expression {
             Ok(e) => e
                 .eval_bool_with(&bound, PER_CALL_COST_LIMIT)
-                .map_err(|e| error_text(&e)),
+                .map_err(|e| through_variables(error_text(&e))),
             Err(e) => Err(format!("compilation failed: {e}")),
         };
         match result {
@@ -717,7 +733,7 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
         let r = match expr {
             Ok(e) => e
                 .eval_with(&bound, PER_CALL_COST_LIMIT)
-                .map_err(|e| error_text(&e)),
+                .map_err(|e| through_variables(error_text(&e))),
             Err(e) => Err(format!("compilation failed: {e}")),
         };
         match r {
@@ -873,7 +889,10 @@ mod tests {
         let policy = |fail: &str, validations: Value| {
             Policy::build(&json!({"metadata": {"name": "p"}, "spec": {
                 "failurePolicy": fail,
-                "variables": [{"name": "n", "expression": "object.data.size()"}],
+                "variables": [
+                    {"name": "n", "expression": "object.data.size()"},
+                    {"name": "bad", "expression": "object.missing"},
+                ],
                 "validations": validations,
             }}))
         };
@@ -922,6 +941,15 @@ mod tests {
                 "Ignore",
                 json!([{"expression": "object.missing == 1"}]),
                 vec![],
+            ),
+            // A failing variable fails the expressions that reach it, with its own error.
+            (
+                "Fail",
+                json!([{"expression": "variables.bad == 1"}, {"expression": "true || variables.bad == 1"}]),
+                vec![(
+                    "expression 'variables.bad == 1' resulted in error: no such key: missing",
+                    "",
+                )],
             ),
         ];
         for (fail, validations, want) in cases {
