@@ -167,6 +167,8 @@ fn generate() -> Value {
     generator.subschema_for::<api::rbac::v1::ClusterRoleBinding>();
     generator.subschema_for::<api::admissionregistration::v1::ValidatingWebhookConfiguration>();
     generator.subschema_for::<api::admissionregistration::v1::MutatingWebhookConfiguration>();
+    generator.subschema_for::<api::admissionregistration::v1::ValidatingAdmissionPolicy>();
+    generator.subschema_for::<api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>();
     let mut defs = generator.take_definitions(true);
 
     // k8s-openapi requires `metadata` on resources because its Rust field is not optional;

@@ -28,6 +28,7 @@
 //!
 //! Architecture Invariant: this crate does no IO and knows no HTTP, async runtime or storage.
 
+pub mod admissionpolicy;
 pub mod admissionregistration;
 pub mod events;
 pub mod fields;
@@ -70,6 +71,8 @@ pub enum KindId {
     ClusterRoleBinding,
     ValidatingWebhookConfiguration,
     MutatingWebhookConfiguration,
+    ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
 }
 
 /// The paths of a `/scale` subresource, as a CRD's `subresources.scale` names them.
@@ -302,6 +305,18 @@ pub static KINDS: &[Kind] = &[
         status: false, scale: None, key: "/registry/mutatingwebhookconfigurations",
         def: "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
         gen: NonMetadata, columns: printers::WEBHOOK_CONFIGURATION, fields: [], stored_as: None),
+    kind!(ValidatingAdmissionPolicy, "admissionregistration.k8s.io", "v1",
+        "ValidatingAdmissionPolicy", "validatingadmissionpolicies",
+        "validatingadmissionpolicy", short: [], cat: ["api-extensions"], Cluster,
+        status: true, scale: None, key: "/registry/validatingadmissionpolicies",
+        def: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+        gen: Spec, columns: printers::ADMISSION_POLICY, fields: [], stored_as: None),
+    kind!(ValidatingAdmissionPolicyBinding, "admissionregistration.k8s.io", "v1",
+        "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings",
+        "validatingadmissionpolicybinding", short: [], cat: ["api-extensions"], Cluster,
+        status: false, scale: None, key: "/registry/validatingadmissionpolicybindings",
+        def: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+        gen: Spec, columns: printers::ADMISSION_POLICY_BINDING, fields: [], stored_as: None),
 ];
 
 /// The kind served at `group`/`plural` (any version here is `v1`).
@@ -446,6 +461,8 @@ mod tests {
             KindId::ClusterRoleBinding,
             KindId::ValidatingWebhookConfiguration,
             KindId::MutatingWebhookConfiguration,
+            KindId::ValidatingAdmissionPolicy,
+            KindId::ValidatingAdmissionPolicyBinding,
         ];
         assert_eq!(KINDS.len(), ids.len());
         for id in ids {

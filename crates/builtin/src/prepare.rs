@@ -394,6 +394,10 @@ impl Kind {
             KindId::MutatingWebhookConfiguration => {
                 crate::admissionregistration::apply_defaults(obj, true);
             }
+            KindId::ValidatingAdmissionPolicy => crate::admissionpolicy::apply_defaults(obj, false),
+            KindId::ValidatingAdmissionPolicyBinding => {
+                crate::admissionpolicy::apply_defaults(obj, true);
+            }
         }
     }
 

@@ -670,6 +670,74 @@ pub const WEBHOOK_CONFIGURATION: &[Column] = &[
     AGE,
 ];
 
+/// `ValidatingAdmissionPolicy`: NAME VALIDATIONS PARAMKIND AGE.
+pub const ADMISSION_POLICY: &[Column] = &[
+    NAME,
+    text(
+        "Validations",
+        "integer",
+        "Validations indicates the number of validation rules defined in this configuration",
+        0,
+    ),
+    text(
+        "ParamKind",
+        "string",
+        "ParamKind specifies the kind of resources used to parameterize this policy",
+        0,
+    ),
+    AGE,
+];
+/// `ValidatingAdmissionPolicyBinding`: NAME POLICYNAME PARAMREF AGE.
+pub const ADMISSION_POLICY_BINDING: &[Column] = &[
+    NAME,
+    text(
+        "PolicyName",
+        "string",
+        "PolicyName indicates the policy definition which the policy binding binded to",
+        0,
+    ),
+    text(
+        "ParamRef",
+        "string",
+        "ParamRef indicates the param resource which sets the configration param",
+        0,
+    ),
+    AGE,
+];
+
+/// A `LabelSelector` as its generated Go `String()` prints it (match labels only; expressions
+/// are listed by key and operator).
+fn go_label_selector(sel: &Value) -> String {
+    let labels: Vec<String> = at(sel, "/matchLabels")
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}: {},", v.as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    let exprs: Vec<String> = arr(sel, "/matchExpressions")
+        .iter()
+        .map(|e| {
+            format!(
+                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
+                s(e, "/key"),
+                s(e, "/operator"),
+                arr(e, "/values")
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        })
+        .collect();
+    format!(
+        "&LabelSelector{{MatchLabels:map[string]string{{{}}},MatchExpressions:[]LabelSelectorRequirement{{{}}},}}",
+        labels.join(""),
+        exprs.join("")
+    )
+}
+
 // ---------------------------------------------------------------------------------------------
 // Value helpers
 
@@ -1008,6 +1076,40 @@ impl Kind {
             | KindId::ClusterRoleBinding => crate::rbac::cells(self.id, obj, name, age, now),
             KindId::ValidatingWebhookConfiguration | KindId::MutatingWebhookConfiguration => {
                 vec![name, json!(arr(obj, "/webhooks").len()), age]
+            }
+            KindId::ValidatingAdmissionPolicy => {
+                let pk = at(obj, "/spec/paramKind");
+                let param_kind = if pk.is_object() {
+                    format!("{}/{}", s(pk, "/apiVersion"), s(pk, "/kind"))
+                } else {
+                    "<unset>".to_string()
+                };
+                vec![
+                    name,
+                    json!(arr(obj, "/spec/validations").len()),
+                    json!(param_kind),
+                    age,
+                ]
+            }
+            KindId::ValidatingAdmissionPolicyBinding => {
+                let pr = at(obj, "/spec/paramRef");
+                let (ns, n) = (s(pr, "/namespace"), s(pr, "/name"));
+                let param_ref = if !n.is_empty() && !ns.is_empty() {
+                    format!("{ns}/{n}")
+                } else if !n.is_empty() {
+                    // Upstream cannot tell whether the param is cluster-scoped.
+                    format!("*/{n}")
+                } else if at(pr, "/selector").is_object() {
+                    go_label_selector(at(pr, "/selector"))
+                } else {
+                    "<unset>".to_string()
+                };
+                vec![
+                    name,
+                    json!(s(obj, "/spec/policyName")),
+                    json!(param_ref),
+                    age,
+                ]
             }
         }
     }

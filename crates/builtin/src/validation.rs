@@ -1294,6 +1294,12 @@ impl Kind {
             KindId::MutatingWebhookConfiguration => {
                 crate::admissionregistration::validate(obj, old, true, &mut errs);
             }
+            KindId::ValidatingAdmissionPolicy => {
+                crate::admissionpolicy::validate_policy(obj, &mut errs);
+            }
+            KindId::ValidatingAdmissionPolicyBinding => {
+                crate::admissionpolicy::validate_binding(obj, &mut errs);
+            }
         }
         if let Some(old) = old {
             immutable_spec_fields(self, obj, old, &mut errs);

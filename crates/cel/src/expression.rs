@@ -10,6 +10,7 @@ use kube_cel::cel::Value;
 use kube_cel::cel::objects::{Key, Map};
 use serde_json::Value as Json;
 
+use crate::checker::types::Type;
 use crate::checker::{Compat, Env, check, require_bool};
 use crate::eval::{EvalError, Program, lower, run};
 use crate::parse::parse;
@@ -18,6 +19,31 @@ use crate::parse::parse;
 #[derive(Debug)]
 pub struct Expression {
     program: Program,
+}
+
+/// Variables converted once to CEL values, shared by several evaluations (an admission
+/// policy's conditions, variables and validations see the same object).
+#[derive(Clone, Debug, Default)]
+pub struct Bindings {
+    vars: Vec<(&'static str, Value)>,
+}
+
+impl Bindings {
+    /// Binds each variable to a JSON value (`null` for an absent one).
+    pub fn new(vars: &[(&'static str, &Json)]) -> Self {
+        Bindings {
+            vars: vars.iter().map(|(n, v)| (*n, to_dyn(v))).collect(),
+        }
+    }
+
+    /// Binds (or rebinds) one variable.
+    pub fn set(&mut self, name: &'static str, value: &Json) {
+        let v = to_dyn(value);
+        match self.vars.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = v,
+            None => self.vars.push((name, v)),
+        }
+    }
 }
 
 /// Why an evaluation failed.
@@ -51,6 +77,77 @@ impl Expression {
         })
     }
 
+    /// Compiles an expression of any type over `vars` (an admission policy's `variables`).
+    pub fn compile_value(source: &str, vars: &'static [&'static str]) -> Result<Self, String> {
+        Self::compile_with(source, vars, |_| Ok(()))
+    }
+
+    /// Compiles a `messageExpression`: its type must be `string` (or `dyn`, checked when it
+    /// runs).
+    pub fn compile_message(source: &str, vars: &'static [&'static str]) -> Result<Self, String> {
+        Self::compile_with(source, vars, |t| {
+            if matches!(t, Type::String | Type::Dyn) {
+                Ok(())
+            } else {
+                Err(crate::checker::MESSAGE_NOT_STRING.to_string())
+            }
+        })
+    }
+
+    fn compile_with(
+        source: &str,
+        vars: &'static [&'static str],
+        want: impl Fn(&Type) -> Result<(), String>,
+    ) -> Result<Self, String> {
+        let expr = parse(source)?;
+        let env = Env {
+            dyn_vars: vars,
+            self_schema: &Json::Null,
+            resource_root: false,
+            old_self: false,
+            optional_old_self: false,
+            compat: Compat::StoredExpressions,
+        };
+        let checked = check(&expr, source, &env)?;
+        want(&checked.result)?;
+        Ok(Expression {
+            program: lower(expr, &checked),
+        })
+    }
+
+    /// Evaluates to a JSON value (timestamps, durations and bytes as their strings), with each
+    /// variable bound to a JSON value, under `cost_limit`.
+    pub fn eval(&self, vars: &[(&str, &Json)], cost_limit: i64) -> Result<Json, ExpressionError> {
+        let bound: Vec<(&str, Value)> = vars.iter().map(|(n, v)| (*n, to_dyn(v))).collect();
+        match run(&self.program, &bound, cost_limit).0 {
+            Ok(v) => Ok(from_cel(&v)),
+            Err(EvalError::CostLimit) => Err(ExpressionError::CostLimit),
+            Err(EvalError::Runtime(e)) => Err(ExpressionError::Runtime(e)),
+        }
+    }
+
+    /// Evaluates to a bool with pre-converted [`Bindings`], under `cost_limit`.
+    pub fn eval_bool_with(&self, b: &Bindings, cost_limit: i64) -> Result<bool, ExpressionError> {
+        match self.eval_cel(b, cost_limit)? {
+            Value::Bool(v) => Ok(v),
+            _ => Err(ExpressionError::NotBool),
+        }
+    }
+
+    /// Evaluates to JSON with pre-converted [`Bindings`], under `cost_limit`.
+    pub fn eval_with(&self, b: &Bindings, cost_limit: i64) -> Result<Json, ExpressionError> {
+        self.eval_cel(b, cost_limit).map(|v| from_cel(&v))
+    }
+
+    fn eval_cel(&self, b: &Bindings, cost_limit: i64) -> Result<Value, ExpressionError> {
+        let bound: Vec<(&str, Value)> = b.vars.iter().map(|(n, v)| (*n, v.clone())).collect();
+        match run(&self.program, &bound, cost_limit).0 {
+            Ok(v) => Ok(v),
+            Err(EvalError::CostLimit) => Err(ExpressionError::CostLimit),
+            Err(EvalError::Runtime(e)) => Err(ExpressionError::Runtime(e)),
+        }
+    }
+
     /// Evaluates with each variable bound to a JSON value (`null` for an absent one), under
     /// `cost_limit`.
     pub fn eval_bool(
@@ -65,6 +162,34 @@ impl Expression {
             Err(EvalError::CostLimit) => Err(ExpressionError::CostLimit),
             Err(EvalError::Runtime(e)) => Err(ExpressionError::Runtime(e)),
         }
+    }
+}
+
+/// A CEL value as JSON (what a policy's variables hold between expressions).
+fn from_cel(v: &Value) -> Json {
+    match v {
+        Value::Null => Json::Null,
+        Value::Bool(b) => Json::Bool(*b),
+        Value::Int(i) => Json::from(*i),
+        Value::UInt(u) => Json::from(*u),
+        Value::Float(f) => serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number),
+        Value::String(s) => Json::String(s.to_string()),
+        Value::List(l) => Json::Array(l.iter().map(from_cel).collect()),
+        Value::Map(m) => Json::Object(
+            m.map
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Key::String(s) => s.to_string(),
+                        Key::Int(i) => i.to_string(),
+                        Key::Uint(u) => u.to_string(),
+                        Key::Bool(b) => b.to_string(),
+                    };
+                    (key, from_cel(v))
+                })
+                .collect(),
+        ),
+        other => Json::String(format!("{other:?}")),
     }
 }
 

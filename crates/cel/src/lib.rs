@@ -24,7 +24,7 @@ mod expression;
 mod parse;
 mod validator;
 
-pub use expression::{Expression, ExpressionError};
+pub use expression::{Bindings, Expression, ExpressionError};
 
 use crd_core::{ErrorList, Path};
 use serde_json::Value;

@@ -226,6 +226,11 @@ pub async fn run(
     supervisor.spawn("admission-webhooks", move |shutdown| {
         webhooks.clone().run(shutdown)
     });
+    let policies = state.admission.policies.clone();
+    let mut policies_synced = policies.synced();
+    supervisor.spawn("admission-policies", move |shutdown| {
+        policies.clone().run(shutdown)
+    });
     let interval = config.compaction_interval;
     supervisor.spawn("compaction", move |shutdown| {
         let store = store.clone();
@@ -252,10 +257,13 @@ pub async fn run(
     {
         return Ok(());
     }
-    // Webhook admission answers only once both configuration informers have listed.
+    // Webhook and policy admission answer only once their informers have listed.
     if controllers::informer::until_shutdown(&mut waiting, webhooks_synced.wait_for(|s| *s))
         .await
         .is_none()
+        || controllers::informer::until_shutdown(&mut waiting, policies_synced.wait_for(|s| *s))
+            .await
+            .is_none()
     {
         return Ok(());
     }

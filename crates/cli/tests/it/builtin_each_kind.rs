@@ -96,6 +96,16 @@ const MANIFESTS: &[(&str, &str, &str)] = &[
         "lease1",
         "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: lease1\nspec:\n  holderIdentity: a\n  leaseDurationSeconds: 15\n",
     ),
+    (
+        "validatingadmissionpolicies",
+        "vap1",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata:\n  name: vap1\nspec:\n  matchConstraints:\n    resourceRules:\n    - operations: [CREATE]\n      apiGroups: [\"\"]\n      apiVersions: [v1]\n      resources: [configmaps]\n  validations:\n  - expression: \"true\"\n",
+    ),
+    (
+        "validatingadmissionpolicybindings",
+        "vapb1",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata:\n  name: vapb1\nspec:\n  policyName: vap1\n  validationActions: [Deny]\n",
+    ),
 ];
 
 /// A `KUBE_EDITOR` that adds the label `edited=yes` to the object kubectl hands it.

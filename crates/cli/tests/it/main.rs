@@ -4,6 +4,7 @@
 mod access;
 mod access_rbac;
 mod admission;
+mod admission_policy;
 mod auth_kubectl;
 mod builtin;
 mod builtin_each_kind;

@@ -2,15 +2,17 @@
 //! chain runs it. Mutating admission ([`Admission::mutate`]: mutating webhooks) runs on the
 //! decoded, defaulted object before the strategy prepares and validates it; validating
 //! admission ([`Admission::admit_create`]: `NamespaceLifecycle`, then [`Admission::validate`]:
-//! validating webhooks) runs after validation, just before the storage write.
+//! validating admission policies, then validating webhooks) runs after validation, just before
+//! the storage write.
 //!
 //! Main types: [`Admission`] (the chain), [`Attributes`] (what a plugin knows about a request),
 //! [`Record`] (warnings and audit annotations plugins leave); [`webhook`] holds the webhook
-//! plugins.
+//! plugins, [`policy`] the `ValidatingAdmissionPolicy` plugin.
 //!
 //! Architecture Invariant: handlers call admission through [`Admission`] only; they never ask
 //! which plugins exist.
 
+pub mod policy;
 pub mod webhook;
 
 use std::collections::HashMap;
@@ -130,6 +132,9 @@ pub struct Admission {
     /// The webhook plugins; their configuration informers run under the controllers'
     /// supervisor ([`webhook::Webhooks::run`]).
     pub webhooks: Arc<webhook::Webhooks>,
+    /// The validating admission policy plugin; its informers run under the controllers'
+    /// supervisor ([`policy::Policies::run`]).
+    pub policies: Arc<policy::Policies>,
 }
 
 impl Admission {
@@ -143,6 +148,12 @@ impl Admission {
         sources: webhook::Sources,
         service_addresses: HashMap<String, SocketAddr>,
     ) -> Self {
+        let policies = Arc::new(policy::Policies::new(
+            store.clone(),
+            namespaces.clone(),
+            registry.clone(),
+            policy::Sources::builtin(),
+        ));
         let webhooks = Arc::new(webhook::Webhooks::new(
             store.clone(),
             namespaces.clone(),
@@ -154,6 +165,7 @@ impl Admission {
             store,
             namespaces,
             webhooks,
+            policies,
         }
     }
 
@@ -179,6 +191,7 @@ impl Admission {
         old: Option<&Value>,
         record: &Mutex<Record>,
     ) -> Result<(), ApiError> {
+        self.policies.validate(attrs, obj, old, record).await?;
         self.webhooks.validate(attrs, obj, old, record).await
     }
 

@@ -55,9 +55,9 @@ pub struct Event {
     pub request_received_timestamp: String,
     /// When this stage was reached.
     pub stage_timestamp: String,
-    /// Annotations (authorization decision and reason).
+    /// Annotations (authorization decision and reason, admission plugins' annotations).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<&'static str, String>,
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// `authentication.k8s.io/v1` `UserInfo`.
@@ -206,8 +206,11 @@ mod tests {
             ),
             stage_timestamp: micro_time("2025-01-02T03:04:05.2Z".parse().unwrap()),
             annotations: [
-                ("authorization.k8s.io/decision", "allow".to_string()),
-                ("authorization.k8s.io/reason", String::new()),
+                (
+                    "authorization.k8s.io/decision".to_string(),
+                    "allow".to_string(),
+                ),
+                ("authorization.k8s.io/reason".to_string(), String::new()),
             ]
             .into(),
         };

@@ -147,10 +147,15 @@ impl RequestAudit {
         let decision = if allowed { "allow" } else { "forbid" };
         self.event
             .annotations
-            .insert("authorization.k8s.io/decision", decision.into());
+            .insert("authorization.k8s.io/decision".into(), decision.into());
         self.event
             .annotations
-            .insert("authorization.k8s.io/reason", reason.into());
+            .insert("authorization.k8s.io/reason".into(), reason.into());
+    }
+
+    /// Records the audit annotations admission plugins left (`AddAnnotation`).
+    pub fn annotate(&mut self, annotations: Vec<(String, String)>) {
+        self.event.annotations.extend(annotations);
     }
 
     /// Completes the object reference from the request body's metadata, as upstream's

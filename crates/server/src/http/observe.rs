@@ -145,6 +145,15 @@ impl Observation {
         }
     }
 
+    /// Records the audit annotations admission plugins left.
+    pub fn admission_annotations(&mut self, annotations: Vec<(String, String)>) {
+        if let Some(a) = &mut self.audit
+            && !annotations.is_empty()
+        {
+            a.annotate(annotations);
+        }
+    }
+
     /// Records the request body, for levels `Request` and `RequestResponse`.
     pub fn request_body(&mut self, headers: &HeaderMap, body: &Bytes) {
         let Some(a) = &mut self.audit else {

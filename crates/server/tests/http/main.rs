@@ -4,6 +4,7 @@
 
 mod access;
 mod admission;
+mod admission_policy;
 mod api;
 mod gc;
 mod hostile;

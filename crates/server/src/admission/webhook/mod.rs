@@ -403,42 +403,16 @@ impl Webhooks {
         Ok(ns.pointer("/metadata/labels").cloned())
     }
 
-    /// The other served versions of a custom resource (`EquivalentResourcesFor`).
     fn equivalents(&self, req: &Versioned) -> Vec<Versioned> {
-        let Some(crd) = self.registry.lookup(&req.group, &req.resource) else {
-            return Vec::new();
-        };
-        crd.versions
-            .iter()
-            .filter(|v| v.served && v.name != req.version)
-            .map(|v| Versioned {
-                group: req.group.clone(),
-                version: v.name.clone(),
-                kind: crd.kind.clone(),
-                resource: req.resource.clone(),
-            })
-            .collect()
+        equivalents(&self.registry, req)
     }
 
-    /// Converts an object to another version of its custom resource.
     async fn convert(
         &self,
         obj: Option<&Value>,
         to: &Versioned,
     ) -> Result<Option<Value>, ApiError> {
-        let Some(obj) = obj.filter(|o| o.is_object()) else {
-            return Ok(obj.cloned());
-        };
-        let Some(crd) = self.registry.lookup(&to.group, &to.resource) else {
-            return Ok(Some(obj.clone()));
-        };
-        let target = format!("{}/{}", to.group, to.version);
-        let mut out = crd
-            .converter
-            .convert(vec![obj.clone()], &target, false)
-            .await
-            .map_err(|e| Status::internal(e.0))?;
-        Ok(out.pop())
+        convert(&self.registry, obj, to).await
     }
 
     /// Calls one mutating webhook and applies its patch; returns whether the object changed.
@@ -655,4 +629,42 @@ fn collect(record: &Mutex<Record>, hook: &Hook, resp: &review::Response) {
         r.audit_annotations
             .push((format!("{}/{k}", hook.name), v.clone()));
     }
+}
+
+/// The other served versions of a custom resource (`EquivalentResourcesFor`).
+pub(crate) fn equivalents(registry: &Registry, req: &Versioned) -> Vec<Versioned> {
+    let Some(crd) = registry.lookup(&req.group, &req.resource) else {
+        return Vec::new();
+    };
+    crd.versions
+        .iter()
+        .filter(|v| v.served && v.name != req.version)
+        .map(|v| Versioned {
+            group: req.group.clone(),
+            version: v.name.clone(),
+            kind: crd.kind.clone(),
+            resource: req.resource.clone(),
+        })
+        .collect()
+}
+
+/// Converts an object to another version of its custom resource.
+pub(crate) async fn convert(
+    registry: &Registry,
+    obj: Option<&Value>,
+    to: &Versioned,
+) -> Result<Option<Value>, ApiError> {
+    let Some(obj) = obj.filter(|o| o.is_object()) else {
+        return Ok(obj.cloned());
+    };
+    let Some(crd) = registry.lookup(&to.group, &to.resource) else {
+        return Ok(Some(obj.clone()));
+    };
+    let target = format!("{}/{}", to.group, to.version);
+    let mut out = crd
+        .converter
+        .convert(vec![obj.clone()], &target, false)
+        .await
+        .map_err(|e| Status::internal(e.0))?;
+    Ok(out.pop())
 }
