@@ -8,6 +8,9 @@
 //!   [`Converter`] once per object (skipping objects already at the desired version),
 //!   and enforcing the rules the API server checks on the response (apiVersion set,
 //!   kind/name/namespace/uid unchanged, only labels and annotations may change in metadata).
+//! - [`admission`]: validating and mutating admission webhooks in one function each
+//!   ([`Validator`], [`Mutator`]: the JSON Patch is computed for you), served by
+//!   [`WebhookServer::spawn_validating`] and [`WebhookServer::spawn_mutating`].
 //! - [`server`]: an HTTPS server (HTTP/1.1 and HTTP/2) that serves the review endpoint.
 //! - [`self_signed`] (feature `self-signed`, on by default): an in-memory CA and serving
 //!   certificate plus the `caBundle` string a CRD needs.
@@ -34,6 +37,7 @@
 //! # }
 //! ```
 
+pub mod admission;
 pub mod review;
 pub mod server;
 
@@ -43,6 +47,7 @@ mod certs;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use admission::{Denial, Mutator, Validator, handle_admission_review};
 pub use review::{Converter, ReviewError, handle_review, handle_review_value};
 pub use server::{ServerError, WebhookHandle, WebhookServer};
 

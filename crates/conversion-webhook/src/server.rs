@@ -32,6 +32,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
+use crate::admission::{self, Admission, Mutator, Validator};
 use crate::review::{self, Converter, ReviewError};
 #[cfg(feature = "testing")]
 use crate::testing::Misbehaviour;
@@ -217,8 +218,33 @@ impl WebhookServer {
         self,
         converter: C,
     ) -> Result<WebhookHandle, ServerError> {
+        self.spawn_reviewer(Reviewer::Conversion(Arc::new(converter)))
+            .await
+    }
+
+    /// Like [`spawn`](Self::spawn), for a validating admission webhook: `AdmissionReview`s are
+    /// answered by `validator` (see [`crate::admission`]).
+    pub async fn spawn_validating<V: Validator + 'static>(
+        self,
+        validator: V,
+    ) -> Result<WebhookHandle, ServerError> {
+        self.spawn_reviewer(Reviewer::Validating(Arc::new(validator)))
+            .await
+    }
+
+    /// Like [`spawn`](Self::spawn), for a mutating admission webhook: `AdmissionReview`s are
+    /// answered by `mutator`, with the JSON Patch computed from the object it returns.
+    pub async fn spawn_mutating<M: Mutator + 'static>(
+        self,
+        mutator: M,
+    ) -> Result<WebhookHandle, ServerError> {
+        self.spawn_reviewer(Reviewer::Mutating(Arc::new(mutator)))
+            .await
+    }
+
+    async fn spawn_reviewer(self, reviewer: Reviewer) -> Result<WebhookHandle, ServerError> {
         let shutdown_timeout = self.shutdown_timeout;
-        let (listener, acceptor, state) = self.start(converter).await?;
+        let (listener, acceptor, state) = self.start(reviewer).await?;
         let local_addr = listener.local_addr().map_err(|source| ServerError::Bind {
             addr: state.bind,
             source,
@@ -254,14 +280,16 @@ impl WebhookServer {
         F: Future<Output = ()> + Send,
     {
         let shutdown_timeout = self.shutdown_timeout;
-        let (listener, acceptor, state) = self.start(converter).await?;
+        let (listener, acceptor, state) = self
+            .start(Reviewer::Conversion(Arc::new(converter)))
+            .await?;
         run(listener, acceptor, state, shutdown, shutdown_timeout).await;
         Ok(())
     }
 
-    async fn start<C: Converter + 'static>(
+    async fn start(
         self,
-        converter: C,
+        reviewer: Reviewer,
     ) -> Result<(TcpListener, TlsAcceptor, Arc<State>), ServerError> {
         let listener = TcpListener::bind(self.bind)
             .await
@@ -270,7 +298,7 @@ impl WebhookServer {
                 source,
             })?;
         let state = Arc::new(State {
-            converter: Arc::new(converter),
+            reviewer,
             bind: self.bind,
             path: self.path,
             max_body_bytes: self.max_body_bytes,
@@ -330,9 +358,30 @@ impl WebhookHandle {
     }
 }
 
+/// What answers the reviews: a conversion function, or an admission webhook's function.
+enum Reviewer {
+    Conversion(Arc<dyn Converter>),
+    Validating(Arc<dyn Validator>),
+    Mutating(Arc<dyn Mutator>),
+}
+
+impl Reviewer {
+    fn review(&self, review: serde_json::Value) -> Result<serde_json::Value, ReviewError> {
+        match self {
+            Reviewer::Conversion(c) => review::handle_review_value(review, &**c),
+            Reviewer::Validating(v) => {
+                admission::handle_admission_review(&review, &Admission::Validating(&**v))
+            }
+            Reviewer::Mutating(m) => {
+                admission::handle_admission_review(&review, &Admission::Mutating(&**m))
+            }
+        }
+    }
+}
+
 /// What every request needs.
 struct State {
-    converter: Arc<dyn Converter>,
+    reviewer: Reviewer,
     bind: SocketAddr,
     path: String,
     max_body_bytes: usize,
@@ -480,7 +529,9 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
 #[cfg(not(feature = "testing"))]
 #[allow(clippy::unused_async)] // Async only with the `testing` feature.
 async fn review_response(state: &State, body: &[u8]) -> Result<Vec<u8>, ReviewError> {
-    review::handle_review(body, &*state.converter)
+    let review = serde_json::from_slice(body).map_err(ReviewError::NotJson)?;
+    let response = state.reviewer.review(review)?;
+    serde_json::to_vec(&response).map_err(ReviewError::Encode)
 }
 
 #[cfg(feature = "testing")]
@@ -491,7 +542,7 @@ async fn review_response(state: &State, body: &[u8]) -> Result<Vec<u8>, ReviewEr
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone();
     let review = serde_json::from_slice(body).map_err(ReviewError::NotJson)?;
-    let mut response = review::handle_review_value(review, &*state.converter)?;
+    let mut response = state.reviewer.review(review)?;
     if let Misbehaviour::Slow(delay) = misbehaviour {
         tokio::time::sleep(delay).await;
     }
