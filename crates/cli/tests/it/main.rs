@@ -27,3 +27,4 @@ mod serving;
 mod support;
 mod versions;
 mod walkthrough;
+mod webhook_library;
