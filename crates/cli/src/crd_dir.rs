@@ -18,35 +18,7 @@ const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 /// Reads every CRD document in `dir` (files in name order, `---`-separated documents, empty
 /// ones skipped); another kind is an error.
 pub fn read(dir: &Path) -> anyhow::Result<Vec<Value>> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading --crd-dir {}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.is_file()
-                && p.extension().is_some_and(|e| {
-                    e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml")
-                })
-        })
-        .collect();
-    files.sort();
-    let mut crds = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("reading {}", file.display()))?;
-        let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
-            .with_context(|| format!("parsing {}", file.display()))?;
-        for doc in docs.into_iter().filter(|d| !d.is_null()) {
-            let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
-            anyhow::ensure!(
-                kind == "CustomResourceDefinition",
-                "{}: expected kind CustomResourceDefinition, found {kind:?}",
-                file.display()
-            );
-            crds.push(doc);
-        }
-    }
-    Ok(crds)
+    crd_server::crd_files::in_dir(dir).with_context(|| format!("--crd-dir {}", dir.display()))
 }
 
 /// Creates `crds`, then waits until each is Established.

@@ -30,6 +30,7 @@ pub mod authz;
 pub mod body;
 pub mod controllers;
 pub mod conversion;
+pub mod crd_files;
 pub mod discovery;
 pub mod error;
 pub mod handlers;

@@ -11,43 +11,19 @@ use serde_json::Value;
 /// documents are skipped; a document of another kind is an error, so a typo never silently
 /// drops a CRD.
 pub fn crds_from_yaml(yaml: &str) -> anyhow::Result<Vec<CustomResourceDefinition>> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(yaml).context("parsing YAML")?;
-    docs.into_iter()
-        .filter(|d| !d.is_null())
-        .map(|doc| {
-            let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
-            anyhow::ensure!(
-                kind == "CustomResourceDefinition",
-                "expected kind CustomResourceDefinition, found {kind:?}"
-            );
-            serde_json::from_value(doc).context("decoding a CustomResourceDefinition")
-        })
-        .collect()
+    decode(crd_server::crd_files::documents(yaml)?)
 }
 
 /// Reads every CRD from the `*.yaml` and `*.yml` files directly in `dir`, in file-name order
 /// (subdirectories are not searched, as in envtest's `CRDDirectoryPaths`).
 pub fn crds_from_dir(dir: impl AsRef<Path>) -> anyhow::Result<Vec<CustomResourceDefinition>> {
-    let dir = dir.as_ref();
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.is_file()
-                && p.extension().is_some_and(|e| {
-                    e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml")
-                })
-        })
-        .collect();
-    files.sort();
-    let mut crds = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("reading {}", file.display()))?;
-        crds.extend(crds_from_yaml(&text).with_context(|| format!("in {}", file.display()))?);
-    }
-    Ok(crds)
+    decode(crd_server::crd_files::in_dir(dir.as_ref())?)
+}
+
+fn decode(docs: Vec<Value>) -> anyhow::Result<Vec<CustomResourceDefinition>> {
+    docs.into_iter()
+        .map(|doc| serde_json::from_value(doc).context("decoding a CustomResourceDefinition"))
+        .collect()
 }
 
 #[cfg(test)]
