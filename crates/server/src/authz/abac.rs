@@ -160,24 +160,7 @@ impl Policy {
 mod tests {
     use super::*;
 
-    fn user(name: &str, groups: &[&str]) -> User {
-        User {
-            extra: std::collections::BTreeMap::new(),
-            name: name.into(),
-            uid: name.into(),
-            groups: groups.iter().map(|g| (*g).to_string()).collect(),
-        }
-    }
-
-    fn res(verb: &str, group: &str, resource: &str, ns: Option<&str>) -> Attributes {
-        Attributes::Resource {
-            verb: verb.into(),
-            group: group.into(),
-            resource: resource.into(),
-            namespace: ns.map(String::from),
-            name: None,
-        }
-    }
+    use crate::authz::tests::{res, user};
 
     const POLICY: &str = r#"
 {"apiVersion":"abac.authorization.kubernetes.io/v1beta1","kind":"Policy","spec":{"user":"alice","namespace":"team-a","resource":"*","apiGroup":"*"}}

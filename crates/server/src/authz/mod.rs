@@ -350,7 +350,8 @@ impl Authorizer {
 mod tests {
     use super::*;
 
-    fn user(name: &str, groups: &[&str]) -> User {
+    /// A user with `uid` = name (shared with the ABAC tests).
+    pub(super) fn user(name: &str, groups: &[&str]) -> User {
         User {
             extra: std::collections::BTreeMap::default(),
             name: name.into(),
@@ -359,7 +360,8 @@ mod tests {
         }
     }
 
-    fn res(verb: &str, group: &str, resource: &str, ns: Option<&str>) -> Attributes {
+    /// Resource attributes without a name (shared with the ABAC tests).
+    pub(super) fn res(verb: &str, group: &str, resource: &str, ns: Option<&str>) -> Attributes {
         Attributes::Resource {
             verb: verb.into(),
             group: group.into(),
