@@ -4,13 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use crd_conversion_webhook::testing::Misbehaviour;
-use crd_conversion_webhook::{WebhookHandle, WebhookServer, self_signed};
+use crd_webhook::testing::Misbehaviour;
+use crd_webhook::{WebhookHandle, WebhookServer, self_signed};
 use serde_json::Value;
 
 use crate::support::TestServer;
 
-#[path = "../../../conversion-webhook/examples/crontab/convert.rs"]
+#[path = "../../../webhook/examples/crontab/convert.rs"]
 mod crontab_convert;
 
 const SERVICE_HOST: &str = "example-conversion-webhook-server.default.svc";

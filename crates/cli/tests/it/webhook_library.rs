@@ -2,7 +2,7 @@
 //! webhook and one for a mutating webhook, registered with kubectl, and what kubectl shows:
 //! the denial, the added label, and `failurePolicy` Ignore/Fail once the webhook is down.
 
-use crd_conversion_webhook::{Denial, WebhookServer, self_signed};
+use crd_webhook::{Denial, WebhookServer, self_signed};
 use serde_json::Value;
 
 use crate::support::{TestServer, eventually};

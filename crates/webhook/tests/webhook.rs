@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use crd_conversion_webhook::testing::Misbehaviour;
-use crd_conversion_webhook::{Generated, ServerError, WebhookHandle, WebhookServer, self_signed};
+use crd_webhook::testing::Misbehaviour;
+use crd_webhook::{Generated, ServerError, WebhookHandle, WebhookServer, self_signed};
 use serde_json::{Value, json};
 
 /// Marks converted objects; `"fail": true` in an object fails the conversion.

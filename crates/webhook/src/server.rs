@@ -88,8 +88,8 @@ pub enum ServerError {
 /// shutdown future completes).
 ///
 /// ```no_run
-/// # async fn run(cert_pem: String, key_pem: String) -> Result<(), crd_conversion_webhook::ServerError> {
-/// use crd_conversion_webhook::WebhookServer;
+/// # async fn run(cert_pem: String, key_pem: String) -> Result<(), crd_webhook::ServerError> {
+/// use crd_webhook::WebhookServer;
 /// let handle = WebhookServer::new(cert_pem, key_pem)?
 ///     .bind(([127, 0, 0, 1], 0).into())
 ///     .spawn(|object: serde_json::Value, _desired: &str| Ok(object))

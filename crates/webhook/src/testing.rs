@@ -4,8 +4,8 @@
 //! The server converts normally, then applies the [`Misbehaviour`] to the response:
 //!
 //! ```no_run
-//! # async fn run(cert_pem: String, key_pem: String) -> Result<(), crd_conversion_webhook::ServerError> {
-//! use crd_conversion_webhook::{WebhookServer, testing::Misbehaviour};
+//! # async fn run(cert_pem: String, key_pem: String) -> Result<(), crd_webhook::ServerError> {
+//! use crd_webhook::{WebhookServer, testing::Misbehaviour};
 //! let handle = WebhookServer::new(cert_pem, key_pem)?
 //!     .bind(([127, 0, 0, 1], 0).into())
 //!     .misbehave(Misbehaviour::WrongUid)

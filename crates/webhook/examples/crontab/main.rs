@@ -6,7 +6,7 @@
 //! ConversionReview example; for CRDs that nest them under `spec`, `spec` is converted too.
 //!
 //! ```text
-//! cargo run -p crd-conversion-webhook --example crontab -- [--bind 127.0.0.1:8443]
+//! cargo run -p crd-webhook --example crontab -- [--bind 127.0.0.1:8443]
 //!     [--path /convert] [--cert-file tls.crt --key-file tls.key]
 //! ```
 //!
@@ -19,7 +19,7 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use crd_conversion_webhook::{WebhookServer, self_signed};
+use crd_webhook::{WebhookServer, self_signed};
 
 mod convert;
 

@@ -1,4 +1,4 @@
-//! Write one function, get a complete Kubernetes CRD conversion webhook.
+//! Write one function, get a complete Kubernetes webhook: CRD conversion or admission.
 //!
 //! kube-apiserver (and compatible servers) convert custom resources between versions by
 //! sending (POST) a `ConversionReview` to a webhook over HTTPS. This crate implements everything
@@ -17,7 +17,7 @@
 //! - `testing` (feature `testing`): a webhook that misbehaves on purpose, to test API servers.
 //!
 //! ```no_run
-//! use crd_conversion_webhook::{self_signed, WebhookServer};
+//! use crd_webhook::{self_signed, WebhookServer};
 //! use serde_json::Value;
 //!
 //! fn convert(mut object: Value, desired_api_version: &str) -> Result<Value, String> {

@@ -54,7 +54,7 @@ pub fn self_signed(hosts: &[&str]) -> Result<Generated, GenerateError> {
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
     ca_params
         .distinguished_name
-        .push(DnType::CommonName, "crd-conversion-webhook-ca");
+        .push(DnType::CommonName, "crd-webhook-ca");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,

@@ -242,7 +242,7 @@ mod tests {
           }
         }"#;
         let got: Value = serde_json::from_slice(
-            &crd_conversion_webhook::handle_review(request.as_bytes(), &convert).expect("review"),
+            &crd_webhook::handle_review(request.as_bytes(), &convert).expect("review"),
         )
         .expect("json");
         let expected: Value = serde_json::from_str(response).expect("json");
@@ -260,7 +260,7 @@ mod tests {
             "response": {"uid": "u", "result": {"status": "Failed",
               "message": "hostPort could not be parsed into a separate host and port"}}}"#;
         let got: Value = serde_json::from_slice(
-            &crd_conversion_webhook::handle_review(request.as_bytes(), &convert).expect("review"),
+            &crd_webhook::handle_review(request.as_bytes(), &convert).expect("review"),
         )
         .expect("json");
         let expected: Value = serde_json::from_str(response).expect("json");

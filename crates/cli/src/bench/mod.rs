@@ -891,8 +891,8 @@ async fn webhook_conversion(
     report: &mut Report,
     n: usize,
 ) -> anyhow::Result<()> {
-    let certs = crd_conversion_webhook::self_signed(&["127.0.0.1"])?;
-    let webhook = crd_conversion_webhook::WebhookServer::new(&certs.cert_pem, &certs.key_pem)?
+    let certs = crd_webhook::self_signed(&["127.0.0.1"])?;
+    let webhook = crd_webhook::WebhookServer::new(&certs.cert_pem, &certs.key_pem)?
         .bind("127.0.0.1:0".parse()?)
         .spawn(|mut o: Value, v: &str| {
             o["apiVersion"] = Value::from(v);
