@@ -3,11 +3,18 @@
 
 use std::path::Path;
 
+use std::sync::Arc;
+
+use crd_webhook::{Converter, Mutator, Validator};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
 use crate::TestServer;
 use crate::crds::{crds_from_dir, crds_from_yaml};
+use crate::webhooks::{Function, Registration, Target};
 
 /// A change to the server's configuration, applied before it starts.
 pub(crate) type Configure = Box<dyn FnOnce(&mut crd_server::ServerConfig) + Send>;
@@ -22,6 +29,7 @@ pub struct Builder {
     pub(crate) crds: Vec<CustomResourceDefinition>,
     pub(crate) objects: Vec<Value>,
     pub(crate) configure: Vec<Configure>,
+    pub(crate) webhooks: Vec<Registration>,
     pub(crate) errors: Vec<anyhow::Error>,
     /// etcd endpoints chosen by [`Builder::etcd`], overriding `CRD_APISERVER_ETCD`.
     #[cfg(feature = "etcd")]
@@ -34,6 +42,7 @@ impl std::fmt::Debug for Builder {
             .field("crds", &self.crds.len())
             .field("objects", &self.objects.len())
             .field("configure", &self.configure.len())
+            .field("webhooks", &self.webhooks.len())
             .field("errors", &self.errors)
             .finish_non_exhaustive()
     }
@@ -75,6 +84,63 @@ impl Builder {
             Ok(v) => self.objects.push(v),
             Err(e) => self.errors.push(e.into()),
         }
+        self
+    }
+
+    /// Serves `validator` as the validating admission webhook of `configuration`, in the test
+    /// process: an HTTPS server on a free loopback port with a generated CA. Every webhook of
+    /// the configuration gets that server's `clientConfig` (`url` and `caBundle`, replacing a
+    /// production manifest's `service`), so the configuration an operator ships and the
+    /// function its webhook binary serves (a `crd_webhook::Validator`) are tested as they are.
+    /// [`Builder::start`] returns once the server calls the webhook.
+    ///
+    /// Preloaded objects ([`Builder::object`]) are created before admission webhooks are
+    /// registered: they are the state a webhook finds, never refused by it.
+    pub fn validating_webhook(
+        mut self,
+        configuration: ValidatingWebhookConfiguration,
+        validator: impl Validator + 'static,
+    ) -> Self {
+        if let Err(e) = named(configuration.metadata.name.as_deref(), "validating_webhook") {
+            self.errors.push(e);
+            return self;
+        }
+        self.webhooks.push(Registration {
+            function: Function::Validating(Arc::new(validator)),
+            target: Target::Validating(Box::new(configuration)),
+        });
+        self
+    }
+
+    /// Serves `mutator` as the mutating admission webhook of `configuration`, as
+    /// [`Builder::validating_webhook`] does for validating ones: the function returns the
+    /// object it wants stored (a `crd_webhook::Mutator`) and the JSON Patch is computed.
+    pub fn mutating_webhook(
+        mut self,
+        configuration: MutatingWebhookConfiguration,
+        mutator: impl Mutator + 'static,
+    ) -> Self {
+        if let Err(e) = named(configuration.metadata.name.as_deref(), "mutating_webhook") {
+            self.errors.push(e);
+            return self;
+        }
+        self.webhooks.push(Registration {
+            function: Function::Mutating(Arc::new(mutator)),
+            target: Target::Mutating(Box::new(configuration)),
+        });
+        self
+    }
+
+    /// Serves `converter` (a `crd_webhook::Converter`: `fn(object, desired_api_version)`) as
+    /// the conversion webhook of the CRD named `crd`, which must be one of the builder's CRDs:
+    /// its `spec.conversion` becomes `strategy: Webhook` with the webhook's `clientConfig`
+    /// (keeping the CRD's `conversionReviewVersions`, else `v1`) before it is created, so
+    /// the conversion is in force once the CRD is Established.
+    pub fn conversion_webhook(mut self, crd: &str, converter: impl Converter + 'static) -> Self {
+        self.webhooks.push(Registration {
+            function: Function::Conversion(Arc::new(converter)),
+            target: Target::Conversion(crd.to_string()),
+        });
         self
     }
 
@@ -134,4 +200,13 @@ impl Builder {
     pub async fn start(self) -> anyhow::Result<TestServer> {
         TestServer::launch(self).await
     }
+}
+
+/// A webhook configuration needs a name: it is how [`TestServer::webhook`] finds its server.
+fn named(name: Option<&str>, method: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        name.is_some_and(|n| !n.is_empty()),
+        "{method}: the configuration needs metadata.name"
+    );
+    Ok(())
 }

@@ -21,9 +21,11 @@
 //! # }
 //! ```
 //!
-//! CRDs, preloaded objects and server settings go through [`TestServer::builder`]; clients acting
-//! as other users through [`TestServer::client_as`]; other processes (kubectl, a Python or Go
-//! test) use [`TestServer::kubeconfig_path`].
+//! CRDs, preloaded objects, admission and conversion webhooks served in the test process
+//! ([`Builder::validating_webhook`], [`Builder::mutating_webhook`],
+//! [`Builder::conversion_webhook`]) and server settings go through [`TestServer::builder`];
+//! clients acting as other users through [`TestServer::client_as`]; other processes (kubectl,
+//! a Python or Go test) use [`TestServer::kubeconfig_path`].
 //!
 //! The storage engine is the embedded `SQLite` store. With the `etcd` feature, setting
 //! `CRD_APISERVER_ETCD` to comma-separated endpoints runs every server on etcd instead, each
@@ -33,6 +35,7 @@ mod builder;
 mod crds;
 mod flags;
 mod server;
+mod webhooks;
 
 pub use builder::Builder;
 pub use crd_server::ServerConfig;
@@ -44,6 +47,11 @@ pub use kube;
 
 /// The k8s-openapi this harness is built with (feature `v1_33`).
 pub use k8s_openapi;
+
+/// The webhook library whose functions ([`webhook::Validator`], [`webhook::Mutator`],
+/// [`webhook::Converter`]) the builder's webhooks take: the same functions an operator's webhook
+/// binary serves with [`webhook::WebhookServer`].
+pub use crd_webhook as webhook;
 
 /// The environment variable that selects etcd: comma-separated endpoints
 /// (`http://127.0.0.1:2379`). Honoured with the `etcd` feature; without it, setting the variable

@@ -52,6 +52,8 @@ pub struct TestServer {
     kubeconfig: PathBuf,
     config: kube::Config,
     client: Client,
+    /// The builder's webhooks by configuration or CRD name; they stop with the runtime.
+    webhooks: Vec<(String, crd_webhook::WebhookHandle)>,
     running: Running,
 }
 
@@ -90,9 +92,10 @@ impl TestServer {
         #[cfg(not(feature = "etcd"))]
         let etcd: Option<Vec<String>> = None;
         let Builder {
-            crds,
+            mut crds,
             objects,
             configure,
+            webhooks,
             mut errors,
             ..
         } = builder;
@@ -112,7 +115,7 @@ impl TestServer {
             f(&mut config);
         }
         let (shutdown, rx) = watch::channel(false);
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<crd_server::Started>();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Ready>();
         let engine = Engine::choose(&data, etcd)?;
         let thread = std::thread::Builder::new()
             .name("crd-apiserver-test".into())
@@ -123,8 +126,8 @@ impl TestServer {
             thread: Some(thread),
             dir: Some(dir),
         };
-        let started = match tokio::time::timeout(START_TIMEOUT, ready_rx).await {
-            Ok(Ok(started)) => started,
+        let (started, runtime) = match tokio::time::timeout(START_TIMEOUT, ready_rx).await {
+            Ok(Ok(ready)) => ready,
             Ok(Err(_)) => {
                 // The server stopped before it was ready: its error says why.
                 let thread = running.thread.take().context("the server thread")?;
@@ -142,15 +145,26 @@ impl TestServer {
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
                 .context("loading kubeconfig")?;
-        let server = TestServer {
+        // Webhooks first: their URLs go into the CRDs and the admission configurations.
+        let mut served = if webhooks.is_empty() {
+            Vec::new()
+        } else {
+            let certs = crd_webhook::self_signed(&["127.0.0.1"])?;
+            crate::webhooks::serve(webhooks, &certs, &runtime).await?
+        };
+        crate::webhooks::set_conversions(&served, &mut crds)?;
+        let mut server = TestServer {
             addr: started.addr,
             kubeconfig: started.kubeconfig,
             client: Client::try_from(config.clone()).context("building the client")?,
             config,
+            webhooks: Vec::new(),
             running,
         };
         server.install(crds).await?;
         server.preload(objects).await?;
+        crate::webhooks::register(&server.client, &mut served, START_TIMEOUT).await?;
+        server.webhooks = served.into_iter().map(|s| (s.name, s.handle)).collect();
         Ok(server)
     }
 
@@ -285,6 +299,12 @@ impl TestServer {
                 .await?;
         }
         Ok(())
+    }
+
+    /// The server of the builder's webhook registered under `name` (the configuration's name,
+    /// or the CRD's for a conversion webhook): its URL and how many reviews it was sent.
+    pub fn webhook(&self, name: &str) -> Option<&crd_webhook::WebhookHandle> {
+        self.webhooks.iter().find(|(n, _)| n == name).map(|(_, h)| h)
     }
 
     /// A client acting as the admin (`system:masters`), trusting the server's CA.
@@ -560,23 +580,28 @@ impl Engine {
     }
 }
 
+/// What the server thread reports once it serves: where, and its runtime (which the webhooks
+/// run on, so they never depend on the test's own runtime making progress).
+type Ready = (crd_server::Started, tokio::runtime::Handle);
+
 /// The server thread: its own runtime, the server until shutdown, then at most [`STOP_GRACE`]
 /// for requests in flight before the runtime (and every connection) is dropped.
 fn serve(
     config: crd_server::ServerConfig,
     engine: Engine,
     shutdown: watch::Receiver<bool>,
-    ready: tokio::sync::oneshot::Sender<crd_server::Started>,
+    ready: tokio::sync::oneshot::Sender<Ready>,
 ) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("building the server runtime")?;
     let mut stopping = shutdown.clone();
+    let handle = runtime.handle().clone();
     runtime.block_on(async move {
         let store = engine.open().await?;
         let run = crd_server::run(config, store, shutdown, move |started| {
-            let _ = ready.send(started.clone());
+            let _ = ready.send((started.clone(), handle));
         });
         tokio::select! {
             result = run => result,

@@ -4,10 +4,12 @@
 //! archives a deleted Page's content into the `page-archive` `ConfigMap` before it goes.
 //!
 //! Several instances elect one leader through a Lease ([`leader`]); only the leader reconciles.
+//! A validating admission webhook ([`webhook::validate_page`]) refuses Pages with scripts.
 //!
 //! Its tests (`tests/operator.rs`) use only `crd-apiserver-testing`.
 
 pub mod leader;
+pub mod webhook;
 
 use std::sync::Arc;
 use std::time::Duration;

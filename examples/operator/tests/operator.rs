@@ -1,5 +1,6 @@
 //! The example operator against its own API server per test: reconcile and status, printer
-//! columns, Events, owned-object garbage collection and finalizer cleanup.
+//! columns, Events, owned-object garbage collection, finalizer cleanup, leader failover and
+//! the validating webhook's denial.
 
 use std::time::Duration;
 
@@ -195,4 +196,57 @@ async fn a_second_instance_takes_over_when_the_leader_stops() {
         .await
         .unwrap();
     b.abort();
+}
+
+#[tokio::test]
+async fn the_webhook_refuses_a_page_with_a_script() {
+    use example_operator::webhook;
+    // The configuration the operator deploys and the function its webhook binary serves.
+    let server = TestServer::builder()
+        .crd_yaml(example_operator::CRD_YAML)
+        .validating_webhook(webhook::configuration(), webhook::validate_page)
+        .start()
+        .await
+        .unwrap();
+    let pages: Api<Page> = Api::namespaced_with(server.client(), "default", &page_resource());
+    let page = |content: &str| -> Page {
+        serde_json::from_value(json!({
+            "apiVersion": "demo.example.com/v1", "kind": "Page",
+            "metadata": {"name": "home"}, "spec": {"content": content},
+        }))
+        .unwrap()
+    };
+    let err = pages
+        .create(&PostParams::default(), &page("<script>alert(1)</script>"))
+        .await
+        .unwrap_err();
+    let crd_apiserver_testing::kube::Error::Api(status) = err else {
+        panic!("{err}")
+    };
+    assert_eq!(status.code, 403);
+    assert_eq!(status.reason, "Forbidden");
+    assert_eq!(
+        status.message,
+        "admission webhook \"pages.demo.example.com\" denied the request: spec.content must not contain <script>: pages are served as static files"
+    );
+
+    // A static page passes; an UPDATE that adds a script is refused as well.
+    pages
+        .create(&PostParams::default(), &page("<h1>Hello</h1>"))
+        .await
+        .unwrap();
+    let patch = Patch::Merge(json!({"spec": {"content": "<script></script>"}}));
+    let err = pages
+        .patch("home", &PatchParams::default(), &patch)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("denied the request: spec.content must not contain <script>"),
+        "{err}"
+    );
+    assert_eq!(
+        pages.get("home").await.unwrap().spec.content,
+        "<h1>Hello</h1>"
+    );
 }
