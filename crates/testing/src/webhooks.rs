@@ -269,13 +269,12 @@ where
     };
     let wanted = format!("failed calling webhook \"{hook}\"");
     let deadline = tokio::time::Instant::now() + timeout;
-    let mut last = String::new();
     loop {
-        match configmaps.create(&dry_run, &probe).await {
+        let last = match configmaps.create(&dry_run, &probe).await {
             Err(kube::Error::Api(status)) if status.message.contains(&wanted) => break,
-            Err(e) => last = e.to_string(),
-            Ok(_) => last = "the probe was admitted".to_string(),
-        }
+            Err(e) => e.to_string(),
+            Ok(_) => "the probe was admitted".to_string(),
+        };
         anyhow::ensure!(
             tokio::time::Instant::now() < deadline,
             "the {kind}s were not in force within {timeout:?} (last probe: {last})"
