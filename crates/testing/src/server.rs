@@ -146,13 +146,13 @@ impl TestServer {
                 .await
                 .context("loading kubeconfig")?;
         // Webhooks first: their URLs go into the CRDs and the admission configurations.
-        let mut served = if webhooks.is_empty() {
+        let mut hooks = if webhooks.is_empty() {
             Vec::new()
         } else {
             let certs = crd_webhook::self_signed(&["127.0.0.1"])?;
             crate::webhooks::serve(webhooks, &certs, &runtime).await?
         };
-        crate::webhooks::set_conversions(&served, &mut crds)?;
+        crate::webhooks::set_conversions(&hooks, &mut crds)?;
         let mut server = TestServer {
             addr: started.addr,
             kubeconfig: started.kubeconfig,
@@ -163,8 +163,8 @@ impl TestServer {
         };
         server.install(crds).await?;
         server.preload(objects).await?;
-        crate::webhooks::register(&server.client, &mut served, START_TIMEOUT).await?;
-        server.webhooks = served.into_iter().map(|s| (s.name, s.handle)).collect();
+        crate::webhooks::register(&server.client, &mut hooks, START_TIMEOUT).await?;
+        server.webhooks = hooks.into_iter().map(|s| (s.name, s.handle)).collect();
         Ok(server)
     }
 
@@ -304,7 +304,10 @@ impl TestServer {
     /// The server of the builder's webhook registered under `name` (the configuration's name,
     /// or the CRD's for a conversion webhook): its URL and how many reviews it was sent.
     pub fn webhook(&self, name: &str) -> Option<&crd_webhook::WebhookHandle> {
-        self.webhooks.iter().find(|(n, _)| n == name).map(|(_, h)| h)
+        self.webhooks
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, h)| h)
     }
 
     /// A client acting as the admin (`system:masters`), trusting the server's CA.

@@ -92,24 +92,25 @@ pub(crate) async fn serve(
     certs: &Generated,
     runtime: &tokio::runtime::Handle,
 ) -> anyhow::Result<Vec<Served>> {
-    let mut served = Vec::new();
+    let mut started = Vec::new();
     for registration in registrations {
         let name = registration.name();
         let server = WebhookServer::new(&certs.cert_pem, &certs.key_pem)?
             .bind(([127, 0, 0, 1], 0).into())
             .shutdown_timeout(Duration::from_millis(100));
         let spawning = match registration.function {
-            Function::Validating(f) => runtime.spawn(
-                server.spawn_validating(move |request: &Value| f.validate(request)),
-            ),
-            Function::Mutating(f) => runtime.spawn(
-                server.spawn_mutating(move |object: Value, request: &Value| {
-                    f.mutate(object, request)
-                }),
-            ),
-            Function::Conversion(f) => runtime.spawn(
-                server.spawn(move |object: Value, version: &str| f.convert(object, version)),
-            ),
+            Function::Validating(f) => {
+                let validate = move |request: &Value| f.validate(request);
+                runtime.spawn(server.spawn_validating(validate))
+            }
+            Function::Mutating(f) => {
+                let mutate = move |object: Value, request: &Value| f.mutate(object, request);
+                runtime.spawn(server.spawn_mutating(mutate))
+            }
+            Function::Conversion(f) => {
+                let convert = move |object: Value, version: &str| f.convert(object, version);
+                runtime.spawn(server.spawn(convert))
+            }
         };
         let handle = spawning
             .await
@@ -120,14 +121,14 @@ pub(crate) async fn serve(
             ca_bundle: Some(ByteString(certs.ca_cert_pem.clone().into_bytes())),
             service: None,
         };
-        served.push(Served {
+        started.push(Served {
             name,
             target: registration.target,
             handle,
             client_config,
         });
     }
-    Ok(served)
+    Ok(started)
 }
 
 /// Points each CRD named by a conversion registration at its webhook (`strategy: Webhook`,
@@ -146,7 +147,9 @@ pub(crate) fn set_conversions(
             .iter_mut()
             .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
             .with_context(|| {
-                format!("conversion_webhook({name:?}): no CRD of that name was given to the builder")
+                format!(
+                    "conversion_webhook({name:?}): no CRD of that name was given to the builder"
+                )
             })?;
         let versions = crd
             .spec
@@ -210,10 +213,12 @@ pub(crate) async fn register(
     // Mutating first: its sentinel fails before any other webhook is called. The validating
     // probe then waits until the mutating sentinel is gone too.
     if mutating {
-        effective::<MutatingWebhookConfiguration>(client, MUTATING_SENTINEL, &nowhere, timeout).await?;
+        effective::<MutatingWebhookConfiguration>(client, MUTATING_SENTINEL, &nowhere, timeout)
+            .await?;
     }
     if validating {
-        effective::<ValidatingWebhookConfiguration>(client, VALIDATING_SENTINEL, &nowhere, timeout).await?;
+        effective::<ValidatingWebhookConfiguration>(client, VALIDATING_SENTINEL, &nowhere, timeout)
+            .await?;
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use crd_apiserver_testing::k8s_openapi::api::admissionregistration::v1::{
 };
 use crd_apiserver_testing::k8s_openapi::api::core::v1::ConfigMap;
 use crd_apiserver_testing::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use crd_apiserver_testing::kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use crd_apiserver_testing::kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use crd_apiserver_testing::webhook::Denial;
 use serde_json::{Value, json};
 
@@ -89,7 +89,7 @@ async fn a_validating_webhook_denies_with_its_message_as_soon_as_start_returns()
     assert!(hook.requests() >= 2, "{}", hook.requests());
     // The harness's own sentinels are gone.
     let names: Vec<String> = Api::<ValidatingWebhookConfiguration>::all(server.client())
-        .list(&Default::default())
+        .list(&ListParams::default())
         .await
         .unwrap()
         .items
