@@ -35,6 +35,11 @@ def test_the_binary_is_the_one_in_the_wheel():
     assert path.startswith(sys.prefix), (path, sys.prefix)
     out = subprocess.run([path, "--help"], capture_output=True, text=True, check=True)
     assert "serve" in out.stdout
+    # `python -m crd_apiserver` runs the same binary.
+    module = subprocess.run(
+        [sys.executable, "-m", "crd_apiserver", "--help"], capture_output=True, text=True, check=True
+    )
+    assert module.stdout == out.stdout
 
 
 def test_serve_stops_the_server_and_removes_its_files():
