@@ -1,8 +1,8 @@
-//! [`Builder`]: what a test server starts with (CRDs, preloaded objects, server settings), the
-//! counterpart of envtest's `Environment` options.
+//! [`Builder`]: what a test server starts with (CRDs, preloaded objects, admission and conversion
+//! webhooks served in the test process, server settings), the counterpart of envtest's
+//! `Environment` and `WebhookInstallOptions`.
 
 use std::path::Path;
-
 use std::sync::Arc;
 
 use crd_webhook::{Converter, Mutator, Validator};
