@@ -179,6 +179,11 @@ struct ServeArgs {
     /// How long the server keeps serving, with `/readyz` failing, after a shutdown signal.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     shutdown_delay_duration: Duration,
+    /// Serve gets, lists and watches from a watch cache per resource (kube-apiserver's
+    /// cacher): indexed label and name selectors, bounded watcher buffers. Off by default
+    /// until the whole suite runs with it.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    watch_cache: bool,
 }
 
 /// Parses the Go durations users pass to kube-apiserver flags (`250ms`, `2s`, `1m`).
@@ -322,6 +327,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     }),
             },
             shutdown_delay: args.shutdown_delay_duration,
+            watch_cache: args.watch_cache,
         };
         let (tx, rx) = watch::channel(false);
         tokio::spawn(async move {

@@ -482,6 +482,7 @@ pub(crate) fn default_config(data: &Path) -> crd_server::ServerConfig {
         api_audiences: Vec::new(),
         audit: crd_server::audit::AuditOptions::default(),
         shutdown_delay: Duration::ZERO,
+        watch_cache: std::env::var_os("CRD_APISERVER_WATCH_CACHE").is_some(),
     }
 }
 
