@@ -182,7 +182,14 @@ struct ServeArgs {
     /// Serve gets, lists and watches from a watch cache per resource (kube-apiserver's
     /// cacher): indexed label and name selectors, bounded watcher buffers. Off by default
     /// until the whole suite runs with it.
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(
+        long,
+        env = "CRD_APISERVER_WATCH_CACHE",
+        default_value_t = false,
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
     watch_cache: bool,
 }
 
