@@ -488,7 +488,7 @@ impl Shared {
                 Event::Delete { prev, .. } => &prev.key,
                 Event::Progress { .. } => return,
             };
-            let old = match event.as_ref() {
+            match event.as_ref() {
                 Event::Put { kv, .. } => {
                     let key: Arc<str> = match st.items.get_key_value(kv.key.as_str()) {
                         Some((k, _)) => k.clone(),
@@ -508,19 +508,15 @@ impl Shared {
                         st.indexes.remove(&key, &old_terms);
                     }
                     st.indexes.insert(&key, &new_terms);
-                    old
                 }
                 Event::Delete { prev, .. } => {
-                    let old = st.items.remove(prev.key.as_str());
-                    if let Some(old) = &old {
+                    if let Some(old) = st.items.remove(prev.key.as_str()) {
                         let old_terms = self.terms(&prev.key, &old.value);
                         st.indexes.remove(&prev.key, &old_terms);
                     }
-                    old
                 }
-                Event::Progress { .. } => None,
-            };
-            drop(old);
+                Event::Progress { .. } => {}
+            }
             st.window.push(Instant::now(), event.clone());
             st.revision = revision;
             let mut dead = Vec::new();
