@@ -179,13 +179,13 @@ struct ServeArgs {
     /// How long the server keeps serving, with `/readyz` failing, after a shutdown signal.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     shutdown_delay_duration: Duration,
-    /// Serve gets, lists and watches from a watch cache per resource (kube-apiserver's
-    /// cacher): indexed label and name selectors, bounded watcher buffers. Off by default
-    /// until the whole suite runs with it.
+    /// Serve gets, lists and watches from a watch cache (kube-apiserver's cacher): indexed
+    /// label and name selectors, bounded watcher buffers. On by default, as upstream's
+    /// `--watch-cache`; `--watch-cache=false` reads the store directly.
     #[arg(
         long,
         env = "CRD_APISERVER_WATCH_CACHE",
-        default_value_t = false,
+        default_value_t = true,
         action = clap::ArgAction::Set,
         num_args = 0..=1,
         default_missing_value = "true"

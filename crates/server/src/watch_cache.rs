@@ -111,9 +111,12 @@ mod tests {
         }
     }
 
+    /// (label selector, field selector, expected terms)
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
     #[test]
     fn selectors_imply_only_exact_terms() {
-        let cases: &[(&str, &str, &[(&str, &str)])] = &[
+        let cases: &[Case<'_>] = &[
             ("app=web", "", &[("l:app", "web")]),
             (
                 "app==web,tier in (front)",

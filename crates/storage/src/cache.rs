@@ -7,7 +7,7 @@
 //!   every event after it. A broken feed re-lists; watchers are closed (their clients re-watch),
 //!   and until the cache is ready again every request goes to the engine.
 //! - Consistent reads (`resourceVersion=""`, [`Store::get`]) read the engine's current revision
-//!   and wait until the cache has caught up to it (KEP-2340 ConsistentListFromCache); concurrent
+//!   and wait until the cache has caught up to it (KEP-2340 `ConsistentListFromCache`); concurrent
 //!   readers share one revision request. A read the cache cannot answer in time goes to the
 //!   engine. `NotOlderThan`/`0` lists wait only for their revision; a list at an exact revision
 //!   is answered from the cache when it is the cache's revision, else by the engine (as are
@@ -298,12 +298,16 @@ impl CacheStore {
     }
 }
 
+/// A reader waiting for a revision (or the engine's error text).
+type Waiter = oneshot::Sender<Result<Revision, String>>;
+
 /// Shares one "current revision" request among concurrent consistent readers. A reader joins
 /// only a request sent after it arrived, so the revision it gets is at least the store's
 /// revision when its read began.
 struct Oracle {
     inner: Arc<dyn Store>,
-    queue: Mutex<(Vec<oneshot::Sender<Result<Revision, String>>>, bool)>,
+    /// Readers waiting for the next request, and whether a leader is running.
+    queue: Mutex<(Vec<Waiter>, bool)>,
 }
 
 impl Oracle {
@@ -317,7 +321,10 @@ impl Oracle {
     async fn current(self: &Arc<Self>) -> Result<Revision, StorageError> {
         let (tx, rx) = oneshot::channel();
         let lead = {
-            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            let mut q = self
+                .queue
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             q.0.push(tx);
             !std::mem::replace(&mut q.1, true)
         };
@@ -326,7 +333,10 @@ impl Oracle {
             tokio::spawn(async move {
                 loop {
                     let batch = {
-                        let mut q = oracle.queue.lock().unwrap_or_else(|e| e.into_inner());
+                        let mut q = oracle
+                            .queue
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
                         if q.0.is_empty() {
                             q.1 = false;
                             return;
@@ -396,7 +406,7 @@ async fn load(
     let mut pages = Pages::new(inner, root, None, LIST_PAGE);
     let mut items = BTreeMap::new();
     let mut indexes = Indexes::default();
-    let indexer = match shared.upgrade() {
+    let terms_of = match shared.upgrade() {
         Some(s) => s.indexer.clone(),
         None => return Ok(None),
     };
@@ -404,7 +414,7 @@ async fn load(
     while let Some(page) = pages.next_page().await? {
         for kv in page {
             let key: Arc<str> = Arc::from(kv.key);
-            if let Some(ix) = &indexer {
+            if let Some(ix) = &terms_of {
                 terms.clear();
                 ix.terms(&key, &kv.value, &mut terms);
                 indexes.insert(&key, &terms);
@@ -527,7 +537,7 @@ impl Shared {
                 match w.tx.try_send(event.clone()) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(e)) => {
-                        blocked.push((w.id, w.tx.clone(), e))
+                        blocked.push((w.id, w.tx.clone(), e));
                     }
                     Err(mpsc::error::TrySendError::Closed(_)) => dead.push(w.id),
                 }

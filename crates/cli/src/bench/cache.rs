@@ -299,10 +299,10 @@ async fn slow_watchers(
     }
     // 2000 updates of 1 KiB objects: each watcher would be sent about 2 MB.
     let writes = 2000;
-    let writer = server.client(true)?;
+    let patcher = server.client(true)?;
     let t = Instant::now();
     for i in 0..writes {
-        let r = writer
+        let r = patcher
             .patch(format!("{base}/{}", name(i % args.objects)))
             .bearer_auth(&server.token)
             .header("Content-Type", "application/merge-patch+json")

@@ -37,13 +37,21 @@ async fn selectors_paging_and_watches_through_the_cache() {
             .await;
         assert_eq!(r.status, 201, "{}", r.text);
         // Read-your-writes: a consistent list right after the write has the object.
-        let list = api.get(&format!("{base}?labelSelector=app%3Dx")).await.json();
+        let list = api
+            .get(&format!("{base}?labelSelector=app%3Dx"))
+            .await
+            .json();
         assert_eq!(names(&list).len(), i + 1, "after creating w{i}");
     }
-    let list = api.get(&format!("{base}?labelSelector=shard%3D1")).await.json();
+    let list = api
+        .get(&format!("{base}?labelSelector=shard%3D1"))
+        .await
+        .json();
     assert_eq!(names(&list), ["w1", "w4", "w7"]);
     let list = api
-        .get(&format!("{base}?labelSelector=shard%3D1,app%3Dx&fieldSelector=metadata.name%3Dw4"))
+        .get(&format!(
+            "{base}?labelSelector=shard%3D1,app%3Dx&fieldSelector=metadata.name%3Dw4"
+        ))
         .await
         .json();
     assert_eq!(names(&list), ["w4"]);
@@ -52,7 +60,10 @@ async fn selectors_paging_and_watches_through_the_cache() {
         .await
         .json();
     assert_eq!(names(&list), ["w1", "w4", "w7"]);
-    let list = api.get(&format!("{base}?labelSelector=shard%3D9")).await.json();
+    let list = api
+        .get(&format!("{base}?labelSelector=shard%3D9"))
+        .await
+        .json();
     assert!(names(&list).is_empty());
 
     // Paging a selector: continue tokens from the snapshot.
@@ -64,7 +75,9 @@ async fn selectors_paging_and_watches_through_the_cache() {
     let token = page1["metadata"]["continue"].as_str().expect("continue");
     assert!(page1["metadata"].get("remainingItemCount").is_none());
     let page2 = api
-        .get(&format!("{base}?labelSelector=shard%3D0&limit=2&continue={token}"))
+        .get(&format!(
+            "{base}?labelSelector=shard%3D0&limit=2&continue={token}"
+        ))
         .await
         .json();
     assert_eq!(names(&page2), ["w6", "w9"]);
@@ -78,7 +91,9 @@ async fn selectors_paging_and_watches_through_the_cache() {
     let mut resp = api
         .request(
             reqwest::Method::GET,
-            &format!("{base}?watch=true&resourceVersion={rv}&labelSelector=shard%3D2&timeoutSeconds=2"),
+            &format!(
+                "{base}?watch=true&resourceVersion={rv}&labelSelector=shard%3D2&timeoutSeconds=2"
+            ),
         )
         .send()
         .await
@@ -103,14 +118,18 @@ async fn selectors_paging_and_watches_through_the_cache() {
 
     // Compacted history leaves the cache's window too: 410 with upstream's text.
     eventually("history up to resourceVersion 1 is compacted", || async {
-        api.get(&format!("{base}?resourceVersion=1&resourceVersionMatch=Exact"))
-            .await
-            .status
+        api.get(&format!(
+            "{base}?resourceVersion=1&resourceVersionMatch=Exact"
+        ))
+        .await
+        .status
             == 410
     })
     .await;
     let r = api
-        .get(&format!("{base}?watch=true&resourceVersion=1&timeoutSeconds=1"))
+        .get(&format!(
+            "{base}?watch=true&resourceVersion=1&timeoutSeconds=1"
+        ))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     let events = r.lines();

@@ -123,6 +123,16 @@ mod tests {
         ix
     }
 
+    /// (terms, prefix, `start_after`, limit, expected keys, expected remaining)
+    type Case<'a> = (
+        &'a [(&'a str, &'a str)],
+        &'a str,
+        Option<&'a str>,
+        Option<usize>,
+        &'a [&'a str],
+        u64,
+    );
+
     #[test]
     fn select_intersects_terms_in_key_order_with_paging() {
         let ix = build(&[
@@ -133,14 +143,7 @@ mod tests {
             ("/r/ns2/e", &[("l:app", "web")]),
         ]);
         // (terms, prefix, start_after, limit) -> (keys, remaining)
-        let cases: &[(
-            &[(&str, &str)],
-            &str,
-            Option<&str>,
-            Option<usize>,
-            &[&str],
-            u64,
-        )] = &[
+        let cases: &[Case<'_>] = &[
             (
                 &[("l:app", "web")],
                 "/r/",

@@ -158,11 +158,13 @@ mod tests {
         events.iter().map(|e| e.revision()).collect()
     }
 
-    /// (seconds after start for each pushed event, expected capacity, floor, held revisions)
+    /// (name, seconds after start of each pushed event, expected capacity, floor, held revisions)
+    type Case<'a> = (&'a str, &'a [u64], usize, Revision, &'a [Revision]);
+
     #[test]
     fn capacity_follows_upstream_policy() {
         let fresh = Duration::from_secs(75);
-        let cases: &[(&str, &[u64], usize, Revision, &[Revision])] = &[
+        let cases: &[Case<'_>] = &[
             ("below capacity nothing changes", &[0, 1], 2, 10, &[11, 12]),
             (
                 "full and fresh: doubles instead of evicting",
