@@ -23,13 +23,21 @@ pub struct CacheArgs {
     #[arg(long)]
     pub only_cache: bool,
     /// Objects (about 1 KiB each) in the cache figures.
-    #[arg(long = "cache-objects", default_value_t = 100_000)]
+    #[arg(
+        id = "cache_objects",
+        long = "cache-objects",
+        default_value_t = 100_000
+    )]
     pub objects: usize,
     /// Gets per server in the cache figures.
-    #[arg(long = "cache-gets", default_value_t = 20_000)]
+    #[arg(id = "cache_gets", long = "cache-gets", default_value_t = 20_000)]
     pub gets: usize,
     /// Watchers that never read, per server, in the cache figures.
-    #[arg(long = "cache-slow-watchers", default_value_t = 200)]
+    #[arg(
+        id = "cache_slow_watchers",
+        long = "cache-slow-watchers",
+        default_value_t = 200
+    )]
     pub slow_watchers: usize,
 }
 
