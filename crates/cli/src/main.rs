@@ -179,6 +179,18 @@ struct ServeArgs {
     /// How long the server keeps serving, with `/readyz` failing, after a shutdown signal.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     shutdown_delay_duration: Duration,
+    /// Serve gets, lists and watches from a watch cache (kube-apiserver's cacher): indexed
+    /// label and name selectors, bounded watcher buffers. On by default, as upstream's
+    /// `--watch-cache`; `--watch-cache=false` reads the store directly.
+    #[arg(
+        long,
+        env = "CRD_APISERVER_WATCH_CACHE",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    watch_cache: bool,
 }
 
 /// Parses the Go durations users pass to kube-apiserver flags (`250ms`, `2s`, `1m`).
@@ -322,6 +334,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     }),
             },
             shutdown_delay: args.shutdown_delay_duration,
+            watch_cache: args.watch_cache,
         };
         let (tx, rx) = watch::channel(false);
         tokio::spawn(async move {

@@ -50,6 +50,7 @@ pub mod state;
 pub mod table;
 pub mod tls;
 pub mod version;
+pub mod watch_cache;
 pub mod webhook;
 
 use std::net::SocketAddr;
@@ -104,6 +105,9 @@ pub struct ServerConfig {
     /// `--shutdown-delay-duration`: how long the server keeps accepting, with `/readyz`
     /// failing, after shutdown begins.
     pub shutdown_delay: std::time::Duration,
+    /// `--watch-cache`: serve gets, lists and watches from a watch cache over the store
+    /// (`watch_cache`), as kube-apiserver does.
+    pub watch_cache: bool,
 }
 
 /// What a started server tells its caller.
@@ -124,6 +128,12 @@ pub async fn run(
     on_ready: impl FnOnce(&Started),
 ) -> anyhow::Result<()> {
     let store: Arc<dyn Store> = Arc::new(metered_store::MeteredStore::new(store));
+    // Above the meter, so that only the calls that reach the engine are timed.
+    let store = if config.watch_cache {
+        watch_cache::wrap(store)
+    } else {
+        store
+    };
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
     let tls = tls::load_or_generate(&config.tls, config.client_ca_file.as_deref())?;

@@ -327,6 +327,7 @@ pub async fn check_list_paging(store: &dyn Store) {
             start_after: Some(expected[1].clone()),
             limit: Some(2),
             revision: Some(page1.revision),
+            ..ListRequest::default()
         })
         .await
         .expect("list page 2");
@@ -339,6 +340,7 @@ pub async fn check_list_paging(store: &dyn Store) {
             start_after: Some(expected[3].clone()),
             limit: Some(2),
             revision: Some(page1.revision),
+            ..ListRequest::default()
         })
         .await
         .expect("list page 3");
@@ -352,6 +354,7 @@ pub async fn check_list_paging(store: &dyn Store) {
             start_after: Some(expected[2].clone()),
             limit: Some(2),
             revision: None,
+            ..ListRequest::default()
         })
         .await
         .expect("list");
@@ -425,6 +428,7 @@ pub async fn check_list_past_revision(store: &dyn Store) {
             revision: Some(r2),
             limit: Some(1),
             start_after: None,
+            ..ListRequest::default()
         })
         .await
         .expect("list");
@@ -437,6 +441,7 @@ pub async fn check_list_past_revision(store: &dyn Store) {
             revision: Some(r2),
             limit: Some(1),
             start_after: Some(a.clone()),
+            ..ListRequest::default()
         })
         .await
         .expect("list");

@@ -11,6 +11,8 @@
 //!   `SQLite`, group commit).
 //! - `etcd::EtcdStore` (feature `etcd`): etcd, with kube-apiserver's key layout.
 //! - [`fanout::FanoutStore`]: serves many watches from one engine watch.
+//! - [`cache::CacheStore`]: the watch cache (kube-apiserver's cacher): gets, lists and watches
+//!   served from memory, with secondary indexes.
 //! - [`conformance`]: the suite every engine must pass (feature `conformance`, and in tests).
 //!
 //! Architecture Invariant: this crate knows nothing of Kubernetes objects; values are bytes.
@@ -22,6 +24,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::Stream;
 
+pub mod cache;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 #[cfg(feature = "etcd")]
@@ -97,6 +100,25 @@ pub struct ListRequest {
     pub limit: Option<usize>,
     /// Read the state as of this revision; `None` reads the latest state.
     pub revision: Option<Revision>,
+    /// With `revision: None`, how fresh the state must be. Engines always read the latest
+    /// state, which satisfies every freshness; a cache may answer from an older one.
+    pub freshness: Freshness,
+    /// Index terms `(index name, value)` every item the caller wants has (for example a label
+    /// selector's `app=web`). A hint only: the caller still filters, and a store may return
+    /// items without the terms (engines ignore it); a cache with these indexes returns only
+    /// items that have them, and `remaining` then counts only those.
+    pub index_terms: Vec<(String, String)>,
+}
+
+/// How fresh a list at the latest revision must be (`resourceVersion` on a list).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Freshness {
+    /// `resourceVersion=""`: consistent, at least the store's current revision when the read
+    /// began (upstream's consistent read from cache).
+    #[default]
+    Consistent,
+    /// `resourceVersion=N` (`NotOlderThan`), or `0` (any): at least this revision.
+    NotOlderThan(Revision),
 }
 
 /// The answer to a [`ListRequest`].
@@ -163,6 +185,7 @@ impl<'a> Pages<'a> {
                 start_after: self.start_after.take(),
                 limit: Some(self.page_size),
                 revision: if self.pinned { self.revision } else { None },
+                ..ListRequest::default()
             })
             .await?;
         self.revision = Some(page.revision);

@@ -505,6 +505,8 @@ pub(crate) fn default_config(data: &Path) -> crd_server::ServerConfig {
         api_audiences: Vec::new(),
         audit: crd_server::audit::AuditOptions::default(),
         shutdown_delay: Duration::ZERO,
+        // On, as `serve` defaults; `CRD_APISERVER_WATCH_CACHE=false` turns it off.
+        watch_cache: std::env::var("CRD_APISERVER_WATCH_CACHE").map_or(true, |v| v != "false"),
     }
 }
 

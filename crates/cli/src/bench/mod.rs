@@ -3,6 +3,8 @@
 //! one table row per figure, beside the physical limit measured in the same run where one applies
 //! (`SQLite` commits/s without the server).
 
+mod cache;
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -65,6 +67,8 @@ pub struct BenchArgs {
     /// the physical limit shown is etcd puts/s through the engine without the server.
     #[arg(long, value_delimiter = ',')]
     etcd_servers: Vec<String>,
+    #[command(flatten)]
+    cache: cache::CacheArgs,
 }
 
 /// Extra `serve` flags for every server a run starts (the storage engine).
@@ -495,6 +499,9 @@ async fn sustained(seconds: u64) -> anyhow::Result<()> {
 
 /// Runs every benchmark and prints a Markdown table.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.cache.only_cache {
+        return cache::run(&args.cache, &args.etcd_servers).await;
+    }
     let etcd_prefix = format!(
         "/bench-{}",
         std::time::SystemTime::now()

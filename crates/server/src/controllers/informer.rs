@@ -446,6 +446,7 @@ impl<T: Send + Sync + 'static> Informer<T> {
             start_after: listing.start_after.clone(),
             limit: Some(self.page_size),
             revision: listing.revision,
+            ..ListRequest::default()
         };
         let page = until_shutdown(&mut self.shutdown, self.store.list(request)).await?;
         let page = match page {

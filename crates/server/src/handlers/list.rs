@@ -3,7 +3,7 @@
 //! deletecollection.
 
 use crd_core::Status;
-use crd_storage::{ListRequest, Revision};
+use crd_storage::{Freshness, ListRequest, Revision};
 use serde_json::{Value, json};
 
 use super::{Ctx, Reply, read_objects};
@@ -32,6 +32,15 @@ impl ListOptions {
     pub fn matches(&self, strategy: &dyn Strategy, obj: &Value) -> bool {
         self.labels.matches_json(meta::labels(obj))
             && self.fields.matches(|f| strategy.field_value(obj, f).ok())
+    }
+
+    /// How fresh a list at the latest revision must be: `""` consistent, `0` any, `N`
+    /// (`NotOlderThan`) at least `N`.
+    pub fn freshness(&self) -> Freshness {
+        match self.resource_version.as_str() {
+            "" => Freshness::Consistent,
+            rv => Freshness::NotOlderThan(rv.parse().unwrap_or(0)),
+        }
     }
 
     /// The storage prefix to scan: the URL's namespace, or one narrowed by a
@@ -100,6 +109,8 @@ pub async fn read_page(
                 start_after: start_after.clone(),
                 limit: chunk,
                 revision,
+                freshness: opts.freshness(),
+                index_terms: crate::watch_cache::index_terms(&opts.labels, &opts.fields),
             })
             .await
             .map_err(|e| match e {
@@ -281,6 +292,8 @@ async fn verbatim_list(
             start_after,
             limit: (opts.limit > 0).then_some(opts.limit),
             revision,
+            freshness: opts.freshness(),
+            index_terms: Vec::new(),
         })
         .await
         .map_err(|e| match e {

@@ -12,3 +12,4 @@ mod observability;
 mod rbac;
 mod support;
 mod watch;
+mod watch_cache;

@@ -61,6 +61,8 @@ impl TestServer {
             api_audiences: Vec::new(),
             audit: crd_server::audit::AuditOptions::default(),
             shutdown_delay: Duration::ZERO,
+            // On, as `serve` defaults; `CRD_APISERVER_WATCH_CACHE=false` runs the suite without.
+            watch_cache: std::env::var("CRD_APISERVER_WATCH_CACHE").map_or(true, |v| v != "false"),
         };
         configure(&mut config);
         let (shutdown, rx) = watch::channel(false);

@@ -229,6 +229,21 @@ async fn conformance_suite_through_the_shared_watch() {
     conformance::run_all(shared).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_suite_through_the_watch_cache() {
+    let etcd = TestEtcd::start().await;
+    let store = etcd.store(DEFAULT_PREFIX).await;
+    let shared = crate::fanout::FanoutStore::new(store, "/conformance/")
+        .await
+        .expect("shared watch");
+    let cache = crate::cache::CacheStore::new(
+        shared,
+        crate::cache::CacheConfig::new("/conformance/", None),
+    );
+    cache.wait_ready().await;
+    conformance::run_all(cache).await;
+}
+
 #[tokio::test]
 async fn conformance_suite_current_thread() {
     let etcd = TestEtcd::start().await;

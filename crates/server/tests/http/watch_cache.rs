@@ -1,0 +1,147 @@
+//! The server with `--watch-cache`: label and name selectors answered through the cache's
+//! indexes (with paging), read-your-writes on consistent lists, watches from a list's
+//! resourceVersion, and `410 Gone` for a watch from compacted history.
+
+use serde_json::{Value, json};
+
+use crate::support::{HttpVersion, TestServer, crd_json, eventually};
+
+fn names(list: &Value) -> Vec<&str> {
+    list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().expect("name"))
+        .collect()
+}
+
+#[tokio::test]
+async fn selectors_paging_and_watches_through_the_cache() {
+    let s = TestServer::start_with(|c| {
+        c.watch_cache = true;
+        c.compaction_interval = std::time::Duration::from_secs(1);
+    })
+    .await;
+    let api = s.api(HttpVersion::Http2);
+    api.create_crd(crd_json("c.example.com", "widgets", "Widget", "Namespaced"))
+        .await;
+    let base = "/apis/c.example.com/v1/namespaces/default/widgets";
+    for i in 0..10 {
+        let r = api
+            .post(
+                base,
+                json!({"apiVersion": "c.example.com/v1", "kind": "Widget",
+                       "metadata": {"name": format!("w{i}"),
+                                    "labels": {"shard": (i % 3).to_string(), "app": "x"}}}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+        // Read-your-writes: a consistent list right after the write has the object.
+        let list = api
+            .get(&format!("{base}?labelSelector=app%3Dx"))
+            .await
+            .json();
+        assert_eq!(names(&list).len(), i + 1, "after creating w{i}");
+    }
+    let list = api
+        .get(&format!("{base}?labelSelector=shard%3D1"))
+        .await
+        .json();
+    assert_eq!(names(&list), ["w1", "w4", "w7"]);
+    let list = api
+        .get(&format!(
+            "{base}?labelSelector=shard%3D1,app%3Dx&fieldSelector=metadata.name%3Dw4"
+        ))
+        .await
+        .json();
+    assert_eq!(names(&list), ["w4"]);
+    let list = api
+        .get(&format!("{base}?labelSelector=shard%20in%20(1),shard!%3D2"))
+        .await
+        .json();
+    assert_eq!(names(&list), ["w1", "w4", "w7"]);
+    let list = api
+        .get(&format!("{base}?labelSelector=shard%3D9"))
+        .await
+        .json();
+    assert!(names(&list).is_empty());
+
+    // Paging a selector: continue tokens from the snapshot.
+    let page1 = api
+        .get(&format!("{base}?labelSelector=shard%3D0&limit=2"))
+        .await
+        .json();
+    assert_eq!(names(&page1), ["w0", "w3"]);
+    let token = page1["metadata"]["continue"].as_str().expect("continue");
+    assert!(page1["metadata"].get("remainingItemCount").is_none());
+    let page2 = api
+        .get(&format!(
+            "{base}?labelSelector=shard%3D0&limit=2&continue={token}"
+        ))
+        .await
+        .json();
+    assert_eq!(names(&page2), ["w6", "w9"]);
+    assert!(page2["metadata"].get("continue").is_none(), "{page2}");
+
+    // A watch from the list's resourceVersion sees the next change, filtered by the selector.
+    let rv = page1["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("rv")
+        .to_string();
+    let mut resp = api
+        .request(
+            reqwest::Method::GET,
+            &format!(
+                "{base}?watch=true&resourceVersion={rv}&labelSelector=shard%3D2&timeoutSeconds=2"
+            ),
+        )
+        .send()
+        .await
+        .expect("watch");
+    assert_eq!(resp.status(), 200);
+    let r = api.delete(&format!("{base}/w1")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = api.delete(&format!("{base}/w2")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let mut buf = Vec::new();
+    while let Some(chunk) = resp.chunk().await.expect("chunk") {
+        buf.extend_from_slice(&chunk);
+    }
+    let text = String::from_utf8(buf).expect("utf-8");
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(events.len(), 1, "{text}");
+    assert_eq!(events[0]["type"], "DELETED");
+    assert_eq!(events[0]["object"]["metadata"]["name"], "w2");
+
+    // Compacted history leaves the cache's window too: 410 with upstream's text.
+    eventually("history up to resourceVersion 1 is compacted", || async {
+        api.get(&format!(
+            "{base}?resourceVersion=1&resourceVersionMatch=Exact"
+        ))
+        .await
+        .status
+            == 410
+    })
+    .await;
+    let r = api
+        .get(&format!(
+            "{base}?watch=true&resourceVersion=1&timeoutSeconds=1"
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let events = r.lines();
+    assert_eq!(events.len(), 1, "{}", r.text);
+    assert_eq!(events[0]["object"]["code"], 410);
+    assert_eq!(events[0]["object"]["reason"], "Expired");
+    assert!(
+        events[0]["object"]["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("too old resource version: 1 ("),
+        "{}",
+        r.text
+    );
+}

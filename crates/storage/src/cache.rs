@@ -1,0 +1,797 @@
+//! The watch cache: a [`Store`] decorator that keeps the latest state of every key under a root
+//! in memory and serves gets, lists and watches from it, as kube-apiserver's cacher
+//! (`staging/src/k8s.io/apiserver/pkg/storage/cacher`) does.
+//!
+//! - Fed by one engine watch over the root (for etcd, the shared watch of
+//!   [`FanoutStore`](crate::fanout::FanoutStore)): an initial paged list at one revision, then
+//!   every event after it. A broken feed re-lists; watchers are closed (their clients re-watch),
+//!   and until the cache is ready again every request goes to the engine.
+//! - Consistent reads (`resourceVersion=""`, [`Store::get`]) read the engine's current revision
+//!   and wait until the cache has caught up to it (KEP-2340 `ConsistentListFromCache`); concurrent
+//!   readers share one revision request. A read the cache cannot answer in time goes to the
+//!   engine. `NotOlderThan`/`0` lists wait only for their revision; a list at an exact revision
+//!   is answered from the cache when it is the cache's revision, else by the engine (as are
+//!   continue tokens of older snapshots).
+//! - Secondary indexes (`index.rs`) from the [`Indexer`] the cache is built with: a list with
+//!   [`ListRequest::index_terms`] visits only the keys that have them.
+//! - A bounded event window (`window.rs`, upstream's capacity policy); a watch from before it
+//!   fails with [`StorageError::Compacted`] (the server's `410 Gone` "too old resource
+//!   version").
+//! - Every watcher has a bounded buffer; the dispatcher waits for a full one only within a
+//!   shared time budget, then closes it (upstream's "Forcing watcher close due to
+//!   unresponsiveness"): the client re-watches from its last revision. Nothing is kept for a
+//!   watcher that went away.
+//!
+//! Architecture Invariant: the cache never invents or reorders events, and never answers a
+//! consistent read from a state older than the engine's revision at the start of the read.
+
+pub mod index;
+pub mod window;
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{
+    Event, Freshness, KeyValue, ListRequest, ListResponse, Pages, Revision, StorageError, Store,
+    WatchRequest, WatchStream,
+};
+use index::{Indexes, Term};
+use window::Window;
+
+/// Upstream's `storageWatchListPageSize`: the page size of the cache's initial list.
+const LIST_PAGE: usize = 10_000;
+/// How often the feed asks the engine for progress while idle, so that a consistent read whose
+/// revision no cached key reached (a write outside the root) still completes quickly.
+const FEED_PROGRESS: Duration = Duration::from_millis(200);
+/// How long a read waits for the cache to catch up before it goes to the engine.
+const CATCH_UP: Duration = Duration::from_secs(3);
+/// The dispatcher's budget for waiting on full watcher buffers (upstream's `timeBudget`: at
+/// most 100 ms, refilled at 100 ms per second).
+const BUDGET_MAX: Duration = Duration::from_millis(100);
+
+/// Derives the index terms of a stored object. The storage crate never looks inside values; the
+/// server supplies an indexer that knows objects (labels, `metadata.name`).
+pub trait Indexer: Send + Sync + 'static {
+    /// Appends the `(index name, value)` terms of the object stored at `key` to `out`.
+    fn terms(&self, key: &str, value: &[u8], out: &mut Vec<Term>);
+}
+
+/// An indexer with no terms: lists with index terms then find nothing indexed, so the cache
+/// answers them by scanning (see [`CacheConfig::indexer`]).
+pub struct NoIndexes;
+
+impl Indexer for NoIndexes {
+    fn terms(&self, _key: &str, _value: &[u8], _out: &mut Vec<Term>) {}
+}
+
+/// How a cache is built.
+pub struct CacheConfig {
+    /// The keys cached: everything under this prefix (for example `/registry/`).
+    pub root: String,
+    /// Supplies index terms; `None` disables indexed lists (index terms are ignored).
+    pub indexer: Option<Arc<dyn Indexer>>,
+    /// Events buffered per watcher before the dispatcher waits (upstream uses 10 to 1000).
+    pub watcher_buffer: usize,
+}
+
+impl CacheConfig {
+    /// A cache of `root` with `indexer` and upstream-like buffers.
+    pub fn new(root: &str, indexer: Option<Arc<dyn Indexer>>) -> Self {
+        CacheConfig {
+            root: root.to_string(),
+            indexer,
+            watcher_buffer: 100,
+        }
+    }
+}
+
+/// One cached key.
+#[derive(Debug)]
+struct Entry {
+    value: Bytes,
+    create_revision: Revision,
+    mod_revision: Revision,
+}
+
+struct WatcherSlot {
+    id: u64,
+    prefix: String,
+    tx: mpsc::Sender<Arc<Event>>,
+}
+
+/// Everything behind the lock.
+struct State {
+    ready: bool,
+    revision: Revision,
+    items: BTreeMap<Arc<str>, Entry>,
+    indexes: Indexes,
+    window: Window,
+    watchers: Vec<WatcherSlot>,
+    next_id: u64,
+}
+
+struct Shared {
+    root: String,
+    indexer: Option<Arc<dyn Indexer>>,
+    watcher_buffer: usize,
+    state: RwLock<State>,
+    /// The cache's revision, for readers waiting to catch up.
+    revision: tokio::sync::watch::Sender<Revision>,
+    /// Every event up to this revision has been handed to every watcher (progress notices).
+    dispatched: AtomicI64,
+}
+
+/// The watch cache over `inner`.
+pub struct CacheStore {
+    inner: Arc<dyn Store>,
+    shared: Arc<Shared>,
+    oracle: Arc<Oracle>,
+    feed: tokio::task::AbortHandle,
+}
+
+impl Drop for CacheStore {
+    fn drop(&mut self) {
+        self.feed.abort();
+    }
+}
+
+/// Memory figures of a cache (for benchmarks).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CacheStats {
+    /// Cached keys.
+    pub objects: usize,
+    /// Events in the window.
+    pub events: usize,
+    /// Window capacity.
+    pub capacity: usize,
+    /// Registered watchers.
+    pub watchers: usize,
+    /// Index sets.
+    pub index_sets: usize,
+}
+
+impl CacheStore {
+    /// Wraps `inner`, caching every key under `config.root`. Returns at once; requests go to
+    /// `inner` until the initial list is loaded ([`CacheStore::wait_ready`]).
+    pub fn new(inner: Arc<dyn Store>, config: CacheConfig) -> Arc<Self> {
+        let (revision, _) = tokio::sync::watch::channel(0);
+        let shared = Arc::new(Shared {
+            root: config.root,
+            indexer: config.indexer,
+            watcher_buffer: config.watcher_buffer.max(1),
+            state: RwLock::new(State {
+                ready: false,
+                revision: 0,
+                items: BTreeMap::new(),
+                indexes: Indexes::default(),
+                window: Window::new(0),
+                watchers: Vec::new(),
+                next_id: 0,
+            }),
+            revision,
+            dispatched: AtomicI64::new(0),
+        });
+        let feed = tokio::spawn(feed(inner.clone(), Arc::downgrade(&shared))).abort_handle();
+        Arc::new(CacheStore {
+            oracle: Arc::new(Oracle::new(inner.clone())),
+            inner,
+            shared,
+            feed,
+        })
+    }
+
+    /// Waits until the initial list is loaded.
+    pub async fn wait_ready(&self) {
+        let mut rx = self.shared.revision.subscribe();
+        loop {
+            if self.read().ready {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Current sizes.
+    pub fn stats(&self) -> CacheStats {
+        let st = self.read();
+        CacheStats {
+            objects: st.items.len(),
+            events: st.window.len(),
+            capacity: st.window.capacity(),
+            watchers: st.watchers.len(),
+            index_sets: st.indexes.sets(),
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.shared
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn covers(&self, prefix: &str) -> bool {
+        prefix.starts_with(&self.shared.root)
+    }
+
+    /// Waits until the cache is ready at `target` or later; `false` when it is not within
+    /// [`CATCH_UP`] (the caller goes to the engine).
+    async fn caught_up(&self, target: Revision) -> bool {
+        let mut rx = self.shared.revision.subscribe();
+        let wait = async {
+            loop {
+                {
+                    let st = self.read();
+                    if st.ready && st.revision >= target {
+                        return true;
+                    }
+                }
+                if rx.changed().await.is_err() {
+                    return false;
+                }
+            }
+        };
+        tokio::time::timeout(CATCH_UP, wait).await.unwrap_or(false)
+    }
+
+    /// Whether a read of the latest state with `freshness` may be answered from the cache.
+    async fn fresh(&self, freshness: Freshness) -> Result<bool, StorageError> {
+        let target = match freshness {
+            Freshness::Consistent => self.oracle.current().await?,
+            Freshness::NotOlderThan(n) => n,
+        };
+        Ok(self.caught_up(target).await)
+    }
+
+    fn list_cached(st: &State, request: &ListRequest, indexed: bool) -> ListResponse {
+        let limit = request.limit.filter(|&l| l > 0).unwrap_or(usize::MAX);
+        let prefix = request.prefix.as_str();
+        let kv = |key: &Arc<str>, e: &Entry| KeyValue {
+            key: key.to_string(),
+            value: e.value.clone(),
+            create_revision: e.create_revision,
+            mod_revision: e.mod_revision,
+        };
+        if indexed && !request.index_terms.is_empty() {
+            let (keys, remaining) = st.indexes.select(
+                &request.index_terms,
+                prefix,
+                request.start_after.as_deref(),
+                request.limit,
+            );
+            let items = keys
+                .iter()
+                .filter_map(|k| st.items.get_key_value(k.as_ref()))
+                .map(|(k, e)| kv(k, e))
+                .collect();
+            return ListResponse {
+                items,
+                revision: st.revision,
+                remaining,
+            };
+        }
+        let lower = match request.start_after.as_deref() {
+            Some(after) if after >= prefix => Bound::Excluded(after),
+            _ => Bound::Included(prefix),
+        };
+        let mut range = st
+            .items
+            .range::<str, _>((lower, Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix));
+        let items: Vec<KeyValue> = range.by_ref().take(limit).map(|(k, e)| kv(k, e)).collect();
+        let remaining = range.count() as u64;
+        ListResponse {
+            items,
+            revision: st.revision,
+            remaining,
+        }
+    }
+}
+
+/// A reader waiting for a revision (or the engine's error text).
+type Waiter = oneshot::Sender<Result<Revision, String>>;
+
+/// Shares one "current revision" request among concurrent consistent readers. A reader joins
+/// only a request sent after it arrived, so the revision it gets is at least the store's
+/// revision when its read began.
+struct Oracle {
+    inner: Arc<dyn Store>,
+    /// Readers waiting for the next request, and whether a leader is running.
+    queue: Mutex<(Vec<Waiter>, bool)>,
+}
+
+impl Oracle {
+    fn new(inner: Arc<dyn Store>) -> Self {
+        Oracle {
+            inner,
+            queue: Mutex::new((Vec::new(), false)),
+        }
+    }
+
+    async fn current(self: &Arc<Self>) -> Result<Revision, StorageError> {
+        let (tx, rx) = oneshot::channel();
+        let lead = {
+            let mut q = self
+                .queue
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            q.0.push(tx);
+            !std::mem::replace(&mut q.1, true)
+        };
+        if lead {
+            let oracle = self.clone();
+            tokio::spawn(async move {
+                loop {
+                    let batch = {
+                        let mut q = oracle
+                            .queue
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        if q.0.is_empty() {
+                            q.1 = false;
+                            return;
+                        }
+                        std::mem::take(&mut q.0)
+                    };
+                    let result = oracle
+                        .inner
+                        .current_revision()
+                        .await
+                        .map_err(|e| e.to_string());
+                    for tx in batch {
+                        let _ = tx.send(result.clone());
+                    }
+                }
+            });
+        }
+        match rx.await {
+            Ok(Ok(rev)) => Ok(rev),
+            Ok(Err(e)) => Err(StorageError::Unavailable(e)),
+            Err(_) => Err(StorageError::Unavailable("revision request dropped".into())),
+        }
+    }
+}
+
+/// Loads the cache and applies the engine's events; re-lists after a broken feed.
+async fn feed(inner: Arc<dyn Store>, shared: Weak<Shared>) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let Some(s) = shared.upgrade() else { return };
+        let root = s.root.clone();
+        drop(s);
+        let mut stream = match load(inner.as_ref(), &shared, &root).await {
+            Ok(Some(stream)) => stream,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, root, "watch cache: initial list failed");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(100);
+        let mut budget = Budget::new();
+        while let Some(item) = stream.next().await {
+            let Some(s) = shared.upgrade() else { return };
+            match item {
+                Ok(Event::Progress { revision }) => s.progress(revision),
+                Ok(event) => s.apply(event, &mut budget).await,
+                Err(e) => {
+                    tracing::info!(error = %e, root, "watch cache: feed ended; re-listing");
+                    break;
+                }
+            }
+        }
+        let Some(s) = shared.upgrade() else { return };
+        s.reset();
+    }
+}
+
+/// The initial list into the state, then the watch after its revision.
+async fn load(
+    inner: &dyn Store,
+    shared: &Weak<Shared>,
+    root: &str,
+) -> Result<Option<WatchStream>, StorageError> {
+    let mut pages = Pages::new(inner, root, None, LIST_PAGE);
+    let mut items = BTreeMap::new();
+    let mut indexes = Indexes::default();
+    let terms_of = match shared.upgrade() {
+        Some(s) => s.indexer.clone(),
+        None => return Ok(None),
+    };
+    let mut terms = Vec::new();
+    while let Some(page) = pages.next_page().await? {
+        for kv in page {
+            let key: Arc<str> = Arc::from(kv.key);
+            if let Some(ix) = &terms_of {
+                terms.clear();
+                ix.terms(&key, &kv.value, &mut terms);
+                indexes.insert(&key, &terms);
+            }
+            items.insert(
+                key,
+                Entry {
+                    value: kv.value,
+                    create_revision: kv.create_revision,
+                    mod_revision: kv.mod_revision,
+                },
+            );
+        }
+    }
+    let revision = match pages.revision() {
+        Some(r) => r,
+        None => inner.current_revision().await?,
+    };
+    let stream = inner
+        .watch(WatchRequest {
+            prefix: root.to_string(),
+            after: revision,
+            progress_interval: Some(FEED_PROGRESS),
+        })
+        .await?;
+    let Some(s) = shared.upgrade() else {
+        return Ok(None);
+    };
+    {
+        let mut st = s.write();
+        st.items = items;
+        st.indexes = indexes;
+        st.window = Window::new(revision);
+        st.revision = revision;
+        st.ready = true;
+    }
+    s.dispatched.store(revision, Ordering::Release);
+    s.revision.send_replace(revision);
+    Ok(Some(stream))
+}
+
+impl Shared {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn terms(&self, key: &str, value: &[u8]) -> Vec<Term> {
+        let mut out = Vec::new();
+        if let Some(ix) = &self.indexer {
+            ix.terms(key, value, &mut out);
+        }
+        out
+    }
+
+    fn progress(&self, revision: Revision) {
+        {
+            let mut st = self.write();
+            if revision <= st.revision {
+                return;
+            }
+            st.revision = revision;
+        }
+        self.dispatched.fetch_max(revision, Ordering::AcqRel);
+        self.revision.send_replace(revision);
+    }
+
+    /// Applies one event to the state, the indexes and the window, and hands it to watchers.
+    async fn apply(&self, event: Event, budget: &mut Budget) {
+        let revision = event.revision();
+        let event = Arc::new(event);
+        let mut blocked = Vec::new();
+        {
+            let mut st = self.write();
+            if revision <= st.revision {
+                return;
+            }
+            let key: &str = match event.as_ref() {
+                Event::Put { kv, .. } => &kv.key,
+                Event::Delete { prev, .. } => &prev.key,
+                Event::Progress { .. } => return,
+            };
+            match event.as_ref() {
+                Event::Put { kv, .. } => {
+                    let key: Arc<str> = match st.items.get_key_value(kv.key.as_str()) {
+                        Some((k, _)) => k.clone(),
+                        None => Arc::from(kv.key.as_str()),
+                    };
+                    let new_terms = self.terms(&key, &kv.value);
+                    let old = st.items.insert(
+                        key.clone(),
+                        Entry {
+                            value: kv.value.clone(),
+                            create_revision: kv.create_revision,
+                            mod_revision: kv.mod_revision,
+                        },
+                    );
+                    if let Some(old) = &old {
+                        let old_terms = self.terms(&key, &old.value);
+                        st.indexes.remove(&key, &old_terms);
+                    }
+                    st.indexes.insert(&key, &new_terms);
+                }
+                Event::Delete { prev, .. } => {
+                    if let Some(old) = st.items.remove(prev.key.as_str()) {
+                        let old_terms = self.terms(&prev.key, &old.value);
+                        st.indexes.remove(&prev.key, &old_terms);
+                    }
+                }
+                Event::Progress { .. } => {}
+            }
+            st.window.push(Instant::now(), event.clone());
+            st.revision = revision;
+            let mut dead = Vec::new();
+            for w in &st.watchers {
+                if !key.starts_with(&w.prefix) {
+                    continue;
+                }
+                match w.tx.try_send(event.clone()) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(e)) => {
+                        blocked.push((w.id, w.tx.clone(), e));
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => dead.push(w.id),
+                }
+            }
+            if !dead.is_empty() {
+                st.watchers.retain(|w| !dead.contains(&w.id));
+            }
+        }
+        self.revision.send_replace(revision);
+        if !blocked.is_empty() {
+            let mut dead = Vec::new();
+            let mut available = budget.take();
+            for (id, tx, e) in blocked {
+                let started = Instant::now();
+                let sent = tokio::time::timeout(available, tx.send(e)).await;
+                available = available.saturating_sub(started.elapsed());
+                if !matches!(sent, Ok(Ok(()))) {
+                    tracing::debug!(watcher = id, "watch cache: closing an unresponsive watcher");
+                    dead.push(id);
+                }
+            }
+            budget.give_back(available);
+            if !dead.is_empty() {
+                self.write().watchers.retain(|w| !dead.contains(&w.id));
+            }
+        }
+        self.dispatched.fetch_max(revision, Ordering::AcqRel);
+    }
+
+    /// The feed broke: every watcher ends (its client re-lists or re-watches) and requests go
+    /// to the engine until the next list is loaded.
+    fn reset(&self) {
+        let mut st = self.write();
+        st.ready = false;
+        st.watchers.clear();
+        st.items = BTreeMap::new();
+        st.indexes = Indexes::default();
+        st.window = Window::new(st.revision);
+    }
+}
+
+/// Upstream's `timeBudget`: how long the dispatcher may wait on full watcher buffers, refilled
+/// over time so that one slow watcher cannot stall the feed for long.
+struct Budget {
+    available: Duration,
+    refilled: Instant,
+}
+
+impl Budget {
+    fn new() -> Self {
+        Budget {
+            available: BUDGET_MAX,
+            refilled: Instant::now(),
+        }
+    }
+
+    fn take(&mut self) -> Duration {
+        let now = Instant::now();
+        let earned = BUDGET_MAX.mul_f64(now.duration_since(self.refilled).as_secs_f64());
+        self.refilled = now;
+        let total = (self.available + earned).min(BUDGET_MAX);
+        self.available = Duration::ZERO;
+        total
+    }
+
+    fn give_back(&mut self, unused: Duration) {
+        self.available = (self.available + unused).min(BUDGET_MAX);
+    }
+}
+
+/// Forwards a watcher's history, then its live events, to its client; ends when its buffer is
+/// closed (too slow, or the cache reset) or the client goes away.
+async fn run_watcher(
+    history: Vec<Arc<Event>>,
+    mut input: mpsc::Receiver<Arc<Event>>,
+    out: mpsc::Sender<Result<Event, StorageError>>,
+    after: Revision,
+    progress: Option<Duration>,
+    shared: Weak<Shared>,
+) {
+    let mut last = after;
+    for e in history {
+        if out.send(Ok((*e).clone())).await.is_err() {
+            return;
+        }
+        last = e.revision();
+    }
+    loop {
+        let next = match progress {
+            Some(every) => tokio::time::timeout(every, input.recv()).await.ok(),
+            None => Some(input.recv().await),
+        };
+        let event = match next {
+            Some(Some(e)) => e,
+            Some(None) => return,
+            None => {
+                // Idle: read the dispatched revision, then make sure nothing arrived meanwhile.
+                let Some(s) = shared.upgrade() else { return };
+                let at = s.dispatched.load(Ordering::Acquire);
+                drop(s);
+                match input.try_recv() {
+                    Ok(e) => e,
+                    Err(mpsc::error::TryRecvError::Disconnected) => return,
+                    Err(mpsc::error::TryRecvError::Empty) => {
+                        let at = at.max(last);
+                        if out
+                            .send(Ok(Event::Progress { revision: at }))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                        last = at;
+                        continue;
+                    }
+                }
+            }
+        };
+        if event.revision() <= last {
+            continue;
+        }
+        last = event.revision();
+        if out.send(Ok((*event).clone())).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[async_trait]
+impl Store for CacheStore {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        if !self.covers(key) || !self.fresh(Freshness::Consistent).await? {
+            return self.inner.get(key).await;
+        }
+        let st = self.read();
+        Ok(st.items.get_key_value(key).map(|(k, e)| KeyValue {
+            key: k.to_string(),
+            value: e.value.clone(),
+            create_revision: e.create_revision,
+            mod_revision: e.mod_revision,
+        }))
+    }
+
+    async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
+        if !self.covers(&request.prefix) {
+            return self.inner.list(request).await;
+        }
+        let indexed = self.shared.indexer.is_some();
+        if let Some(at) = request.revision {
+            // An exact revision: the cache's own snapshot, else the engine (as upstream).
+            {
+                let st = self.read();
+                if st.ready && st.revision == at {
+                    return Ok(Self::list_cached(&st, &request, indexed));
+                }
+            }
+            return self.inner.list(request).await;
+        }
+        if !self.fresh(request.freshness).await? {
+            return self.inner.list(request).await;
+        }
+        let st = self.read();
+        Ok(Self::list_cached(&st, &request, indexed))
+    }
+
+    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
+        self.inner.count(prefix).await
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError> {
+        self.inner.create(key, value).await
+    }
+
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> Result<Revision, StorageError> {
+        self.inner.update(key, value, expected).await
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<(KeyValue, Revision), StorageError> {
+        self.inner.delete(key, expected).await
+    }
+
+    async fn watch(&self, request: WatchRequest) -> Result<WatchStream, StorageError> {
+        if !self.covers(&request.prefix) {
+            return self.inner.watch(request).await;
+        }
+        let (tx, input) = mpsc::channel(self.shared.watcher_buffer);
+        let registered = {
+            let mut st = self.shared.write();
+            if st.ready {
+                let history = st.window.since(request.after);
+                if history.is_ok() {
+                    let id = st.next_id;
+                    st.next_id += 1;
+                    st.watchers.push(WatcherSlot {
+                        id,
+                        prefix: request.prefix.clone(),
+                        tx,
+                    });
+                }
+                Some(history)
+            } else {
+                None
+            }
+        };
+        let history = match registered {
+            None => return self.inner.watch(request).await,
+            Some(Err(floor)) => {
+                return Err(StorageError::Compacted {
+                    requested: request.after,
+                    compacted: floor + 1,
+                });
+            }
+            Some(Ok(history)) => history,
+        };
+        let history = history
+            .into_iter()
+            .filter(|e| match e.as_ref() {
+                Event::Put { kv, .. } => kv.key.starts_with(&request.prefix),
+                Event::Delete { prev, .. } => prev.key.starts_with(&request.prefix),
+                Event::Progress { .. } => false,
+            })
+            .collect();
+        let (out, rx) = mpsc::channel(16);
+        tokio::spawn(run_watcher(
+            history,
+            input,
+            out,
+            request.after,
+            request.progress_interval.filter(|d| !d.is_zero()),
+            Arc::downgrade(&self.shared),
+        ));
+        Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        self.inner.current_revision().await
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+        self.inner.compact(revision).await?;
+        // History before the compaction is gone for the cache's watches too.
+        self.shared.write().window.forget_through(revision - 1);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,275 @@
+//! The watch cache over the embedded engine: the conformance suite, indexed lists, the 410 past
+//! the window, slow watchers, and what a cache keeps after watchers go.
+
+use super::*;
+use crate::sqlite::SqliteStore;
+
+/// Indexes `l:<label>` from values written as `label=value,label=value` and `name` from the
+/// key's last segment.
+struct TestIndexer;
+
+impl Indexer for TestIndexer {
+    fn terms(&self, key: &str, value: &[u8], out: &mut Vec<Term>) {
+        if let Some(name) = key.rsplit('/').next() {
+            out.push(("name".into(), name.into()));
+        }
+        for pair in std::str::from_utf8(value).unwrap_or("").split(',') {
+            if let Some((k, v)) = pair.split_once('=') {
+                out.push((format!("l:{k}"), v.into()));
+            }
+        }
+    }
+}
+
+async fn cache(root: &str, buffer: usize) -> (tempfile::TempDir, Arc<CacheStore>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inner = SqliteStore::open(&dir.path().join("s.db")).expect("open");
+    let mut config = CacheConfig::new(root, Some(Arc::new(TestIndexer)));
+    config.watcher_buffer = buffer;
+    let store = CacheStore::new(inner, config);
+    store.wait_ready().await;
+    (dir, store)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn conformance_through_the_cache() {
+    let (_dir, store) = cache("/conformance/", 100).await;
+    crate::conformance::run_all(store).await;
+}
+
+fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+fn keys(resp: &ListResponse) -> Vec<&str> {
+    resp.items.iter().map(|kv| kv.key.as_str()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn indexed_lists_visit_only_matching_keys_and_follow_writes() {
+    let (_dir, store) = cache("/r/", 100).await;
+    for (k, v) in [
+        ("/r/ns1/a", "app=web,tier=front"),
+        ("/r/ns1/b", "app=web"),
+        ("/r/ns2/c", "app=db"),
+    ] {
+        store.create(k, b(v)).await.expect("create");
+    }
+    let list = |terms: &[(&str, &str)], prefix: &str| ListRequest {
+        prefix: prefix.into(),
+        index_terms: terms
+            .iter()
+            .map(|(n, v)| ((*n).to_string(), (*v).to_string()))
+            .collect(),
+        ..ListRequest::default()
+    };
+    let r = store
+        .list(list(&[("l:app", "web")], "/r/"))
+        .await
+        .expect("list");
+    assert_eq!(keys(&r), ["/r/ns1/a", "/r/ns1/b"]);
+    let r = store
+        .list(list(&[("l:app", "web"), ("l:tier", "front")], "/r/"))
+        .await
+        .expect("list");
+    assert_eq!(keys(&r), ["/r/ns1/a"]);
+    let r = store
+        .list(list(&[("name", "c")], "/r/"))
+        .await
+        .expect("list");
+    assert_eq!(keys(&r), ["/r/ns2/c"]);
+    // An update moves the key between index sets; a consistent list sees it at once.
+    let kv = store.get("/r/ns2/c").await.expect("get").expect("c");
+    store
+        .update("/r/ns2/c", b("app=web"), kv.mod_revision)
+        .await
+        .expect("update");
+    let r = store
+        .list(list(&[("l:app", "web")], "/r/"))
+        .await
+        .expect("list");
+    assert_eq!(keys(&r), ["/r/ns1/a", "/r/ns1/b", "/r/ns2/c"]);
+    assert!(
+        store
+            .list(list(&[("l:app", "db")], "/r/"))
+            .await
+            .expect("list")
+            .items
+            .is_empty()
+    );
+    store.delete("/r/ns1/a", None).await.expect("delete");
+    let r = store
+        .list(ListRequest {
+            limit: Some(1),
+            ..list(&[("l:app", "web")], "/r/")
+        })
+        .await
+        .expect("list");
+    assert_eq!(keys(&r), ["/r/ns1/b"]);
+    assert_eq!(r.remaining, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reads_at_the_cache_revision_or_newer_come_from_the_cache() {
+    let (_dir, store) = cache("/r/", 100).await;
+    let r1 = store.create("/r/a", b("app=x")).await.expect("create");
+    let list = store
+        .list(ListRequest {
+            prefix: "/r/".into(),
+            freshness: Freshness::NotOlderThan(r1),
+            ..ListRequest::default()
+        })
+        .await
+        .expect("list");
+    assert!(list.revision >= r1);
+    assert_eq!(keys(&list), ["/r/a"]);
+    // Exact: the cache's snapshot when it is the cache's revision, the engine otherwise.
+    let r2 = store.create("/r/b", b("app=x")).await.expect("create");
+    let at1 = store
+        .list(ListRequest {
+            prefix: "/r/".into(),
+            revision: Some(r1),
+            ..ListRequest::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(keys(&at1), ["/r/a"]);
+    assert_eq!(at1.revision, r1);
+    let latest = store
+        .list(ListRequest {
+            prefix: "/r/".into(),
+            ..ListRequest::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(latest.revision, r2);
+    let at2 = store
+        .list(ListRequest {
+            prefix: "/r/".into(),
+            revision: Some(r2),
+            ..ListRequest::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(keys(&at2), ["/r/a", "/r/b"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watch_from_before_the_window_is_too_old() {
+    let (_dir, store) = cache("/r/", 100).await;
+    let start = store.current_revision().await.expect("rev");
+    // History starts at the cache's initial list (eviction is tested in `window.rs`).
+    match store
+        .watch(WatchRequest {
+            prefix: "/r/".into(),
+            after: start - 1,
+            progress_interval: None,
+        })
+        .await
+    {
+        Err(StorageError::Compacted {
+            requested,
+            compacted,
+        }) => {
+            assert_eq!(requested, start - 1);
+            assert_eq!(compacted, start + 1);
+        }
+        Ok(_) => panic!("expected too old, got a stream"),
+        Err(other) => panic!("expected too old, got {other:?}"),
+    }
+    // From the cache's start on, history is served.
+    let r = store.create("/r/a", b("")).await.expect("create");
+    let mut w = store
+        .watch(WatchRequest {
+            prefix: "/r/".into(),
+            after: start,
+            progress_interval: None,
+        })
+        .await
+        .expect("watch");
+    let e = tokio::time::timeout(Duration::from_secs(10), w.next())
+        .await
+        .expect("in time")
+        .expect("open")
+        .expect("event");
+    assert_eq!(e.revision(), r);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watcher_that_never_reads_is_closed_and_forgotten() {
+    let (_dir, store) = cache("/r/", 4).await;
+    let now = store.current_revision().await.expect("rev");
+    let req = || WatchRequest {
+        prefix: "/r/".into(),
+        after: now,
+        progress_interval: None,
+    };
+    let mut slow = store.watch(req()).await.expect("watch");
+    let mut fast = store.watch(req()).await.expect("watch");
+    assert_eq!(store.stats().watchers, 2);
+    let reader = tokio::spawn(async move {
+        let mut n = 0;
+        while let Some(item) = fast.next().await {
+            item.expect("event");
+            n += 1;
+            if n == 200 {
+                return n;
+            }
+        }
+        n
+    });
+    for i in 0..200 {
+        store
+            .create(&format!("/r/{i:03}"), b(""))
+            .await
+            .expect("create");
+    }
+    assert_eq!(
+        reader.await.expect("reader"),
+        200,
+        "a reading watcher gets everything"
+    );
+    // The slow one holds its buffers (16 + 4 + the one in flight) and then ends.
+    let mut got = 0;
+    while let Some(item) = tokio::time::timeout(Duration::from_secs(10), slow.next())
+        .await
+        .expect("the slow watch ends")
+    {
+        item.expect("event");
+        got += 1;
+    }
+    assert!(got < 200, "the slow watcher was cut off after {got} events");
+    // The slow one is forgotten; the reader's client is gone too, which the next events notice
+    // (`dropped_watchers_are_forgotten_on_the_next_event`).
+    assert_eq!(store.stats().watchers, 1, "the slow watcher is forgotten");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dropped_watchers_are_forgotten_on_the_next_event() {
+    let (_dir, store) = cache("/r/", 100).await;
+    let now = store.current_revision().await.expect("rev");
+    let watches: Vec<_> = futures::future::join_all((0..50).map(|_| {
+        store.watch(WatchRequest {
+            prefix: "/r/".into(),
+            after: now,
+            progress_interval: None,
+        })
+    }))
+    .await;
+    assert_eq!(store.stats().watchers, 50);
+    drop(watches);
+    // Each watcher task notices its client is gone on its next send; a few writes reach all.
+    let mut i = 0;
+    loop {
+        store
+            .create(&format!("/r/{i}"), b(""))
+            .await
+            .expect("create");
+        i += 1;
+        if store.stats().watchers == 0 {
+            break;
+        }
+        assert!(i < 1000, "watchers were never forgotten");
+        tokio::task::yield_now().await;
+    }
+}
