@@ -113,6 +113,8 @@ pub struct Policy {
     pub uses_namespace_object: bool,
     /// Whether an expression may read `request` (else it is not built).
     pub uses_request: bool,
+    /// Whether an expression may call `authorizer` (else it is bound to null).
+    pub uses_authorizer: bool,
 }
 
 fn s<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -153,6 +155,7 @@ impl Policy {
         Policy {
             uses_namespace_object: spec.to_string().contains("namespaceObject"),
             uses_request: spec.to_string().contains("request"),
+            uses_authorizer: spec.to_string().contains("authorizer"),
             name: obj
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
