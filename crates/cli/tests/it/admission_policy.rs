@@ -182,7 +182,8 @@ fn a_validating_admission_policy_with_a_param_config_map_denies_warns_and_audits
         "Warning: Validation failed for ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys-default': at most 1 keys\n"
     );
 
-    // With `Audit`, the failure is an annotation on the request's audit event.
+    // With `Audit`, the failure is an annotation on the request's audit event (the warned
+    // create's, or a dry-run probe's: the same failure).
     let annotation = "validation.policy.admission.k8s.io/validation_failure";
     let mut event = serde_json::Value::Null;
     eventually("the audit event carries the validation failure", || {
@@ -193,14 +194,15 @@ fn a_validating_admission_policy_with_a_param_config_map_denies_warns_and_audits
             .find(|e| {
                 e["stage"] == "ResponseComplete"
                     && e["verb"] == "create"
-                    && e["objectRef"]["name"] == "warned"
+                    && e["objectRef"]["resource"] == "configmaps"
+                    && e["annotations"].get(annotation).is_some()
             });
         match found {
-            Some(e) if e["annotations"].get(annotation).is_some() => {
+            Some(e) => {
                 event = e;
                 true
             }
-            _ => false,
+            None => false,
         }
     });
     let failure: serde_json::Value = serde_json::from_str(
