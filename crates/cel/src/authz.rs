@@ -198,6 +198,11 @@ fn valid_label(s: &str) -> bool {
     crd_core::validation::is_dns1123_label(s).is_empty()
 }
 
+/// Sets one field of a resource check (`subresource`, `namespace`, ...).
+type Setter = fn(&mut AuthzCheck, String);
+/// Reads one accessor of a decision (`allowed`, `reason`, ...).
+type Read = fn(&AuthzDecision) -> Value;
+
 /// Registers the library's functions in the evaluation context.
 pub(crate) fn register(ctx: &mut Context<'static>) {
     ctx.add_function("path", |ftx: &FunctionContext| -> ResolveResult {
@@ -237,7 +242,6 @@ pub(crate) fn register(ctx: &mut Context<'static>) {
         }
         Ok(v.next(Stage::Resource, |c| c.resource = resource))
     });
-    type Setter = fn(&mut AuthzCheck, String);
     let setters: [(&str, Setter); 5] = [
         ("subresource", |c, s| c.subresource = s),
         ("namespace", |c, s| c.namespace = s),
@@ -259,7 +263,6 @@ pub(crate) fn register(ctx: &mut Context<'static>) {
         let decision = v.answer.authorize(&check);
         Ok(v.next(Stage::Decision(decision), |c| *c = check))
     });
-    type Read = fn(&AuthzDecision) -> Value;
     let readers: [(&str, Read); 4] = [
         ("allowed", |d| Value::Bool(d.allowed)),
         ("reason", |d| Value::String(Arc::new(d.reason.clone()))),

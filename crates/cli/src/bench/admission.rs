@@ -12,7 +12,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::bail;
-use base64::Engine;
 use serde_json::{Value, json};
 
 use super::{
@@ -123,7 +122,7 @@ async fn webhook(server: &Server) -> anyhow::Result<crd_webhook::WebhookHandle> 
         .bind("127.0.0.1:0".parse()?)
         .spawn_validating(|_: &Value| Ok(Vec::new()))
         .await?;
-    let ca = base64::engine::general_purpose::STANDARD.encode(&certs.cert_pem);
+    let ca = certs.ca_bundle_base64.clone();
     let url = handle.url();
     post_all(
         server,

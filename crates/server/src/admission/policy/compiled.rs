@@ -90,6 +90,8 @@ pub struct Validation {
 }
 
 /// A compiled policy.
+// The `uses_*` flags are independent facts about the expressions, not states.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug)]
 pub struct Policy {
     /// `metadata.name`.
