@@ -124,6 +124,15 @@ mod tests {
 
     use super::*;
 
+    /// (object schema, params schema, variables, expression, issues: `None` when it checks).
+    type Case<'a> = (
+        &'a Value,
+        Option<&'a Value>,
+        Vec<(String, String)>,
+        &'a str,
+        Option<&'a str>,
+    );
+
     #[test]
     fn policy_expressions_are_checked_against_the_kind_schema() {
         let foo_string = json!({"type": "object", "properties": {"foo": {"type": "string"}}});
@@ -137,13 +146,7 @@ mod tests {
                 .collect()
         };
         // (object schema, params schema, variables, expression, issues: None when it checks)
-        let cases: Vec<(
-            &Value,
-            Option<&Value>,
-            Vec<(String, String)>,
-            &str,
-            Option<&str>,
-        )> = vec![
+        let cases: Vec<Case<'_>> = vec![
             (
                 &foo_string,
                 None,
