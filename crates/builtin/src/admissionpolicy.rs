@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 
 use crate::validation::validate_label_selector;
 
-/// The variables a policy's expressions may use (`authorizer` is declared and bound to null).
+/// The variables a policy's expressions may use (`authorizer` is bound to the server's authorizer
+/// for the requesting user).
 pub const POLICY_VARIABLES: &[&str] = &[
     "object",
     "oldObject",

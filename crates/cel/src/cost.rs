@@ -50,6 +50,7 @@ pub(crate) fn call(name: &str, target: Option<u64>, args: &[u64]) -> u64 {
     let traverse = |n: u64| 1u64.saturating_add(factor(n, TRAVERSAL));
     match name {
         "_&&_" | "_||_" | "_?_:_" => 0,
+        "check" => crate::authz::CHECK_COST,
         "_==_" | "_!=_" | "@listEq" | "@listNe" => traverse(first.min(second)),
         "_+_" | "@listAdd" => traverse(first.saturating_add(second)),
         "contains" | "startsWith" | "endsWith" | "indexOf" | "lastIndexOf" | "lowerAscii"

@@ -278,6 +278,7 @@ fn check_one(
         old_self: true,
         optional_old_self,
         compat: pre.compat(rule),
+        typed_vars: &[],
     };
     let checked = match type_check(&parsed, rule, &env).and_then(|c| require_bool(&c).map(|()| c)) {
         Ok(c) => c,
@@ -295,6 +296,7 @@ fn check_one(
     {
         let env = Env {
             compat: pre.compat(me),
+            typed_vars: &[],
             ..env
         };
         let result = parse(me).and_then(|e| {

@@ -89,6 +89,7 @@ pub(crate) fn lower(mut expr: IdedExpr, checked: &Checked) -> Program {
     let mut next = max_id(&expr);
     list_semantics(&mut expr, &checked.schemas, &mut next);
     optional_select(&mut expr);
+    request_resource(&mut expr);
     instrument(&mut expr, &mut next, &checked.types);
     two_variable(&mut expr, &mut next);
     Program { expr }
@@ -172,6 +173,29 @@ fn optional_select(e: &mut IdedExpr) {
     }
 }
 
+/// Rewrite: `authorizer.requestResource` (upstream declares it as a variable of its own) is a
+/// call that builds the request's `ResourceCheck` from the `authorizer` value.
+fn request_resource(e: &mut IdedExpr) {
+    children_mut(e, &mut request_resource);
+    let Expr::Select(s) = &e.expr else {
+        return;
+    };
+    if s.test
+        || s.field != "requestResource"
+        || !matches!(&s.operand.expr, Expr::Ident(n) if n == "authorizer")
+    {
+        return;
+    }
+    let Expr::Select(s) = std::mem::take(&mut e.expr) else {
+        return;
+    };
+    e.expr = Expr::Call(CallExpr {
+        func_name: crate::authz::REQUEST_RESOURCE.into(),
+        target: None,
+        args: vec![*s.operand],
+    });
+}
+
 /// Rewrite: charge cel-go's runtime costs. Costs that do not depend on values (identifiers and
 /// selections 1, list and map literals 10 and 30, most calls 1) are summed per evaluation region
 /// and charged once per region: the whole expression, and each comprehension iteration (on its
@@ -242,7 +266,12 @@ fn instrument_in(e: &mut IdedExpr, next: &mut u64, types: &HashMap<u64, Type>, r
         Expr::List(_) => *region += LIST_CREATE_COST,
         Expr::Map(_) => *region += MAP_CREATE_COST,
         Expr::Call(c) if matches!(c.func_name.as_str(), "_&&_" | "_||_" | "_?_:_") => {}
-        Expr::Call(c) if !size_dependent(c, types) => *region += 1,
+        // A fixed cost: 1 for most calls, an authorization `check` far more.
+        Expr::Call(c) if !size_dependent(c, types) => {
+            *region = region.saturating_add(
+                i64::try_from(crate::cost::call(&c.func_name, Some(0), &[0, 0])).unwrap_or(1),
+            );
+        }
         _ => {}
     }
     let Expr::Call(c) = &e.expr else {
@@ -398,6 +427,7 @@ fn base_context() -> Context<'static> {
         Ok(v)
     });
     ctx.add_function("@c", call_with_cost);
+    crate::authz::register(&mut ctx);
     ctx.add_function("@pairs", |ftx: &FunctionContext| -> ResolveResult {
         Ok(match arg(ftx, 0)? {
             Value::List(l) => Value::List(Arc::new(

@@ -36,6 +36,15 @@ impl Bindings {
         }
     }
 
+    /// Binds (or rebinds) `name` to an authorizer (the `authorizer` variable).
+    pub fn set_authorizer(&mut self, name: &'static str, authorizer: &crate::Authorizer) {
+        let v = authorizer.value();
+        match self.vars.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = v,
+            None => self.vars.push((name, v)),
+        }
+    }
+
     /// Binds (or rebinds) one variable.
     pub fn set(&mut self, name: &'static str, value: &Json) {
         let v = to_dyn(value);
@@ -69,6 +78,7 @@ impl Expression {
             old_self: false,
             optional_old_self: false,
             compat: Compat::StoredExpressions,
+            typed_vars: &[],
         };
         let checked = check(&expr, source, &env)?;
         require_bool(&checked)?;
@@ -107,6 +117,7 @@ impl Expression {
             old_self: false,
             optional_old_self: false,
             compat: Compat::StoredExpressions,
+            typed_vars: &[],
         };
         let checked = check(&expr, source, &env)?;
         want(&checked.result)?;

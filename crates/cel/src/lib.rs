@@ -9,12 +9,16 @@
 //! - [`CompiledRules`]: every rule of one version's schema, compiled once per CRD revision.
 //! - [`check_rules`]: the checks run when a CRD is written (rule fields, type checking,
 //!   `oldSelf` placement, undeclared fields, the per-rule and per-CRD cost limits).
-//! - [`Expression`]: an admission expression (webhook `matchConditions`) over `dyn` variables.
+//! - [`Expression`]: an admission expression (webhook `matchConditions`) over `dyn` variables;
+//!   [`Authorizer`] binds the `authorizer` variable to the caller's [`Authorize`].
+//! - [`PolicyTypes`]: an admission policy's expressions type-checked against a matched kind's
+//!   schema (the policy's `status.typeChecking`).
 //! - [`validate`]: evaluation against an object (and the old object on update), as field errors
 //!   with Kubernetes' texts (1.32–1.34 form: `<path>: Invalid value: "object": <message>`).
 //!
 //! Architecture Invariant: this crate does no IO; schemas and objects in, field errors out.
 
+mod authz;
 mod checker;
 mod compile;
 mod cost;
@@ -22,9 +26,12 @@ mod crd_checks;
 mod eval;
 mod expression;
 mod parse;
+mod policy_check;
 mod validator;
 
+pub use authz::{Authorize, Authorizer, AuthzCheck, AuthzDecision};
 pub use expression::{Bindings, Expression, ExpressionError};
+pub use policy_check::PolicyTypes;
 
 use crd_core::{ErrorList, Path};
 use serde_json::Value;

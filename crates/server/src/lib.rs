@@ -181,6 +181,7 @@ pub async fn run(
         anonymous: config.anonymous_auth,
     };
     let mut state = AppState::new(store.clone(), authn, config.conversion.clone());
+    state.admission.set_authorizer(&authorizer);
     state.authorizer = authorizer;
     state.limits = limits::InFlight::new(&config.limits);
     state.auditor = audit::Auditor::start(&config.audit)?;
@@ -241,6 +242,14 @@ pub async fn run(
     let mut policies_synced = policies.synced();
     supervisor.spawn("admission-policies", move |shutdown| {
         policies.clone().run(shutdown)
+    });
+    let policy_status = controllers::policy_status::PolicyStatusController::new(
+        store.clone(),
+        state.registry.clone(),
+        admission::policy::Sources::builtin().policies,
+    );
+    supervisor.spawn("validatingadmissionpolicy-status", move |shutdown| {
+        policy_status.clone().run(shutdown)
     });
     let interval = config.compaction_interval;
     supervisor.spawn("compaction", move |shutdown| {

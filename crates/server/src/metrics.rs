@@ -5,7 +5,8 @@
 //! Handles are resolved once: the request path looks up a child by label values (a hash and a
 //! read lock, no allocation once the child exists) and the in-flight gauges are cached.
 //! Other modules record through the small functions here ([`conversion_webhook`],
-//! [`admission_webhook`], [`watch_event`], [`etcd_request`]), never through `prometheus` types.
+//! [`admission_webhook`], [`validating_admission_policy`], [`watch_event`], [`etcd_request`]),
+//! never through `prometheus` types.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -39,6 +40,10 @@ const CONVERSION_BUCKETS: &[f64] = &[
 /// `apiserver_admission_webhook_admission_duration_seconds` buckets (admission metrics).
 const ADMISSION_BUCKETS: &[f64] = &[0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0];
 
+/// `apiserver_validating_admission_policy_check_duration_seconds` buckets (apiserver
+/// `admission/plugin/policy/validating/metrics`).
+const POLICY_CHECK_BUCKETS: &[f64] = &[0.000_000_5, 0.001, 0.01, 0.1, 1.0];
+
 /// Every metric family the server exports.
 pub struct Metrics {
     registry: Registry,
@@ -53,6 +58,8 @@ pub struct Metrics {
     conversion_duration: HistogramVec,
     admission_total: IntCounterVec,
     admission_duration: HistogramVec,
+    policy_check_total: IntCounterVec,
+    policy_check_duration: HistogramVec,
     audit_events: IntCounter,
     audit_errors: IntCounterVec,
 }
@@ -200,6 +207,32 @@ impl Metrics {
                  broken out for each operation and API resource and type (validate or admit).",
                 ADMISSION_BUCKETS,
                 &["name", "type", "operation", "rejected"],
+            ),
+            policy_check_total: counter(
+                &registry,
+                "apiserver_validating_admission_policy_check_total",
+                "[BETA] Validation admission policy check total, labeled by policy and further \
+                 identified by binding and enforcement action taken.",
+                &[
+                    "policy",
+                    "policy_binding",
+                    "error_type",
+                    "enforcement_action",
+                ],
+            ),
+            policy_check_duration: histogram(
+                &registry,
+                "apiserver_validating_admission_policy_check_duration_seconds",
+                "[BETA] Validation admission latency for individual validation expressions in \
+                 seconds, labeled by policy and further including binding and enforcement action \
+                 taken.",
+                POLICY_CHECK_BUCKETS,
+                &[
+                    "policy",
+                    "policy_binding",
+                    "error_type",
+                    "enforcement_action",
+                ],
             ),
             audit_events,
             audit_errors: counter(
@@ -389,6 +422,26 @@ pub fn admission_webhook(
         .inc();
     m.admission_duration
         .with_label_values(&[name, webhook_type, operation, rejected])
+        .observe(elapsed.as_secs_f64());
+}
+
+/// Records one validating admission policy decision
+/// (`apiserver_validating_admission_policy_check_total` and `..._check_duration_seconds`):
+/// `error_type` is `no_error`, `compile_error`, `out_of_budget` or `invalid_error`,
+/// `enforcement_action` `allow` (an error ignored by `failurePolicy: Ignore`), `deny`, `warn` or
+/// `audit`; `elapsed` is the time the decision's expression took.
+pub fn validating_admission_policy(
+    policy: &str,
+    binding: &str,
+    error_type: &str,
+    enforcement_action: &str,
+    elapsed: Duration,
+) {
+    let m = metrics();
+    let labels = [policy, binding, error_type, enforcement_action];
+    m.policy_check_total.with_label_values(&labels).inc();
+    m.policy_check_duration
+        .with_label_values(&labels)
         .observe(elapsed.as_secs_f64());
 }
 

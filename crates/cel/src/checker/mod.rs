@@ -58,6 +58,10 @@ pub(crate) struct Env<'a> {
     pub optional_old_self: bool,
     /// `NewExpressions` (libraries gated at the compatibility version) or `StoredExpressions`.
     pub compat: Compat,
+    /// Variables of an admission expression with precise types (an admission policy's type
+    /// check: `object` typed by the matched kind's schema, `authorizer`, `variables`), looked up
+    /// before `dyn_vars`; a dotted name (`authorizer.requestResource`) is a qualified identifier.
+    pub typed_vars: &'a [(&'a str, Type)],
 }
 
 /// Kubernetes' error when a rule does not type to `bool` (apiextensions-apiserver
@@ -224,7 +228,13 @@ impl Checker<'_> {
             Expr::Select(sel) => {
                 if !sel.test
                     && let Some(q) = qualified_name(e)
-                    && let Some(t) = decls::type_ident(&q)
+                    && let Some(t) = decls::type_ident(&q).or_else(|| {
+                        self.env
+                            .typed_vars
+                            .iter()
+                            .find(|(n, _)| *n == q)
+                            .map(|(_, t)| t.clone())
+                    })
                 {
                     self.set_type(e.id, t);
                     return;
@@ -315,6 +325,9 @@ impl Checker<'_> {
             if let Some(v) = scope.get(name) {
                 return Some(v.clone());
             }
+        }
+        if let Some((_, t)) = self.env.typed_vars.iter().find(|(n, _)| *n == name) {
+            return Some((t.clone(), None));
         }
         if !self.env.dyn_vars.is_empty() {
             if self.env.dyn_vars.contains(&name) {

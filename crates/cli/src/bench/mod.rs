@@ -3,6 +3,7 @@
 //! one table row per figure, beside the physical limit measured in the same run where one applies
 //! (`SQLite` commits/s without the server).
 
+mod admission;
 mod cache;
 
 use std::path::Path;
@@ -46,9 +47,10 @@ pub struct BenchArgs {
     /// Measure only the garbage-collection figures ("gc" section).
     #[arg(long)]
     only_gc: bool,
-    /// Measure only the admission policy figures ("admission policy" section).
-    #[arg(long)]
-    only_admission_policy: bool,
+    /// Measure only the admission figures ("admission" section: no admission, one validating
+    /// webhook, one `ValidatingAdmissionPolicy` with a param `ConfigMap`).
+    #[arg(long, alias = "only-admission-policy")]
+    only_admission: bool,
     /// Unrelated `RoleBindings` in the store in the authorization figures ("rbac" section).
     #[arg(long, default_value_t = 1000)]
     rbac_bindings: usize,
@@ -537,8 +539,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.only_audit {
         return audit_overhead(dir.path(), &mut report, args.creates).await;
     }
-    if args.only_admission_policy {
-        return policy_overhead(dir.path(), &mut report, args.creates).await;
+    if args.only_admission {
+        return admission::admission_overhead(dir.path(), &mut report, args.creates).await;
     }
 
     // Startup from an empty data dir (to the kubeconfig line, then /readyz).
@@ -719,7 +721,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
 
     rbac_overhead(dir.path(), &mut report, args.gets, args.rbac_bindings).await?;
     audit_overhead(dir.path(), &mut report, args.creates).await?;
-    policy_overhead(dir.path(), &mut report, args.creates).await?;
+    admission::admission_overhead(dir.path(), &mut report, args.creates).await?;
 
     if !args.skip_full_startup && args.etcd_servers.is_empty() {
         let full = dir.path().join("full");
@@ -791,99 +793,6 @@ async fn audit_overhead(dir: &Path, report: &mut Report, creates: usize) -> anyh
         format!(
             "overhead {:.1}%; {events} events written; target negligible",
             (plain / audited - 1.0) * 100.0
-        ),
-    );
-    Ok(())
-}
-
-/// Creates a `ValidatingAdmissionPolicy` on widget creates (a variable and two validations, all
-/// passing for the bench's objects) with a `Deny` binding, and waits until it refuses a widget
-/// with too many replicas.
-async fn bench_policy(server: &Server) -> anyhow::Result<()> {
-    let ar = format!("{}/apis/admissionregistration.k8s.io/v1", server.url);
-    post_all(
-        server,
-        &format!("{ar}/validatingadmissionpolicies"),
-        1,
-        |_| {
-            json!({"metadata": {"name": "widgets"}, "spec": {
-            "matchConstraints": {"resourceRules": [{"operations": ["CREATE", "UPDATE"],
-                "apiGroups": [GROUP], "apiVersions": ["*"], "resources": ["widgets"]}]},
-            "variables": [{"name": "replicas", "expression": "object.spec.replicas"}],
-            "validations": [
-                {"expression": "variables.replicas <= 10", "message": "at most 10 replicas"},
-                {"expression": "object.metadata.name.size() < 64"}]}})
-        },
-    )
-    .await?;
-    post_all(
-        server,
-        &format!("{ar}/validatingadmissionpolicybindings"),
-        1,
-        |_| json!({"metadata": {"name": "widgets"}, "spec": {"policyName": "widgets", "validationActions": ["Deny"]}}),
-    )
-    .await?;
-    let client = server.client(true)?;
-    let url = format!(
-        "{}/apis/{GROUP}/v1/namespaces/default/widgets?dryRun=All",
-        server.url
-    );
-    let mut too_many = object("probe");
-    too_many["spec"]["replicas"] = json!(50);
-    for _ in 0..500 {
-        let r = client
-            .post(&url)
-            .bearer_auth(&server.token)
-            .header("Content-Type", "application/json")
-            .body(too_many.to_string())
-            .send()
-            .await?;
-        if r.status().as_u16() == 422 {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    bail!("the admission policy never took effect")
-}
-
-/// The "admission policy" section: creates/s from 64 clients on fresh servers of the same run,
-/// without policies and with one `ValidatingAdmissionPolicy` matching every create. Each
-/// configuration runs twice, in alternating order, and the better run counts.
-async fn policy_overhead(dir: &Path, report: &mut Report, creates: usize) -> anyhow::Result<()> {
-    let mut best = [(0.0_f64, Duration::ZERO); 2];
-    for round in 0..2 {
-        let order: [usize; 2] = if round == 0 { [0, 1] } else { [1, 0] };
-        for i in order {
-            let data = dir.join(format!("policy-{round}-{i}"));
-            let (server, _) = Server::start(&data)?;
-            wait_ready(&server).await?;
-            let client = server.client(true)?;
-            setup_crd(&server, &client).await?;
-            if i == 1 {
-                bench_policy(&server).await?;
-            }
-            let (elapsed, lat) = create_load(&server, 64, creates, "v").await?;
-            let rate = creates as f64 / elapsed.as_secs_f64();
-            if rate > best[i].0 {
-                best[i] = (rate, percentile(&lat, 0.5));
-            }
-        }
-    }
-    let ([plain, plain_p50], [policed, policed_p50]) = (
-        [best[0].0, best[0].1.as_secs_f64()],
-        [best[1].0, best[1].1.as_secs_f64()],
-    );
-    report.row(
-        "creates/s, 64 clients: no policy / one ValidatingAdmissionPolicy",
-        format!(
-            "{plain:.0} / {policed:.0} (p50 {:.2} / {:.2} ms)",
-            plain_p50 * 1000.0,
-            policed_p50 * 1000.0
-        ),
-        format!(
-            "overhead {:.1}%, {:.0} µs of server time per create (64 clients / rate); target < 50 µs",
-            (plain / policed - 1.0) * 100.0,
-            (1.0 / policed - 1.0 / plain) * 1e6
         ),
     );
     Ok(())

@@ -1,6 +1,7 @@
 //! kubectl and a `ValidatingAdmissionPolicy` with a param `ConfigMap`, as a user meets them: the
 //! policy, binding and param applied with kubectl, listed with their printer columns, the denial
-//! kubectl prints, and the warning once the binding warns instead.
+//! kubectl prints, the warning once the binding warns instead, the audit annotation the `Audit`
+//! action leaves in the audit log, and the type-checking status the policy gets.
 
 use crate::support::{TestServer, eventually};
 
@@ -56,8 +57,24 @@ fn header(listed: &str) -> Vec<&str> {
 }
 
 #[test]
-fn kubectl_prints_a_policy_denial() {
-    let server = TestServer::start();
+fn a_validating_admission_policy_with_a_param_config_map_denies_warns_and_audits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit_policy = dir.path().join("audit-policy.yaml");
+    std::fs::write(
+        &audit_policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources:\n  - group: \"\"\n    resources: [configmaps]\n",
+    )
+    .expect("audit policy");
+    let log = dir.path().join("audit.log");
+    let server = TestServer::start_with(
+        dir,
+        &[
+            "--audit-policy-file",
+            audit_policy.to_str().expect("utf-8 path"),
+            "--audit-log-path",
+            log.to_str().expect("utf-8 path"),
+        ],
+    );
     server.write("policy.yaml", MANIFESTS);
     server.kubectl_ok(&["apply", "-f", "policy.yaml"]);
     let listed = server.kubectl_ok(&["get", "validatingadmissionpolicies"]);
@@ -163,5 +180,68 @@ fn kubectl_prints_a_policy_denial() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         "Warning: Validation failed for ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys-default': at most 1 keys\n"
+    );
+
+    // With `Audit`, the failure is an annotation on the request's audit event (the warned
+    // create's, or a dry-run probe's: the same failure).
+    let annotation = "validation.policy.admission.k8s.io/validation_failure";
+    let mut event = serde_json::Value::Null;
+    eventually("the audit event carries the validation failure", || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let found = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| {
+                e["stage"] == "ResponseComplete"
+                    && e["verb"] == "create"
+                    && e["objectRef"]["resource"] == "configmaps"
+                    && e["annotations"].get(annotation).is_some()
+            });
+        match found {
+            Some(e) => {
+                event = e;
+                true
+            }
+            None => false,
+        }
+    });
+    let failure: serde_json::Value = serde_json::from_str(
+        event["annotations"][annotation]
+            .as_str()
+            .expect("a string annotation"),
+    )
+    .expect("a JSON annotation");
+    assert_eq!(
+        failure,
+        serde_json::json!([{
+            "message": "at most 1 keys",
+            "policy": "max-keys",
+            "binding": "max-keys-default",
+            "expressionIndex": 0,
+            "validationActions": ["Warn", "Audit"],
+        }])
+    );
+
+    // The status controller type-checked the policy against ConfigMap's schema (`data` is a
+    // map of strings): no warnings.
+    eventually("the policy's status is observed", || {
+        let out = server.kubectl(&[
+            "get",
+            "validatingadmissionpolicy",
+            "max-keys",
+            "-o",
+            "jsonpath={.status.observedGeneration}",
+        ]);
+        String::from_utf8_lossy(&out.stdout) == "1"
+    });
+    assert_eq!(
+        server.kubectl_ok(&[
+            "get",
+            "validatingadmissionpolicy",
+            "max-keys",
+            "-o",
+            "jsonpath={.status.typeChecking.expressionWarnings}",
+        ]),
+        ""
     );
 }

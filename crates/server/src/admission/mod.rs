@@ -7,11 +7,13 @@
 //!
 //! Main types: [`Admission`] (the chain), [`Attributes`] (what a plugin knows about a request),
 //! [`Record`] (warnings and audit annotations plugins leave); [`webhook`] holds the webhook
-//! plugins, [`policy`] the `ValidatingAdmissionPolicy` plugin.
+//! plugins, [`policy`] the `ValidatingAdmissionPolicy` plugin, [`authorizer`] the `authorizer`
+//! variable their expressions share.
 //!
 //! Architecture Invariant: handlers call admission through [`Admission`] only; they never ask
 //! which plugins exist.
 
+pub mod authorizer;
 pub mod policy;
 pub mod webhook;
 
@@ -167,6 +169,13 @@ impl Admission {
             webhooks,
             policies,
         }
+    }
+
+    /// Binds the `authorizer` variable of admission expressions to the server's authorizer
+    /// (once, at start-up).
+    pub fn set_authorizer(&self, authorizer: &crate::authz::Authorizer) {
+        self.policies.authorizer.set(authorizer.clone());
+        self.webhooks.authorizer.set(authorizer.clone());
     }
 
     /// Mutating admission of `obj` (`None` for DELETE, with the stored object as `old`);

@@ -12,6 +12,8 @@
 //! - [`migration`]: storage-version migration for StorageVersionMigration objects.
 //! - [`rbac::RbacController`]: feeds the RBAC authorizer's policy from informers and
 //!   aggregates `ClusterRoles`; [`rbac::bootstrap`] reconciles the default roles at start-up.
+//! - [`policy_status::PolicyStatusController`]: type-checks `ValidatingAdmissionPolicy`
+//!   expressions and writes `status.typeChecking` and `status.observedGeneration`.
 //! - [`compaction`]: compacts storage history periodically, as kube-apiserver does.
 //! - [`purge`]: deleting everything under a key prefix, honouring finalizers.
 //!
@@ -35,6 +37,7 @@ pub mod informer;
 pub mod migration;
 pub mod namespaces;
 pub mod naming;
+pub mod policy_status;
 pub mod purge;
 pub mod rbac;
 pub mod supervisor;

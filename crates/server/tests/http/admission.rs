@@ -545,7 +545,8 @@ async fn selectors_and_match_conditions() {
             webhook("cond.example.com", hook.client_config("/deny"), &["secrets"],
                 json!({"matchConditions": [
                     {"name": "only-bad-x", "expression": "object.metadata.name.startsWith('bad-x')"},
-                    {"name": "not-admins-dry", "expression": "request.userInfo.username == 'admin'"}]})),
+                    {"name": "not-admins-dry", "expression": "request.userInfo.username == 'admin'"},
+                    {"name": "authorized", "expression": "authorizer.requestResource.check('create').allowed() && !authorizer.serviceAccount('dev', 'nobody').group('').resource('secrets').check('create').allowed()"}]})),
         ],
     )
     .await;
@@ -587,6 +588,9 @@ async fn selectors_and_match_conditions() {
         .post("/api/v1/namespaces/dev/secrets", secret("bad-x1"))
         .await;
     assert_eq!(r.status, 403, "{}", r.text);
+    // The `authorizer` condition asked the server's authorizer (the admin may create secrets, a
+    // service account without bindings may not), so the webhook was called.
+    assert!(!hook.reviews("/deny", "bad-x1").is_empty());
 }
 
 #[tokio::test]

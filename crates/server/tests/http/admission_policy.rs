@@ -388,3 +388,219 @@ async fn equivalent_match_policy_sees_the_matched_version() {
     let r = api.post(&base, gadget("small", 1)).await;
     assert_eq!(r.status, 201, "{}", r.text);
 }
+
+/// The series of `apiserver_validating_admission_policy_check_total` for a policy, as
+/// `/metrics` prints them (labels sorted by name), with their values.
+async fn policy_checks(api: &Api<'_>, policy: &str) -> Vec<String> {
+    let r = api.get("/metrics").await;
+    assert_eq!(r.status, 200);
+    r.text
+        .lines()
+        .filter(|l| {
+            l.starts_with("apiserver_validating_admission_policy_check_total{")
+                && l.contains(&format!("policy=\"{policy}\""))
+        })
+        .map(String::from)
+        .collect()
+}
+
+#[tokio::test]
+async fn policy_checks_are_counted_with_upstream_labels() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    create(&api, CMS, cm("limits", &json!({"max": "2"}))).await;
+    create(&api, VAP, policy("counted", &json!({}))).await;
+    create(
+        &api,
+        VAPB,
+        binding("counted-deny", "counted", &["Deny"], "limits"),
+    )
+    .await;
+    create(
+        &api,
+        VAPB,
+        binding("counted-warn", "counted", &["Warn", "Audit"], "limits"),
+    )
+    .await;
+    // Both bindings in effect: the probe is denied and warned.
+    eventually("both bindings are in effect", || async {
+        let r = api
+            .post(
+                &format!("{CMS}?dryRun=All"),
+                cm("probe", &json!({"forbidden": "x"})),
+            )
+            .await;
+        r.status == 422 && r.headers.get("warning").is_some()
+    })
+    .await;
+    let before = policy_checks(&api, "counted").await;
+    let count = |lines: &[String], binding: &str, action: &str| -> u64 {
+        lines
+            .iter()
+            .find(|l| {
+                l.contains(&format!("policy_binding=\"{binding}\""))
+                    && l.contains(&format!("enforcement_action=\"{action}\""))
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let r = api.post(CMS, cm("bad", &json!({"forbidden": "1"}))).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let after = policy_checks(&api, "counted").await;
+    // One failed validation: a deny on one binding, a warn and an audit on the other.
+    for (binding, action) in [
+        ("counted-deny", "deny"),
+        ("counted-warn", "warn"),
+        ("counted-warn", "audit"),
+    ] {
+        assert_eq!(
+            count(&after, binding, action),
+            count(&before, binding, action) + 1,
+            "{binding} {action}: {after:?}"
+        );
+    }
+    // A plain denial is `invalid_error`, as upstream's ErrorType reports an EvalDeny.
+    assert!(
+        after.iter().any(|l| l.starts_with(
+            "apiserver_validating_admission_policy_check_total{enforcement_action=\"deny\",error_type=\"invalid_error\",policy=\"counted\",policy_binding=\"counted-deny\"}"
+        )),
+        "{after:?}"
+    );
+    // Passing requests are not counted.
+    let r = api.post(CMS, cm("fine", &json!({"a": "1"}))).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(policy_checks(&api, "counted").await, after);
+    let r = api.get("/metrics").await;
+    assert!(
+        r.text.contains(
+            "# TYPE apiserver_validating_admission_policy_check_duration_seconds histogram"
+        ),
+        "{}",
+        r.text
+    );
+}
+
+#[tokio::test]
+async fn status_reports_type_checking_warnings() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let mut p = policy("typed", &json!({}));
+    p["spec"]["validations"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"expression": "object.nope == 'x'", "messageExpression": "object.missing"}));
+    create(&api, VAP, p).await;
+    let path = format!("{VAP}/typed");
+    let status_at = |generation: i64| {
+        let api = &api;
+        let path = path.clone();
+        async move {
+            eventually("the status controller observes the generation", || async {
+                api.get(&path).await.json()["status"]["observedGeneration"] == generation
+            })
+            .await;
+            api.get(&path).await.json()["status"].clone()
+        }
+    };
+    let status = status_at(1).await;
+    assert_eq!(
+        status,
+        json!({"observedGeneration": 1, "typeChecking": {"expressionWarnings": [
+            {
+                "fieldRef": "spec.validations[2].expression",
+                "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'nope'\n | object.nope == 'x'\n | ......^\n",
+            },
+            {
+                "fieldRef": "spec.validations[2].messageExpression",
+                "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'missing'\n | object.missing\n | ......^\n",
+            },
+        ]}})
+    );
+    // A spec change is a new generation, checked again.
+    let r = api
+        .call(
+            Method::PATCH,
+            &path,
+            "application/merge-patch+json",
+            Some(json!({"spec": {"validations": [{"expression": "object.data.size() < 10"}]}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let status = status_at(2).await;
+    assert_eq!(status, json!({"observedGeneration": 2, "typeChecking": {}}));
+}
+
+#[tokio::test]
+async fn the_authorizer_variable_asks_the_server_authorizer() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let p = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "authz"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{
+                "operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                "resources": ["configmaps"],
+            }]},
+            "validations": [
+                {
+                    "expression": "authorizer.requestResource.check('create').allowed()",
+                    "message": "the requester cannot create it",
+                },
+                {
+                    "expression": "authorizer.serviceAccount('default', 'reader').group('').resource('secrets').namespace('default').check('list').allowed()",
+                    "messageExpression": "'reader: ' + authorizer.serviceAccount('default', 'reader').group('').resource('secrets').namespace('default').check('list').reason()",
+                },
+            ],
+        },
+    });
+    create(&api, VAP, p).await;
+    create(
+        &api,
+        VAPB,
+        json!({"metadata": {"name": "authz"}, "spec": {"policyName": "authz", "validationActions": ["Deny"]}}),
+    )
+    .await;
+    // The service account cannot list secrets yet: denied with RBAC's (empty) reason, the
+    // message trimmed as upstream trims a messageExpression's result.
+    eventually("the binding is in effect", || async {
+        let r = api
+            .post(&format!("{CMS}?dryRun=All"), cm("probe", &json!({})))
+            .await;
+        r.status == 422
+    })
+    .await;
+    let r = api.post(CMS, cm("first", &json!({}))).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "configmaps \"first\" is forbidden: ValidatingAdmissionPolicy 'authz' with binding 'authz' denied request: reader:"
+    );
+    // Granting the account `list secrets` makes the same request pass (the admin passes the
+    // requestResource check as a member of system:masters).
+    create(
+        &api,
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        json!({"metadata": {"name": "secret-reader"}, "rules": [
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}]}),
+    )
+    .await;
+    create(
+        &api,
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+        json!({"metadata": {"name": "reader"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "secret-reader"},
+               "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "default"}]}),
+    )
+    .await;
+    eventually("the role binding reaches the authorizer", || async {
+        api.post(&format!("{CMS}?dryRun=All"), cm("probe", &json!({})))
+            .await
+            .status
+            == 201
+    })
+    .await;
+    let r = api.post(CMS, cm("second", &json!({}))).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+}

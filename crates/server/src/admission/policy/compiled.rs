@@ -90,6 +90,8 @@ pub struct Validation {
 }
 
 /// A compiled policy.
+// The `uses_*` flags are independent facts about the expressions, not states.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug)]
 pub struct Policy {
     /// `metadata.name`.
@@ -113,6 +115,8 @@ pub struct Policy {
     pub uses_namespace_object: bool,
     /// Whether an expression may read `request` (else it is not built).
     pub uses_request: bool,
+    /// Whether an expression may call `authorizer` (else it is bound to null).
+    pub uses_authorizer: bool,
 }
 
 fn s<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -153,6 +157,7 @@ impl Policy {
         Policy {
             uses_namespace_object: spec.to_string().contains("namespaceObject"),
             uses_request: spec.to_string().contains("request"),
+            uses_authorizer: spec.to_string().contains("authorizer"),
             name: obj
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)

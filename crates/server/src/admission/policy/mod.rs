@@ -13,6 +13,7 @@ pub mod compiled;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use crd_cel::ExpressionError;
 use crd_core::{GroupResource, Status, StatusCause};
@@ -68,6 +69,8 @@ pub struct Policies {
     sources: Sources,
     snapshot: RwLock<Arc<Vec<Hook>>>,
     synced: watch::Sender<bool>,
+    /// What `authorizer` in the policies' expressions asks.
+    pub authorizer: super::authorizer::SharedAuthorizer,
 }
 
 /// A failed validation, before the binding's actions apply.
@@ -75,6 +78,11 @@ struct Decision {
     message: String,
     reason: String,
     index: usize,
+    /// How long the expression took (the metrics' `check_duration_seconds`).
+    elapsed: Duration,
+    /// The metrics' `error_type` (upstream's `ErrorType`: anything but an admission is
+    /// `invalid_error` unless it is a compilation error; a plain denial included).
+    error_type: &'static str,
 }
 
 /// What one (binding, param) evaluation produced.
@@ -82,8 +90,19 @@ struct Decision {
 struct Outcome {
     /// Failed validations (and evaluation errors under `failurePolicy: Fail`).
     denials: Vec<Decision>,
+    /// Evaluation errors admitted under `failurePolicy: Ignore` (recorded as `allow`).
+    ignored: Vec<Decision>,
     /// Audit annotations (key, value).
     annotations: Vec<(String, String)>,
+}
+
+/// `compile_error` for a compilation failure, else `invalid_error`.
+fn error_type(compile: bool) -> &'static str {
+    if compile {
+        "compile_error"
+    } else {
+        "invalid_error"
+    }
 }
 
 /// The first denial: the policy, the binding (none for a policy configuration error), the
@@ -106,6 +125,7 @@ impl Policies {
             sources,
             snapshot: RwLock::new(Arc::new(Vec::new())),
             synced: watch::Sender::new(false),
+            authorizer: super::authorizer::SharedAuthorizer::default(),
         }
     }
 
@@ -212,6 +232,7 @@ impl Policies {
         };
         let mut namespace: Option<Option<Value>> = None;
         let mut request: Option<Value> = None;
+        let mut authorizer: Option<crd_cel::Authorizer> = None;
         let mut denied: Option<Denial> = None;
         let mut deny = |policy: &Policy, binding: Option<&Binding>, message: String, reason| {
             if denied.is_none() {
@@ -344,10 +365,35 @@ impl Policies {
                         request,
                         params: param,
                         namespace: &ns_object,
+                        authorizer: policy.uses_authorizer.then(|| {
+                            &*authorizer.get_or_insert_with(|| self.authorizer.for_request(attrs))
+                        }),
                     };
                     let outcome = evaluate(policy, &vars);
+                    for d in &outcome.ignored {
+                        crate::metrics::validating_admission_policy(
+                            &policy.name,
+                            &binding.name,
+                            d.error_type,
+                            "allow",
+                            d.elapsed,
+                        );
+                    }
                     for d in outcome.denials {
                         for action in &binding.actions {
+                            let observed = match action.as_str() {
+                                "Deny" => "deny",
+                                "Warn" => "warn",
+                                "Audit" => "audit",
+                                _ => continue,
+                            };
+                            crate::metrics::validating_admission_policy(
+                                &policy.name,
+                                &binding.name,
+                                d.error_type,
+                                observed,
+                                d.elapsed,
+                            );
                             match action.as_str() {
                                 "Deny" => deny(policy, Some(binding), d.message.clone(), d.reason.clone()),
                                 "Warn" => lock(record).warnings.push(format!(
@@ -601,12 +647,13 @@ struct Vars<'a> {
     request: &'a Value,
     params: &'a Value,
     namespace: &'a Value,
+    /// The `authorizer` variable (`None` binds null: the policy never names it).
+    authorizer: Option<&'a crd_cel::Authorizer>,
 }
 
-/// Binds the policy variables (`authorizer` is declared but bound to null: an expression
-/// calling it fails).
+/// Binds the policy variables.
 fn bind(v: &Vars<'_>, variables: &Value) -> crd_cel::Bindings {
-    crd_cel::Bindings::new(&[
+    let mut b = crd_cel::Bindings::new(&[
         ("object", v.object),
         ("oldObject", v.old),
         ("request", v.request),
@@ -614,7 +661,11 @@ fn bind(v: &Vars<'_>, variables: &Value) -> crd_cel::Bindings {
         ("namespaceObject", v.namespace),
         ("variables", variables),
         ("authorizer", &Value::Null),
-    ])
+    ]);
+    if let Some(a) = v.authorizer {
+        b.set_authorizer("authorizer", a);
+    }
+    b
 }
 
 fn error_text(e: &ExpressionError) -> String {
@@ -630,36 +681,44 @@ fn error_text(e: &ExpressionError) -> String {
 fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
     let mut out = Outcome::default();
     let mut variables = serde_json::Map::new();
-    let error = |out: &mut Outcome, index, message: String| {
-        if !policy.fail_open {
-            out.denials.push(Decision {
-                message,
-                reason: String::new(),
-                index,
-            });
+    let error = |out: &mut Outcome, index, message: String, started: Instant, compile: bool| {
+        let d = Decision {
+            message,
+            reason: String::new(),
+            index,
+            elapsed: started.elapsed(),
+            error_type: error_type(compile),
+        };
+        if policy.fail_open {
+            out.ignored.push(d);
+        } else {
+            out.denials.push(d);
         }
     };
     // Match conditions: all must be true; errors decide by the failure policy.
     let mut bound = bind(v, &Value::Object(serde_json::Map::new()));
+    let started = Instant::now();
     let mut condition_error = None;
     for (name, expr) in &policy.match_conditions {
         let r = match expr {
             Ok(e) => e
                 .eval_bool_with(&bound, PER_CALL_COST_LIMIT)
-                .map_err(|e| error_text(&e)),
-            Err(e) => Err(format!("compilation failed: {e}")),
+                .map_err(|e| (error_text(&e), false)),
+            Err(e) => Err((format!("compilation failed: {e}"), true)),
         };
         match r {
             Ok(true) => {}
             Ok(false) => return out,
-            Err(e) => {
-                condition_error
-                    .get_or_insert(format!("failed to evaluate matchCondition '{name}': {e}"));
+            Err((e, compile)) => {
+                condition_error.get_or_insert((
+                    format!("failed to evaluate matchCondition '{name}': {e}"),
+                    compile,
+                ));
             }
         }
     }
-    if let Some(e) = condition_error {
-        error(&mut out, 0, e);
+    if let Some((e, compile)) = condition_error {
+        error(&mut out, 0, e, started, compile);
         return out;
     }
     // Variables, in order; each sees the ones before it. A variable that fails is left out, so
@@ -690,11 +749,12 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
             .map_or(e, |(_, cause)| cause.clone())
     };
     for (i, val) in policy.validations.iter().enumerate() {
+        let started = Instant::now();
         let result = match &val.expression {
             Ok(e) => e
                 .eval_bool_with(&bound, PER_CALL_COST_LIMIT)
-                .map_err(|e| through_variables(error_text(&e))),
-            Err(e) => Err(format!("compilation failed: {e}")),
+                .map_err(|e| (through_variables(error_text(&e)), false)),
+            Err(e) => Err((format!("compilation failed: {e}"), true)),
         };
         match result {
             Ok(true) => {}
@@ -720,21 +780,26 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
                     message,
                     reason: val.reason.clone(),
                     index: i,
+                    elapsed: started.elapsed(),
+                    error_type: error_type(false),
                 });
             }
-            Err(e) => error(
+            Err((e, compile)) => error(
                 &mut out,
                 i,
                 format!("expression '{}' resulted in error: {e}", val.source),
+                started,
+                compile,
             ),
         }
     }
     for (key, expr) in &policy.audit_annotations {
+        let started = Instant::now();
         let r = match expr {
             Ok(e) => e
                 .eval_with(&bound, PER_CALL_COST_LIMIT)
-                .map_err(|e| through_variables(error_text(&e))),
-            Err(e) => Err(format!("compilation failed: {e}")),
+                .map_err(|e| (through_variables(error_text(&e)), false)),
+            Err(e) => Err((format!("compilation failed: {e}"), true)),
         };
         match r {
             Ok(Value::String(s)) => {
@@ -755,11 +820,15 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
                 format!(
                     "valueExpression '{key}' resulted in error: valueExpression must evaluate to a string or null"
                 ),
+                started,
+                false,
             ),
-            Err(e) => error(
+            Err((e, compile)) => error(
                 &mut out,
                 0,
                 format!("valueExpression '{key}' resulted in error: {e}"),
+                started,
+                compile,
             ),
         }
     }
@@ -904,6 +973,7 @@ mod tests {
             request: &Value::Null,
             params: &params,
             namespace: &Value::Null,
+            authorizer: None,
         };
         // (failure policy, validations, denial messages and reasons)
         let cases = [

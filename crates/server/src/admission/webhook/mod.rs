@@ -59,6 +59,8 @@ pub struct Webhooks {
     service_addresses: HashMap<String, SocketAddr>,
     snapshot: RwLock<Arc<Snapshot>>,
     synced: watch::Sender<bool>,
+    /// What `authorizer` in `matchConditions` asks.
+    pub authorizer: super::authorizer::SharedAuthorizer,
 }
 
 /// Why a call did not produce a usable answer.
@@ -94,6 +96,7 @@ impl Webhooks {
             service_addresses,
             snapshot: RwLock::new(Arc::new(Snapshot::default())),
             synced: watch::Sender::new(false),
+            authorizer: super::authorizer::SharedAuthorizer::default(),
         }
     }
 
@@ -365,7 +368,14 @@ impl Webhooks {
                 inv.old.as_ref(),
             );
             let request = request.get("request").cloned().unwrap_or(Value::Null);
-            match match_conditions(hook, inv.object.as_ref(), inv.old.as_ref(), &request) {
+            let authorizer = self.authorizer.for_request(attrs);
+            match match_conditions(
+                hook,
+                inv.object.as_ref(),
+                inv.old.as_ref(),
+                &request,
+                &authorizer,
+            ) {
                 Ok(true) => {}
                 Ok(false) => return Ok(None),
                 Err(_) if hook.fail_open => return Ok(None),
@@ -579,22 +589,21 @@ fn match_conditions(
     object: Option<&Value>,
     old: Option<&Value>,
     request: &Value,
+    authorizer: &crd_cel::Authorizer,
 ) -> Result<bool, String> {
     let null = Value::Null;
-    // `authorizer` is declared but bound to null: a condition that calls it fails (and the
-    // failure policy decides).
-    let vars = [
+    let mut vars = crd_cel::Bindings::new(&[
         ("object", object.unwrap_or(&null)),
         ("oldObject", old.unwrap_or(&null)),
         ("request", request),
-        ("authorizer", &null),
-    ];
+    ]);
+    vars.set_authorizer("authorizer", authorizer);
     let mut errors = Vec::new();
     for (name, expr) in &hook.match_conditions {
         let result = match expr {
             Err(e) => Err(format!("compilation failed: {e}")),
             Ok(expr) => expr
-                .eval_bool(&vars, MATCH_CONDITION_COST_LIMIT)
+                .eval_bool_with(&vars, MATCH_CONDITION_COST_LIMIT)
                 .map_err(|e| match e {
                     crd_cel::ExpressionError::CostLimit => {
                         "operation cancelled: actual cost limit exceeded".to_string()
