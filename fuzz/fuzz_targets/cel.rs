@@ -58,8 +58,7 @@ fuzz_target!(|data: &[u8]| {
     if !schema.is_object() || schema.get("type") != Some(&json!("object")) {
         schema = json!({"type": "object", "properties": {"value": schema}});
     }
-    schema["x-kubernetes-validations"] =
-        json!([{"rule": rule, "messageExpression": rule}]);
+    schema["x-kubernetes-validations"] = json!([{"rule": rule, "messageExpression": rule}]);
     let path = Path::new("spec")
         .child("versions")
         .index(0)

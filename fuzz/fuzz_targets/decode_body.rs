@@ -72,7 +72,13 @@ fuzz_target!(|data: &[u8]| {
             None => (line, None),
         };
         let query = Query::parse(query);
-        for method in [Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
+        for method in [
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+        ] {
             let _ = route::parse(&method, path, &query);
         }
         for &verb in VERBS {
