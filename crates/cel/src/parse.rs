@@ -53,8 +53,9 @@ fn no_location_error(msg: &str) -> String {
 /// (`a+b+c`, `a<b<c`, `a.b.c`, `a[0][1]`) and every bracket adds one level, and fails past 250
 /// with `expression recursion limit exceeded: 250`. This scan counts the same operators and
 /// brackets along each nesting path, over all rules at once (so it is the stricter of the two
-/// only for expressions that chain hundreds of operators of different kinds); `&&` and `||`
-/// chains are not counted, as both parsers build them as balanced trees.
+/// only for expressions that chain hundreds of operators of different kinds); `&&`, `||` and
+/// `,` separate subtrees (both parsers build logical chains as balanced trees), so operators
+/// before them do not count for what follows.
 fn check_limits(source: &str) -> Result<(), String> {
     let size = source.chars().count();
     if size > EXPRESSION_SIZE_CODE_POINT_LIMIT {
@@ -68,8 +69,10 @@ fn check_limits(source: &str) -> Result<(), String> {
         ))
     };
     let b = source.as_bytes();
-    // Chain operators per open bracket, and their sum plus the number of open brackets.
-    let mut levels: Vec<usize> = vec![0];
+    // Per open bracket: the operators of the chain in progress (a `&&`, `||`, `,` or `:` ends
+    // it: what follows is a sibling subtree) and the ternaries, which nest. `depth` is the sum
+    // over open brackets, plus one per bracket.
+    let mut levels: Vec<(usize, usize)> = vec![(0, 0)];
     let mut depth = 0usize;
     // Whether the last token ends an operand (so a following `-` is binary, not a negation).
     let mut operand = false;
@@ -95,13 +98,15 @@ fn check_limits(source: &str) -> Result<(), String> {
                 if operand && c != b'{' {
                     op = true;
                 }
-                levels.push(0);
+                levels.push((0, 0));
                 depth += 1;
                 operand = false;
             }
             b')' | b']' | b'}' => {
-                if levels.len() > 1 {
-                    depth -= 1 + levels.pop().unwrap_or(0);
+                if levels.len() > 1
+                    && let Some((chain, nest)) = levels.pop()
+                {
+                    depth -= 1 + chain + nest;
                 }
                 operand = true;
             }
@@ -134,10 +139,21 @@ fn check_limits(source: &str) -> Result<(), String> {
             }
             b'?' => {
                 // `a ? b : c ? ...` nests; `.?` and `[?` are one token with their bracket or dot.
-                op = !(i > 0 && matches!(b[i - 1], b'.' | b'['));
+                if !(i > 0 && matches!(b[i - 1], b'.' | b'[')) {
+                    depth += 1;
+                    if let Some(top) = levels.last_mut() {
+                        top.1 += 1;
+                    }
+                }
                 operand = false;
             }
-            b'&' | b'|' | b':' | b',' => operand = false,
+            b'&' | b'|' | b':' | b',' => {
+                if let Some(top) = levels.last_mut() {
+                    depth -= top.0;
+                    top.0 = 0;
+                }
+                operand = false;
+            }
             c if c.is_ascii_alphabetic() || c == b'_' => {
                 let start = i;
                 while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
@@ -153,7 +169,7 @@ fn check_limits(source: &str) -> Result<(), String> {
                 if op {
                     depth += 1;
                     if let Some(top) = levels.last_mut() {
-                        *top += 1;
+                        top.0 += 1;
                     }
                     if depth > MAX_RECURSION_DEPTH {
                         return Err(exceeded());
@@ -166,7 +182,7 @@ fn check_limits(source: &str) -> Result<(), String> {
         if op {
             depth += 1;
             if let Some(top) = levels.last_mut() {
-                *top += 1;
+                top.0 += 1;
             }
         }
         if depth > MAX_RECURSION_DEPTH {

@@ -580,6 +580,9 @@ fn parser_limits_bound_expression_depth_and_size() {
         (chain(300, " ? true : ", "false"), Some(recursion.into())),
         // Logical chains are balanced trees: no depth to speak of.
         (chain(5_000, " && ", "true"), None),
+        // Operators of sibling clauses do not add up.
+        (chain(150, " && ", "{'a': 1}.a == 1"), None),
+        (format!("[{}].size() > 0", chain(150, ", ", "1 + 1")), None),
         // Operators inside string literals and comments are text.
         (format!("'{}' != '' // {}", "+".repeat(1_000), "+".repeat(1_000)), None),
         (format!("r\"{}\" != '' && 1.5e+3 > 0.5", "+.".repeat(1_000)), None),
