@@ -20,16 +20,20 @@ pub(crate) const MAP_INSERT: &str = "cel.@mapInsert";
 /// text (`ERROR: <input>:1:8: Syntax error: ...`).
 pub(crate) fn parse(source: &str) -> Result<IdedExpr, String> {
     check_limits(source)?;
-    let mut expr = Parser::new()
-        .enable_optional_syntax(true)
-        .parse(source)
-        .map_err(|errs| {
-            errs.errors
-                .iter()
-                .map(|e| go_parse_error(source, e.pos, &e.msg))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })?;
+    // cel 0.13's recursion listener decrements its depth on rule exits that error recovery
+    // produces without a matching entry, which overflows (a panic where overflow checks are on:
+    // debug builds; found by the `cel` fuzz target). Such input is malformed either way.
+    let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Parser::new().enable_optional_syntax(true).parse(source)
+    }))
+    .map_err(|_| no_location_error("Syntax error: the expression could not be parsed"))?;
+    let mut expr = parsed.map_err(|errs| {
+        errs.errors
+            .iter()
+            .map(|e| go_parse_error(source, e.pos, &e.msg))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
     let mut ids = Ids(max_id(&expr));
     expand(&mut expr, &mut ids)?;
     Ok(expr)

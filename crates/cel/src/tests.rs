@@ -586,6 +586,11 @@ fn parser_limits_bound_expression_depth_and_size() {
         // Operators inside string literals and comments are text.
         (format!("'{}' != '' // {}", "+".repeat(1_000), "+".repeat(1_000)), None),
         (format!("r\"{}\" != '' && 1.5e+3 > 0.5", "+.".repeat(1_000)), None),
+        // Error recovery underflowed cel 0.13's recursion counter (a panic in debug builds).
+        (
+            "se?pfkkkkkkkkkkkkkkkkkkkkkkk[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[kkkk[kkk1,2,sse?lf.health.sk;kkkkkkkk.\u{0}\u{0}\u{0}kkkkkkkkkkkkkkokkkkkkkkkkkkkkkkkkkk[[[[[;[0[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[se?lf.health.sk;kkkkkkkkk[[[[[[[[kkkkkkkse[kkkkkokkkkkkkkkkkkkkkkkkkk[}}".into(),
+            Some("ERROR: <input>:-1:0: Syntax error: the expression could not be parsed".into()),
+        ),
         (
             format!("'{}' == ''", "a".repeat(99_999)),
             Some("ERROR: <input>:-1:0: expression code point size exceeds limit: size: 100007, limit 100000".into()),
