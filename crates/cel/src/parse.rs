@@ -19,19 +19,205 @@ pub(crate) const MAP_INSERT: &str = "cel.@mapInsert";
 /// Parses a rule and expands the macros the parser does not know. The error is the parser's
 /// text (`ERROR: <input>:1:8: Syntax error: ...`).
 pub(crate) fn parse(source: &str) -> Result<IdedExpr, String> {
-    let mut expr = Parser::new()
-        .enable_optional_syntax(true)
-        .parse(source)
-        .map_err(|errs| {
-            errs.errors
-                .iter()
-                .map(|e| go_parse_error(source, e.pos, &e.msg))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })?;
+    check_limits(source)?;
+    // cel 0.13's recursion listener decrements its depth on rule exits that error recovery
+    // produces without a matching entry, which overflows (a panic where overflow checks are on:
+    // debug builds; found by the `cel` fuzz target). Such input is malformed either way.
+    let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Parser::new().enable_optional_syntax(true).parse(source)
+    }))
+    .map_err(|_| no_location_error("Syntax error: the expression could not be parsed"))?;
+    let mut expr = parsed.map_err(|errs| {
+        errs.errors
+            .iter()
+            .map(|e| go_parse_error(source, e.pos, &e.msg))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
     let mut ids = Ids(max_id(&expr));
     expand(&mut expr, &mut ids)?;
     Ok(expr)
+}
+
+/// cel-go's parser limits, at the defaults Kubernetes keeps: the size of an expression in code
+/// points, and the recursion depth of the grammar's rules.
+const EXPRESSION_SIZE_CODE_POINT_LIMIT: usize = 100_000;
+const MAX_RECURSION_DEPTH: usize = 250;
+
+/// An error without a location, as cel-go displays one (`ERROR: <input>:-1:0: ...`).
+fn no_location_error(msg: &str) -> String {
+    format!("ERROR: <input>:-1:0: {msg}")
+}
+
+/// Rejects what cel-go's parser rejects before building a tree, so no later step (cel 0.13's
+/// parser and visitor, expansion, checking, cost, evaluation; all recursive) meets a tree deep
+/// enough to overflow a thread's stack: a `1+1+...+1` of a few thousand terms did.
+///
+/// cel-go counts the depth of each grammar rule, where every operator of a left-recursive chain
+/// (`a+b+c`, `a<b<c`, `a.b.c`, `a[0][1]`) and every bracket adds one level, and fails past 250
+/// with `expression recursion limit exceeded: 250`. This scan counts the same operators and
+/// brackets along each nesting path, over all rules at once (so it is the stricter of the two
+/// only for expressions that chain hundreds of operators of different kinds); `&&`, `||` and
+/// `,` separate subtrees (both parsers build logical chains as balanced trees), so operators
+/// before them do not count for what follows.
+fn check_limits(source: &str) -> Result<(), String> {
+    let size = source.chars().count();
+    if size > EXPRESSION_SIZE_CODE_POINT_LIMIT {
+        return Err(no_location_error(&format!(
+            "expression code point size exceeds limit: size: {size}, limit {EXPRESSION_SIZE_CODE_POINT_LIMIT}"
+        )));
+    }
+    let exceeded = || {
+        no_location_error(&format!(
+            "expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"
+        ))
+    };
+    let b = source.as_bytes();
+    // Per open bracket: the operators of the chain in progress (a `&&`, `||`, `,` or `:` ends
+    // it: what follows is a sibling subtree) and the ternaries, which nest. `depth` is the sum
+    // over open brackets, plus one per bracket.
+    let mut levels: Vec<(usize, usize)> = vec![(0, 0)];
+    let mut depth = 0usize;
+    // Whether the last token ends an operand (so a following `-` is binary, not a negation).
+    let mut operand = false;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
+        let mut op = false;
+        match c {
+            b'/' if next == Some(b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'"' | b'\'' => {
+                i = skip_string(b, i, i > 0 && matches!(b[i - 1], b'r' | b'R'));
+                operand = true;
+                continue;
+            }
+            b'(' | b'[' | b'{' => {
+                // A call or an index continues a member chain.
+                if operand && c != b'{' {
+                    op = true;
+                }
+                levels.push((0, 0));
+                depth += 1;
+                operand = false;
+            }
+            b')' | b']' | b'}' => {
+                if levels.len() > 1
+                    && let Some((chain, nest)) = levels.pop()
+                {
+                    depth -= 1 + chain + nest;
+                }
+                operand = true;
+            }
+            b'0'..=b'9' => {
+                // A number, with its fraction and exponent (its `.` is no selection).
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
+                    let sign =
+                        matches!(b[i], b'e' | b'E') && matches!(b.get(i + 1), Some(b'+' | b'-'));
+                    i += if sign { 2 } else { 1 };
+                }
+                operand = true;
+                continue;
+            }
+            b'.' | b'+' | b'*' | b'/' | b'%' => {
+                op = true;
+                operand = false;
+            }
+            b'-' => {
+                op = operand;
+                operand = false;
+            }
+            b'<' | b'>' | b'=' | b'!' => {
+                if next == Some(b'=') {
+                    i += 1;
+                    op = true;
+                } else {
+                    op = c != b'!';
+                }
+                operand = false;
+            }
+            b'?' => {
+                // `a ? b : c ? ...` nests; `.?` and `[?` are one token with their bracket or dot.
+                if !(i > 0 && matches!(b[i - 1], b'.' | b'[')) {
+                    depth += 1;
+                    if let Some(top) = levels.last_mut() {
+                        top.1 += 1;
+                    }
+                }
+                operand = false;
+            }
+            b'&' | b'|' | b':' | b',' => {
+                if let Some(top) = levels.last_mut() {
+                    depth -= top.0;
+                    top.0 = 0;
+                }
+                operand = false;
+            }
+            c if c.is_ascii_alphabetic() || c == b'_' => {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                let word = &b[start..i];
+                if word == b"in" {
+                    op = true;
+                    operand = false;
+                } else {
+                    operand = true;
+                }
+                if op {
+                    depth += 1;
+                    if let Some(top) = levels.last_mut() {
+                        top.0 += 1;
+                    }
+                    if depth > MAX_RECURSION_DEPTH {
+                        return Err(exceeded());
+                    }
+                }
+                continue;
+            }
+            _ => {}
+        }
+        if op {
+            depth += 1;
+            if let Some(top) = levels.last_mut() {
+                top.0 += 1;
+            }
+        }
+        if depth > MAX_RECURSION_DEPTH {
+            return Err(exceeded());
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// The index after the string or bytes literal opening at `start` (single, double or triple
+/// quotes; raw literals have no escapes); the end of the source when it is not closed.
+fn skip_string(b: &[u8], start: usize, raw: bool) -> usize {
+    let q = b[start];
+    let triple = b.get(start..start + 3) == Some(&[q, q, q][..]);
+    let mut i = start + if triple { 3 } else { 1 };
+    while i < b.len() {
+        if b[i] == b'\\' && !raw {
+            i += 2;
+            continue;
+        }
+        if triple {
+            if b.get(i..i + 3) == Some(&[q, q, q][..]) {
+                return i + 3;
+            }
+        } else if b[i] == q {
+            return i + 1;
+        }
+        i += 1;
+    }
+    b.len()
 }
 
 /// A parse error as cel-go displays it. cel 0.13 places `has()` argument errors on the argument;

@@ -561,3 +561,75 @@ fn the_total_of_a_schema_is_limited() {
     }
     assert_eq!(crd_errors(&fewer), Vec::<String>::new());
 }
+
+/// cel-go's parser limits (found by the `cel` fuzz target's inputs: a 20,000-term `1+1+...+1`
+/// overflowed the stack of the thread checking it, aborting the server). Each case runs on a
+/// thread with the 2 MiB stack of a tokio worker, through the CRD-write checks and an admission
+/// expression. `None`: the rule compiles.
+#[test]
+fn parser_limits_bound_expression_depth_and_size() {
+    let chain = |n: usize, op: &str, term: &str| vec![term; n].join(op);
+    let recursion = "ERROR: <input>:-1:0: expression recursion limit exceeded: 250";
+    let cases: Vec<(String, Option<String>)> = vec![
+        (chain(20_000, "+", "1") + " > 0", Some(recursion.into())),
+        (chain(300, "+", "1") + " > 0", Some(recursion.into())),
+        (chain(200, "+", "1") + " > 0", None),
+        (format!("self{} == 1", ".a".repeat(300)), Some(recursion.into())),
+        (format!("{}1{} == [1]", "[".repeat(3000), "]".repeat(3000)), Some(recursion.into())),
+        (chain(300, " == ", "true"), Some(recursion.into())),
+        (chain(300, " ? true : ", "false"), Some(recursion.into())),
+        // Logical chains are balanced trees: no depth to speak of.
+        (chain(5_000, " && ", "true"), None),
+        // Operators of sibling clauses do not add up.
+        (chain(150, " && ", "{'a': 1}.a == 1"), None),
+        (format!("[{}].size() > 0", chain(150, ", ", "1 + 1")), None),
+        // Operators inside string literals and comments are text.
+        (format!("'{}' != '' // {}", "+".repeat(1_000), "+".repeat(1_000)), None),
+        (format!("r\"{}\" != '' && 1.5e+3 > 0.5", "+.".repeat(1_000)), None),
+        // Error recovery underflowed cel 0.13's recursion counter (a panic in debug builds).
+        (
+            "se?pfkkkkkkkkkkkkkkkkkkkkkkk[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[kkkk[kkk1,2,sse?lf.health.sk;kkkkkkkk.\u{0}\u{0}\u{0}kkkkkkkkkkkkkkokkkkkkkkkkkkkkkkkkkk[[[[[;[0[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[se?lf.health.sk;kkkkkkkkk[[[[[[[[kkkkkkkse[kkkkkokkkkkkkkkkkkkkkkkkkk[}}".into(),
+            Some("ERROR: <input>:-1:0: Syntax error: the expression could not be parsed".into()),
+        ),
+        (
+            format!("'{}' == ''", "a".repeat(99_999)),
+            Some("ERROR: <input>:-1:0: expression code point size exceeds limit: size: 100007, limit 100000".into()),
+        ),
+    ];
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            for (rule, want) in cases {
+                let short: String = rule.chars().take(40).collect();
+                let schema =
+                    json!({"type": "object", "x-kubernetes-validations": [{"rule": rule}]});
+                let got: Vec<String> = crd_errors(&schema)
+                    .iter()
+                    .map(|e| {
+                        e.chars()
+                            .rev()
+                            .take(200)
+                            .collect::<Vec<_>>()
+                            .into_iter()
+                            .rev()
+                            .collect()
+                    })
+                    .collect();
+                match &want {
+                    Some(w) => assert!(
+                        got.len() == 1 && got[0].contains(&format!("compilation failed: {w}")),
+                        "{short}: want {w}, got {got:?}"
+                    ),
+                    None => assert!(got.is_empty(), "{short}: {got:?}"),
+                }
+                let expr = Expression::compile_bool(&rule, &["object"]);
+                match &want {
+                    Some(w) => assert_eq!(expr.err().as_deref(), Some(w.as_str()), "{short}"),
+                    None => assert!(expr.is_ok(), "{short}"),
+                }
+            }
+        })
+        .expect("thread")
+        .join()
+        .expect("no case overflows the stack");
+}

@@ -83,7 +83,10 @@ fn raw_schemas(obj: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-fn validate_typed(obj: &Value, old: Option<&Value>) -> ErrorList {
+/// Validates a CRD write as the strategy does (`validate_create` when `old` is `None`, else the
+/// update checks): the typed CRD checks, then each version's structural-schema checks and CEL
+/// rule checks. Public so the fuzz targets drive exactly the server's chain.
+pub fn validate_typed(obj: &Value, old: Option<&Value>) -> ErrorList {
     let Ok(new) = serde_json::from_value::<CustomResourceDefinition>(obj.clone()) else {
         return ErrorList::new();
     };

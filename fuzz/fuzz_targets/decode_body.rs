@@ -1,0 +1,89 @@
+//! Request decoding: a request line (`/path?query`) and a body, decoded as the server decodes
+//! create, update, patch and delete bodies: JSON, YAML and the protobuf envelopes kubectl sends
+//! (every kind that takes protobuf), strict-decoding scans, query options per verb and routes.
+//!
+//! Input: a mode byte (content type and kind), the request line, a newline, the body.
+#![no_main]
+
+use crd_server::request::negotiate::{BodyFormat, decode_document, decode_object};
+use crd_server::request::options::{ContinueToken, RequestOptions};
+use crd_server::request::route::{self, Query, Verb};
+use http::{HeaderMap, HeaderValue, Method, header::CONTENT_TYPE};
+use libfuzzer_sys::fuzz_target;
+
+/// (apiVersion, kind) of the kinds with a protobuf decoder, and one without.
+const KINDS: &[(&str, &str)] = &[
+    ("v1", "Namespace"),
+    ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+    ("v1", "ServiceAccount"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
+    ("authentication.k8s.io/v1", "SelfSubjectReview"),
+    ("authentication.k8s.io/v1", "TokenRequest"),
+    ("stable.example.com/v1", "CronTab"),
+];
+
+const CONTENT_TYPES: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+
+const VERBS: &[Verb] = &[
+    Verb::Get,
+    Verb::List,
+    Verb::Watch,
+    Verb::Create,
+    Verb::Update,
+    Verb::Patch,
+    Verb::Delete,
+    Verb::DeleteCollection,
+];
+
+fuzz_target!(|data: &[u8]| {
+    let (m, rest) = crd_apiserver_fuzz::mode(data, 39);
+    let (line, body) = crd_apiserver_fuzz::first_line(rest);
+    let content_type = CONTENT_TYPES[usize::from(m) % CONTENT_TYPES.len()];
+    let (api_version, kind) = KINDS[usize::from(m) / CONTENT_TYPES.len()];
+
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    let protobuf = |b: &[u8]| {
+        if kind == "Namespace" {
+            Some(crd_server::protobuf::decode_namespace(b))
+        } else {
+            crd_server::protobuf::decode_builtin(b, api_version, kind)
+                .or_else(|| crd_server::protobuf::decode_review(b, api_version, kind))
+        }
+    };
+    let _ = decode_object(&headers, body, kind, "v1", &protobuf);
+    let _ = decode_document(BodyFormat::Json, body);
+    let _ = decode_document(BodyFormat::Yaml, body);
+    let _ = crd_core::strict::scan(body);
+
+    if let Ok(line) = std::str::from_utf8(line) {
+        let (path, query) = match line.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (line, None),
+        };
+        let query = Query::parse(query);
+        for method in [
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+        ] {
+            let _ = route::parse(&method, path, &query);
+        }
+        for &verb in VERBS {
+            let _ = RequestOptions::parse(&query, verb, body);
+        }
+        let _ = ContinueToken::decode(path);
+    }
+});
