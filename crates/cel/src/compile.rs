@@ -99,6 +99,7 @@ pub(crate) fn program(
         old_self: true,
         optional_old_self,
         compat: Compat::StoredExpressions,
+        mutation: false,
     };
     let checked = check(&expr, source, &env).ok()?;
     Some(lower(expr, &checked))

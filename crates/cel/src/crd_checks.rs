@@ -278,6 +278,7 @@ fn check_one(
         old_self: true,
         optional_old_self,
         compat: pre.compat(rule),
+        mutation: false,
     };
     let checked = match type_check(&parsed, rule, &env).and_then(|c| require_bool(&c).map(|()| c)) {
         Ok(c) => c,

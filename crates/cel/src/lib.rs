@@ -10,6 +10,8 @@
 //! - [`check_rules`]: the checks run when a CRD is written (rule fields, type checking,
 //!   `oldSelf` placement, undeclared fields, the per-rule and per-CRD cost limits).
 //! - [`Expression`]: an admission expression (webhook `matchConditions`) over `dyn` variables.
+//! - [`mutation`]: what a mutating admission policy's `Object{...}` / `JSONPatch{...}`
+//!   expressions produce, read back as JSON.
 //! - [`validate`]: evaluation against an object (and the old object on update), as field errors
 //!   with Kubernetes' texts (1.32–1.34 form: `<path>: Invalid value: "object": <message>`).
 //!
@@ -21,6 +23,7 @@ mod cost;
 mod crd_checks;
 mod eval;
 mod expression;
+pub mod mutation;
 mod parse;
 mod validator;
 

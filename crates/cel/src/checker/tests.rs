@@ -240,6 +240,7 @@ fn run_env(rule: &str, schema: &Value, root: bool, compat: Compat) -> Result<Che
         old_self: true,
         optional_old_self: false,
         compat,
+        mutation: false,
     };
     check(&expr, rule, &env)
 }
@@ -548,6 +549,7 @@ fn optional_syntax() {
         old_self: true,
         optional_old_self: true,
         compat: Compat::NewExpressions,
+        mutation: false,
     };
     let rule = "oldSelf.hasValue() && oldSelf.value().a == self.a";
     let parsed = Parser::new()
@@ -650,6 +652,7 @@ fn schemas_follow_places() {
         old_self: true,
         optional_old_self: false,
         compat: Compat::StoredExpressions,
+        mutation: false,
     };
     let checked = check(&parsed, rule, &env).unwrap_or_else(|e| panic!("{e}"));
     let mut found: Vec<String> = checked

@@ -4,12 +4,18 @@
 //! match resources, params read from storage, match conditions, variables, validations with
 //! their `Deny`/`Warn`/`Audit` actions, audit annotations, failure policy.
 //!
-//! Submodules: [`compiled`] (a policy or binding with its expressions compiled).
+//! The same plugin type follows `MutatingAdmissionPolicy`s ([`Sources::mutating`]); their
+//! dispatcher is [`mutating`] (`Policies::mutate`), sharing matching, params, match conditions
+//! and variables with the validating one.
+//!
+//! Submodules: [`compiled`] (a policy or binding with its expressions compiled), [`mutating`]
+//! (mutations applied as apply configurations or JSON patches, reinvocation).
 //!
 //! Architecture Invariant: a request never reads policies or bindings from storage; it reads
 //! the snapshot the informers last published. Params are read from storage by key.
 
 pub mod compiled;
+pub mod mutating;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -42,14 +48,26 @@ pub struct Sources {
     pub bindings: String,
 }
 
+fn key_root(id: crd_builtin::KindId) -> String {
+    format!("{}/", crd_builtin::get(id).key_root)
+}
+
 impl Sources {
-    /// The key roots of the built-in policy and binding kinds.
+    /// The key roots of the built-in validating policy and binding kinds.
     pub fn builtin() -> Self {
         use crd_builtin::KindId;
-        let root = |id| format!("{}/", crd_builtin::get(id).key_root);
         Sources {
-            policies: root(KindId::ValidatingAdmissionPolicy),
-            bindings: root(KindId::ValidatingAdmissionPolicyBinding),
+            policies: key_root(KindId::ValidatingAdmissionPolicy),
+            bindings: key_root(KindId::ValidatingAdmissionPolicyBinding),
+        }
+    }
+
+    /// The key roots of the built-in mutating policy and binding kinds.
+    pub fn mutating() -> Self {
+        use crd_builtin::KindId;
+        Sources {
+            policies: key_root(KindId::MutatingAdmissionPolicy),
+            bindings: key_root(KindId::MutatingAdmissionPolicyBinding),
         }
     }
 }
@@ -68,6 +86,44 @@ pub struct Policies {
     sources: Sources,
     snapshot: RwLock<Arc<Vec<Hook>>>,
     synced: watch::Sender<bool>,
+}
+
+/// A policy whose constraints match the request.
+struct Matched<'h> {
+    hook: &'h Hook,
+    /// Where it matched and its bindings, or the policy's configuration error
+    /// (`failed to configure policy: ...`).
+    bound: Result<Bound<'h>, String>,
+}
+
+/// A matching policy's version and bindings.
+struct Bound<'h> {
+    /// The version the constraints matched (the request's, or an equivalent one).
+    matched: super::Versioned,
+    /// The bindings that match, in order, each with its params (`[null]` without params) or
+    /// its configuration error (`failed to configure binding: ...`).
+    bindings: Vec<(&'h Binding, Result<Vec<Value>, String>)>,
+}
+
+/// What [`Policies::matching`] found.
+struct Matching<'h> {
+    matched: Vec<Matched<'h>>,
+    /// `namespaceObject`: the request's namespace (null for cluster-scoped requests and
+    /// namespaces themselves, or when no policy needs it).
+    namespace: Value,
+}
+
+/// The `request` variable: the AdmissionReview request at the matched version.
+fn request_value(
+    attrs: &Attributes<'_>,
+    matched: &super::Versioned,
+    obj: Option<&Value>,
+    old: Option<&Value>,
+) -> Value {
+    super::webhook::review::request("v1", "", attrs, matched, obj, old)
+        .get("request")
+        .cloned()
+        .unwrap_or(Value::Null)
 }
 
 /// A failed validation, before the binding's actions apply.
@@ -187,19 +243,23 @@ impl Policies {
         }
     }
 
-    /// Runs every bound policy that matches; every action is applied (warnings, audit
-    /// annotations) and the request is refused with the first denial, as upstream's dispatcher
-    /// does.
-    pub async fn validate(
+    /// Finds the policies that apply to a request (`policyDispatcher.Dispatch` before its
+    /// delegate): match constraints (at an equivalent version when `matchPolicy: Equivalent`),
+    /// the namespace selector, then per binding its match resources and params. Configuration
+    /// errors are kept in order, for the failure policy to decide.
+    async fn matching<'h>(
         &self,
+        hooks: &'h [Hook],
         attrs: &Attributes<'_>,
         obj: Option<&Value>,
         old: Option<&Value>,
-        record: &Mutex<Record>,
-    ) -> Result<(), ApiError> {
-        let hooks = self.current();
+    ) -> Result<Matching<'h>, ApiError> {
+        let mut out = Matching {
+            matched: Vec::new(),
+            namespace: Value::Null,
+        };
         if hooks.is_empty() || matching::is_exempt(&attrs.request.group, &attrs.request.resource) {
-            return Ok(());
+            return Ok(out);
         }
         let req = &attrs.request;
         let target = Target {
@@ -211,33 +271,18 @@ impl Policies {
             namespace: &attrs.namespace,
         };
         let mut namespace: Option<Option<Value>> = None;
-        let mut request: Option<Value> = None;
-        let mut denied: Option<Denial> = None;
-        let mut deny = |policy: &Policy, binding: Option<&Binding>, message: String, reason| {
-            if denied.is_none() {
-                denied = Some((
-                    policy.name.clone(),
-                    binding.map(|b| b.name.clone()),
-                    message,
-                    reason,
-                ));
-            }
-        };
-        for hook in hooks.iter() {
+        for hook in hooks {
             let policy = &hook.policy;
+            let configure = |e: String| Matched {
+                hook,
+                bound: Err(format!("failed to configure policy: {e}")),
+            };
             let matched = match self.matched_version(&policy.constraints, &target, attrs, obj, old)
             {
                 Ok(None) => continue,
                 Ok(Some(v)) => v,
                 Err(e) => {
-                    if !policy.fail_open {
-                        deny(
-                            policy,
-                            None,
-                            format!("failed to configure policy: {e}"),
-                            String::new(),
-                        );
-                    }
+                    out.matched.push(configure(e));
                     continue;
                 }
             };
@@ -256,37 +301,90 @@ impl Policies {
                 Ok(false) => continue,
                 Ok(true) => {}
                 Err(e) => {
-                    if !policy.fail_open {
-                        deny(
-                            policy,
-                            None,
-                            format!("failed to configure policy: {e}"),
-                            String::new(),
-                        );
-                    }
+                    out.matched.push(configure(e));
                     continue;
                 }
             }
+            let mut bindings = Vec::new();
+            for binding in &hook.bindings {
+                let bound = match &binding.match_resources {
+                    None => Ok(true),
+                    Some(m) => matches(m, &target, &attrs.name, obj, old)
+                        .and_then(|yes| Ok(yes && namespace_selected(m, &target, ns)?)),
+                };
+                let params = match bound {
+                    Ok(false) => continue,
+                    Ok(true) => self.params(policy, binding, &attrs.namespace).await,
+                    Err(e) => Err(e),
+                };
+                bindings.push((
+                    binding.as_ref(),
+                    params.map_err(|e| format!("failed to configure binding: {e}")),
+                ));
+            }
+            out.matched.push(Matched {
+                hook,
+                bound: Ok(Bound { matched, bindings }),
+            });
+        }
+        if !attrs.namespace.is_empty() && !is_namespace_request(attrs) {
+            out.namespace = namespace.flatten().unwrap_or(Value::Null);
+        }
+        Ok(out)
+    }
+
+    /// Runs every bound policy that matches; every action is applied (warnings, audit
+    /// annotations) and the request is refused with the first denial, as upstream's dispatcher
+    /// does.
+    pub async fn validate(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        record: &Mutex<Record>,
+    ) -> Result<(), ApiError> {
+        let hooks = self.current();
+        let found = self.matching(&hooks, attrs, obj, old).await?;
+        let req = &attrs.request;
+        let mut request: Option<Value> = None;
+        let mut denied: Option<Denial> = None;
+        let mut deny = |policy: &Policy, binding: Option<&Binding>, message: String, reason| {
+            if denied.is_none() {
+                denied = Some((
+                    policy.name.clone(),
+                    binding.map(|b| b.name.clone()),
+                    message,
+                    reason,
+                ));
+            }
+        };
+        for m in &found.matched {
+            let policy = &m.hook.policy;
+            let bound = match &m.bound {
+                Ok(b) => b,
+                Err(e) => {
+                    if !policy.fail_open {
+                        deny(policy, None, e.clone(), String::new());
+                    }
+                    continue;
+                }
+            };
+            let matched = &bound.matched;
             // `matchPolicy: Equivalent` matched another version: the policy sees the object
             // converted to it.
-            let converted = if matched == *req {
+            let converted = if matched == req {
                 None
             } else {
                 Some((
-                    super::webhook::convert(&self.registry, obj, &matched).await?,
-                    super::webhook::convert(&self.registry, old, &matched).await?,
+                    super::webhook::convert(&self.registry, obj, matched).await?,
+                    super::webhook::convert(&self.registry, old, matched).await?,
                 ))
             };
             let (obj, old) = match &converted {
                 None => (obj, old),
                 Some((o, p)) => (o.as_ref(), p.as_ref()),
             };
-            let build = || {
-                super::webhook::review::request("v1", "", attrs, &matched, obj, old)
-                    .get("request")
-                    .cloned()
-                    .unwrap_or(Value::Null)
-            };
+            let build = || request_value(attrs, matched, obj, old);
             let own_request;
             let request: &Value = if !policy.uses_request {
                 &Value::Null
@@ -297,53 +395,23 @@ impl Policies {
                 &own_request
             };
             let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
-            for binding in &hook.bindings {
-                let bound = match &binding.match_resources {
-                    None => Ok(true),
-                    Some(m) => matches(m, &target, &attrs.name, obj, old)
-                        .and_then(|yes| Ok(yes && namespace_selected(m, &target, ns)?)),
-                };
-                match bound {
-                    Ok(true) => {}
-                    Ok(false) => continue,
-                    Err(e) => {
-                        if !policy.fail_open {
-                            deny(
-                                policy,
-                                Some(binding),
-                                format!("failed to configure binding: {e}"),
-                                String::new(),
-                            );
-                        }
-                        continue;
-                    }
-                }
-                let params = match self.params(policy, binding, &attrs.namespace).await {
+            for (binding, params) in &bound.bindings {
+                let params = match params {
                     Ok(p) => p,
                     Err(e) => {
                         if !policy.fail_open {
-                            deny(
-                                policy,
-                                Some(binding),
-                                format!("failed to configure binding: {e}"),
-                                String::new(),
-                            );
+                            deny(policy, Some(binding), e.clone(), String::new());
                         }
                         continue;
                     }
                 };
-                let ns_object = if attrs.namespace.is_empty() || is_namespace_request(attrs) {
-                    Value::Null
-                } else {
-                    ns.cloned().unwrap_or(Value::Null)
-                };
-                for param in &params {
+                for param in params {
                     let vars = Vars {
                         object: obj.unwrap_or(&Value::Null),
                         old: old.unwrap_or(&Value::Null),
                         request,
                         params: param,
-                        namespace: &ns_object,
+                        namespace: &found.namespace,
                     };
                     let outcome = evaluate(policy, &vars);
                     for d in outcome.denials {
@@ -625,20 +693,29 @@ fn error_text(e: &ExpressionError) -> String {
     }
 }
 
-/// Evaluates a policy for one param: match conditions, variables, validations, audit
-/// annotations (`validator.Validate`).
-fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
-    let mut out = Outcome::default();
+/// A policy's expressions ready to evaluate for one param: the variables bound, and the
+/// variables that failed with their errors.
+struct Prepared {
+    bound: crd_cel::Bindings,
+    /// (`no such key: <name>`, the variable's own error).
+    failed: Vec<(String, String)>,
+}
+
+impl Prepared {
+    /// An expression reaching a failed variable fails with the variable's error.
+    fn through_variables(&self, e: String) -> String {
+        self.failed
+            .iter()
+            .find(|(missing, _)| *missing == e)
+            .map_or(e, |(_, cause)| cause.clone())
+    }
+}
+
+/// Match conditions, then variables (the part of an evaluation validating and mutating
+/// policies share). `Ok(None)`: a condition is false; `Err`: a condition failed to evaluate
+/// (upstream's text, for the failure policy to decide).
+fn prepare(policy: &Policy, v: &Vars<'_>) -> Result<Option<Prepared>, String> {
     let mut variables = serde_json::Map::new();
-    let error = |out: &mut Outcome, index, message: String| {
-        if !policy.fail_open {
-            out.denials.push(Decision {
-                message,
-                reason: String::new(),
-                index,
-            });
-        }
-    };
     // Match conditions: all must be true; errors decide by the failure policy.
     let mut bound = bind(v, &Value::Object(serde_json::Map::new()));
     let mut condition_error = None;
@@ -651,7 +728,7 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
         };
         match r {
             Ok(true) => {}
-            Ok(false) => return out,
+            Ok(false) => return Ok(None),
             Err(e) => {
                 condition_error
                     .get_or_insert(format!("failed to evaluate matchCondition '{name}': {e}"));
@@ -659,8 +736,7 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
         }
     }
     if let Some(e) = condition_error {
-        error(&mut out, 0, e);
-        return out;
+        return Err(e);
     }
     // Variables, in order; each sees the ones before it. A variable that fails is left out, so
     // an expression reaching it fails with the variable's error (upstream evaluates them
@@ -683,16 +759,36 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
             Err(e) => failed.push((format!("no such key: {name}"), e)),
         }
     }
-    let through_variables = |e: String| -> String {
-        failed
-            .iter()
-            .find(|(missing, _)| *missing == e)
-            .map_or(e, |(_, cause)| cause.clone())
+    Ok(Some(Prepared { bound, failed }))
+}
+
+/// Evaluates a policy for one param: match conditions, variables, validations, audit
+/// annotations (`validator.Validate`).
+fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
+    let mut out = Outcome::default();
+    let error = |out: &mut Outcome, index, message: String| {
+        if !policy.fail_open {
+            out.denials.push(Decision {
+                message,
+                reason: String::new(),
+                index,
+            });
+        }
     };
+    let prepared = match prepare(policy, v) {
+        Ok(Some(p)) => p,
+        Ok(None) => return out,
+        Err(e) => {
+            error(&mut out, 0, e);
+            return out;
+        }
+    };
+    let bound = &prepared.bound;
+    let through_variables = |e: String| prepared.through_variables(e);
     for (i, val) in policy.validations.iter().enumerate() {
         let result = match &val.expression {
             Ok(e) => e
-                .eval_bool_with(&bound, PER_CALL_COST_LIMIT)
+                .eval_bool_with(bound, PER_CALL_COST_LIMIT)
                 .map_err(|e| through_variables(error_text(&e))),
             Err(e) => Err(format!("compilation failed: {e}")),
         };
@@ -702,7 +798,7 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
                 let from_expression = val.message_expression.as_ref().and_then(|me| {
                     me.as_ref()
                         .ok()?
-                        .eval_with(&bound, PER_CALL_COST_LIMIT)
+                        .eval_with(bound, PER_CALL_COST_LIMIT)
                         .ok()?
                         .as_str()
                         .map(str::trim)
@@ -732,7 +828,7 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
     for (key, expr) in &policy.audit_annotations {
         let r = match expr {
             Ok(e) => e
-                .eval_with(&bound, PER_CALL_COST_LIMIT)
+                .eval_with(bound, PER_CALL_COST_LIMIT)
                 .map_err(|e| through_variables(error_text(&e))),
             Err(e) => Err(format!("compilation failed: {e}")),
         };
