@@ -96,20 +96,16 @@ pub fn json_patch(v: Value) -> Result<Value, String> {
                 .and_then(|o| o.get(TYPE_NAME_KEY))
                 .and_then(Value::as_str)
                 .map(|name| vec![name.to_string()]);
-            let value = match typed {
-                // An `Object.x{}` value is checked from its own name.
-                Some(root) => {
-                    let mut errs = Vec::new();
-                    let v = strip(value, &root, &mut errs);
-                    if !errs.is_empty() {
-                        return Err(errs.join("\n"));
-                    }
-                    v
+            let mut errs = Vec::new();
+            // An `Object.x{}` value is checked from its own name.
+            let value = if let Some(root) = typed {
+                let v = strip(value, &root, &mut errs);
+                if !errs.is_empty() {
+                    return Err(errs.join("\n"));
                 }
-                None => {
-                    let mut errs = Vec::new();
-                    strip(value, &[], &mut errs)
-                }
+                v
+            } else {
+                strip(value, &[], &mut errs)
             };
             op.insert("value".into(), value);
         }

@@ -357,13 +357,14 @@ fn builtin() -> Vec<BuiltinGroup> {
                 .map(|r| (r.group, "v1", review_resource(r))),
         );
     for (group, version, r) in rows {
-        let versions = match groups.iter_mut().find(|(g, _)| *g == group) {
-            Some((_, vs)) => vs,
-            None => {
+        let at = groups
+            .iter()
+            .position(|(g, _)| *g == group)
+            .unwrap_or_else(|| {
                 groups.push((group, Vec::new()));
-                &mut groups.last_mut().expect("just pushed").1
-            }
-        };
+                groups.len() - 1
+            });
+        let versions = &mut groups[at].1;
         match versions.iter_mut().find(|(v, _)| *v == version) {
             Some((_, rs)) => rs.push(r),
             None => versions.push((version, vec![r])),

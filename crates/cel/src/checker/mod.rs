@@ -43,6 +43,8 @@ pub(crate) struct Checked {
 
 /// What a rule's expressions are checked against.
 #[derive(Debug)]
+// Each switch declares something independent of the others.
+#[allow(clippy::struct_excessive_bools)]
 pub(crate) struct Env<'a> {
     /// Variables of an admission expression (`object`, `oldObject`, `request`, ...), typed `dyn`.
     /// When non-empty, `self` and `oldSelf` are not declared.

@@ -99,6 +99,15 @@ pub enum PatchType {
     JsonPatch,
 }
 
+/// Whether a mutating policy runs again when a later mutation changed the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReinvocationPolicy {
+    /// `Never` (validating policies have no mutations to rerun).
+    Never,
+    /// `IfNeeded`.
+    IfNeeded,
+}
+
 /// One `mutations[]` entry of a mutating policy.
 #[derive(Debug)]
 pub struct Mutation {
@@ -131,8 +140,8 @@ pub struct Policy {
     pub audit_annotations: Vec<(String, Result<Expression, String>)>,
     /// `mutations` (mutating policies).
     pub mutations: Vec<Mutation>,
-    /// `reinvocationPolicy: IfNeeded` (mutating policies).
-    pub reinvoke_if_needed: bool,
+    /// `reinvocationPolicy` (mutating policies).
+    pub reinvocation: ReinvocationPolicy,
     /// Whether an expression may read `namespaceObject` (else the namespace is read only for
     /// a namespace selector).
     pub uses_namespace_object: bool,
@@ -222,7 +231,11 @@ impl Policy {
                 Expression::compile_value,
             ),
             mutations: list(spec, "mutations").iter().map(mutation).collect(),
-            reinvoke_if_needed: s(spec, "reinvocationPolicy") == "IfNeeded",
+            reinvocation: if s(spec, "reinvocationPolicy") == "IfNeeded" {
+                ReinvocationPolicy::IfNeeded
+            } else {
+                ReinvocationPolicy::Never
+            },
         }
     }
 }
@@ -242,11 +255,7 @@ fn mutation(m: &Value) -> Mutation {
                 Expression::compile_apply_configuration,
             )
         };
-    let source = m
-        .get(member)
-        .map(|b| s(b, "expression"))
-        .unwrap_or("")
-        .to_string();
+    let source = m.get(member).map_or("", |b| s(b, "expression")).to_string();
     Mutation {
         patch_type,
         expression: compile(&source, POLICY_VARIABLES).map_err(|e| crd_cel_error(&e)),

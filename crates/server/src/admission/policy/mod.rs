@@ -113,7 +113,7 @@ struct Matching<'h> {
     namespace: Value,
 }
 
-/// The `request` variable: the AdmissionReview request at the matched version.
+/// The `request` variable: the `AdmissionReview` request at the matched version.
 fn request_value(
     attrs: &Attributes<'_>,
     matched: &super::Versioned,

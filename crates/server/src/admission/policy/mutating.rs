@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use crd_core::{GroupResource, Status, StatusCause};
 use serde_json::Value;
 
-use super::compiled::{Binding, PatchType, Policy};
+use super::compiled::{Binding, PatchType, Policy, ReinvocationPolicy};
 use super::{Attributes, Policies, Vars, error_text, prepare, request_value};
 use crate::error::ApiError;
 use crate::registry::Strategy;
@@ -149,7 +149,7 @@ impl Policies {
             };
             let key = invocation_key(policy, binding, param);
             let before = current.clone();
-            match self.invoke(
+            match invoke(
                 attrs,
                 policy,
                 &mut current,
@@ -180,7 +180,7 @@ impl Policies {
                         .unwrap_or(Value::Null)
                 };
             }
-            if policy.reinvoke_if_needed {
+            if policy.reinvocation == ReinvocationPolicy::IfNeeded {
                 state.previously.insert(key);
             }
         }
@@ -188,62 +188,61 @@ impl Policies {
         policy_errors(attrs, &errors)?;
         Ok(changed)
     }
+}
 
-    /// One invocation: match conditions and variables, then each mutation in order on
-    /// `obj`. Skipped (`Ok`) when its conditions are false, or on the reinvocation pass when
-    /// not queued. `Err` is the policy error's message.
-    #[allow(clippy::too_many_arguments)]
-    fn invoke(
-        &self,
-        attrs: &Attributes<'_>,
-        policy: &Policy,
-        obj: &mut Value,
-        old: Option<&Value>,
-        param: &Value,
-        namespace: &Value,
-        matched: &super::super::Versioned,
-        schema: &crd_merge::apply::Schema,
-        state: &Reinvocation,
-        key: &Key,
-        reinvoking: bool,
-    ) -> Result<(), String> {
-        let request = if policy.uses_request {
-            request_value(attrs, matched, Some(&*obj), old)
-        } else {
-            Value::Null
-        };
-        let vars = Vars {
-            object: obj,
-            old: old.unwrap_or(&Value::Null),
-            request: &request,
-            params: param,
-            namespace,
-        };
-        let Some(mut prepared) = prepare(policy, &vars)? else {
-            return Ok(());
-        };
-        if reinvoking && !state.reinvoke.contains(key) {
-            return Ok(());
-        }
-        for m in &policy.mutations {
-            let expr = m.expression.as_ref().map_err(Clone::clone)?;
-            let value = expr
-                .eval_with(&prepared.bound, RUNTIME_COST_BUDGET)
-                .map_err(|e| {
-                    format!(
-                        "expression '{}' resulted in error: {}",
-                        m.source,
-                        prepared.through_variables(error_text(&e))
-                    )
-                })?;
-            *obj = match m.patch_type {
-                PatchType::ApplyConfiguration => apply_configuration(schema, obj, value)?,
-                PatchType::JsonPatch => json_patch(obj, value)?,
-            };
-            prepared.bound.set("object", obj);
-        }
-        Ok(())
+/// One invocation: match conditions and variables, then each mutation in order on
+/// `obj`. Skipped (`Ok`) when its conditions are false, or on the reinvocation pass when
+/// not queued. `Err` is the policy error's message.
+#[allow(clippy::too_many_arguments)]
+fn invoke(
+    attrs: &Attributes<'_>,
+    policy: &Policy,
+    obj: &mut Value,
+    old: Option<&Value>,
+    param: &Value,
+    namespace: &Value,
+    matched: &super::super::Versioned,
+    schema: &crd_merge::apply::Schema,
+    state: &Reinvocation,
+    key: &Key,
+    reinvoking: bool,
+) -> Result<(), String> {
+    let request = if policy.uses_request {
+        request_value(attrs, matched, Some(&*obj), old)
+    } else {
+        Value::Null
+    };
+    let vars = Vars {
+        object: obj,
+        old: old.unwrap_or(&Value::Null),
+        request: &request,
+        params: param,
+        namespace,
+    };
+    let Some(mut prepared) = prepare(policy, &vars)? else {
+        return Ok(());
+    };
+    if reinvoking && !state.reinvoke.contains(key) {
+        return Ok(());
     }
+    for m in &policy.mutations {
+        let expr = m.expression.as_ref().map_err(Clone::clone)?;
+        let value = expr
+            .eval_with(&prepared.bound, RUNTIME_COST_BUDGET)
+            .map_err(|e| {
+                format!(
+                    "expression '{}' resulted in error: {}",
+                    m.source,
+                    prepared.through_variables(error_text(&e))
+                )
+            })?;
+        *obj = match m.patch_type {
+            PatchType::ApplyConfiguration => apply_configuration(schema, obj, value)?,
+            PatchType::JsonPatch => json_patch(obj, value)?,
+        };
+        prepared.bound.set("object", obj);
+    }
+    Ok(())
 }
 
 /// An `ApplyConfiguration` result merged into `obj` (`applyConfigPatcher.Patch`).
