@@ -449,6 +449,22 @@ async fn kinds_are_served_and_validated() {
         ]
     );
 
+    // OpenAPI v3 describes the v1beta1 kinds.
+    let r = api
+        .get("/openapi/v3/apis/admissionregistration.k8s.io/v1beta1")
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let doc = r.json();
+    assert_eq!(
+        doc["components"]["schemas"]["io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicy"]
+            ["x-kubernetes-group-version-kind"][0],
+        json!({"group": "admissionregistration.k8s.io", "version": "v1beta1", "kind": "MutatingAdmissionPolicy"})
+    );
+    assert!(
+        doc["paths"]["/apis/admissionregistration.k8s.io/v1beta1/mutatingadmissionpolicybindings/{name}"]
+            .is_object()
+    );
+
     // Defaults, then validation with upstream's paths.
     let out = create(
         &api,
