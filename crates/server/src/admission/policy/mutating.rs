@@ -149,7 +149,7 @@ impl Policies {
             };
             let key = invocation_key(policy, binding, param);
             let before = current.clone();
-            match invoke(
+            let failed = invoke(
                 attrs,
                 policy,
                 &mut current,
@@ -161,13 +161,12 @@ impl Policies {
                 state,
                 &key,
                 reinvoking,
-            ) {
-                Ok(()) => {}
-                Err(message) => {
-                    errors.push(PolicyError::new(policy, Some(binding), message, "Invalid"));
-                    continue;
-                }
-            }
+            );
+            errors.extend(
+                failed
+                    .into_iter()
+                    .map(|message| PolicyError::new(policy, Some(binding), message, "Invalid")),
+            );
             if current != before {
                 changed = true;
                 let previously = std::mem::take(&mut state.previously);
@@ -190,9 +189,10 @@ impl Policies {
     }
 }
 
-/// One invocation: match conditions and variables, then each mutation in order on
-/// `obj`. Skipped (`Ok`) when its conditions are false, or on the reinvocation pass when
-/// not queued. `Err` is the policy error's message.
+/// One invocation: match conditions and variables, then each mutation in order on `obj`
+/// (a mutation that fails is skipped; the others still apply, as upstream's dispatcher
+/// does). Skipped when its conditions are false, or on the reinvocation pass when not queued.
+/// Returns the messages of the policy errors.
 #[allow(clippy::too_many_arguments)]
 fn invoke(
     attrs: &Attributes<'_>,
@@ -206,7 +206,7 @@ fn invoke(
     state: &Reinvocation,
     key: &Key,
     reinvoking: bool,
-) -> Result<(), String> {
+) -> Vec<String> {
     let request = if policy.uses_request {
         request_value(attrs, matched, Some(&*obj), old)
     } else {
@@ -219,30 +219,44 @@ fn invoke(
         params: param,
         namespace,
     };
-    let Some(mut prepared) = prepare(policy, &vars)? else {
-        return Ok(());
+    let mut prepared = match prepare(policy, &vars) {
+        Ok(Some(p)) => p,
+        Ok(None) => return Vec::new(),
+        Err(e) => return vec![e],
     };
     if reinvoking && !state.reinvoke.contains(key) {
-        return Ok(());
+        return Vec::new();
     }
+    let mut errors = Vec::new();
     for m in &policy.mutations {
-        let expr = m.expression.as_ref().map_err(Clone::clone)?;
-        let value = expr
-            .eval_with(&prepared.bound, RUNTIME_COST_BUDGET)
-            .map_err(|e| {
-                format!(
-                    "expression '{}' resulted in error: {}",
-                    m.source,
-                    prepared.through_variables(error_text(&e))
-                )
-            })?;
-        *obj = match m.patch_type {
-            PatchType::ApplyConfiguration => apply_configuration(schema, obj, value)?,
-            PatchType::JsonPatch => json_patch(obj, value)?,
-        };
-        prepared.bound.set("object", obj);
+        let patched = m
+            .expression
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|expr| {
+                let value = expr
+                    .eval_with(&prepared.bound, RUNTIME_COST_BUDGET)
+                    .map_err(|e| {
+                        format!(
+                            "expression '{}' resulted in error: {}",
+                            m.source,
+                            prepared.through_variables(error_text(&e))
+                        )
+                    })?;
+                match m.patch_type {
+                    PatchType::ApplyConfiguration => apply_configuration(schema, obj, value),
+                    PatchType::JsonPatch => json_patch(obj, value),
+                }
+            });
+        match patched {
+            Ok(new) => {
+                *obj = new;
+                prepared.bound.set("object", obj);
+            }
+            Err(e) => errors.push(e),
+        }
     }
-    Ok(())
+    errors
 }
 
 /// An `ApplyConfiguration` result merged into `obj` (`applyConfigPatcher.Patch`).
