@@ -100,6 +100,9 @@ impl Policies {
             let previously = std::mem::take(&mut state.previously);
             state.reinvoke.extend(previously);
         }
+        if reinvoking && state.reinvoke.is_empty() {
+            return Ok(false);
+        }
         let found = self.matching(&hooks, attrs, Some(&*obj), old).await?;
         let mut errors = Vec::new();
         let mut invocations = Vec::new();

@@ -212,6 +212,9 @@ impl Webhooks {
         if reinvoking && state.last_output.as_ref() != obj.as_deref() {
             state.reinvoke.extend(state.previously.drain());
         }
+        if reinvoking && state.reinvoke.is_empty() {
+            return Ok(false);
+        }
         let mut any_change = false;
         for hook in &hooks {
             if reinvoking && !state.reinvoke.contains(&hook.name) {
