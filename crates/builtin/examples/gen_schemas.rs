@@ -139,6 +139,19 @@ fn field<'a>(defs: &'a mut Map<String, Value>, def: &str, field: &str) -> &'a mu
         .unwrap_or_else(|| panic!("{def}.{field} exists"))
 }
 
+/// The `admissionregistration.k8s.io/v1beta1` mutating admission policy types Kubernetes 1.34
+/// serves: k8s-openapi's `v1_33` feature has them as `v1alpha1`, with the same fields; they are
+/// renamed (definitions and references).
+fn beta_admission_policies(defs: Map<String, Value>) -> Map<String, Value> {
+    const ALPHA: &str = "io.k8s.api.admissionregistration.v1alpha1.";
+    const BETA: &str = "io.k8s.api.admissionregistration.v1beta1.";
+    let text = serde_json::to_string(&Value::Object(defs)).expect("serializes");
+    match serde_json::from_str(&text.replace(ALPHA, BETA)).expect("parses") {
+        Value::Object(m) => m,
+        _ => unreachable!("definitions are an object"),
+    }
+}
+
 fn generate() -> Value {
     let mut generator = SchemaSettings::openapi3().into_generator();
     generator.subschema_for::<api::core::v1::ConfigMap>();
@@ -169,7 +182,10 @@ fn generate() -> Value {
     generator.subschema_for::<api::admissionregistration::v1::MutatingWebhookConfiguration>();
     generator.subschema_for::<api::admissionregistration::v1::ValidatingAdmissionPolicy>();
     generator.subschema_for::<api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>();
-    let mut defs = generator.take_definitions(true);
+    generator.subschema_for::<api::admissionregistration::v1alpha1::MutatingAdmissionPolicy>();
+    generator
+        .subschema_for::<api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding>();
+    let mut defs = beta_admission_policies(generator.take_definitions(true));
 
     // k8s-openapi requires `metadata` on resources because its Rust field is not optional;
     // upstream's OpenAPI does not.
@@ -189,7 +205,13 @@ fn generate() -> Value {
     .expect("merge strategies parse");
     let names: Vec<String> = defs.keys().cloned().collect();
     for name in names {
-        let Some(fields) = mined.get(&name) else {
+        // The renamed v1beta1 policy types carry what was mined for their v1alpha1 originals.
+        let Some(fields) = mined.get(&name).or_else(|| {
+            mined.get(&name.replace(
+                "io.k8s.api.admissionregistration.v1beta1.",
+                "io.k8s.api.admissionregistration.v1alpha1.",
+            ))
+        }) else {
             continue;
         };
         for (f, how) in fields {

@@ -1,5 +1,7 @@
-//! `admissionregistration.k8s.io/v1` CEL admission policies (`ValidatingAdmissionPolicy`,
-//! `ValidatingAdmissionPolicyBinding`): upstream's v1 defaults (`SetDefaults_*AdmissionPolicy*`,
+//! CEL admission policies: `admissionregistration.k8s.io/v1` `ValidatingAdmissionPolicy` and
+//! `ValidatingAdmissionPolicyBinding`, `v1beta1` `MutatingAdmissionPolicy` and
+//! `MutatingAdmissionPolicyBinding` (which share every field but validations and mutations):
+//! upstream's defaults (`SetDefaults_*AdmissionPolicy*`,
 //! `SetDefaults_MatchResources`, `SetDefaults_ParamRef`) and the key rules of
 //! `pkg/apis/admissionregistration/validation` with their messages. Expressions are compiled
 //! (crd-cel) over the policy variables, each typed `dyn`.
@@ -130,10 +132,9 @@ fn match_resources(mr: &Value, p: &Path, errs: &mut ErrorList) {
     }
 }
 
-/// Validates a `ValidatingAdmissionPolicy` (`validateValidatingAdmissionPolicySpec`).
-pub fn validate_policy(obj: &Value, errs: &mut ErrorList) {
-    let spec = obj.get("spec").unwrap_or(&Value::Null);
-    let p = Path::new("spec");
+/// The spec fields validating and mutating policies share: `failurePolicy`, `paramKind`,
+/// `matchConstraints`, `matchConditions` and `variables`.
+fn policy_common(spec: &Value, p: &Path, errs: &mut ErrorList) {
     match spec.get("failurePolicy").filter(|v| !v.is_null()) {
         None => errs.push(FieldError::required(&p.child("failurePolicy"), "")),
         v => not_supported(&p.child("failurePolicy"), v, &["Fail", "Ignore"], errs),
@@ -204,6 +205,13 @@ pub fn validate_policy(obj: &Value, errs: &mut ErrorList) {
             );
         }
     }
+}
+
+/// Validates a `ValidatingAdmissionPolicy` (`validateValidatingAdmissionPolicySpec`).
+pub fn validate_policy(obj: &Value, errs: &mut ErrorList) {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let p = Path::new("spec");
+    policy_common(spec, &p, errs);
     let validations = items(spec, "validations");
     let audit = items(spec, "auditAnnotations");
     if validations.is_empty() && audit.is_empty() {
@@ -280,10 +288,9 @@ fn is_cel_identifier(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// Validates a `ValidatingAdmissionPolicyBinding` (`validateValidatingAdmissionPolicyBindingSpec`).
-pub fn validate_binding(obj: &Value, errs: &mut ErrorList) {
-    let spec = obj.get("spec").unwrap_or(&Value::Null);
-    let p = Path::new("spec");
+/// The spec fields validating and mutating bindings share: `policyName`, `paramRef` and
+/// `matchResources`.
+fn binding_common(spec: &Value, p: &Path, errs: &mut ErrorList) {
     if str_at(spec, "policyName").is_empty() {
         errs.push(FieldError::required(&p.child("policyName"), ""));
     }
@@ -324,6 +331,13 @@ pub fn validate_binding(obj: &Value, errs: &mut ErrorList) {
     if let Some(mr) = spec.get("matchResources").filter(|v| !v.is_null()) {
         match_resources(mr, &p.child("matchResources"), errs);
     }
+}
+
+/// Validates a `ValidatingAdmissionPolicyBinding` (`validateValidatingAdmissionPolicyBindingSpec`).
+pub fn validate_binding(obj: &Value, errs: &mut ErrorList) {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let p = Path::new("spec");
+    binding_common(spec, &p, errs);
     let ap = p.child("validationActions");
     let actions = items(spec, "validationActions");
     let mut seen = std::collections::BTreeSet::new();
@@ -353,6 +367,98 @@ pub fn validate_binding(obj: &Value, errs: &mut ErrorList) {
             "at least one validation action is required",
         ));
     }
+}
+
+/// Validates a `v1beta1` `MutatingAdmissionPolicy` (`validateMutatingAdmissionPolicySpec`):
+/// the shared policy fields, then `mutations` (each with its `patchType`'s expression, typed as
+/// an apply configuration or a JSON patch) and `reinvocationPolicy`.
+pub fn validate_mutating_policy(obj: &Value, errs: &mut ErrorList) {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let p = Path::new("spec");
+    policy_common(spec, &p, errs);
+    let mutations = items(spec, "mutations");
+    if mutations.is_empty() {
+        errs.push(FieldError::required(
+            &p.child("mutations"),
+            "mutations must contain at least one item",
+        ));
+    }
+    for (i, m) in mutations.iter().enumerate() {
+        mutation(m, &p.child("mutations").index(i), errs);
+    }
+    match spec.get("reinvocationPolicy").filter(|v| !v.is_null()) {
+        None => errs.push(FieldError::required(&p.child("reinvocationPolicy"), "")),
+        v => not_supported(
+            &p.child("reinvocationPolicy"),
+            v,
+            &["IfNeeded", "Never"],
+            errs,
+        ),
+    }
+}
+
+/// One `mutations[]` entry: the member its `patchType` names is required, the other forbidden.
+fn mutation(m: &Value, p: &Path, errs: &mut ErrorList) {
+    type Compile = fn(&str, &'static [&'static str]) -> Result<crd_cel::Expression, String>;
+    let (member, other, compile): (&str, &str, Compile) = match str_at(m, "patchType") {
+        "ApplyConfiguration" => (
+            "applyConfiguration",
+            "jsonPatch",
+            crd_cel::Expression::compile_apply_configuration,
+        ),
+        "JSONPatch" => (
+            "jsonPatch",
+            "applyConfiguration",
+            crd_cel::Expression::compile_json_patch,
+        ),
+        pt => {
+            errs.push(FieldError::not_supported(
+                &p.child("patchType"),
+                pt,
+                &["ApplyConfiguration", "JSONPatch"],
+            ));
+            return;
+        }
+    };
+    let patch_type = str_at(m, "patchType");
+    match m.get(member).filter(|v| !v.is_null()) {
+        None => errs.push(FieldError::required(
+            &p.child(member),
+            format!("must be specified when patchType is {patch_type}"),
+        )),
+        Some(body) => {
+            let ep = p.child(member).child("expression");
+            let e = str_at(body, "expression");
+            if e.trim().is_empty() {
+                errs.push(FieldError::required(&ep, ""));
+            } else if let Err(detail) = compile(e, POLICY_VARIABLES) {
+                let typed = [
+                    crd_cel::mutation::NOT_OBJECT,
+                    crd_cel::mutation::NOT_JSON_PATCH,
+                ];
+                let detail = if typed.contains(&detail.as_str()) {
+                    detail
+                } else {
+                    format!("compilation failed: {detail}")
+                };
+                errs.push(FieldError::invalid(&ep, e, detail));
+            }
+        }
+    }
+    if let Some(v) = m.get(other).filter(|v| !v.is_null()) {
+        errs.push(FieldError::invalid(
+            &p.child(other),
+            v.clone(),
+            format!("must not be specified when patchType is {patch_type}"),
+        ));
+    }
+}
+
+/// Validates a `v1beta1` `MutatingAdmissionPolicyBinding`
+/// (`validateMutatingAdmissionPolicyBindingSpec`): the shared binding fields.
+pub fn validate_mutating_binding(obj: &Value, errs: &mut ErrorList) {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    binding_common(spec, &Path::new("spec"), errs);
 }
 
 #[cfg(test)]
@@ -513,5 +619,88 @@ mod tests {
                 assert!(g.contains(w), "{spec}: {g} does not contain {w}");
             }
         }
+    }
+
+    #[test]
+    fn mutating_policy_validation_messages() {
+        let base = |extra: Value| {
+            let mut p = json!({"spec": {
+                "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+                "reinvocationPolicy": "Never",
+                "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "Object{metadata: Object.metadata{labels: {'a': 'b'}}}"}}],
+            }});
+            if let (Some(m), Some(e)) = (p["spec"].as_object_mut(), extra.as_object()) {
+                for (k, v) in e {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+            apply_defaults(&mut p, false);
+            p
+        };
+        let cases: Vec<(Value, Vec<&str>)> = vec![
+            (json!({}), vec![]),
+            (
+                json!({"mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('a/b'), value: 'x'}]"}}]}),
+                vec![],
+            ),
+            (
+                json!({"mutations": []}),
+                vec!["spec.mutations: Required value: mutations must contain at least one item"],
+            ),
+            (
+                json!({"reinvocationPolicy": null}),
+                vec!["spec.reinvocationPolicy: Required value"],
+            ),
+            (
+                json!({"reinvocationPolicy": "Always"}),
+                vec![
+                    "spec.reinvocationPolicy: Unsupported value: \"Always\": supported values: \"IfNeeded\", \"Never\"",
+                ],
+            ),
+            (
+                json!({"mutations": [{"patchType": "Merge"}]}),
+                vec![
+                    "spec.mutations[0].patchType: Unsupported value: \"Merge\": supported values: \"ApplyConfiguration\", \"JSONPatch\"",
+                ],
+            ),
+            (
+                json!({"mutations": [{"patchType": "JSONPatch"}]}),
+                vec![
+                    "spec.mutations[0].jsonPatch: Required value: must be specified when patchType is JSONPatch",
+                ],
+            ),
+            (
+                json!({"mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "object"}}]}),
+                vec![
+                    "spec.mutations[0].applyConfiguration.expression: Invalid value: \"object\": must evaluate to Object",
+                ],
+            ),
+            (
+                json!({"mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "Object{}"}, "applyConfiguration": {"expression": "Object{}"}}]}),
+                vec![
+                    "spec.mutations[0].jsonPatch.expression: Invalid value: \"Object{}\": must evaluate to list(JSONPatch)",
+                    "spec.mutations[0].applyConfiguration: Invalid value:",
+                ],
+            ),
+            (
+                json!({"mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "Object{"}}]}),
+                vec![
+                    "spec.mutations[0].applyConfiguration.expression: Invalid value: \"Object{\": compilation failed: ERROR: <input>:1:8: Syntax error:",
+                ],
+            ),
+        ];
+        for (extra, want) in cases {
+            let mut errs = ErrorList::new();
+            validate_mutating_policy(&base(extra.clone()), &mut errs);
+            let got: Vec<String> = errs.0.iter().map(ToString::to_string).collect();
+            assert_eq!(got.len(), want.len(), "{extra}: {got:?}");
+            for (g, w) in got.iter().zip(&want) {
+                assert!(g.contains(w), "{extra}: {g} does not contain {w}");
+            }
+        }
+        let mut errs = ErrorList::new();
+        validate_mutating_binding(&json!({"spec": {}}), &mut errs);
+        let got: Vec<String> = errs.0.iter().map(ToString::to_string).collect();
+        assert_eq!(got, vec!["spec.policyName: Required value".to_string()]);
     }
 }

@@ -73,6 +73,9 @@ pub enum KindId {
     MutatingWebhookConfiguration,
     ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding,
+    /// `admissionregistration.k8s.io/v1beta1` (Kubernetes 1.34 serves it at beta).
+    MutatingAdmissionPolicy,
+    MutatingAdmissionPolicyBinding,
 }
 
 /// The paths of a `/scale` subresource, as a CRD's `subresources.scale` names them.
@@ -317,6 +320,18 @@ pub static KINDS: &[Kind] = &[
         status: false, scale: None, key: "/registry/validatingadmissionpolicybindings",
         def: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
         gen: Spec, columns: printers::ADMISSION_POLICY_BINDING, fields: [], stored_as: None),
+    kind!(MutatingAdmissionPolicy, "admissionregistration.k8s.io", "v1beta1",
+        "MutatingAdmissionPolicy", "mutatingadmissionpolicies",
+        "mutatingadmissionpolicy", short: [], cat: ["api-extensions"], Cluster,
+        status: false, scale: None, key: "/registry/mutatingadmissionpolicies",
+        def: "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicy",
+        gen: Spec, columns: printers::MUTATING_ADMISSION_POLICY, fields: [], stored_as: None),
+    kind!(MutatingAdmissionPolicyBinding, "admissionregistration.k8s.io", "v1beta1",
+        "MutatingAdmissionPolicyBinding", "mutatingadmissionpolicybindings",
+        "mutatingadmissionpolicybinding", short: [], cat: ["api-extensions"], Cluster,
+        status: false, scale: None, key: "/registry/mutatingadmissionpolicybindings",
+        def: "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicyBinding",
+        gen: Spec, columns: printers::ADMISSION_POLICY_BINDING, fields: [], stored_as: None),
 ];
 
 /// The kind served at `group`/`plural` (any version here is `v1`).
@@ -463,6 +478,8 @@ mod tests {
             KindId::MutatingWebhookConfiguration,
             KindId::ValidatingAdmissionPolicy,
             KindId::ValidatingAdmissionPolicyBinding,
+            KindId::MutatingAdmissionPolicy,
+            KindId::MutatingAdmissionPolicyBinding,
         ];
         assert_eq!(KINDS.len(), ids.len());
         for id in ids {

@@ -394,8 +394,10 @@ impl Kind {
             KindId::MutatingWebhookConfiguration => {
                 crate::admissionregistration::apply_defaults(obj, true);
             }
-            KindId::ValidatingAdmissionPolicy => crate::admissionpolicy::apply_defaults(obj, false),
-            KindId::ValidatingAdmissionPolicyBinding => {
+            KindId::ValidatingAdmissionPolicy | KindId::MutatingAdmissionPolicy => {
+                crate::admissionpolicy::apply_defaults(obj, false);
+            }
+            KindId::ValidatingAdmissionPolicyBinding | KindId::MutatingAdmissionPolicyBinding => {
                 crate::admissionpolicy::apply_defaults(obj, true);
             }
         }

@@ -687,7 +687,25 @@ pub const ADMISSION_POLICY: &[Column] = &[
     ),
     AGE,
 ];
-/// `ValidatingAdmissionPolicyBinding`: NAME POLICYNAME PARAMREF AGE.
+/// `MutatingAdmissionPolicy`: NAME MUTATIONS PARAMKIND AGE.
+pub const MUTATING_ADMISSION_POLICY: &[Column] = &[
+    NAME,
+    text(
+        "Mutations",
+        "integer",
+        "Mutation indicates the number of mutations rules defined in this configuration",
+        0,
+    ),
+    text(
+        "ParamKind",
+        "string",
+        "ParamKind specifies the kind of resources used to parameterize this policy",
+        0,
+    ),
+    AGE,
+];
+/// `ValidatingAdmissionPolicyBinding` and `MutatingAdmissionPolicyBinding`: NAME POLICYNAME
+/// PARAMREF AGE.
 pub const ADMISSION_POLICY_BINDING: &[Column] = &[
     NAME,
     text(
@@ -1077,21 +1095,21 @@ impl Kind {
             KindId::ValidatingWebhookConfiguration | KindId::MutatingWebhookConfiguration => {
                 vec![name, json!(arr(obj, "/webhooks").len()), age]
             }
-            KindId::ValidatingAdmissionPolicy => {
+            KindId::ValidatingAdmissionPolicy | KindId::MutatingAdmissionPolicy => {
                 let pk = at(obj, "/spec/paramKind");
                 let param_kind = if pk.is_object() {
                     format!("{}/{}", s(pk, "/apiVersion"), s(pk, "/kind"))
                 } else {
                     "<unset>".to_string()
                 };
-                vec![
-                    name,
-                    json!(arr(obj, "/spec/validations").len()),
-                    json!(param_kind),
-                    age,
-                ]
+                let counted = if self.id == KindId::MutatingAdmissionPolicy {
+                    "/spec/mutations"
+                } else {
+                    "/spec/validations"
+                };
+                vec![name, json!(arr(obj, counted).len()), json!(param_kind), age]
             }
-            KindId::ValidatingAdmissionPolicyBinding => {
+            KindId::ValidatingAdmissionPolicyBinding | KindId::MutatingAdmissionPolicyBinding => {
                 let pr = at(obj, "/spec/paramRef");
                 let (ns, n) = (s(pr, "/namespace"), s(pr, "/name"));
                 let param_ref = if !n.is_empty() && !ns.is_empty() {

@@ -1300,6 +1300,12 @@ impl Kind {
             KindId::ValidatingAdmissionPolicyBinding => {
                 crate::admissionpolicy::validate_binding(obj, &mut errs);
             }
+            KindId::MutatingAdmissionPolicy => {
+                crate::admissionpolicy::validate_mutating_policy(obj, &mut errs);
+            }
+            KindId::MutatingAdmissionPolicyBinding => {
+                crate::admissionpolicy::validate_mutating_binding(obj, &mut errs);
+            }
         }
         if let Some(old) = old {
             immutable_spec_fields(self, obj, old, &mut errs);

@@ -100,6 +100,7 @@ pub(crate) fn program(
         optional_old_self,
         compat: Compat::StoredExpressions,
         typed_vars: &[],
+        mutation: false,
     };
     let checked = check(&expr, source, &env).ok()?;
     Some(lower(expr, &checked))

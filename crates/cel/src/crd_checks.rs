@@ -279,6 +279,7 @@ fn check_one(
         optional_old_self,
         compat: pre.compat(rule),
         typed_vars: &[],
+        mutation: false,
     };
     let checked = match type_check(&parsed, rule, &env).and_then(|c| require_bool(&c).map(|()| c)) {
         Ok(c) => c,

@@ -17,7 +17,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kube_cel::KubeCelExt;
-use kube_cel::cel::common::ast::{CallExpr, Expr, IdedExpr, ListExpr, LiteralValue};
+use kube_cel::cel::common::ast::{
+    CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, ListExpr, LiteralValue, MapEntryExpr,
+    MapExpr,
+};
 use kube_cel::cel::extractors::This;
 use kube_cel::cel::objects::{Key, Map, Opaque, OptionalValue};
 use kube_cel::cel::{Context, ExecutionError, FunctionContext, ResolveResult, Value};
@@ -38,8 +41,16 @@ const MAP_CREATE_COST: i64 = 30;
 pub(crate) const COST_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
 
 /// Namespaces of qualified functions (`sets.contains(...)`): their "target" is not a value.
-pub(crate) const NAMESPACES: [&str; 8] = [
-    "cel", "sets", "optional", "math", "strings", "base64", "format", "lists",
+pub(crate) const NAMESPACES: [&str; 9] = [
+    "cel",
+    "sets",
+    "optional",
+    "math",
+    "strings",
+    "base64",
+    "format",
+    "lists",
+    "jsonpatch",
 ];
 
 thread_local! {
@@ -87,12 +98,55 @@ pub(crate) enum EvalError {
 /// Lowers a checked expression (its types and the schema nodes its expressions denote).
 pub(crate) fn lower(mut expr: IdedExpr, checked: &Checked) -> Program {
     let mut next = max_id(&expr);
+    initializers_to_maps(&mut expr, &mut next);
     list_semantics(&mut expr, &checked.schemas, &mut next);
     optional_select(&mut expr);
     request_resource(&mut expr);
     instrument(&mut expr, &mut next, &checked.types);
     two_variable(&mut expr, &mut next);
     Program { expr }
+}
+
+/// The key under which a lowered `Object.<path>{...}` initializer keeps its type name, for
+/// [`crate::mutation::object_value`] to check and remove (no CEL field name or Kubernetes map
+/// key can spell it).
+pub(crate) const TYPE_NAME_KEY: &str = "\u{0}type";
+
+/// Lowers the mutation environment's object initializers (`Object.spec{a: 1}`,
+/// `JSONPatch{op: "add"}`) to map literals keyed by field name; `Object` types keep their name
+/// under [`TYPE_NAME_KEY`] (the checker refused initializers anywhere else).
+fn initializers_to_maps(e: &mut IdedExpr, next: &mut u64) {
+    children_mut(e, &mut |c| initializers_to_maps(c, next));
+    let Expr::Struct(st) = &mut e.expr else {
+        return;
+    };
+    let mut entries = Vec::with_capacity(st.entries.len() + 1);
+    if st.type_name != crate::checker::JSON_PATCH {
+        let key = string(next, TYPE_NAME_KEY);
+        let value = string(next, &st.type_name);
+        *next += 1;
+        entries.push(IdedEntryExpr {
+            id: *next,
+            expr: EntryExpr::MapEntry(MapEntryExpr {
+                key,
+                value,
+                optional: false,
+            }),
+        });
+    }
+    for entry in std::mem::take(&mut st.entries) {
+        if let EntryExpr::StructField(sf) = entry.expr {
+            entries.push(IdedEntryExpr {
+                id: entry.id,
+                expr: EntryExpr::MapEntry(MapEntryExpr {
+                    key: string(next, &sf.field),
+                    value: sf.value,
+                    optional: sf.optional,
+                }),
+            });
+        }
+    }
+    e.expr = Expr::Map(MapExpr { entries });
 }
 
 fn max_id(e: &IdedExpr) -> u64 {
@@ -428,6 +482,17 @@ fn base_context() -> Context<'static> {
     });
     ctx.add_function("@c", call_with_cost);
     crate::authz::register(&mut ctx);
+    ctx.add_function(
+        "jsonpatch.escapeKey",
+        |ftx: &FunctionContext| -> ResolveResult {
+            let Value::String(k) = arg(ftx, 0)? else {
+                return Err(ExecutionError::NoSuchOverload);
+            };
+            Ok(Value::String(Arc::new(
+                k.replace('~', "~0").replace('/', "~1"),
+            )))
+        },
+    );
     ctx.add_function("@pairs", |ftx: &FunctionContext| -> ResolveResult {
         Ok(match arg(ftx, 0)? {
             Value::List(l) => Value::List(Arc::new(

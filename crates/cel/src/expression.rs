@@ -79,6 +79,7 @@ impl Expression {
             optional_old_self: false,
             compat: Compat::StoredExpressions,
             typed_vars: &[],
+            mutation: false,
         };
         let checked = check(&expr, source, &env)?;
         require_bool(&checked)?;
@@ -104,9 +105,47 @@ impl Expression {
         })
     }
 
+    /// Compiles a mutating admission policy's `applyConfiguration.expression`: an `Object{...}`
+    /// initializer (`Err("must evaluate to Object")` for any other type). Evaluate it with
+    /// [`Expression::eval_with`] and read the result with [`crate::mutation::object_value`].
+    pub fn compile_apply_configuration(
+        source: &str,
+        vars: &'static [&'static str],
+    ) -> Result<Self, String> {
+        Self::compile_in(source, vars, true, |t| match t {
+            Type::Opaque(n, _) if *n == crate::checker::MUTATION_OBJECT => Ok(()),
+            _ => Err(crate::mutation::NOT_OBJECT.to_string()),
+        })
+    }
+
+    /// Compiles a mutating admission policy's `jsonPatch.expression`: a list of `JSONPatch{...}`
+    /// (`Err("must evaluate to list(JSONPatch)")` for any other type). Read the result with
+    /// [`crate::mutation::json_patch`].
+    pub fn compile_json_patch(source: &str, vars: &'static [&'static str]) -> Result<Self, String> {
+        Self::compile_in(source, vars, true, |t| match t {
+            // An empty list types as `list(dyn)`; its elements are checked when read.
+            Type::List(e)
+                if matches!(e.as_ref(), Type::Opaque(n, _) if *n == crate::checker::JSON_PATCH)
+                    || matches!(e.as_ref(), Type::Dyn | Type::Var(_)) =>
+            {
+                Ok(())
+            }
+            _ => Err(crate::mutation::NOT_JSON_PATCH.to_string()),
+        })
+    }
+
     fn compile_with(
         source: &str,
         vars: &'static [&'static str],
+        want: impl Fn(&Type) -> Result<(), String>,
+    ) -> Result<Self, String> {
+        Self::compile_in(source, vars, false, want)
+    }
+
+    fn compile_in(
+        source: &str,
+        vars: &'static [&'static str],
+        mutation: bool,
         want: impl Fn(&Type) -> Result<(), String>,
     ) -> Result<Self, String> {
         let expr = parse(source)?;
@@ -118,6 +157,7 @@ impl Expression {
             optional_old_self: false,
             compat: Compat::StoredExpressions,
             typed_vars: &[],
+            mutation,
         };
         let checked = check(&expr, source, &env)?;
         want(&checked.result)?;

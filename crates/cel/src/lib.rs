@@ -13,6 +13,8 @@
 //!   [`Authorizer`] binds the `authorizer` variable to the caller's [`Authorize`].
 //! - [`PolicyTypes`]: an admission policy's expressions type-checked against a matched kind's
 //!   schema (the policy's `status.typeChecking`).
+//! - [`mutation`]: what a mutating admission policy's `Object{...}` / `JSONPatch{...}`
+//!   expressions produce, read back as JSON.
 //! - [`validate`]: evaluation against an object (and the old object on update), as field errors
 //!   with Kubernetes' texts (1.32–1.34 form: `<path>: Invalid value: "object": <message>`).
 //!
@@ -25,6 +27,7 @@ mod cost;
 mod crd_checks;
 mod eval;
 mod expression;
+pub mod mutation;
 mod parse;
 mod policy_check;
 mod validator;

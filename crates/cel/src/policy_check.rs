@@ -73,6 +73,7 @@ fn check_in(source: &str, vars: &[(&str, Type)]) -> Result<Type, String> {
         optional_old_self: false,
         compat: Compat::StoredExpressions,
         typed_vars: vars,
+        mutation: false,
     };
     check(&expr, source, &env).map(|c| c.result)
 }

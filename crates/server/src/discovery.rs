@@ -333,11 +333,19 @@ fn core_list() -> Vec<Resource> {
     rs
 }
 
-/// The built-in groups besides core: (group, version, resources by name), in `/apis` order.
-fn builtin() -> Vec<(&'static str, &'static str, Vec<Resource>)> {
-    let mut groups: Vec<(&'static str, &'static str, Vec<Resource>)> = vec![
-        ("apiextensions.k8s.io", "v1", vec![crd_resource()]),
-        ("storagemigration.k8s.io", "v1alpha1", vec![svm_resource()]),
+/// A built-in group: its name and its versions (highest priority first), each with its
+/// resources by name.
+type BuiltinGroup = (&'static str, Vec<(&'static str, Vec<Resource>)>);
+
+/// The built-in groups besides core, in `/apis` order; a group served at several versions
+/// (`admissionregistration.k8s.io` v1 and v1beta1) lists them highest priority first.
+fn builtin() -> Vec<BuiltinGroup> {
+    let mut groups: Vec<BuiltinGroup> = vec![
+        ("apiextensions.k8s.io", vec![("v1", vec![crd_resource()])]),
+        (
+            "storagemigration.k8s.io",
+            vec![("v1alpha1", vec![svm_resource()])],
+        ),
     ];
     let rows = crd_builtin::KINDS
         .iter()
@@ -349,16 +357,24 @@ fn builtin() -> Vec<(&'static str, &'static str, Vec<Resource>)> {
                 .map(|r| (r.group, "v1", review_resource(r))),
         );
     for (group, version, r) in rows {
-        match groups
-            .iter_mut()
-            .find(|(g, v, _)| *g == group && *v == version)
-        {
-            Some((_, _, rs)) => rs.push(r),
-            None => groups.push((group, version, vec![r])),
+        let at = groups
+            .iter()
+            .position(|(g, _)| *g == group)
+            .unwrap_or_else(|| {
+                groups.push((group, Vec::new()));
+                groups.len() - 1
+            });
+        let versions = &mut groups[at].1;
+        match versions.iter_mut().find(|(v, _)| *v == version) {
+            Some((_, rs)) => rs.push(r),
+            None => versions.push((version, vec![r])),
         }
     }
-    for (_, _, rs) in &mut groups {
-        rs.sort_by(|a, b| a.name.cmp(&b.name));
+    for (_, vs) in &mut groups {
+        vs.sort_by(|a, b| compare_kube_aware_versions(b.0, a.0));
+        for (_, rs) in vs {
+            rs.sort_by(|a, b| a.name.cmp(&b.name));
+        }
     }
     groups.sort_by(|a, b| {
         group_priority(b.0)
@@ -366,6 +382,10 @@ fn builtin() -> Vec<(&'static str, &'static str, Vec<Resource>)> {
             .then(a.0.cmp(b.0))
     });
     groups
+}
+
+fn version_names(vs: &[(&str, Vec<Resource>)]) -> Vec<String> {
+    vs.iter().map(|(v, _)| (*v).to_string()).collect()
 }
 
 /// The served groups: group → versions (highest priority first) → resources.
@@ -422,7 +442,7 @@ fn group_json(name: &str, versions: &[String]) -> Value {
 pub fn groups(registry: &Registry) -> Value {
     let mut out: Vec<Value> = builtin()
         .iter()
-        .map(|(g, v, _)| group_json(g, &[(*v).to_string()]))
+        .map(|(g, vs)| group_json(g, &version_names(vs)))
         .collect();
     let crd = crd_groups(registry);
     let mut entries: Vec<(String, &String, Vec<String>)> = crd
@@ -444,8 +464,8 @@ pub fn groups(registry: &Registry) -> Value {
 
 /// `GET /apis/<group>`, or `None` when the group is not served.
 pub fn group(registry: &Registry, name: &str) -> Option<Value> {
-    if let Some((_, v, _)) = builtin().into_iter().find(|(g, _, _)| *g == name) {
-        let mut g = group_json(name, &[v.to_string()]);
+    if let Some((_, vs)) = builtin().into_iter().find(|(g, _)| *g == name) {
+        let mut g = group_json(name, &version_names(&vs));
         g["kind"] = json!("APIGroup");
         g["apiVersion"] = json!("v1");
         return Some(g);
@@ -461,9 +481,11 @@ pub fn group(registry: &Registry, name: &str) -> Option<Value> {
 
 /// `GET /apis/<group>/<version>`, or `None` when not served.
 pub fn group_version(registry: &Registry, group: &str, version: &str) -> Option<Value> {
-    let resources: Vec<Value> = if let Some((_, _, rs)) = builtin()
+    let resources: Vec<Value> = if let Some((_, rs)) = builtin()
         .into_iter()
-        .find(|(g, v, _)| *g == group && *v == version)
+        .filter(|(g, _)| *g == group)
+        .flat_map(|(_, vs)| vs)
+        .find(|(v, _)| *v == version)
     {
         sorted_legacy(&rs)
     } else {
@@ -486,7 +508,10 @@ pub fn aggregated(registry: &Registry, core: bool) -> Value {
     } else {
         let mut items: Vec<Value> = builtin()
             .into_iter()
-            .map(|(g, v, rs)| json!({"metadata": {"name": g}, "versions": [version(v, &rs)]}))
+            .map(|(g, vs)| {
+                let versions: Vec<Value> = vs.iter().map(|(v, rs)| version(v, rs)).collect();
+                json!({"metadata": {"name": g}, "versions": versions})
+            })
             .collect();
         for (g, vs) in crd_groups(registry) {
             let versions: Vec<Value> = vs.iter().map(|(v, rs)| version(v, rs)).collect();

@@ -251,6 +251,11 @@ pub async fn run(
     supervisor.spawn("validatingadmissionpolicy-status", move |shutdown| {
         policy_status.clone().run(shutdown)
     });
+    let mutating_policies = state.admission.mutating_policies.clone();
+    let mut mutating_synced = mutating_policies.synced();
+    supervisor.spawn("mutating-admission-policies", move |shutdown| {
+        mutating_policies.clone().run(shutdown)
+    });
     let interval = config.compaction_interval;
     supervisor.spawn("compaction", move |shutdown| {
         let store = store.clone();
@@ -282,6 +287,9 @@ pub async fn run(
         .await
         .is_none()
         || controllers::informer::until_shutdown(&mut waiting, policies_synced.wait_for(|s| *s))
+            .await
+            .is_none()
+        || controllers::informer::until_shutdown(&mut waiting, mutating_synced.wait_for(|s| *s))
             .await
             .is_none()
     {

@@ -285,6 +285,12 @@ fn strings(b: &mut Builder) {
     b.g("strings.quote", 29, vec![String], String);
 }
 
+/// Kubernetes' `JSONPatch` library (1.32), declared only in the mutating admission policy
+/// environment (the checker hides the `jsonpatch` namespace elsewhere).
+fn k8s_jsonpatch(b: &mut Builder) {
+    b.g("jsonpatch.escapeKey", 32, vec![Type::String], Type::String);
+}
+
 /// cel-go `ext.Sets()` (Kubernetes 1.29).
 fn sets(b: &mut Builder) {
     for f in ["sets.contains", "sets.equivalent", "sets.intersects"] {
@@ -489,6 +495,7 @@ fn table() -> &'static HashMap<&'static str, Vec<Overload>> {
         k8s_format(&mut b);
         k8s_semver(&mut b);
         k8s_authz(&mut b);
+        k8s_jsonpatch(&mut b);
         b.fns
     })
 }

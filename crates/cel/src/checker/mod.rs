@@ -43,6 +43,8 @@ pub(crate) struct Checked {
 
 /// What a rule's expressions are checked against.
 #[derive(Debug)]
+// Each switch declares something independent of the others.
+#[allow(clippy::struct_excessive_bools)]
 pub(crate) struct Env<'a> {
     /// Variables of an admission expression (`object`, `oldObject`, `request`, ...), typed `dyn`.
     /// When non-empty, `self` and `oldSelf` are not declared.
@@ -62,6 +64,9 @@ pub(crate) struct Env<'a> {
     /// check: `object` typed by the matched kind's schema, `authorizer`, `variables`), looked up
     /// before `dyn_vars`; a dotted name (`authorizer.requestResource`) is a qualified identifier.
     pub typed_vars: &'a [(&'a str, Type)],
+    /// A mutating admission policy's environment: `Object{...}` and `JSONPatch{...}`
+    /// initializers and the `jsonpatch` library are declared.
+    pub mutation: bool,
 }
 
 /// Kubernetes' error when a rule does not type to `bool` (apiextensions-apiserver
@@ -69,6 +74,10 @@ pub(crate) struct Env<'a> {
 pub(crate) const RULE_NOT_BOOL: &str = "cel expression must evaluate to a bool";
 /// Kubernetes' error when a `messageExpression` does not type to `string`.
 pub(crate) const MESSAGE_NOT_STRING: &str = "messageExpression must evaluate to a string";
+/// The root type of a mutating admission policy's apply configurations.
+pub(crate) const MUTATION_OBJECT: &str = "Object";
+/// The element type of a mutating admission policy's JSON patches.
+pub(crate) const JSON_PATCH: &str = "JSONPatch";
 
 /// Kubernetes requires a rule's result type to be exactly `bool` (`dyn` is refused too).
 pub(crate) fn require_bool(checked: &Checked) -> Result<(), String> {
@@ -305,19 +314,67 @@ impl Checker<'_> {
                 };
                 self.set_type(e.id, Type::Map(Box::new(k), Box::new(v)));
             }
-            Expr::Struct(s) => {
-                self.error(
-                    e.id,
-                    format!(
-                        "undeclared reference to '{}' (in container '')",
-                        s.type_name
-                    ),
-                );
-                self.set_type(e.id, Type::Error);
-            }
+            Expr::Struct(s) => self.check_struct(e.id, s),
             Expr::Comprehension(comp) => self.check_comprehension(e.id, comp),
             Expr::Unspecified => self.set_type(e.id, Type::Error),
         }
+    }
+
+    /// Object initializers of the mutation environment: `Object{...}` and its nested
+    /// `Object.<field>...{...}` types (fields of any type), and `JSONPatch{op, path, from,
+    /// value}`. Elsewhere every initializer names an undeclared type.
+    fn check_struct(&mut self, id: u64, s: &kube_cel::cel::common::ast::StructExpr) {
+        let name = s.type_name.as_str();
+        let object = name == MUTATION_OBJECT || name.starts_with("Object.");
+        if !self.env.mutation || !(object || name == JSON_PATCH) {
+            for entry in &s.entries {
+                if let EntryExpr::StructField(sf) = &entry.expr {
+                    self.check(&sf.value);
+                }
+            }
+            self.error(
+                id,
+                format!("undeclared reference to '{name}' (in container '')"),
+            );
+            self.set_type(id, Type::Error);
+            return;
+        }
+        for entry in &s.entries {
+            let EntryExpr::StructField(sf) = &entry.expr else {
+                continue;
+            };
+            self.check(&sf.value);
+            if object {
+                continue;
+            }
+            let want = match sf.field.as_str() {
+                "op" | "path" | "from" => Type::String,
+                "value" => Type::Dyn,
+                other => {
+                    self.error(entry.id, format!("undefined field '{other}'"));
+                    continue;
+                }
+            };
+            let got = substitute(&self.subs, &self.get_type(sf.value.id), false);
+            if !self.is_assignable(&want, &got) {
+                self.error(
+                    sf.value.id,
+                    format!(
+                        "expected type of field '{}' is '{}' but provided type is '{}'",
+                        sf.field,
+                        want.name(),
+                        got.name()
+                    ),
+                );
+            }
+        }
+        let t = match name {
+            MUTATION_OBJECT => Type::Opaque(MUTATION_OBJECT, Vec::new()),
+            JSON_PATCH => Type::Opaque(JSON_PATCH, Vec::new()),
+            // Nested initializers are typed by name at run time (`CheckTypeNamesMatchFieldPathNames`).
+            _ => Type::Dyn,
+        };
+        self.set_type(id, t);
     }
 
     fn lookup_var(&self, name: &str) -> Option<Var> {
@@ -457,6 +514,7 @@ impl Checker<'_> {
             return;
         };
         if let Some(prefix) = qualified_name(target)
+            && (self.env.mutation || prefix != "jsonpatch")
             && let Some(overloads) = decls::lookup(&format!("{prefix}.{name}"), self.env.compat)
         {
             let full = format!("{prefix}.{name}");

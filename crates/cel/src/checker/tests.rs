@@ -241,6 +241,7 @@ fn run_env(rule: &str, schema: &Value, root: bool, compat: Compat) -> Result<Che
         optional_old_self: false,
         compat,
         typed_vars: &[],
+        mutation: false,
     };
     check(&expr, rule, &env)
 }
@@ -550,6 +551,7 @@ fn optional_syntax() {
         optional_old_self: true,
         compat: Compat::NewExpressions,
         typed_vars: &[],
+        mutation: false,
     };
     let rule = "oldSelf.hasValue() && oldSelf.value().a == self.a";
     let parsed = Parser::new()
@@ -653,6 +655,7 @@ fn schemas_follow_places() {
         optional_old_self: false,
         compat: Compat::StoredExpressions,
         typed_vars: &[],
+        mutation: false,
     };
     let checked = check(&parsed, rule, &env).unwrap_or_else(|e| panic!("{e}"));
     let mut found: Vec<String> = checked

@@ -15,6 +15,8 @@ use bytes::Bytes;
 use crd_storage::Store;
 use serde_json::{Value, json};
 
+mod mutating_policy;
+
 /// What to measure, and how much.
 // Each `--only-*` switch is its own flag, as a user types it.
 #[allow(clippy::struct_excessive_bools)]
@@ -51,6 +53,9 @@ pub struct BenchArgs {
     /// webhook, one `ValidatingAdmissionPolicy` with a param `ConfigMap`).
     #[arg(long, alias = "only-admission-policy")]
     only_admission: bool,
+    /// Measure only the mutating admission policy figures ("mutating admission policy").
+    #[arg(long)]
+    only_mutating_admission_policy: bool,
     /// Unrelated `RoleBindings` in the store in the authorization figures ("rbac" section).
     #[arg(long, default_value_t = 1000)]
     rbac_bindings: usize,
@@ -541,6 +546,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if args.only_admission {
         return admission::admission_overhead(dir.path(), &mut report, args.creates).await;
+    }
+    if args.only_mutating_admission_policy {
+        return mutating_policy::mutating_policy_overhead(dir.path(), &mut report, args.creates)
+            .await;
     }
 
     // Startup from an empty data dir (to the kubeconfig line, then /readyz).

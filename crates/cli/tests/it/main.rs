@@ -18,6 +18,7 @@ mod http_api;
 mod kube_rs;
 mod kube_rs_builtin;
 mod migration;
+mod mutating_policy;
 mod observability;
 mod python_client;
 mod reliability;

@@ -6,6 +6,8 @@
 //!   ObjectMeta for `metadata`).
 //! - [`FieldSet`] is SMD's set of field paths, with the `fieldsV1` encoding.
 //! - [`ManagedFields`] decodes, validates and encodes `metadata.managedFields`.
+//! - [`merge_configuration`] merges an apply configuration without ownership (mutating
+//!   admission policies).
 //! - [`FieldManager`] is what the server calls: [`FieldManager::update`] on create, update and
 //!   non-apply patch, [`FieldManager::apply`] for apply patches, which fails with
 //!   [`Conflicts`] rendered as kube-apiserver renders them.
@@ -28,6 +30,7 @@
 //! recorded at, which holds for CRDs with conversion `None` and conversions that keep field
 //! paths. Entries keep the apiVersion they were written at.
 
+mod configuration;
 mod conflict;
 mod fieldset;
 mod managed;
@@ -36,6 +39,7 @@ mod schema;
 mod typed;
 mod value;
 
+pub use configuration::merge_configuration;
 pub use conflict::{Conflict, Conflicts};
 pub use fieldset::{FieldSet, FieldsV1Error, Path, PathElement};
 pub use managed::{

@@ -1,5 +1,6 @@
 //! Admission: what a write passes between decoding and storage, as kube-apiserver's plugin
-//! chain runs it. Mutating admission ([`Admission::mutate`]: mutating webhooks) runs on the
+//! chain runs it. Mutating admission ([`Admission::mutate`]: mutating admission policies, then
+//! mutating webhooks, then once more the `IfNeeded` ones when anything changed) runs on the
 //! decoded, defaulted object before the strategy prepares and validates it; validating
 //! admission ([`Admission::admit_create`]: `NamespaceLifecycle`, then [`Admission::validate`]:
 //! validating admission policies, then validating webhooks) runs after validation, just before
@@ -7,8 +8,8 @@
 //!
 //! Main types: [`Admission`] (the chain), [`Attributes`] (what a plugin knows about a request),
 //! [`Record`] (warnings and audit annotations plugins leave); [`webhook`] holds the webhook
-//! plugins, [`policy`] the `ValidatingAdmissionPolicy` plugin, [`authorizer`] the `authorizer`
-//! variable their expressions share.
+//! plugins, [`policy`] the validating and mutating admission policy plugins, [`authorizer`] the
+//! `authorizer` variable their expressions share.
 //!
 //! Architecture Invariant: handlers call admission through [`Admission`] only; they never ask
 //! which plugins exist.
@@ -137,6 +138,8 @@ pub struct Admission {
     /// The validating admission policy plugin; its informers run under the controllers'
     /// supervisor ([`policy::Policies::run`]).
     pub policies: Arc<policy::Policies>,
+    /// The mutating admission policy plugin (informers likewise).
+    pub mutating_policies: Arc<policy::Policies>,
 }
 
 impl Admission {
@@ -156,6 +159,12 @@ impl Admission {
             registry.clone(),
             policy::Sources::builtin(),
         ));
+        let mutating_policies = Arc::new(policy::Policies::new(
+            store.clone(),
+            namespaces.clone(),
+            registry.clone(),
+            policy::Sources::mutating(),
+        ));
         let webhooks = Arc::new(webhook::Webhooks::new(
             store.clone(),
             namespaces.clone(),
@@ -168,6 +177,7 @@ impl Admission {
             namespaces,
             webhooks,
             policies,
+            mutating_policies,
         }
     }
 
@@ -179,17 +189,50 @@ impl Admission {
     }
 
     /// Mutating admission of `obj` (`None` for DELETE, with the stored object as `old`);
-    /// warnings and audit annotations go to `record`, also when admission fails.
-    /// Returns whether the object changed, in which case the caller admits it again (pruning,
-    /// defaulting) before preparing and validating it.
+    /// `schema` types the object for apply configurations. Warnings and audit annotations go
+    /// to `record`, also when admission fails. Mutating admission policies run before mutating
+    /// webhooks; when either changed the object, both run a second pass for their `IfNeeded`
+    /// members (upstream's reinvocation handler). Returns whether the object changed, in which
+    /// case the caller admits it again (pruning, defaulting) before preparing and validating it.
     pub async fn mutate(
         &self,
         attrs: &Attributes<'_>,
-        obj: Option<&mut Value>,
+        mut obj: Option<&mut Value>,
         old: Option<&Value>,
+        schema: &crd_merge::apply::Schema,
         record: &Mutex<Record>,
     ) -> Result<bool, ApiError> {
-        self.webhooks.mutate(attrs, obj, old, record).await
+        let mut policies = policy::mutating::Reinvocation::default();
+        let mut webhooks = webhook::Reinvocation::default();
+        let mut changed = false;
+        for reinvoking in [false, true] {
+            if reinvoking && !changed {
+                break;
+            }
+            changed |= self
+                .mutating_policies
+                .mutate(
+                    attrs,
+                    obj.as_deref_mut(),
+                    old,
+                    schema,
+                    &mut policies,
+                    reinvoking,
+                )
+                .await?;
+            changed |= self
+                .webhooks
+                .mutate(
+                    attrs,
+                    obj.as_deref_mut(),
+                    old,
+                    record,
+                    &mut webhooks,
+                    reinvoking,
+                )
+                .await?;
+        }
+        Ok(changed)
     }
 
     /// Validating admission (after the strategy's validation, before the storage write).

@@ -103,7 +103,13 @@ pub async fn create_object(
     let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
     let admission = &ctx.state.admission;
     if admission
-        .mutate(&attrs, Some(&mut obj), None, &ctx.admission)
+        .mutate(
+            &attrs,
+            Some(&mut obj),
+            None,
+            strategy.apply_schema(),
+            &ctx.admission,
+        )
         .await?
     {
         warnings.extend(strategy.admit(&mut obj, &super::readmission(ctx))?);

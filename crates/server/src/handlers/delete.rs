@@ -64,7 +64,13 @@ pub async fn delete_object(
     let attrs = ctx.admission_attributes(strategy, Operation::Delete, &obj);
     let admission = &ctx.state.admission;
     admission
-        .mutate(&attrs, None, Some(&obj), &ctx.admission)
+        .mutate(
+            &attrs,
+            None,
+            Some(&obj),
+            strategy.apply_schema(),
+            &ctx.admission,
+        )
         .await?;
     admission
         .validate(&attrs, None, Some(&obj), &ctx.admission)

@@ -83,7 +83,13 @@ pub async fn write_update(
     let admission = &ctx.state.admission;
     let mut readmitted = Vec::new();
     if admission
-        .mutate(&attrs, Some(&mut new), Some(&old), &ctx.admission)
+        .mutate(
+            &attrs,
+            Some(&mut new),
+            Some(&old),
+            strategy.apply_schema(),
+            &ctx.admission,
+        )
         .await?
     {
         readmitted = strategy.admit(&mut new, &super::readmission(ctx))?;

@@ -759,3 +759,72 @@ async fn equivalent_match_policy_converts_to_the_registered_version() {
     // Exact: a webhook registered for v2 only is not called for a v1 request.
     assert!(hook.reviews("/allow", "t1").is_empty());
 }
+
+/// Mutating admission policies run before mutating webhooks, and a webhook's patch reinvokes
+/// an `IfNeeded` policy, whose change in turn reinvokes the `IfNeeded` webhook (one second
+/// pass for both, as upstream's reinvocation handler runs the chain).
+#[tokio::test]
+async fn mutating_policies_run_before_webhooks_and_reinvoke() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let hook = Hook::start().await;
+    configure(
+        &api,
+        MWC,
+        "MutatingWebhookConfiguration",
+        "labeller",
+        vec![webhook(
+            "label.example.com",
+            hook.client_config("/label"),
+            &["configmaps"],
+            json!({"reinvocationPolicy": "IfNeeded"}),
+        )],
+    )
+    .await;
+    let map = "/apis/admissionregistration.k8s.io/v1beta1/mutatingadmissionpolicies";
+    let r = api
+        .post(
+            map,
+            json!({"apiVersion": "admissionregistration.k8s.io/v1beta1", "kind": "MutatingAdmissionPolicy",
+                   "metadata": {"name": "saw"}, "spec": {
+                "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": [""],
+                    "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+                "reinvocationPolicy": "IfNeeded",
+                "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                    "Object{metadata: Object.metadata{annotations: {'saw-mutated': has(object.metadata.labels) && 'mutated' in object.metadata.labels ? 'yes' : 'no'}}}"}}]}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = api
+        .post(
+            "/apis/admissionregistration.k8s.io/v1beta1/mutatingadmissionpolicybindings",
+            json!({"apiVersion": "admissionregistration.k8s.io/v1beta1", "kind": "MutatingAdmissionPolicyBinding",
+                   "metadata": {"name": "saw"}, "spec": {"policyName": "saw"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    eventually("the policy and the webhook both mutate", || async {
+        let r = api.post(&format!("{CMS}?dryRun=All"), cm("probe")).await;
+        let o = r.json();
+        o["metadata"]["annotations"]["saw-mutated"].is_string()
+            && o["metadata"]["labels"]["mutated"] == "yes"
+    })
+    .await;
+
+    let r = api.post(CMS, cm("ordered")).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let reviews = hook.reviews("/label", "ordered");
+    // The webhook saw the policy's first answer: the policy ran first.
+    assert_eq!(
+        reviews[0]["request"]["object"]["metadata"]["annotations"]["saw-mutated"],
+        "no"
+    );
+    // The webhook's label reinvoked the policy, which changed the object again, so the
+    // webhook was reinvoked too; no third pass.
+    assert_eq!(reviews.len(), 2);
+    assert_eq!(
+        reviews[1]["request"]["object"]["metadata"]["annotations"]["saw-mutated"],
+        "yes"
+    );
+    assert_eq!(r.json()["metadata"]["annotations"]["saw-mutated"], "yes");
+}

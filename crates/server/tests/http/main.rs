@@ -8,6 +8,7 @@ mod admission_policy;
 mod api;
 mod gc;
 mod hostile;
+mod mutating_policy;
 mod observability;
 mod rbac;
 mod support;

@@ -1,7 +1,8 @@
-//! A stored `ValidatingAdmissionPolicy` or `ValidatingAdmissionPolicyBinding`, compiled once
-//! when the informer sees it: match resources with parsed selectors, and every CEL expression
-//! compiled (a compilation error is kept and reported when the policy matches, as upstream's
-//! `ConfigurationError` is).
+//! A stored admission policy (`ValidatingAdmissionPolicy`, `MutatingAdmissionPolicy`) or
+//! binding, compiled once when the informer sees it: match resources with parsed selectors, and
+//! every CEL expression compiled (a compilation error is kept and reported when the policy
+//! matches, as upstream's `ConfigurationError` is). Both kinds share every field but
+//! `validations`/`auditAnnotations` and `mutations`/`reinvocationPolicy`.
 
 use crd_builtin::admissionpolicy::POLICY_VARIABLES;
 use crd_cel::Expression;
@@ -89,6 +90,35 @@ pub struct Validation {
     pub reason: String,
 }
 
+/// How a mutation's expression is applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchType {
+    /// `ApplyConfiguration`: an `Object{...}` merged with server-side apply's merge.
+    ApplyConfiguration,
+    /// `JSONPatch`: a list of `JSONPatch{...}` operations.
+    JsonPatch,
+}
+
+/// Whether a mutating policy runs again when a later mutation changed the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReinvocationPolicy {
+    /// `Never` (validating policies have no mutations to rerun).
+    Never,
+    /// `IfNeeded`.
+    IfNeeded,
+}
+
+/// One `mutations[]` entry of a mutating policy.
+#[derive(Debug)]
+pub struct Mutation {
+    /// `patchType`.
+    pub patch_type: PatchType,
+    /// The expression's source (for `expression '...' resulted in error`).
+    pub source: String,
+    /// The compiled expression.
+    pub expression: Result<Expression, String>,
+}
+
 /// A compiled policy.
 // The `uses_*` flags are independent facts about the expressions, not states.
 #[allow(clippy::struct_excessive_bools)]
@@ -110,6 +140,10 @@ pub struct Policy {
     pub validations: Vec<Validation>,
     /// `auditAnnotations` (key, valueExpression).
     pub audit_annotations: Vec<(String, Result<Expression, String>)>,
+    /// `mutations` (mutating policies).
+    pub mutations: Vec<Mutation>,
+    /// `reinvocationPolicy` (mutating policies).
+    pub reinvocation: ReinvocationPolicy,
     /// Whether an expression may read `namespaceObject` (else the namespace is read only for
     /// a namespace selector).
     pub uses_namespace_object: bool,
@@ -201,7 +235,51 @@ impl Policy {
                 "valueExpression",
                 Expression::compile_value,
             ),
+            mutations: list(spec, "mutations").iter().map(mutation).collect(),
+            reinvocation: if s(spec, "reinvocationPolicy") == "IfNeeded" {
+                ReinvocationPolicy::IfNeeded
+            } else {
+                ReinvocationPolicy::Never
+            },
         }
+    }
+}
+
+fn mutation(m: &Value) -> Mutation {
+    let (patch_type, member, compile): (_, _, fn(&str, &'static [&'static str]) -> _) =
+        if s(m, "patchType") == "JSONPatch" {
+            (
+                PatchType::JsonPatch,
+                "jsonPatch",
+                Expression::compile_json_patch,
+            )
+        } else {
+            (
+                PatchType::ApplyConfiguration,
+                "applyConfiguration",
+                Expression::compile_apply_configuration,
+            )
+        };
+    let source = m.get(member).map_or("", |b| s(b, "expression")).to_string();
+    Mutation {
+        patch_type,
+        expression: compile(&source, POLICY_VARIABLES).map_err(|e| crd_cel_error(&e)),
+        source,
+    }
+}
+
+/// Upstream's compilation error text: the return-type errors as they are, others after
+/// `compilation failed: `.
+fn crd_cel_error(e: &str) -> String {
+    if [
+        crd_cel::mutation::NOT_OBJECT,
+        crd_cel::mutation::NOT_JSON_PATCH,
+    ]
+    .contains(&e)
+    {
+        e.to_string()
+    } else {
+        format!("compilation failed: {e}")
     }
 }
 

@@ -4,12 +4,18 @@
 //! match resources, params read from storage, match conditions, variables, validations with
 //! their `Deny`/`Warn`/`Audit` actions, audit annotations, failure policy.
 //!
-//! Submodules: [`compiled`] (a policy or binding with its expressions compiled).
+//! The same plugin type follows `MutatingAdmissionPolicy`s ([`Sources::mutating`]); their
+//! dispatcher is [`mutating`] (`Policies::mutate`), sharing matching, params, match conditions
+//! and variables with the validating one.
+//!
+//! Submodules: [`compiled`] (a policy or binding with its expressions compiled), [`mutating`]
+//! (mutations applied as apply configurations or JSON patches, reinvocation).
 //!
 //! Architecture Invariant: a request never reads policies or bindings from storage; it reads
 //! the snapshot the informers last published. Params are read from storage by key.
 
 pub mod compiled;
+pub mod mutating;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -43,14 +49,26 @@ pub struct Sources {
     pub bindings: String,
 }
 
+fn key_root(id: crd_builtin::KindId) -> String {
+    format!("{}/", crd_builtin::get(id).key_root)
+}
+
 impl Sources {
-    /// The key roots of the built-in policy and binding kinds.
+    /// The key roots of the built-in validating policy and binding kinds.
     pub fn builtin() -> Self {
         use crd_builtin::KindId;
-        let root = |id| format!("{}/", crd_builtin::get(id).key_root);
         Sources {
-            policies: root(KindId::ValidatingAdmissionPolicy),
-            bindings: root(KindId::ValidatingAdmissionPolicyBinding),
+            policies: key_root(KindId::ValidatingAdmissionPolicy),
+            bindings: key_root(KindId::ValidatingAdmissionPolicyBinding),
+        }
+    }
+
+    /// The key roots of the built-in mutating policy and binding kinds.
+    pub fn mutating() -> Self {
+        use crd_builtin::KindId;
+        Sources {
+            policies: key_root(KindId::MutatingAdmissionPolicy),
+            bindings: key_root(KindId::MutatingAdmissionPolicyBinding),
         }
     }
 }
@@ -71,6 +89,44 @@ pub struct Policies {
     synced: watch::Sender<bool>,
     /// What `authorizer` in the policies' expressions asks.
     pub authorizer: super::authorizer::SharedAuthorizer,
+}
+
+/// A policy whose constraints match the request.
+struct Matched<'h> {
+    hook: &'h Hook,
+    /// Where it matched and its bindings, or the policy's configuration error
+    /// (`failed to configure policy: ...`).
+    bound: Result<Bound<'h>, String>,
+}
+
+/// A matching policy's version and bindings.
+struct Bound<'h> {
+    /// The version the constraints matched (the request's, or an equivalent one).
+    matched: super::Versioned,
+    /// The bindings that match, in order, each with its params (`[null]` without params) or
+    /// its configuration error (`failed to configure binding: ...`).
+    bindings: Vec<(&'h Binding, Result<Vec<Value>, String>)>,
+}
+
+/// What [`Policies::matching`] found.
+struct Matching<'h> {
+    matched: Vec<Matched<'h>>,
+    /// `namespaceObject`: the request's namespace (null for cluster-scoped requests and
+    /// namespaces themselves, or when no policy needs it).
+    namespace: Value,
+}
+
+/// The `request` variable: the `AdmissionReview` request at the matched version.
+fn request_value(
+    attrs: &Attributes<'_>,
+    matched: &super::Versioned,
+    obj: Option<&Value>,
+    old: Option<&Value>,
+) -> Value {
+    super::webhook::review::request("v1", "", attrs, matched, obj, old)
+        .get("request")
+        .cloned()
+        .unwrap_or(Value::Null)
 }
 
 /// A failed validation, before the binding's actions apply.
@@ -207,19 +263,23 @@ impl Policies {
         }
     }
 
-    /// Runs every bound policy that matches; every action is applied (warnings, audit
-    /// annotations) and the request is refused with the first denial, as upstream's dispatcher
-    /// does.
-    pub async fn validate(
+    /// Finds the policies that apply to a request (`policyDispatcher.Dispatch` before its
+    /// delegate): match constraints (at an equivalent version when `matchPolicy: Equivalent`),
+    /// the namespace selector, then per binding its match resources and params. Configuration
+    /// errors are kept in order, for the failure policy to decide.
+    async fn matching<'h>(
         &self,
+        hooks: &'h [Hook],
         attrs: &Attributes<'_>,
         obj: Option<&Value>,
         old: Option<&Value>,
-        record: &Mutex<Record>,
-    ) -> Result<(), ApiError> {
-        let hooks = self.current();
+    ) -> Result<Matching<'h>, ApiError> {
+        let mut out = Matching {
+            matched: Vec::new(),
+            namespace: Value::Null,
+        };
         if hooks.is_empty() || matching::is_exempt(&attrs.request.group, &attrs.request.resource) {
-            return Ok(());
+            return Ok(out);
         }
         let req = &attrs.request;
         let target = Target {
@@ -231,34 +291,18 @@ impl Policies {
             namespace: &attrs.namespace,
         };
         let mut namespace: Option<Option<Value>> = None;
-        let mut request: Option<Value> = None;
-        let mut authorizer: Option<crd_cel::Authorizer> = None;
-        let mut denied: Option<Denial> = None;
-        let mut deny = |policy: &Policy, binding: Option<&Binding>, message: String, reason| {
-            if denied.is_none() {
-                denied = Some((
-                    policy.name.clone(),
-                    binding.map(|b| b.name.clone()),
-                    message,
-                    reason,
-                ));
-            }
-        };
-        for hook in hooks.iter() {
+        for hook in hooks {
             let policy = &hook.policy;
+            let configure = |e: String| Matched {
+                hook,
+                bound: Err(format!("failed to configure policy: {e}")),
+            };
             let matched = match self.matched_version(&policy.constraints, &target, attrs, obj, old)
             {
                 Ok(None) => continue,
                 Ok(Some(v)) => v,
                 Err(e) => {
-                    if !policy.fail_open {
-                        deny(
-                            policy,
-                            None,
-                            format!("failed to configure policy: {e}"),
-                            String::new(),
-                        );
-                    }
+                    out.matched.push(configure(e));
                     continue;
                 }
             };
@@ -277,37 +321,91 @@ impl Policies {
                 Ok(false) => continue,
                 Ok(true) => {}
                 Err(e) => {
-                    if !policy.fail_open {
-                        deny(
-                            policy,
-                            None,
-                            format!("failed to configure policy: {e}"),
-                            String::new(),
-                        );
-                    }
+                    out.matched.push(configure(e));
                     continue;
                 }
             }
+            let mut bindings = Vec::new();
+            for binding in &hook.bindings {
+                let bound = match &binding.match_resources {
+                    None => Ok(true),
+                    Some(m) => matches(m, &target, &attrs.name, obj, old)
+                        .and_then(|yes| Ok(yes && namespace_selected(m, &target, ns)?)),
+                };
+                let params = match bound {
+                    Ok(false) => continue,
+                    Ok(true) => self.params(policy, binding, &attrs.namespace).await,
+                    Err(e) => Err(e),
+                };
+                bindings.push((
+                    binding.as_ref(),
+                    params.map_err(|e| format!("failed to configure binding: {e}")),
+                ));
+            }
+            out.matched.push(Matched {
+                hook,
+                bound: Ok(Bound { matched, bindings }),
+            });
+        }
+        if !attrs.namespace.is_empty() && !is_namespace_request(attrs) {
+            out.namespace = namespace.flatten().unwrap_or(Value::Null);
+        }
+        Ok(out)
+    }
+
+    /// Runs every bound policy that matches; every action is applied (warnings, audit
+    /// annotations) and the request is refused with the first denial, as upstream's dispatcher
+    /// does.
+    pub async fn validate(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        record: &Mutex<Record>,
+    ) -> Result<(), ApiError> {
+        let hooks = self.current();
+        let found = self.matching(&hooks, attrs, obj, old).await?;
+        let req = &attrs.request;
+        let mut request: Option<Value> = None;
+        let mut authorizer: Option<crd_cel::Authorizer> = None;
+        let mut denied: Option<Denial> = None;
+        let mut deny = |policy: &Policy, binding: Option<&Binding>, message: String, reason| {
+            if denied.is_none() {
+                denied = Some((
+                    policy.name.clone(),
+                    binding.map(|b| b.name.clone()),
+                    message,
+                    reason,
+                ));
+            }
+        };
+        for m in &found.matched {
+            let policy = &m.hook.policy;
+            let bound = match &m.bound {
+                Ok(b) => b,
+                Err(e) => {
+                    if !policy.fail_open {
+                        deny(policy, None, e.clone(), String::new());
+                    }
+                    continue;
+                }
+            };
+            let matched = &bound.matched;
             // `matchPolicy: Equivalent` matched another version: the policy sees the object
             // converted to it.
-            let converted = if matched == *req {
+            let converted = if matched == req {
                 None
             } else {
                 Some((
-                    super::webhook::convert(&self.registry, obj, &matched).await?,
-                    super::webhook::convert(&self.registry, old, &matched).await?,
+                    super::webhook::convert(&self.registry, obj, matched).await?,
+                    super::webhook::convert(&self.registry, old, matched).await?,
                 ))
             };
             let (obj, old) = match &converted {
                 None => (obj, old),
                 Some((o, p)) => (o.as_ref(), p.as_ref()),
             };
-            let build = || {
-                super::webhook::review::request("v1", "", attrs, &matched, obj, old)
-                    .get("request")
-                    .cloned()
-                    .unwrap_or(Value::Null)
-            };
+            let build = || request_value(attrs, matched, obj, old);
             let own_request;
             let request: &Value = if !policy.uses_request {
                 &Value::Null
@@ -318,53 +416,23 @@ impl Policies {
                 &own_request
             };
             let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
-            for binding in &hook.bindings {
-                let bound = match &binding.match_resources {
-                    None => Ok(true),
-                    Some(m) => matches(m, &target, &attrs.name, obj, old)
-                        .and_then(|yes| Ok(yes && namespace_selected(m, &target, ns)?)),
-                };
-                match bound {
-                    Ok(true) => {}
-                    Ok(false) => continue,
-                    Err(e) => {
-                        if !policy.fail_open {
-                            deny(
-                                policy,
-                                Some(binding),
-                                format!("failed to configure binding: {e}"),
-                                String::new(),
-                            );
-                        }
-                        continue;
-                    }
-                }
-                let params = match self.params(policy, binding, &attrs.namespace).await {
+            for (binding, params) in &bound.bindings {
+                let params = match params {
                     Ok(p) => p,
                     Err(e) => {
                         if !policy.fail_open {
-                            deny(
-                                policy,
-                                Some(binding),
-                                format!("failed to configure binding: {e}"),
-                                String::new(),
-                            );
+                            deny(policy, Some(binding), e.clone(), String::new());
                         }
                         continue;
                     }
                 };
-                let ns_object = if attrs.namespace.is_empty() || is_namespace_request(attrs) {
-                    Value::Null
-                } else {
-                    ns.cloned().unwrap_or(Value::Null)
-                };
-                for param in &params {
+                for param in params {
                     let vars = Vars {
                         object: obj.unwrap_or(&Value::Null),
                         old: old.unwrap_or(&Value::Null),
                         request,
                         params: param,
-                        namespace: &ns_object,
+                        namespace: &found.namespace,
                         authorizer: policy.uses_authorizer.then(|| {
                             &*authorizer.get_or_insert_with(|| self.authorizer.for_request(attrs))
                         }),
@@ -676,28 +744,31 @@ fn error_text(e: &ExpressionError) -> String {
     }
 }
 
-/// Evaluates a policy for one param: match conditions, variables, validations, audit
-/// annotations (`validator.Validate`).
-fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
-    let mut out = Outcome::default();
+/// A policy's expressions ready to evaluate for one param: the variables bound, and the
+/// variables that failed with their errors.
+struct Prepared {
+    bound: crd_cel::Bindings,
+    /// (`no such key: <name>`, the variable's own error).
+    failed: Vec<(String, String)>,
+}
+
+impl Prepared {
+    /// An expression reaching a failed variable fails with the variable's error.
+    fn through_variables(&self, e: String) -> String {
+        self.failed
+            .iter()
+            .find(|(missing, _)| *missing == e)
+            .map_or(e, |(_, cause)| cause.clone())
+    }
+}
+
+/// Match conditions, then variables (the part of an evaluation validating and mutating
+/// policies share). `Ok(None)`: a condition is false; `Err`: a condition failed to evaluate
+/// (upstream's text, for the failure policy to decide, and whether it failed to compile).
+fn prepare(policy: &Policy, v: &Vars<'_>) -> Result<Option<Prepared>, (String, bool)> {
     let mut variables = serde_json::Map::new();
-    let error = |out: &mut Outcome, index, message: String, started: Instant, compile: bool| {
-        let d = Decision {
-            message,
-            reason: String::new(),
-            index,
-            elapsed: started.elapsed(),
-            error_type: error_type(compile),
-        };
-        if policy.fail_open {
-            out.ignored.push(d);
-        } else {
-            out.denials.push(d);
-        }
-    };
     // Match conditions: all must be true; errors decide by the failure policy.
     let mut bound = bind(v, &Value::Object(serde_json::Map::new()));
-    let started = Instant::now();
     let mut condition_error = None;
     for (name, expr) in &policy.match_conditions {
         let r = match expr {
@@ -708,7 +779,7 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
         };
         match r {
             Ok(true) => {}
-            Ok(false) => return out,
+            Ok(false) => return Ok(None),
             Err((e, compile)) => {
                 condition_error.get_or_insert((
                     format!("failed to evaluate matchCondition '{name}': {e}"),
@@ -717,9 +788,8 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
             }
         }
     }
-    if let Some((e, compile)) = condition_error {
-        error(&mut out, 0, e, started, compile);
-        return out;
+    if let Some(e) = condition_error {
+        return Err(e);
     }
     // Variables, in order; each sees the ones before it. A variable that fails is left out, so
     // an expression reaching it fails with the variable's error (upstream evaluates them
@@ -742,17 +812,43 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
             Err(e) => failed.push((format!("no such key: {name}"), e)),
         }
     }
-    let through_variables = |e: String| -> String {
-        failed
-            .iter()
-            .find(|(missing, _)| *missing == e)
-            .map_or(e, |(_, cause)| cause.clone())
+    Ok(Some(Prepared { bound, failed }))
+}
+
+/// Evaluates a policy for one param: match conditions, variables, validations, audit
+/// annotations (`validator.Validate`).
+fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
+    let mut out = Outcome::default();
+    let error = |out: &mut Outcome, index, message: String, started: Instant, compile: bool| {
+        let d = Decision {
+            message,
+            reason: String::new(),
+            index,
+            elapsed: started.elapsed(),
+            error_type: error_type(compile),
+        };
+        if policy.fail_open {
+            out.ignored.push(d);
+        } else {
+            out.denials.push(d);
+        }
     };
+    let started = Instant::now();
+    let prepared = match prepare(policy, v) {
+        Ok(Some(p)) => p,
+        Ok(None) => return out,
+        Err((e, compile)) => {
+            error(&mut out, 0, e, started, compile);
+            return out;
+        }
+    };
+    let bound = &prepared.bound;
+    let through_variables = |e: String| prepared.through_variables(e);
     for (i, val) in policy.validations.iter().enumerate() {
         let started = Instant::now();
         let result = match &val.expression {
             Ok(e) => e
-                .eval_bool_with(&bound, PER_CALL_COST_LIMIT)
+                .eval_bool_with(bound, PER_CALL_COST_LIMIT)
                 .map_err(|e| (through_variables(error_text(&e)), false)),
             Err(e) => Err((format!("compilation failed: {e}"), true)),
         };
@@ -762,7 +858,7 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
                 let from_expression = val.message_expression.as_ref().and_then(|me| {
                     me.as_ref()
                         .ok()?
-                        .eval_with(&bound, PER_CALL_COST_LIMIT)
+                        .eval_with(bound, PER_CALL_COST_LIMIT)
                         .ok()?
                         .as_str()
                         .map(str::trim)
@@ -797,7 +893,7 @@ fn evaluate(policy: &Policy, v: &Vars<'_>) -> Outcome {
         let started = Instant::now();
         let r = match expr {
             Ok(e) => e
-                .eval_with(&bound, PER_CALL_COST_LIMIT)
+                .eval_with(bound, PER_CALL_COST_LIMIT)
                 .map_err(|e| (through_variables(error_text(&e)), false)),
             Err(e) => Err((format!("compilation failed: {e}"), true)),
         };

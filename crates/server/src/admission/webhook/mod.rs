@@ -1,6 +1,7 @@
 //! Admission webhooks (apiserver's `plugin/webhook`): the configurations, followed by two
 //! informers so matching is in memory ([`Webhooks::run`]), and the two dispatchers: mutating
-//! webhooks in order with JSON patches and one reinvocation round ([`Webhooks::mutate`]), and
+//! webhooks in order with JSON patches, one pass at a time so the chain can reinvoke them after
+//! mutating policies ([`Webhooks::mutate`], [`Reinvocation`]), and
 //! validating webhooks in parallel ([`Webhooks::validate`]).
 //!
 //! Submodules: [`matching`] (rules and selectors, pure), [`review`] (`AdmissionReview` wire
@@ -69,6 +70,15 @@ enum Failure {
     Calling(String),
     /// Any other error, returned as it is.
     Status(ApiError),
+}
+
+/// Which `IfNeeded` webhooks were called and which must be called again on the reinvocation
+/// pass (`webhookReinvokeContext`), by webhook name.
+#[derive(Debug, Default)]
+pub struct Reinvocation {
+    previously: HashSet<String>,
+    reinvoke: HashSet<String>,
+    last_output: Option<Value>,
 }
 
 /// A webhook that applies to a request, with the version it is sent.
@@ -184,25 +194,35 @@ impl Webhooks {
         }
     }
 
-    /// Runs the mutating webhooks on `obj` (`None` for DELETE) in order, applying their
-    /// patches, then reinvokes once the `IfNeeded` webhooks called before a later change.
-    /// Returns whether the object changed.
+    /// One pass of the mutating webhooks on `obj` (`None` for DELETE), in order, applying
+    /// their patches. The first pass calls every webhook that applies; the reinvocation pass
+    /// (`reinvoking`) only the `IfNeeded` ones called before a later change (all of them when
+    /// the object changed since the webhooks last ran). Returns whether the object changed.
     pub async fn mutate(
         &self,
         attrs: &Attributes<'_>,
         obj: Option<&mut Value>,
         old: Option<&Value>,
         record: &Mutex<Record>,
+        state: &mut Reinvocation,
+        reinvoking: bool,
     ) -> Result<bool, ApiError> {
         if self.none(true) || matching::is_exempt(&attrs.request.group, &attrs.request.resource) {
             return Ok(false);
         }
         let hooks = self.current().mutating.clone();
         let mut obj = obj;
+        if reinvoking && state.last_output.as_ref() != obj.as_deref() {
+            state.reinvoke.extend(state.previously.drain());
+        }
+        if reinvoking && state.reinvoke.is_empty() {
+            return Ok(false);
+        }
         let mut any_change = false;
-        let mut previously: HashSet<usize> = HashSet::new();
-        let mut reinvoke: HashSet<usize> = HashSet::new();
-        for (i, hook) in hooks.iter().enumerate() {
+        for hook in &hooks {
+            if reinvoking && !state.reinvoke.contains(&hook.name) {
+                continue;
+            }
             let Some(inv) = self.should_call(hook, attrs, obj.as_deref(), old).await? else {
                 continue;
             };
@@ -211,23 +231,13 @@ impl Webhooks {
                 .await?;
             if changed {
                 any_change = true;
-                reinvoke.extend(previously.drain());
+                state.reinvoke.extend(state.previously.drain());
             }
             if hook.reinvoke_if_needed {
-                previously.insert(i);
+                state.previously.insert(hook.name.clone());
             }
         }
-        for (i, hook) in hooks.iter().enumerate() {
-            if !reinvoke.contains(&i) {
-                continue;
-            }
-            let Some(inv) = self.should_call(hook, attrs, obj.as_deref(), old).await? else {
-                continue;
-            };
-            any_change |= self
-                .call_mutating(hook, inv, attrs, obj.as_deref_mut(), record)
-                .await?;
-        }
+        state.last_output = obj.as_deref().cloned();
         Ok(any_change)
     }
 

@@ -1,0 +1,163 @@
+//! An apply configuration merged into an object without field ownership, as a mutating
+//! admission policy's `ApplyConfiguration` patch is applied (apiserver's
+//! `policy/mutating/patch/smd.go`, `ApplyStructuredMergeDiff`): the configuration is typed by
+//! the object's schema, refused when it sets an atomic list, map or struct (the whole value
+//! would be replaced), and merged with SMD's `Merge` (granular maps by key, lists of type `map`
+//! by their keys, sets by value, atomic values replaced).
+
+use serde_json::Value;
+
+use super::fieldset::PathElement;
+use super::schema::{ListKind, Node, Schema, TypeId};
+use super::typed::{merge, to_field_set};
+
+/// Merges `config` into `live`; no `managedFields` change. `Err` is upstream's text (after
+/// `error applying patch: `): `failed to convert patch object to typed object: ...`,
+/// `invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.x`,
+/// `failed to convert original object to typed object: ...` or `failed to merge patch: ...`.
+pub fn merge_configuration(schema: &Schema, live: &Value, config: &Value) -> Result<Value, String> {
+    to_field_set(schema, config)
+        .map_err(|e| format!("failed to convert patch object to typed object: {e}"))?;
+    let mut atomics = Vec::new();
+    find_atomics(schema, schema.root(), config, &mut Vec::new(), &mut atomics);
+    if !atomics.is_empty() {
+        return Err(format!(
+            "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
+            atomics.join(", ")
+        ));
+    }
+    to_field_set(schema, live)
+        .map_err(|e| format!("failed to convert original object to typed object: {e}"))?;
+    merge(schema, live, config).map_err(|e| format!("failed to merge patch: {e}"))
+}
+
+/// SMD's `findAtomics`: the paths (`.spec.selector`, `.spec.items[0].tags`) of atomic maps,
+/// structs and lists the configuration sets. Only declared fields are descended into.
+fn find_atomics(
+    schema: &Schema,
+    ty: TypeId,
+    v: &Value,
+    path: &mut Vec<PathElement>,
+    out: &mut Vec<String>,
+) {
+    let text = |path: &[PathElement]| path.iter().map(ToString::to_string).collect::<String>();
+    match (schema.node(ty), v) {
+        (Node::Map { fields, atomic, .. }, Value::Object(m)) => {
+            if *atomic {
+                out.push(text(path));
+            }
+            for (k, child) in m {
+                if let Some(ft) = fields.get(k) {
+                    path.push(PathElement::Field(k.clone()));
+                    find_atomics(schema, *ft, child, path, out);
+                    path.pop();
+                }
+            }
+        }
+        (Node::List { elem, kind }, Value::Array(items)) => {
+            if matches!(kind, ListKind::Atomic) {
+                out.push(text(path));
+            }
+            for (i, item) in items.iter().enumerate() {
+                path.push(PathElement::Index(i64::try_from(i).unwrap_or(i64::MAX)));
+                find_atomics(schema, *elem, item, path, out);
+                path.pop();
+            }
+        }
+        // Deduced (schemaless) lists are atomic.
+        (Node::Deduced, Value::Array(_)) => out.push(text(path)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn schema() -> Schema {
+        Schema::from_json_schema(&json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {
+                        "replicas": {"type": "integer"},
+                        "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+                        "args": {"type": "array", "items": {"type": "string"}},
+                        "ports": {
+                            "type": "array",
+                            "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["name"],
+                            "items": {"type": "object", "properties": {
+                                "name": {"type": "string"},
+                                "port": {"type": "integer"},
+                                "protocol": {"type": "string"},
+                            }},
+                        },
+                        "selector": {
+                            "type": "object",
+                            "x-kubernetes-map-type": "atomic",
+                            "additionalProperties": {"type": "string"},
+                        },
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                    },
+                },
+            },
+        }))
+    }
+
+    #[test]
+    fn configurations_merge_by_list_and_map_type() {
+        let live = json!({
+            "apiVersion": "v1", "kind": "X", "metadata": {"name": "a", "labels": {"keep": "1"}},
+            "spec": {
+                "replicas": 1,
+                "tags": ["a", "b"],
+                "ports": [{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}],
+                "labels": {"x": "1"},
+            },
+        });
+        // (configuration, result or error)
+        let cases = [
+            (
+                json!({"spec": {"replicas": 3}}),
+                Ok(json!({"replicas": 3, "tags": ["a", "b"], "ports": [{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}], "labels": {"x": "1"}})),
+            ),
+            // A set keeps its live values and gains the new ones, in SMD's merge order.
+            (
+                json!({"spec": {"tags": ["c", "a"]}}),
+                Ok(json!({"replicas": 1, "tags": ["c", "a", "b"], "ports": [{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}], "labels": {"x": "1"}})),
+            ),
+            // A map list merges items by key; other items stay.
+            (
+                json!({"spec": {"ports": [{"name": "http", "protocol": "TCP"}, {"name": "grpc", "port": 81}]}}),
+                Ok(json!({"replicas": 1, "tags": ["a", "b"], "ports": [{"name": "http", "port": 80, "protocol": "TCP"}, {"name": "metrics", "port": 9090}, {"name": "grpc", "port": 81}], "labels": {"x": "1"}})),
+            ),
+            (
+                json!({"spec": {"labels": {"y": "2"}}}),
+                Ok(json!({"replicas": 1, "tags": ["a", "b"], "ports": [{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}], "labels": {"x": "1", "y": "2"}})),
+            ),
+            (
+                json!({"spec": {"args": ["x"], "selector": {"a": "b"}}}),
+                Err("invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.args, .spec.selector".to_string()),
+            ),
+            (
+                json!({"spec": {"ports": [{"port": 1}]}}),
+                Err("failed to convert patch object to typed object: .spec.ports: element 0: associative list with keys has an element that omits key field \"name\" (and doesn't have default value)".to_string()),
+            ),
+        ];
+        for (config, want) in cases {
+            let got = merge_configuration(&schema(), &live, &config).map(|o| o["spec"].clone());
+            assert_eq!(got, want, "{config}");
+        }
+        let labelled = merge_configuration(
+            &schema(),
+            &live,
+            &json!({"metadata": {"labels": {"team": "a"}}}),
+        )
+        .map(|o| o["metadata"]["labels"].clone());
+        assert_eq!(labelled, Ok(json!({"keep": "1", "team": "a"})));
+    }
+}
