@@ -3,6 +3,8 @@
 //! one table row per figure, beside the physical limit measured in the same run where one applies
 //! (`SQLite` commits/s without the server).
 
+mod crds;
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -47,6 +49,9 @@ pub struct BenchArgs {
     /// Measure only the admission policy figures ("admission policy" section).
     #[arg(long)]
     only_admission_policy: bool,
+    /// Measure only the CRD-scale figures with this many CRDs ("crds" section, `crds.rs`).
+    #[arg(long)]
+    crds: Option<usize>,
     /// Unrelated `RoleBindings` in the store in the authorization figures ("rbac" section).
     #[arg(long, default_value_t = 1000)]
     rbac_bindings: usize,
@@ -516,6 +521,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let mut report = Report { rows: Vec::new() };
     println!("| figure | value | note |");
     println!("| --- | --- | --- |");
+    if let Some(n) = args.crds {
+        return crds::run(dir.path(), &mut report, n).await;
+    }
     if args.only_gc {
         let (server, _) = Server::start(&dir.path().join("data"))?;
         wait_ready(&server).await?;
