@@ -264,10 +264,11 @@ pub async fn run(
     .await;
     match started {
         Ok(true) => {
+            // Requests are served before `/readyz` passes: a client that saw it pass is served.
+            state.set_ready();
             state.health.set_crd_informer_synced();
             let kubeconfig = config.data_dir.join("kubeconfig");
             kubeconfig::write(&kubeconfig, addr, &tls.ca_pem, admin_token.as_deref())?;
-            state.set_ready();
             on_ready(&Started { addr, kubeconfig });
         }
         // Shutdown came first: the server stops (it drains what it accepted).

@@ -250,19 +250,16 @@ async fn restart(data: &Path, url: &str, ca: &[u8]) -> anyhow::Result<(Duration,
         .build()?;
     let mut answered = None;
     let ready = loop {
-        if started.elapsed() > Duration::from_secs(600) {
+        if started.elapsed() > Duration::from_mins(10) {
             let _ = child.kill();
             bail!("the restarted server was never ready");
         }
-        match client.get(format!("{url}/readyz")).send().await {
-            Ok(r) => {
-                let at = started.elapsed();
-                answered.get_or_insert(at);
-                if r.status().is_success() {
-                    break at;
-                }
+        if let Ok(r) = client.get(format!("{url}/readyz")).send().await {
+            let at = started.elapsed();
+            answered.get_or_insert(at);
+            if r.status().is_success() {
+                break at;
             }
-            Err(_) => {}
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     };
@@ -300,18 +297,18 @@ pub async fn run(dir: &Path, report: &mut Report, n: usize) -> anyhow::Result<()
     );
 
     // OpenAPI: warm, then right after one CRD changes.
-    let changed = n / 2;
+    let edited = n / 2;
     let other = n / 3;
     let other_doc = format!("/openapi/v3/apis/{}/v1", group(other));
-    let changed_doc = format!("/openapi/v3/apis/{}/v1", group(changed));
+    let changed_doc = format!("/openapi/v3/apis/{}/v1", group(edited));
     timed_get(&target, &client, "/openapi/v3").await?;
     timed_get(&target, &client, &other_doc).await?;
     let (root_warm, root_size) = timed_get(&target, &client, "/openapi/v3").await?;
     let (doc_warm, doc_size) = timed_get(&target, &client, &other_doc).await?;
-    change_crd(&target, &client, changed, "changed once").await?;
+    change_crd(&target, &client, edited, "changed once").await?;
     let (root_after, _) = timed_get(&target, &client, "/openapi/v3").await?;
     let (other_after, _) = timed_get(&target, &client, &other_doc).await?;
-    change_crd(&target, &client, changed, "changed twice").await?;
+    change_crd(&target, &client, edited, "changed twice").await?;
     let (changed_after, _) = timed_get(&target, &client, &changed_doc).await?;
     report.row(
         &format!("/openapi/v3 index with {n} CRDs (warm / right after a CRD change)"),

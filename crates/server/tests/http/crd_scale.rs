@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use crate::support::{CRDS, HttpVersion, TestServer, crd_json, eventually};
 
 /// A CRD in `group` whose `spec` schema has the given properties.
-fn crd_with(group: &str, properties: serde_json::Value) -> serde_json::Value {
+fn crd_with(group: &str, properties: &serde_json::Value) -> serde_json::Value {
     let mut crd = crd_json(group, "widgets", "Widget", "Namespaced");
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({
         "type": "object",
@@ -38,12 +38,12 @@ async fn a_crd_change_rebuilds_its_group_document_and_leaves_the_others_byte_ide
     let api = server.api(HttpVersion::Http2);
     api.create_crd(crd_with(
         "one.example.com",
-        json!({"size": {"type": "integer"}}),
+        &json!({"size": {"type": "integer"}}),
     ))
     .await;
     api.create_crd(crd_with(
         "two.example.com",
-        json!({"size": {"type": "integer"}}),
+        &json!({"size": {"type": "integer"}}),
     ))
     .await;
     let (one, two) = ("apis/one.example.com/v1", "apis/two.example.com/v1");
@@ -56,7 +56,7 @@ async fn a_crd_change_rebuilds_its_group_document_and_leaves_the_others_byte_ide
 
     let patch = json!({"spec": {"versions": crd_with(
         "one.example.com",
-        json!({"size": {"type": "integer"}, "color": {"type": "string"}})
+        &json!({"size": {"type": "integer"}, "color": {"type": "string"}})
     )["spec"]["versions"]}});
     let r = api
         .call(
