@@ -90,6 +90,7 @@ impl Documents {
             v2_protobuf: OnceLock::new(),
         };
         let mut groups: Vec<String> = registry.all().iter().map(|crd| crd.group.clone()).collect();
+        groups.sort_unstable();
         groups.dedup();
         for group in groups {
             docs.rebuild_group(registry, &group);

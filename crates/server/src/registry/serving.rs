@@ -699,3 +699,117 @@ impl Registry {
         self.generation.subscribe()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn crd(name: &str, rv: &str, established: bool, description: &str) -> Value {
+        let (plural, group) = name.split_once('.').unwrap();
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name, "uid": format!("uid-{name}"), "resourceVersion": rv},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": plural, "kind": "Thing"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object", "description": description,
+                            "x-kubernetes-validations": [{"rule": "true"}]}}}]},
+            "status": {"conditions": [{"type": "Established",
+                                       "status": if established { "True" } else { "False" }}]}
+        })
+    }
+
+    #[test]
+    fn the_same_stored_object_applied_again_changes_nothing() {
+        let registry = Registry::default();
+        registry
+            .apply_stored(&crd("things.a.io", "5", false, "d"))
+            .unwrap();
+        assert_eq!(registry.generation(), 1);
+        registry
+            .apply_stored(&crd("things.a.io", "5", false, "d"))
+            .unwrap();
+        assert_eq!(registry.generation(), 1);
+        // A status written over the same revision (the controller's own write, applied first).
+        registry
+            .apply_stored(&crd("things.a.io", "5", true, "d"))
+            .unwrap();
+        assert_eq!(registry.generation(), 2);
+        assert!(registry.get("things.a.io").unwrap().established);
+    }
+
+    #[test]
+    fn schema_derived_state_is_reused_while_the_schema_is_unchanged() {
+        let registry = Registry::default();
+        registry
+            .apply_stored(&crd("things.a.io", "1", false, "d"))
+            .unwrap();
+        let first = registry.get("things.a.io").unwrap();
+        assert!(first.versions[0].rules().is_some());
+        registry
+            .apply_stored(&crd("things.a.io", "2", true, "d"))
+            .unwrap();
+        let second = registry.get("things.a.io").unwrap();
+        assert!(Arc::ptr_eq(
+            &first.versions[0].derived,
+            &second.versions[0].derived
+        ));
+        registry
+            .apply_stored(&crd("things.a.io", "3", true, "changed"))
+            .unwrap();
+        let third = registry.get("things.a.io").unwrap();
+        assert!(!Arc::ptr_eq(
+            &second.versions[0].derived,
+            &third.versions[0].derived
+        ));
+        assert_eq!(
+            third.versions[0].schema.as_deref().unwrap()["description"],
+            "changed"
+        );
+    }
+
+    #[test]
+    fn changes_since_names_each_changed_crd_once_until_the_log_runs_out() {
+        let registry = Registry::default();
+        assert_eq!(registry.changes_since(0), Some((0, Vec::new())));
+        registry
+            .apply_stored(&crd("things.a.io", "1", true, "d"))
+            .unwrap();
+        registry
+            .apply_stored(&crd("others.b.io", "2", true, "d"))
+            .unwrap();
+        registry
+            .apply_stored(&crd("things.a.io", "3", true, "e"))
+            .unwrap();
+        assert_eq!(
+            registry.changes_since(0),
+            Some((
+                3,
+                vec!["things.a.io".to_string(), "others.b.io".to_string()]
+            ))
+        );
+        assert_eq!(
+            registry.changes_since(2),
+            Some((3, vec!["things.a.io".to_string()]))
+        );
+        assert_eq!(registry.changes_since(3), Some((3, Vec::new())));
+        assert_eq!(registry.group_generation("a.io"), 3);
+        assert_eq!(registry.group_generation("b.io"), 2);
+        assert_eq!(registry.in_group("a.io").len(), 1);
+        registry.remove("things.a.io");
+        assert!(registry.in_group("a.io").is_empty());
+        assert_eq!(
+            registry.changes_since(3),
+            Some((4, vec!["things.a.io".to_string()]))
+        );
+        for i in 0..CHANGE_LOG {
+            registry
+                .apply_stored(&crd("things.a.io", &format!("{}", 10 + i), true, "d"))
+                .unwrap();
+        }
+        assert_eq!(registry.changes_since(0), None);
+        assert!(registry.changes_since(registry.generation() - 1).is_some());
+    }
+}
