@@ -343,6 +343,18 @@ impl Status {
         Self::failure(503, "ServiceUnavailable", message)
     }
 
+    /// 503 for a request that arrives before the server has installed every path (its CRDs
+    /// and informers synced), as kube-apiserver's not-found handler answers during start-up.
+    pub fn paths_not_installed() -> Self {
+        Self::service_unavailable(
+            "the request has been made before all known HTTP paths have been installed, please try again",
+        )
+        .with_details(StatusDetails {
+            retry_after_seconds: Some(5),
+            ..StatusDetails::default()
+        })
+    }
+
     /// 504 `Timeout: <message>`.
     pub fn timeout(message: &str) -> Self {
         Self::failure(504, "Timeout", format!("Timeout: {message}"))

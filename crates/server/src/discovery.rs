@@ -6,6 +6,7 @@
 //! [`aggregated`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use base64::Engine;
 use crd_core::version::compare_kube_aware_versions;
@@ -388,10 +389,10 @@ fn version_names(vs: &[(&str, Vec<Resource>)]) -> Vec<String> {
     vs.iter().map(|(v, _)| (*v).to_string()).collect()
 }
 
-/// The served groups: group → versions (highest priority first) → resources.
-fn crd_groups(registry: &Registry) -> BTreeMap<String, Vec<(String, Vec<Resource>)>> {
+/// The served groups of `crds`: group → versions (highest priority first) → resources.
+fn crd_groups(crds: Vec<Arc<ServingCrd>>) -> BTreeMap<String, Vec<(String, Vec<Resource>)>> {
     let mut groups: BTreeMap<String, BTreeMap<String, Vec<Resource>>> = BTreeMap::new();
-    for crd in registry.all() {
+    for crd in crds {
         if !crd.established {
             continue;
         }
@@ -444,7 +445,7 @@ pub fn groups(registry: &Registry) -> Value {
         .iter()
         .map(|(g, vs)| group_json(g, &version_names(vs)))
         .collect();
-    let crd = crd_groups(registry);
+    let crd = crd_groups(registry.all());
     let mut entries: Vec<(String, &String, Vec<String>)> = crd
         .iter()
         .map(|(g, vs)| {
@@ -470,7 +471,8 @@ pub fn group(registry: &Registry, name: &str) -> Option<Value> {
         g["apiVersion"] = json!("v1");
         return Some(g);
     }
-    let groups = crd_groups(registry);
+    // Only the group's own CRDs: O(size of the group), however many CRDs there are.
+    let groups = crd_groups(registry.in_group(name));
     let vs = groups.get(name)?;
     let names: Vec<String> = vs.iter().map(|(v, _)| v.clone()).collect();
     let mut g = group_json(name, &names);
@@ -489,7 +491,7 @@ pub fn group_version(registry: &Registry, group: &str, version: &str) -> Option<
     {
         sorted_legacy(&rs)
     } else {
-        let groups = crd_groups(registry);
+        let groups = crd_groups(registry.in_group(group));
         let (_, rs) = groups.get(group)?.iter().find(|(v, _)| v == version)?;
         rs.iter().flat_map(Resource::legacy).collect()
     };
@@ -513,7 +515,7 @@ pub fn aggregated(registry: &Registry, core: bool) -> Value {
                 json!({"metadata": {"name": g}, "versions": versions})
             })
             .collect();
-        for (g, vs) in crd_groups(registry) {
+        for (g, vs) in crd_groups(registry.all()) {
             let versions: Vec<Value> = vs.iter().map(|(v, rs)| version(v, rs)).collect();
             items.push(json!({"metadata": {"name": g}, "versions": versions}));
         }

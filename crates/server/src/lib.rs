@@ -119,8 +119,9 @@ pub struct Started {
     pub kubeconfig: PathBuf,
 }
 
-/// Runs the server until `shutdown` becomes true. `on_ready` is called once the kubeconfig is
-/// written and `/readyz` answers ok.
+/// Runs the server until `shutdown` becomes true. The port answers as soon as the controllers
+/// have started (`/readyz` failing until start-up has finished); `on_ready` is called once the
+/// kubeconfig is written and `/readyz` answers ok.
 pub async fn run(
     config: ServerConfig,
     store: Arc<dyn Store>,
@@ -266,52 +267,73 @@ pub async fn run(
     });
     tokio::spawn(supervisor.run());
     state.health.set_controllers_started();
-    // Ready only once every stored CRD is served (as before: the first list, reconciled).
-    let mut waiting = shutdown.clone();
-    match controllers::informer::until_shutdown(&mut waiting, crds_synced.wait_for(|s| *s)).await {
-        None => return Ok(()),
+    // The port answers from now on, as kube-apiserver's does: `/readyz` fails and resources are
+    // 503 until every stored CRD is served and the policy and admission informers have synced.
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config);
+    let serving = tokio::spawn(http::serve(
+        listener,
+        acceptor,
+        state.clone(),
+        config.limits.max_connections.max(1),
+        shutdown.clone(),
+        config.shutdown_delay,
+    ));
+    let started = wait_until_synced(
+        shutdown.clone(),
+        &mut crds_synced,
+        &mut rbac_synced,
+        &mut webhooks_synced,
+        &mut policies_synced,
+        &mut mutating_synced,
+    )
+    .await;
+    match started {
+        Ok(true) => {
+            // Requests are served before `/readyz` passes: a client that saw it pass is served.
+            state.set_ready();
+            state.health.set_crd_informer_synced();
+            let kubeconfig = config.data_dir.join("kubeconfig");
+            kubeconfig::write(&kubeconfig, addr, &tls.ca_pem, admin_token.as_deref())?;
+            on_ready(&Started { addr, kubeconfig });
+        }
+        // Shutdown came first: the server stops (it drains what it accepted).
+        Ok(false) => {}
+        Err(e) => return Err(e),
+    }
+    match serving.await {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(anyhow::anyhow!("the HTTP server task failed: {e}")),
+    }
+}
+
+/// Waits until every stored CRD is served (the first list, reconciled), the RBAC policy is
+/// complete (roles and bindings in memory), and webhook and policy admission have listed their
+/// configurations. `Ok(false)` when shutdown comes first.
+async fn wait_until_synced(
+    shutdown: watch::Receiver<bool>,
+    crds: &mut watch::Receiver<bool>,
+    rbac: &mut watch::Receiver<bool>,
+    webhooks: &mut watch::Receiver<bool>,
+    policies: &mut watch::Receiver<bool>,
+    mutating_policies: &mut watch::Receiver<bool>,
+) -> anyhow::Result<bool> {
+    let mut waiting = shutdown;
+    match controllers::informer::until_shutdown(&mut waiting, crds.wait_for(|s| *s)).await {
+        None => return Ok(false),
         Some(synced) => {
             synced.context("loading CRDs")?;
         }
     }
-
-    // Ready only once the RBAC policy is complete (roles and bindings in memory).
-    if controllers::informer::until_shutdown(&mut waiting, rbac_synced.wait_for(|s| *s))
-        .await
-        .is_none()
-    {
-        return Ok(());
-    }
-    // Webhook and policy admission answer only once their informers have listed.
-    if controllers::informer::until_shutdown(&mut waiting, webhooks_synced.wait_for(|s| *s))
-        .await
-        .is_none()
-        || controllers::informer::until_shutdown(&mut waiting, policies_synced.wait_for(|s| *s))
+    for other in [rbac, webhooks, policies, mutating_policies] {
+        if controllers::informer::until_shutdown(&mut waiting, other.wait_for(|s| *s))
             .await
             .is_none()
-        || controllers::informer::until_shutdown(&mut waiting, mutating_synced.wait_for(|s| *s))
-            .await
-            .is_none()
-    {
-        return Ok(());
+        {
+            return Ok(false);
+        }
     }
-
-    state.health.set_crd_informer_synced();
-    let kubeconfig = config.data_dir.join("kubeconfig");
-    kubeconfig::write(&kubeconfig, addr, &tls.ca_pem, admin_token.as_deref())?;
-    state.set_ready();
-    on_ready(&Started { addr, kubeconfig });
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config);
-    http::serve(
-        listener,
-        acceptor,
-        state,
-        config.limits.max_connections.max(1),
-        shutdown,
-        config.shutdown_delay,
-    )
-    .await;
-    Ok(())
+    Ok(true)
 }
 
 /// Sends `true` when dropped: the controllers' shutdown signal, after the server stops.

@@ -3,115 +3,155 @@
 //! and `kubectl explain`. The built-in kinds' documents come from their `crd_builtin` rows and
 //! definitions; `/openapi/v2` merges every document.
 //!
+//! Documents are cached per group-version, as kube-apiserver's OpenAPI v3 service caches them:
+//! the built-in ones are built once; after CRD changes only the groups that changed are
+//! rebuilt (the registry's change log says which), so a group's document costs the same with
+//! one CRD or a thousand, and an unchanged document keeps its bytes and hash (its `ETag`). The
+//! index and `/openapi/v2` are derived from the documents on first request.
+//!
 //! Main types: [`OpenApiCache`], [`Documents`].
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha512};
 
 use crate::registry::Scope;
-use crate::registry::serving::{Registry, ServingCrd};
+use crate::registry::serving::{Registry, ServingCrd, group_of_name};
+
+/// One rendered document: its content hash and JSON bytes.
+pub type Doc = (Arc<str>, Arc<Vec<u8>>);
 
 /// Rendered documents by path (`api/v1`, `apis/<g>/<v>`), each with its hash, and the single
 /// Swagger 2.0 document of `/openapi/v2` for clients that still read it.
 pub struct Documents {
     /// Path → (hash, JSON bytes).
-    pub docs: BTreeMap<String, (String, Arc<Vec<u8>>)>,
-    /// `/openapi/v2` as JSON, with its hash (the `ETag`).
-    pub v2: (String, Arc<Vec<u8>>),
-    /// `/openapi/v2` in protobuf, encoded on first request and kept with the documents.
-    v2_protobuf: std::sync::OnceLock<Vec<u8>>,
+    pub docs: BTreeMap<String, Doc>,
+    /// The paths of each CRD group's documents.
+    crd_paths: HashMap<String, Vec<String>>,
+    /// The index document, rendered on first request.
+    index: OnceLock<Arc<Vec<u8>>>,
+    /// `/openapi/v2` as JSON with its hash, merged on first request.
+    v2: OnceLock<(String, Arc<Vec<u8>>)>,
+    /// `/openapi/v2` in protobuf, encoded on first request.
+    v2_protobuf: OnceLock<Vec<u8>>,
 }
 
 impl Documents {
-    /// `/openapi/v2` as gnostic's protobuf `Document`, encoded once per rebuild.
+    /// `/openapi/v2` as JSON, with its hash (the `ETag`), merged once per set of documents.
+    pub fn v2(&self) -> &(String, Arc<Vec<u8>>) {
+        self.v2.get_or_init(|| {
+            let parsed: Vec<Value> = self
+                .docs
+                .values()
+                .filter_map(|(_, bytes)| serde_json::from_slice(bytes).ok())
+                .collect();
+            let bytes = serde_json::to_vec(&swagger_v2(parsed.iter())).unwrap_or_default();
+            (hash(&bytes), Arc::new(bytes))
+        })
+    }
+
+    /// `/openapi/v2` as gnostic's protobuf `Document`, encoded once per set of documents.
     pub fn v2_protobuf(&self) -> &[u8] {
         self.v2_protobuf.get_or_init(|| {
-            serde_json::from_slice::<Value>(&self.v2.1)
+            serde_json::from_slice::<Value>(&self.v2().1)
                 .map(|doc| crate::openapi_pb::encode_document(&doc))
                 .unwrap_or_default()
         })
     }
 
-    /// The index document.
-    pub fn index(&self) -> Value {
-        let paths: serde_json::Map<String, Value> = self
-            .docs
-            .iter()
-            .map(|(p, (h, _))| {
-                (
-                    p.clone(),
-                    json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={h}")}),
-                )
+    /// The index document's JSON bytes, rendered once per set of documents.
+    pub fn index(&self) -> Arc<Vec<u8>> {
+        self.index
+            .get_or_init(|| {
+                let paths: serde_json::Map<String, Value> = self
+                    .docs
+                    .iter()
+                    .map(|(p, (h, _))| {
+                        (
+                            p.clone(),
+                            json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={h}")}),
+                        )
+                    })
+                    .collect();
+                Arc::new(serde_json::to_vec(&json!({ "paths": paths })).unwrap_or_default())
             })
-            .collect();
-        json!({ "paths": paths })
-    }
-}
-
-/// Documents rebuilt lazily whenever the CRD registry changes. A rebuild runs on the blocking
-/// pool, one at a time; requests for the documents wait for it asynchronously, and nothing else
-/// (health checks, resource requests) waits at all.
-#[derive(Default)]
-pub struct OpenApiCache {
-    cached: std::sync::RwLock<Option<(u64, Arc<Documents>)>>,
-    rebuilding: tokio::sync::Mutex<()>,
-}
-
-impl OpenApiCache {
-    fn cached_at(&self, generation: u64) -> Option<Arc<Documents>> {
-        let guard = self
-            .cached
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match guard.as_ref() {
-            Some((g, docs)) if *g >= generation => Some(docs.clone()),
-            _ => None,
-        }
+            .clone()
     }
 
-    /// The documents for the registry's current state (or a newer one).
-    pub async fn get(&self, registry: &Arc<Registry>) -> Arc<Documents> {
-        let generation = registry.generation();
-        if let Some(docs) = self.cached_at(generation) {
-            return docs;
-        }
-        let _single_flight = self.rebuilding.lock().await;
-        if let Some(docs) = self.cached_at(generation) {
-            return docs;
-        }
-        // The generation is read before the build, so a change during it triggers another.
-        let generation = registry.generation();
-        let registry = registry.clone();
-        let docs = match tokio::task::spawn_blocking(move || build(&registry)).await {
-            Ok(d) => Arc::new(d),
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
+    /// The built-in documents and every CRD group's.
+    fn build(registry: &Registry) -> Documents {
+        let mut docs = Documents {
+            docs: BUILTIN.clone(),
+            crd_paths: HashMap::new(),
+            index: OnceLock::new(),
+            v2: OnceLock::new(),
+            v2_protobuf: OnceLock::new(),
         };
-        *self
-            .cached
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((generation, docs.clone()));
+        let mut groups: Vec<String> = registry.all().iter().map(|crd| crd.group.clone()).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        for group in groups {
+            docs.rebuild_group(registry, &group);
+        }
         docs
     }
-}
 
-fn hash(bytes: &[u8]) -> String {
-    hex_upper(&Sha512::digest(bytes))
-}
-
-/// Upper-case hexadecimal, as kube-apiserver prints content hashes.
-pub fn hex_upper(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02X}");
+    /// A copy sharing every document, with `groups` rebuilt.
+    fn with_groups(&self, registry: &Registry, groups: &[&str]) -> Documents {
+        let mut docs = Documents {
+            docs: self.docs.clone(),
+            crd_paths: self.crd_paths.clone(),
+            index: OnceLock::new(),
+            v2: OnceLock::new(),
+            v2_protobuf: OnceLock::new(),
+        };
+        for group in groups {
+            docs.rebuild_group(registry, group);
+        }
+        docs
     }
-    s
+
+    /// Replaces one CRD group's documents (its Established CRDs' served versions); a document
+    /// whose bytes are unchanged keeps its hash.
+    fn rebuild_group(&mut self, registry: &Registry, group: &str) {
+        for path in self.crd_paths.remove(group).unwrap_or_default() {
+            // A built-in document a CRD group had replaced comes back.
+            match BUILTIN.get(&path) {
+                Some(doc) => self.docs.insert(path, doc.clone()),
+                None => self.docs.remove(&path),
+            };
+        }
+        let mut by_version: BTreeMap<String, Vec<Arc<ServingCrd>>> = BTreeMap::new();
+        for crd in registry.in_group(group) {
+            if !crd.established {
+                continue;
+            }
+            for v in crd.versions.iter().filter(|v| v.served) {
+                by_version
+                    .entry(v.name.clone())
+                    .or_default()
+                    .push(crd.clone());
+            }
+        }
+        let mut paths = Vec::with_capacity(by_version.len());
+        for (version, crds) in by_version {
+            let path = format!("apis/{group}/{version}");
+            let doc = crd_document(group, &version, &crds);
+            let bytes = serde_json::to_vec(&doc).unwrap_or_default();
+            self.docs
+                .insert(path.clone(), (hash(&bytes).into(), Arc::new(bytes)));
+            paths.push(path);
+        }
+        if !paths.is_empty() {
+            self.crd_paths.insert(group.to_string(), paths);
+        }
+    }
 }
 
-fn build(registry: &Registry) -> Documents {
+/// The built-in kinds' documents, rendered once per process.
+static BUILTIN: LazyLock<BTreeMap<String, Doc>> = LazyLock::new(|| {
     let mut raw: BTreeMap<String, Value> = BTreeMap::new();
     raw.insert("api/v1".into(), core_v1());
     raw.insert("apis/apiextensions.k8s.io/v1".into(), apiextensions_v1());
@@ -129,35 +169,91 @@ fn build(registry: &Registry) -> Documents {
         builtin_kinds(&mut paths, &mut schemas, &kinds);
         raw.insert(format!("apis/{g}/{v}"), document(paths, schemas));
     }
-    let mut by_gv: BTreeMap<(String, String), Vec<Arc<ServingCrd>>> = BTreeMap::new();
-    for crd in registry.all() {
-        if !crd.established {
-            continue;
-        }
-        for v in crd.versions.iter().filter(|v| v.served) {
-            by_gv
-                .entry((crd.group.clone(), v.name.clone()))
-                .or_default()
-                .push(crd.clone());
-        }
-    }
-    for ((g, v), crds) in by_gv {
-        raw.insert(format!("apis/{g}/{v}"), crd_document(&g, &v, &crds));
-    }
-    let v2_doc = swagger_v2(raw.values());
-    let v2_bytes = serde_json::to_vec(&v2_doc).unwrap_or_default();
-    let docs = raw
-        .into_iter()
+    raw.into_iter()
         .map(|(p, doc)| {
             let bytes = serde_json::to_vec(&doc).unwrap_or_default();
-            (p, (hash(&bytes), Arc::new(bytes)))
+            (p, (hash(&bytes).into(), Arc::new(bytes)))
         })
-        .collect();
-    Documents {
-        docs,
-        v2: (hash(&v2_bytes), Arc::new(v2_bytes)),
-        v2_protobuf: std::sync::OnceLock::new(),
+        .collect()
+});
+
+/// Documents kept up to date with the CRD registry. An update runs on the blocking pool, one
+/// at a time, and rebuilds only the groups changed since the last one; requests for the
+/// documents wait for it asynchronously, and nothing else (health checks, resource requests)
+/// waits at all.
+#[derive(Default)]
+pub struct OpenApiCache {
+    cached: std::sync::RwLock<Option<(u64, Arc<Documents>)>>,
+    rebuilding: tokio::sync::Mutex<()>,
+}
+
+impl OpenApiCache {
+    fn cached(&self) -> Option<(u64, Arc<Documents>)> {
+        self.cached
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
+
+    /// The documents for the registry's current state (or a newer one).
+    pub async fn get(&self, registry: &Arc<Registry>) -> Arc<Documents> {
+        let generation = registry.generation();
+        match self.cached() {
+            Some((g, docs)) if g >= generation => return docs,
+            _ => {}
+        }
+        let _single_flight = self.rebuilding.lock().await;
+        let previous = self.cached();
+        if let Some((g, docs)) = &previous
+            && *g >= generation
+        {
+            return docs.clone();
+        }
+        let registry = registry.clone();
+        let (generation, docs) = match tokio::task::spawn_blocking(move || {
+            update(&registry, previous.as_ref().map(|(g, d)| (*g, d.as_ref())))
+        })
+        .await
+        {
+            Ok((g, d)) => (g, Arc::new(d)),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        };
+        *self
+            .cached
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((generation, docs.clone()));
+        docs
+    }
+}
+
+/// The documents at the registry's current generation, from `previous` (documents at an older
+/// generation) when the registry's change log reaches back to it.
+fn update(registry: &Registry, previous: Option<(u64, &Documents)>) -> (u64, Documents) {
+    if let Some((generation, docs)) = previous
+        && let Some((now, names)) = registry.changes_since(generation)
+    {
+        let mut groups: Vec<&str> = names.iter().map(|n| group_of_name(n)).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        return (now, docs.with_groups(registry, &groups));
+    }
+    // Read before the build, so that a change during it triggers another update.
+    let generation = registry.generation();
+    (generation, Documents::build(registry))
+}
+
+fn hash(bytes: &[u8]) -> String {
+    hex_upper(&Sha512::digest(bytes))
+}
+
+/// Upper-case hexadecimal, as kube-apiserver prints content hashes.
+pub fn hex_upper(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02X}");
+    }
+    s
 }
 
 /// Rewrites OpenAPI v3 references (`#/components/schemas/X`) as Swagger 2.0 ones
@@ -567,7 +663,7 @@ fn crd_document(group: &str, version: &str, crds: &[Arc<ServingCrd>]) -> Value {
                 "application/apply-patch+yaml",
             ],
         );
-        let schema = v.schema.clone().unwrap_or_else(
+        let schema = v.schema.as_deref().cloned().unwrap_or_else(
             || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
         );
         schemas.insert(schema_name, kind_schema(&g, "", schema));
@@ -605,7 +701,7 @@ mod tests {
     #[test]
     fn builtin_kinds_are_published_with_their_definitions() {
         let registry = Registry::new(crate::conversion::ConversionOptions::default());
-        let docs = build(&registry);
+        let docs = Documents::build(&registry);
         let doc = |p: &str| -> Value {
             serde_json::from_slice(
                 docs.docs

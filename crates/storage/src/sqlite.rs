@@ -19,7 +19,10 @@
 //! - Reads run on `spawn_blocking` over a small pool of read connections; WAL lets them run while
 //!   the writer commits.
 //! - Watch: subscribe to the live feed first, then read history from `log` up to the snapshot's
-//!   revision, then deliver live events above it.
+//!   revision, then deliver live events above it. The feed ([`Hub`]) hands each committed batch
+//!   only to the watches whose prefix one of its keys falls under, so a write wakes its own
+//!   watchers rather than every watch (a thousand resources' informers cost nothing to a write
+//!   they do not watch).
 //!
 //! A row of `log` records `prev_revision`: the revision of the state the write replaced (`NULL`
 //! for a create). Compaction at `r` keeps every row at or above `r` and, for each key, the latest
@@ -37,7 +40,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::{
@@ -105,7 +108,7 @@ pub struct SqliteStore {
     /// Permits are bytes of values not yet committed.
     queue_bytes: Arc<Semaphore>,
     capacities: Capacities,
-    events: broadcast::Sender<Batch>,
+    events: Arc<Hub>,
     writer: Option<JoinHandle<()>>,
 }
 
@@ -137,6 +140,133 @@ struct State {
 
 /// The events of one committed transaction, in revision order.
 type Batch = Arc<Vec<Event>>;
+
+/// The live feed: each committed batch goes to the watches with a key under their prefix, each
+/// through a channel of its own, bounded in batches; a watch that falls that far behind is
+/// dropped from the feed and fails with [`StorageError::WatchLagged`].
+struct Hub {
+    capacity: usize,
+    /// The revision of the last batch published: every batch up to it is in the channels of
+    /// the watches it concerns.
+    published: Arc<AtomicI64>,
+    next_id: AtomicU64,
+    subscribers: Mutex<std::collections::HashMap<u64, Subscriber>>,
+}
+
+struct Subscriber {
+    prefix: String,
+    tx: mpsc::Sender<Batch>,
+    lagged: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// One watch's end of the feed; leaves the feed when dropped.
+struct Subscription {
+    id: u64,
+    hub: std::sync::Weak<Hub>,
+    rx: mpsc::Receiver<Batch>,
+    lagged: Arc<std::sync::atomic::AtomicBool>,
+    published: Arc<AtomicI64>,
+}
+
+/// What a subscription received.
+enum Received {
+    Batch(Batch),
+    Lagged,
+    Closed,
+}
+
+impl Hub {
+    fn new(capacity: usize, current: Revision) -> Arc<Hub> {
+        Arc::new(Hub {
+            capacity: capacity.max(1),
+            published: Arc::new(AtomicI64::new(current)),
+            next_id: AtomicU64::new(0),
+            subscribers: Mutex::default(),
+        })
+    }
+
+    fn subscribers(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Subscriber>> {
+        self.subscribers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn subscribe(self: &Arc<Self>, prefix: &str) -> Subscription {
+        let (tx, rx) = mpsc::channel(self.capacity);
+        let lagged = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.subscribers().insert(
+            id,
+            Subscriber {
+                prefix: prefix.to_string(),
+                tx,
+                lagged: Arc::clone(&lagged),
+            },
+        );
+        Subscription {
+            id,
+            hub: Arc::downgrade(self),
+            rx,
+            lagged,
+            published: Arc::clone(&self.published),
+        }
+    }
+
+    /// Hands a batch to every watch it concerns.
+    fn publish(&self, batch: &Batch) {
+        let mut subscribers = self.subscribers();
+        subscribers.retain(|_, sub| {
+            let concerned = batch.iter().any(|event| {
+                event_key(event).is_some_and(|key| key.starts_with(sub.prefix.as_str()))
+            });
+            if !concerned {
+                return true;
+            }
+            match sub.tx.try_send(Arc::clone(batch)) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    sub.lagged.store(true, Ordering::Release);
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
+        });
+        if let Some(last) = batch.last() {
+            self.published.fetch_max(last.revision(), Ordering::AcqRel);
+        }
+    }
+}
+
+impl Subscription {
+    /// The next batch; a watch that lagged fails at once (what is still queued precedes a gap).
+    async fn recv(&mut self) -> Received {
+        if self.lagged.load(Ordering::Acquire) {
+            return Received::Lagged;
+        }
+        match self.rx.recv().await {
+            Some(batch) => Received::Batch(batch),
+            None if self.lagged.load(Ordering::Acquire) => Received::Lagged,
+            None => Received::Closed,
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(hub) = self.hub.upgrade() {
+            hub.subscribers().remove(&self.id);
+        }
+    }
+}
+
+/// The key an event is about (`None` for progress notifications).
+fn event_key(event: &Event) -> Option<&str> {
+    match event {
+        Event::Put { kv, .. } => Some(&kv.key),
+        Event::Delete { prev, .. } => Some(&prev.key),
+        Event::Progress { .. } => None,
+    }
+}
 
 impl SqliteStore {
     /// Opens (creating if needed) the database at `dir_or_file` and starts its writer thread.
@@ -195,14 +325,14 @@ impl SqliteStore {
             compacted: AtomicI64::new(compacted),
             commits: AtomicU64::new(0),
         });
-        let (events, _) = broadcast::channel(capacities.events.max(1));
+        let events = Hub::new(capacities.events, current);
         let (tx, mut rx) = mpsc::channel(capacities.queue_commands.max(1));
         let writer = Writer {
             conn,
             current,
             compacted,
             state: Arc::clone(&state),
-            events: events.clone(),
+            events: Arc::clone(&events),
         };
         let handle = std::thread::Builder::new()
             .name("sqlite-writer".into())
@@ -387,7 +517,7 @@ impl Store for SqliteStore {
     async fn watch(&self, request: WatchRequest) -> Result<WatchStream, StorageError> {
         // Subscribe before reading history: every commit is then either in the history snapshot
         // or in the feed (or both, and deduplicated by revision).
-        let rx = self.events.subscribe();
+        let rx = self.events.subscribe(&request.prefix);
         let after = request.after.max(0);
         let lo = request.prefix.as_bytes().to_vec();
         let hi = prefix_end(&request.prefix);
@@ -695,7 +825,7 @@ fn read_history(
 
 struct Watch {
     reads: Arc<ReadPool>,
-    rx: broadcast::Receiver<Batch>,
+    rx: Subscription,
     prefix: String,
     lo: Vec<u8>,
     hi: Vec<u8>,
@@ -749,17 +879,28 @@ impl Watch {
             tokio::select! {
                 biased;
                 received = self.rx.recv() => match received {
-                    Ok(batch) => self.accept(&batch),
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                    Received::Batch(batch) => self.accept(&batch),
+                    Received::Lagged => {
                         self.done = true;
                         return Some(Err(StorageError::WatchLagged));
                     }
-                    Err(broadcast::error::RecvError::Closed) => {
+                    Received::Closed => {
                         self.done = true;
                         return None;
                     }
                 },
                 () = sleep => {
+                    // Batches this watch is not concerned with never reach it: the progress
+                    // revision is the feed's, once every batch published up to it that
+                    // concerns this watch has been taken.
+                    let published = self.rx.published.load(Ordering::Acquire);
+                    if let Ok(batch) = self.rx.rx.try_recv() {
+                        self.accept(&batch);
+                        continue;
+                    }
+                    if self.history_done {
+                        self.seen = self.seen.max(published);
+                    }
                     self.next_progress = self.progress.map(|d| Instant::now() + d);
                     return Some(Ok(Event::Progress {
                         revision: self.seen.max(self.after),
@@ -877,7 +1018,7 @@ struct Writer {
     current: Revision,
     compacted: Revision,
     state: Arc<State>,
-    events: broadcast::Sender<Batch>,
+    events: Arc<Hub>,
 }
 
 /// What one command did inside the batch transaction.
@@ -943,8 +1084,7 @@ impl Writer {
                 self.state.compacted.store(compacted, Ordering::Release);
                 self.state.commits.fetch_add(1, Ordering::AcqRel);
                 if !events.is_empty() {
-                    // An error only means nobody watches.
-                    let _ = self.events.send(Arc::new(events));
+                    self.events.publish(&Arc::new(events));
                 }
                 for (command, result) in batch.into_iter().zip(results) {
                     command.answer(result);

@@ -5,6 +5,7 @@
 
 mod admission;
 mod cache;
+mod crds;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -56,6 +57,9 @@ pub struct BenchArgs {
     /// Measure only the mutating admission policy figures ("mutating admission policy").
     #[arg(long)]
     only_mutating_admission_policy: bool,
+    /// Measure only the CRD-scale figures with this many CRDs ("crds" section, `crds.rs`).
+    #[arg(long)]
+    crds: Option<usize>,
     /// Unrelated `RoleBindings` in the store in the authorization figures ("rbac" section).
     #[arg(long, default_value_t = 1000)]
     rbac_bindings: usize,
@@ -530,6 +534,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let mut report = Report { rows: Vec::new() };
     println!("| figure | value | note |");
     println!("| --- | --- | --- |");
+    if let Some(n) = args.crds {
+        return crds::run(dir.path(), &mut report, n).await;
+    }
     if args.only_gc {
         let (server, _) = Server::start(&dir.path().join("data"))?;
         wait_ready(&server).await?;

@@ -68,6 +68,8 @@ struct Resource {
     kind: Kind,
     /// How its objects are deleted; `None` while a CRD is not served.
     strategy: Option<Arc<dyn Strategy>>,
+    /// The CRD that defines it, for custom resources.
+    crd: Option<String>,
 }
 
 impl Resource {
@@ -103,34 +105,92 @@ impl Resources {
                     namespaced: info.namespaced(),
                 },
                 strategy: Some(s.clone()),
+                crd: None,
             });
         }
         for crd in registry.all() {
-            let strategy = crd
-                .versions
-                .iter()
-                .filter(|v| v.served)
-                .find_map(|v| registry.strategy(&crd.group, &crd.plural, &v.name))
-                .map(|s| s as Arc<dyn Strategy>);
-            all.push(Resource {
-                key_root: crd.key_root(),
-                kind: Kind {
-                    group: crd.group.clone(),
-                    kind: crd.kind.clone(),
-                    namespaced: crd.scope == Scope::Namespaced,
-                },
-                strategy,
-            });
+            all.push(crd_resource(registry, &crd));
         }
         let mut out = Resources::default();
         for r in all {
-            let r = Arc::new(r);
-            out.by_kind
-                .entry((r.kind.group.clone(), r.kind.kind.clone()))
-                .or_insert_with(|| r.clone());
-            out.by_root.entry(r.key_root.clone()).or_insert(r);
+            out.insert(Arc::new(r));
         }
         out
+    }
+
+    /// Adds a resource unless its key root (or, for the by-kind index, its kind) is taken.
+    fn insert(&mut self, r: Arc<Resource>) {
+        self.by_kind
+            .entry((r.kind.group.clone(), r.kind.kind.clone()))
+            .or_insert_with(|| r.clone());
+        self.by_root.entry(r.key_root.clone()).or_insert(r);
+    }
+
+    /// Brings the resource of one CRD up to date with the registry (it may have come, changed
+    /// or gone); returns its key root. Costs O(1) in the number of resources, except when the
+    /// CRD's kind entry goes and another resource of that kind must replace it.
+    fn update_crd(&mut self, registry: &Registry, name: &str) -> String {
+        let root = crd_key_root(name);
+        let old = self
+            .by_root
+            .get(&root)
+            .filter(|r| r.crd.as_deref() == Some(name))
+            .cloned();
+        let mut vacated = None;
+        if let Some(old) = old {
+            self.by_root.remove(&root);
+            let kind = (old.kind.group.clone(), old.kind.kind.clone());
+            if self
+                .by_kind
+                .get(&kind)
+                .is_some_and(|r| Arc::ptr_eq(r, &old))
+            {
+                self.by_kind.remove(&kind);
+                vacated = Some(kind);
+            }
+        }
+        if let Some(crd) = registry.get(name) {
+            self.insert(Arc::new(crd_resource(registry, &crd)));
+        }
+        if let Some(kind) = vacated
+            && !self.by_kind.contains_key(&kind)
+            && let Some(r) = self
+                .by_root
+                .values()
+                .find(|r| r.kind.group == kind.0 && r.kind.kind == kind.1)
+        {
+            self.by_kind.insert(kind, r.clone());
+        }
+        root
+    }
+}
+
+/// The key root of a CRD's objects, from its name (`<plural>.<group>`), as
+/// [`crate::registry::serving::ServingCrd::key_root`] derives it.
+fn crd_key_root(name: &str) -> String {
+    format!(
+        "/registry/{}/{}",
+        crate::registry::serving::group_of_name(name),
+        name.split('.').next().unwrap_or("")
+    )
+}
+
+fn crd_resource(registry: &Registry, crd: &crate::registry::serving::ServingCrd) -> Resource {
+    let strategy = crd
+        .versions
+        .iter()
+        .filter(|v| v.served)
+        .find_map(|v| registry.strategy(&crd.group, &crd.plural, &v.name))
+        .map(|s| s as Arc<dyn Strategy>);
+    Resource {
+        key_root: crd.key_root(),
+        kind: Kind {
+            group: crd.group.clone(),
+            kind: crd.kind.clone(),
+            namespaced: crd.scope == Scope::Namespaced,
+        },
+        strategy,
+        crd: Some(crd.name.clone()),
     }
 }
 
@@ -141,7 +201,7 @@ type AbsentOwner = (String, String, String, String, String);
 struct Shared {
     store: Arc<dyn Store>,
     graph: RwLock<Graph>,
-    resources: RwLock<Arc<Resources>>,
+    resources: RwLock<Resources>,
     /// Owner coordinates (uid, group, kind, name, namespace read) a read found absent. Uids are
     /// never reused, so an absent owner stays absent.
     absent: Mutex<HashSet<AbsentOwner>>,
@@ -156,11 +216,16 @@ impl Shared {
         self.graph.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn resources(&self) -> Arc<Resources> {
+    fn resources(&self) -> std::sync::RwLockReadGuard<'_, Resources> {
         self.resources
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    }
+
+    fn resources_mut(&self) -> std::sync::RwLockWriteGuard<'_, Resources> {
+        self.resources
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -222,6 +287,8 @@ impl GarbageCollector {
         });
         let mut generation = self.registry.subscribe();
         generation.mark_changed();
+        // The registry generation the resources reflect; `None` before the first (full) build.
+        let mut seen = None;
         let mut feeds = Feeds::default();
         let mut queue = Queue::default();
         let mut workers: JoinSet<(Work, anyhow::Result<Vec<Work>>)> = JoinSet::new();
@@ -244,7 +311,7 @@ impl GarbageCollector {
                     if changed.is_err() {
                         return Ok(());
                     }
-                    let work = self.follow_resources(&shared, &mut feeds);
+                    let work = self.follow_resources(&shared, &mut feeds, &mut seen);
                     queue.extend(work);
                 }
                 Some((root, id, notification)) = feeds.streams.next(), if !feeds.streams.is_empty() => {
@@ -276,20 +343,54 @@ impl GarbageCollector {
     }
 
     /// Starts informers for new resources and stops those of resources gone (whose objects
-    /// leave the graph). Returns the work the departures call for.
-    fn follow_resources(&self, shared: &Shared, feeds: &mut Feeds) -> Vec<Work> {
-        let resources = Arc::new(Resources::build(&self.fixed, &self.registry));
-        *shared
-            .resources
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = resources.clone();
+    /// leave the graph). Returns the work the departures call for. Only the CRDs changed since
+    /// `seen` are looked at, unless the registry's change log no longer reaches back that far.
+    fn follow_resources(
+        &self,
+        shared: &Shared,
+        feeds: &mut Feeds,
+        seen: &mut Option<u64>,
+    ) -> Vec<Work> {
+        let changes = seen.and_then(|g| self.registry.changes_since(g));
+        let roots: Vec<String> = if let Some((generation, names)) = changes {
+            *seen = Some(generation);
+            let mut resources = shared.resources_mut();
+            names
+                .iter()
+                .map(|name| resources.update_crd(&self.registry, name))
+                .collect()
+        } else {
+            // Read before the build, so that changes during it are looked at again.
+            *seen = Some(self.registry.generation());
+            let resources = Resources::build(&self.fixed, &self.registry);
+            let roots = resources
+                .by_root
+                .keys()
+                .chain(feeds.running.keys())
+                .cloned()
+                .collect();
+            *shared.resources_mut() = resources;
+            roots
+        };
         let mut work = Vec::new();
-        let gone: Vec<String> = feeds
-            .running
-            .keys()
-            .filter(|root| !resources.by_root.contains_key(*root))
-            .cloned()
-            .collect();
+        let (gone, new): (Vec<String>, Vec<String>) = {
+            let resources = shared.resources();
+            let gone = roots
+                .iter()
+                .filter(|root| {
+                    feeds.running.contains_key(*root) && !resources.by_root.contains_key(*root)
+                })
+                .cloned()
+                .collect();
+            let new = roots
+                .iter()
+                .filter(|root| {
+                    resources.by_root.contains_key(*root) && !feeds.running.contains_key(*root)
+                })
+                .cloned()
+                .collect();
+            (gone, new)
+        };
         for root in gone {
             feeds.running.remove(&root);
             feeds.unsynced.remove(&root);
@@ -298,8 +399,8 @@ impl GarbageCollector {
                 work.extend(graph.remove(&uid));
             }
         }
-        for root in resources.by_root.keys() {
-            if feeds.running.contains_key(root) {
+        for root in new {
+            if feeds.running.contains_key(&root) {
                 continue;
             }
             // The feed stops when its resource goes (`stop` dropped) or with the run.
@@ -520,15 +621,16 @@ async fn orphan(shared: &Shared, uid: &str) -> anyhow::Result<()> {
             .filter_map(|d| graph.node(d).cloned())
             .collect()
     };
-    let resources = shared.resources();
     for dep in &dependents {
-        let Some(resource) = resources
+        let Some(resource) = shared
+            .resources()
             .by_kind
             .get(&(dep.kind.group.clone(), dep.kind.kind.clone()))
+            .cloned()
         else {
             continue;
         };
-        update(shared, resource, &dep.key, &dep.uid, |obj| {
+        update(shared, &resource, &dep.key, &dep.uid, |obj| {
             owners::remove_owner_references(obj, &[uid])
         })
         .await?;

@@ -177,7 +177,7 @@ impl PolicyStatusController {
             return Some((k.kind.to_string(), k.bare_schema().clone()));
         }
         let crd = self.registry.lookup(group, resource)?;
-        let schema = crd.served_version(version)?.schema.clone()?;
+        let schema = crd.served_version(version)?.schema.as_deref()?.clone();
         Some((crd.kind.clone(), schema))
     }
 
@@ -194,7 +194,7 @@ impl PolicyStatusController {
             .all()
             .into_iter()
             .find(|c| c.group == group && c.kind == kind)
-            .and_then(|c| c.served_version(version)?.schema.clone())
+            .and_then(|c| Some(c.served_version(version)?.schema.as_deref()?.clone()))
     }
 
     /// The status a policy should have, or `None` when `status.observedGeneration` is current.

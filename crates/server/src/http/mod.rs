@@ -21,6 +21,7 @@ pub use render::{add_warnings, error_response, status_response};
 
 use crate::auth::User;
 use crate::body::BoxBody;
+use crate::error::ApiError;
 use crate::handlers::{self, Ctx};
 use crate::registry::Subresource;
 use crate::request::negotiate;
@@ -115,12 +116,22 @@ async fn serve_request(
         }
     };
     obs.request_body(&parts.headers, &body);
+    // Until start-up has finished (CRDs served, policy and admission informers synced) the
+    // port is open for health checks, but no resource is served and an unknown path may only
+    // be unknown yet: both are 503, as kube-apiserver's not-found handler answers then.
+    let ready = state.is_ready();
     let Route::Resource(req) = route else {
         return match nonresource::handle(state, server_address, parts, route.clone(), query).await {
             Ok(resp) => resp,
+            Err(ApiError::NoRoute) if !ready => {
+                status_response(&Status::paths_not_installed(), &[])
+            }
             Err(e) => error_response(&e),
         };
     };
+    if !ready {
+        return status_response(&Status::paths_not_installed(), &[]);
+    }
     let strategy = match handlers::resolve(state, req) {
         Ok(s) => s,
         Err(e) => return error_response(&e),

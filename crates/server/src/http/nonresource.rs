@@ -154,7 +154,7 @@ pub async fn handle(
         }
         Route::OpenApiV2 if get_only(&parts.method) => {
             let docs = state.openapi.get(&state.registry).await;
-            let (hash, bytes) = &docs.v2;
+            let (hash, bytes) = docs.v2();
             // kubectl asks for gnostic's protobuf encoding, as kube-apiserver serves it.
             let protobuf = parts
                 .headers
@@ -179,12 +179,12 @@ pub async fn handle(
         }
         Route::OpenApiIndex if get_only(&parts.method) => {
             let docs = state.openapi.get(&state.registry).await;
-            Ok(json_response(
-                StatusCode::OK,
-                &docs.index(),
-                "application/json",
-                &[],
-            ))
+            let mut resp = Response::new(full(docs.index().as_ref().clone()));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            Ok(resp)
         }
         Route::OpenApiDocument(path) if get_only(&parts.method) => {
             let docs = state.openapi.get(&state.registry).await;
@@ -198,7 +198,7 @@ pub async fn handle(
             if let Ok(v) = HeaderValue::from_str(&format!("\"{hash}\"")) {
                 h.insert(header::ETAG, v);
             }
-            let immutable = query.get("hash") == Some(hash.as_str());
+            let immutable = query.get("hash") == Some(&**hash);
             h.insert(
                 header::CACHE_CONTROL,
                 HeaderValue::from_static(if immutable {

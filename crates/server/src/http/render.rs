@@ -77,14 +77,26 @@ pub fn json_response(
 }
 
 /// Renders a Status with its HTTP code.
+/// A Status that asks the client to wait (`details.retryAfterSeconds`) also says so in
+/// `Retry-After`, as upstream's `ErrorNegotiated` does.
 pub fn status_response(s: &Status, warnings: &[String]) -> Response<BoxBody> {
     let v = serde_json::to_value(s).unwrap_or(Value::Null);
-    json_response(
+    let mut resp = json_response(
         StatusCode::from_u16(s.http_code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         &v,
         "application/json",
         warnings,
-    )
+    );
+    if let Some(seconds) = s
+        .details
+        .as_ref()
+        .and_then(|d| d.retry_after_seconds)
+        .filter(|s| *s > 0)
+        && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    resp
 }
 
 /// The single place where errors become HTTP responses.

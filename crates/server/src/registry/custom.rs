@@ -17,7 +17,6 @@ pub struct CustomResourceStrategy {
     crd: Arc<ServingCrd>,
     version: ServedVersion,
     info: ResourceInfo,
-    apply_schema: crd_merge::apply::Schema,
     reset: super::StatusResetFields,
 }
 
@@ -35,15 +34,10 @@ impl CustomResourceStrategy {
             key_root: crd.key_root(),
             status_subresource: version.status_subresource,
         };
-        let apply_schema = match &version.schema {
-            Some(s) => crd_merge::apply::Schema::from_json_schema(s),
-            None => crd_merge::apply::Schema::deduced(),
-        };
         CustomResourceStrategy {
             crd,
             version: version.clone(),
             info,
-            apply_schema,
             reset: super::StatusResetFields::default(),
         }
     }
@@ -102,11 +96,11 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn schema(&self) -> Option<&Value> {
-        self.version.schema.as_ref()
+        self.version.schema.as_deref()
     }
 
     fn apply_schema(&self) -> &crd_merge::apply::Schema {
-        &self.apply_schema
+        self.version.apply_schema()
     }
 
     fn reset_fields(&self, sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
@@ -247,7 +241,7 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn verbatim_reads(&self) -> bool {
-        !self.version.has_defaults
+        !self.version.has_defaults()
     }
 
     fn conversion(&self) -> Option<pipeline::ConversionPlan> {

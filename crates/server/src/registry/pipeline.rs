@@ -217,7 +217,7 @@ pub fn validate_schema(
         return ErrorList::new();
     };
     let mut errs = openapi_errors(schema, obj, old, sub);
-    if let Some(rules) = &version.rules {
+    if let Some(rules) = version.rules() {
         // CEL rules are skipped when the object is already badly invalid (4.10 step 7).
         let blocking = errs.iter().any(|e| {
             matches!(
@@ -244,7 +244,7 @@ pub fn validate_schema(
 
 /// Step: warnings for CEL failures ratcheted on update (the value they judge is unchanged).
 pub fn cel_warnings(version: &ServedVersion, obj: &Value, old: Option<&Value>) -> Vec<String> {
-    match (&version.rules, old) {
+    match (version.rules(), old) {
         (Some(rules), Some(_)) => crd_cel::validate(rules, obj, old).1,
         _ => Vec::new(),
     }
@@ -278,7 +278,7 @@ pub struct ConversionPlan {
     /// `<group>/<version>` of the storage version.
     pub storage: String,
     /// Every version's schema, by version name (defaulting on read, pruning after conversion).
-    pub schemas: Arc<BTreeMap<String, Value>>,
+    pub schemas: Arc<BTreeMap<String, Arc<Value>>>,
 }
 
 impl ConversionPlan {

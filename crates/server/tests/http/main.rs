@@ -6,6 +6,7 @@ mod access;
 mod admission;
 mod admission_policy;
 mod api;
+mod crd_scale;
 mod gc;
 mod hostile;
 mod mutating_policy;

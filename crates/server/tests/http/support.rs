@@ -42,6 +42,22 @@ impl TestServer {
 
     /// Starts a server after `configure` has adjusted its configuration.
     pub async fn start_with(configure: impl FnOnce(&mut ServerConfig)) -> TestServer {
+        TestServer::start_inner(configure, |store| store, true).await
+    }
+
+    /// Starts a server over `wrap(the SQLite store)` and returns as soon as its port accepts
+    /// connections, without waiting until it is ready (start-up behaviour).
+    pub async fn start_unready(
+        wrap: impl FnOnce(Arc<dyn crd_storage::Store>) -> Arc<dyn crd_storage::Store> + Send + 'static,
+    ) -> TestServer {
+        TestServer::start_inner(|_| {}, wrap, false).await
+    }
+
+    async fn start_inner(
+        configure: impl FnOnce(&mut ServerConfig),
+        wrap: impl FnOnce(Arc<dyn crd_storage::Store>) -> Arc<dyn crd_storage::Store> + Send + 'static,
+        wait_ready: bool,
+    ) -> TestServer {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let dir = tempfile::tempdir().expect("tempdir");
         let data = dir.path().join("data");
@@ -64,7 +80,13 @@ impl TestServer {
             // On, as `serve` defaults; `CRD_APISERVER_WATCH_CACHE=false` runs the suite without.
             watch_cache: std::env::var("CRD_APISERVER_WATCH_CACHE").map_or(true, |v| v != "false"),
         };
+        if !wait_ready {
+            // The address must be known before the server reports it: a port free just now.
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+            config.bind = probe.local_addr().expect("probe address");
+        }
         configure(&mut config);
+        let bind = config.bind;
         let (shutdown, rx) = watch::channel(false);
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Started>();
         let store_path = data.join("state.db");
@@ -78,7 +100,7 @@ impl TestServer {
                     .expect("server runtime");
                 runtime.block_on(async move {
                     let store = SqliteStore::open(&store_path).expect("opening the store");
-                    let store: Arc<dyn crd_storage::Store> = store;
+                    let store: Arc<dyn crd_storage::Store> = wrap(store);
                     crd_server::run(config, store, rx, move |started: &Started| {
                         let _ = ready_tx.send(started.clone());
                     })
@@ -87,10 +109,19 @@ impl TestServer {
                 });
             })
             .expect("spawning the server thread");
-        let started = tokio::time::timeout(TIMEOUT, ready_rx)
-            .await
-            .expect("the server did not become ready")
-            .expect("the server stopped before it was ready");
+        let addr = if wait_ready {
+            tokio::time::timeout(TIMEOUT, ready_rx)
+                .await
+                .expect("the server did not become ready")
+                .expect("the server stopped before it was ready")
+                .addr
+        } else {
+            eventually("the port accepts connections", || async {
+                tokio::net::TcpStream::connect(bind).await.is_ok()
+            })
+            .await;
+            bind
+        };
         let token = std::fs::read_to_string(data.join("tokens.csv"))
             .expect("tokens.csv")
             .split(',')
@@ -99,7 +130,7 @@ impl TestServer {
             .to_string();
         let ca_pem = std::fs::read(data.join("ca.crt")).expect("ca.crt");
         TestServer {
-            url: format!("https://{}", started.addr),
+            url: format!("https://{addr}"),
             token,
             ca_pem,
             shutdown,
