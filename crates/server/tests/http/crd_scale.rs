@@ -129,10 +129,10 @@ impl Store for GatedCrdList {
     }
 
     async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
-        if request
-            .prefix
-            .starts_with("/registry/apiextensions.k8s.io/customresourcedefinitions")
-        {
+        // Any list that would see CRDs waits: the CRD informer's, and the watch cache's first
+        // load of everything under `/registry/` (which would otherwise answer the informer).
+        const CRDS: &str = "/registry/apiextensions.k8s.io/customresourcedefinitions";
+        if request.prefix.starts_with(CRDS) || CRDS.starts_with(request.prefix.as_str()) {
             let mut open = self.open.clone();
             let _ = open.wait_for(|o| *o).await;
         }
