@@ -185,6 +185,7 @@ impl Admission {
     /// (once, at start-up).
     pub fn set_authorizer(&self, authorizer: &crate::authz::Authorizer) {
         self.policies.authorizer.set(authorizer.clone());
+        self.mutating_policies.authorizer.set(authorizer.clone());
         self.webhooks.authorizer.set(authorizer.clone());
     }
 

@@ -510,3 +510,26 @@ async fn kinds_are_served_and_validated() {
     assert_eq!(r.status, 422, "{}", r.text);
     assert_eq!(r.json()["details"]["causes"][0]["field"], "spec.policyName");
 }
+
+/// `authorizer` asks the server's authorizer for the requesting user (the admin here).
+#[tokio::test]
+async fn the_authorizer_variable_asks_the_server_authorizer() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http2);
+    let patch = "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'can-list-secrets': authorizer.group('').resource('secrets').namespace('default').check('list').allowed() ? 'yes' : 'no'}}]";
+    create(
+        &api,
+        MAP,
+        policy(
+            "who",
+            &json!([{"patchType": "JSONPatch", "jsonPatch": {"expression": patch}}]),
+            &json!({}),
+        ),
+    )
+    .await;
+    create(&api, MAPB, binding("who", "who", &json!({}))).await;
+    until(&api, "the authorizer's answer is recorded", |o| {
+        o["metadata"]["annotations"]["can-list-secrets"] == "yes"
+    })
+    .await;
+}

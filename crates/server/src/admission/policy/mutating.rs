@@ -126,6 +126,7 @@ impl Policies {
             }
         }
         let mut changed = false;
+        let mut authorizer: Option<crd_cel::Authorizer> = None;
         for (policy, binding, param, matched) in invocations {
             // `matchPolicy: Equivalent` matched another version: the policy mutates the object
             // converted to it, and the result is converted back.
@@ -164,6 +165,9 @@ impl Policies {
                 state,
                 &key,
                 reinvoking,
+                policy.uses_authorizer.then(|| {
+                    &*authorizer.get_or_insert_with(|| self.authorizer.for_request(attrs))
+                }),
             );
             errors.extend(
                 failed
@@ -209,6 +213,7 @@ fn invoke(
     state: &Reinvocation,
     key: &Key,
     reinvoking: bool,
+    authorizer: Option<&crd_cel::Authorizer>,
 ) -> Vec<String> {
     let request = if policy.uses_request {
         request_value(attrs, matched, Some(&*obj), old)
@@ -221,8 +226,7 @@ fn invoke(
         request: &request,
         params: param,
         namespace,
-        // Mutating policies bind `authorizer` to null for now (README: not supported).
-        authorizer: None,
+        authorizer,
     };
     let mut prepared = match prepare(policy, &vars) {
         Ok(Some(p)) => p,
