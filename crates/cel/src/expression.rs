@@ -11,7 +11,7 @@ use kube_cel::cel::objects::{Key, Map};
 use serde_json::Value as Json;
 
 use crate::checker::types::Type;
-use crate::checker::{Compat, Env, check, require_bool};
+use crate::checker::{Compat, Env, check};
 use crate::eval::{EvalError, Program, lower, run};
 use crate::parse::parse;
 
@@ -70,21 +70,12 @@ impl Expression {
     /// Compiles a boolean expression over `vars` (each typed `dyn`). `Err` is the compilation
     /// error text Kubernetes prints after `compilation failed: `.
     pub fn compile_bool(source: &str, vars: &'static [&'static str]) -> Result<Self, String> {
-        let expr = parse(source)?;
-        let env = Env {
-            dyn_vars: vars,
-            self_schema: &Json::Null,
-            resource_root: false,
-            old_self: false,
-            optional_old_self: false,
-            compat: Compat::StoredExpressions,
-            typed_vars: &[],
-            mutation: false,
-        };
-        let checked = check(&expr, source, &env)?;
-        require_bool(&checked)?;
-        Ok(Expression {
-            program: lower(expr, &checked),
+        Self::compile_with(source, vars, |t| {
+            if *t == Type::Bool {
+                Ok(())
+            } else {
+                Err(crate::checker::RULE_NOT_BOOL.to_string())
+            }
         })
     }
 
