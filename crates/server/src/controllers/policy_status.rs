@@ -191,9 +191,9 @@ impl PolicyStatusController {
             return Some(k.bare_schema().clone());
         }
         self.registry
-            .all()
+            .in_group(group)
             .into_iter()
-            .find(|c| c.group == group && c.kind == kind)
+            .find(|c| c.kind == kind)
             .and_then(|c| Some(c.served_version(version)?.schema.as_deref()?.clone()))
     }
 

@@ -649,10 +649,11 @@ impl Policies {
         {
             return Some((k.key_root.to_string(), k.namespaced()));
         }
+        // The group's CRDs only: this runs on every matched request.
         self.registry
-            .all()
+            .in_group(group)
             .into_iter()
-            .find(|c| c.group == group && c.kind == kind && c.served_version(version).is_some())
+            .find(|c| c.kind == kind && c.served_version(version).is_some())
             .map(|c| {
                 (
                     c.key_root(),
