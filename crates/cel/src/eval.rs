@@ -103,8 +103,49 @@ pub(crate) fn lower(mut expr: IdedExpr, checked: &Checked) -> Program {
     optional_select(&mut expr);
     request_resource(&mut expr);
     instrument(&mut expr, &mut next, &checked.types);
+    string_conversions(&mut expr);
     two_variable(&mut expr, &mut next);
     Program { expr }
+}
+
+/// The function `string(x)` calls are lowered to: cel-go's conversions, with `string(bool)`
+/// (`"true"`/`"false"`), which the interpreter's own `string` refuses.
+const STRING_CONVERSION: &str = "@string";
+
+/// Rewrite: global `string(x)` calls (after [`instrument`], so the cost model still sees
+/// `string`) call [`STRING_CONVERSION`].
+fn string_conversions(e: &mut IdedExpr) {
+    children_mut(e, &mut string_conversions);
+    if let Expr::Call(c) = &mut e.expr
+        && c.func_name == "string"
+        && c.target.is_none()
+        && c.args.len() == 1
+    {
+        c.func_name = STRING_CONVERSION.into();
+    }
+}
+
+/// `string(x)`: a bool as `true`/`false`, anything else by the interpreter's `string` (with
+/// the Kubernetes libraries' IP and CIDR overloads), on the value bound once.
+fn string_conversion(ftx: &FunctionContext) -> ResolveResult {
+    let v = arg(ftx, 0)?;
+    if let Value::Bool(b) = v {
+        return Ok(Value::String(Arc::new(b.to_string())));
+    }
+    let mut scope = ftx.ptx.new_inner_scope();
+    scope.add_variable_from_value("@sv", v);
+    let call = IdedExpr {
+        id: 0,
+        expr: Expr::Call(CallExpr {
+            func_name: "string".into(),
+            target: None,
+            args: vec![IdedExpr {
+                id: 0,
+                expr: Expr::Ident("@sv".into()),
+            }],
+        }),
+    };
+    scope.resolve(&call)
 }
 
 /// The key under which a lowered `Object.<path>{...}` initializer keeps its type name, for
@@ -481,6 +522,7 @@ fn base_context() -> Context<'static> {
         Ok(v)
     });
     ctx.add_function("@c", call_with_cost);
+    ctx.add_function(STRING_CONVERSION, string_conversion);
     crate::authz::register(&mut ctx);
     ctx.add_function(
         "jsonpatch.escapeKey",

@@ -295,4 +295,39 @@ mod tests {
             "cel expression must evaluate to a bool"
         );
     }
+
+    #[test]
+    fn string_converts_as_cel_go() {
+        let obj = json!({"spec": {"enabled": true, "off": false, "n": 3, "s": "x"}});
+        // (expression, result): cel-go's `string` overloads, on typed and `dyn` operands.
+        let cases = [
+            ("string(true)", "true"),
+            ("string(false)", "false"),
+            ("string(object.spec.enabled)", "true"),
+            ("string(object.spec.off)", "false"),
+            ("string(1 < 2)", "true"),
+            ("string(object.spec.n)", "3"),
+            ("string(-7)", "-7"),
+            ("string(7u)", "7"),
+            ("string(1.5)", "1.5"),
+            ("string(object.spec.s)", "x"),
+            ("string(b'abc')", "abc"),
+            ("string(duration('90s'))", "1m30s"),
+            ("string(ip('10.0.0.1'))", "10.0.0.1"),
+            ("string(cidr('10.0.0.0/8'))", "10.0.0.0/8"),
+            ("'enabled=' + string(object.spec.enabled)", "enabled=true"),
+        ];
+        for (src, want) in cases {
+            let e = Expression::compile_value(src, VARS).unwrap_or_else(|e| panic!("{src}: {e}"));
+            let got = e.eval(&[("object", &obj)], 1_000_000);
+            assert_eq!(got, Ok(json!(want)), "{src}");
+        }
+        // A bool-typed conversion type-checks as a string.
+        let e = Expression::compile_bool("string(true) == 'true'", VARS).expect("compiles");
+        assert_eq!(e.eval_bool(&[], 1_000_000), Ok(true));
+        assert_eq!(
+            Expression::compile_bool("string(true)", VARS).unwrap_err(),
+            "cel expression must evaluate to a bool"
+        );
+    }
 }
