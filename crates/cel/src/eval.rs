@@ -56,8 +56,15 @@ pub(crate) const NAMESPACES: [&str; 9] = [
 thread_local! {
     /// The running evaluation's cost and limit (evaluation is synchronous on one thread).
     static TRACKER: Tracker = const { Tracker { cost: Cell::new(0), limit: Cell::new(i64::MAX), exceeded: Cell::new(false) } };
-    /// The base context: Kubernetes' libraries plus this module's functions, built once per thread.
-    static BASE: Context<'static> = base_context();
+}
+
+/// The base context: Kubernetes' libraries plus this module's functions, built once. Shared by
+/// every thread, so a scope of bound variables ([`scope`]) can outlive one call.
+static BASE: std::sync::LazyLock<Context<'static>> = std::sync::LazyLock::new(base_context);
+
+/// A scope over the base context, for variables bound once and read by several evaluations.
+pub(crate) fn scope() -> Context<'static> {
+    BASE.new_inner_scope()
 }
 
 /// The runtime cost of one evaluation, as cel-go's `CostTracker` counts it.
@@ -787,18 +794,27 @@ pub(crate) fn run(
     vars: &[(&str, Value)],
     limit: i64,
 ) -> (Result<Value, EvalError>, i64) {
+    let mut ctx = scope();
+    for (name, v) in vars {
+        ctx.add_variable_from_value(*name, v.clone());
+    }
+    run_in(program, &ctx, limit)
+}
+
+/// Evaluates `program` in `ctx` (a [`scope`] with the variables bound) under `limit`; returns
+/// the result and the cost charged. Binding a variable converts its whole value to the
+/// interpreter's representation, so a scope bound once serves every expression of a request.
+pub(crate) fn run_in(
+    program: &Program,
+    ctx: &Context<'_>,
+    limit: i64,
+) -> (Result<Value, EvalError>, i64) {
     TRACKER.with(|t| {
         t.cost.set(0);
         t.limit.set(limit);
         t.exceeded.set(false);
     });
-    let result = BASE.with(|base| {
-        let mut ctx = base.new_inner_scope();
-        for (name, v) in vars {
-            ctx.add_variable_from_value(*name, v.clone());
-        }
-        ctx.resolve(&program.expr)
-    });
+    let result = ctx.resolve(&program.expr);
     let (cost, exceeded) = TRACKER.with(|t| (t.cost.get(), t.exceeded.get()));
     let result = match result {
         Ok(v) => Ok(v),

@@ -6,13 +6,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kube_cel::cel::Value;
+use kube_cel::cel::{Context, Value};
 use kube_cel::cel::objects::{Key, Map};
 use serde_json::Value as Json;
 
 use crate::checker::types::Type;
 use crate::checker::{Compat, Env, check};
-use crate::eval::{EvalError, Program, lower, run};
+use crate::eval::{EvalError, Program, lower, run, run_in, scope};
 use crate::parse::parse;
 
 /// A compiled admission expression.
@@ -21,37 +21,55 @@ pub struct Expression {
     program: Program,
 }
 
-/// Variables converted once to CEL values, shared by several evaluations (an admission
-/// policy's conditions, variables and validations see the same object).
-#[derive(Clone, Debug, Default)]
+/// Variables converted once to the interpreter's values and bound in one scope, shared by
+/// several evaluations (an admission policy's conditions, variables and validations see the
+/// same object). Binding converts a whole value (cel 0.13 copies it into its own
+/// representation), so bind once per request, not once per expression.
 pub struct Bindings {
-    vars: Vec<(&'static str, Value)>,
+    scope: Context<'static>,
+    names: Vec<&'static str>,
+}
+
+impl std::fmt::Debug for Bindings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bindings").field("names", &self.names).finish()
+    }
+}
+
+impl Default for Bindings {
+    fn default() -> Self {
+        Bindings {
+            scope: scope(),
+            names: Vec::new(),
+        }
+    }
 }
 
 impl Bindings {
     /// Binds each variable to a JSON value (`null` for an absent one).
     pub fn new(vars: &[(&'static str, &Json)]) -> Self {
-        Bindings {
-            vars: vars.iter().map(|(n, v)| (*n, to_dyn(v))).collect(),
+        let mut b = Bindings::default();
+        for (name, v) in vars {
+            b.set(name, v);
         }
+        b
     }
 
     /// Binds (or rebinds) `name` to an authorizer (the `authorizer` variable).
     pub fn set_authorizer(&mut self, name: &'static str, authorizer: &crate::Authorizer) {
-        let v = authorizer.value();
-        match self.vars.iter_mut().find(|(n, _)| *n == name) {
-            Some(slot) => slot.1 = v,
-            None => self.vars.push((name, v)),
-        }
+        self.bind(name, authorizer.value());
     }
 
     /// Binds (or rebinds) one variable.
     pub fn set(&mut self, name: &'static str, value: &Json) {
-        let v = to_dyn(value);
-        match self.vars.iter_mut().find(|(n, _)| *n == name) {
-            Some(slot) => slot.1 = v,
-            None => self.vars.push((name, v)),
+        self.bind(name, to_dyn(value));
+    }
+
+    fn bind(&mut self, name: &'static str, value: Value) {
+        if !self.names.contains(&name) {
+            self.names.push(name);
         }
+        self.scope.add_variable_from_value(name, value);
     }
 }
 
@@ -182,8 +200,7 @@ impl Expression {
     }
 
     fn eval_cel(&self, b: &Bindings, cost_limit: i64) -> Result<Value, ExpressionError> {
-        let bound: Vec<(&str, Value)> = b.vars.iter().map(|(n, v)| (*n, v.clone())).collect();
-        match run(&self.program, &bound, cost_limit).0 {
+        match run_in(&self.program, &b.scope, cost_limit).0 {
             Ok(v) => Ok(v),
             Err(EvalError::CostLimit) => Err(ExpressionError::CostLimit),
             Err(EvalError::Runtime(e)) => Err(ExpressionError::Runtime(e)),
