@@ -90,7 +90,7 @@ fn charge(n: i64) -> Result<(), ExecutionError> {
 /// A lowered expression, ready to run.
 #[derive(Debug, Clone)]
 pub(crate) struct Program {
-    expr: IdedExpr,
+    pub(crate) expr: IdedExpr,
 }
 
 /// Why an evaluation did not produce a value.

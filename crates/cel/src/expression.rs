@@ -6,8 +6,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kube_cel::cel::{Context, Value};
+use kube_cel::cel::common::ast::{Expr, IdedExpr};
 use kube_cel::cel::objects::{Key, Map};
+use kube_cel::cel::{Context, Value};
 use serde_json::Value as Json;
 
 use crate::checker::types::Type;
@@ -32,7 +33,9 @@ pub struct Bindings {
 
 impl std::fmt::Debug for Bindings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Bindings").field("names", &self.names).finish()
+        f.debug_struct("Bindings")
+            .field("names", &self.names)
+            .finish()
     }
 }
 
@@ -71,6 +74,97 @@ impl Bindings {
         }
         self.scope.add_variable_from_value(name, value);
     }
+}
+
+/// The parts of a variable's value some expressions read: the value's fields along select
+/// chains (`object.spec.replicas` reads `spec.replicas`), or the whole value when an expression
+/// uses the variable any other way (`object.size()` reads `object`'s whole `...`, an index, an
+/// optional select, the variable alone). Binding only what is read saves converting the rest of
+/// a large object (its `managedFields`, say) for every request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reads {
+    whole: bool,
+    paths: Vec<Vec<String>>,
+}
+
+impl Reads {
+    /// Reads of the whole value (what to bind when nothing is known).
+    pub fn whole() -> Self {
+        Reads {
+            whole: true,
+            paths: Vec::new(),
+        }
+    }
+
+    /// Adds what `other` reads.
+    pub fn add(&mut self, other: &Reads) {
+        self.whole |= other.whole;
+        for p in &other.paths {
+            if !self.paths.contains(p) {
+                self.paths.push(p.clone());
+            }
+        }
+    }
+
+    /// `value` with only what is read: every read path that exists, each with its whole
+    /// subtree (a path through something other than an object keeps that whole value).
+    pub fn prune<'v>(&self, value: &'v Json) -> std::borrow::Cow<'v, Json> {
+        if self.whole || !value.is_object() {
+            return std::borrow::Cow::Borrowed(value);
+        }
+        let mut out = Json::Object(serde_json::Map::new());
+        for path in &self.paths {
+            keep(value, &mut out, path);
+        }
+        std::borrow::Cow::Owned(out)
+    }
+}
+
+/// Copies `src` at `path` into `dst` (both at the same place of the value).
+fn keep(src: &Json, dst: &mut Json, path: &[String]) {
+    let (Some((key, rest)), Json::Object(m)) = (path.split_first(), src) else {
+        *dst = src.clone();
+        return;
+    };
+    let Some(child) = m.get(key) else {
+        return;
+    };
+    let Some(d) = dst.as_object_mut() else {
+        return;
+    };
+    let slot = d.entry(key.clone()).or_insert_with(|| {
+        if rest.is_empty() || !child.is_object() {
+            child.clone()
+        } else {
+            Json::Object(serde_json::Map::new())
+        }
+    });
+    if !rest.is_empty() {
+        keep(child, slot, rest);
+    }
+}
+
+/// Collects what `e` reads of `var` into `out`.
+fn collect_reads(e: &mut IdedExpr, var: &str, out: &mut Reads) {
+    // A select chain rooted at the variable: its fields, outermost last.
+    let mut fields = Vec::new();
+    let mut at: &IdedExpr = e;
+    while let Expr::Select(s) = &at.expr {
+        fields.push(s.field.clone());
+        at = &s.operand;
+    }
+    if matches!(&at.expr, Expr::Ident(n) if n == var) {
+        if fields.is_empty() {
+            out.whole = true;
+        } else {
+            fields.reverse();
+            if !out.paths.contains(&fields) {
+                out.paths.push(fields);
+            }
+        }
+        return;
+    }
+    crate::parse::children_mut(e, &mut |c| collect_reads(c, var, out));
 }
 
 /// Why an evaluation failed.
@@ -173,6 +267,14 @@ impl Expression {
         Ok(Expression {
             program: lower(expr, &checked),
         })
+    }
+
+    /// What this expression reads of the variable `var` (see [`Reads`]).
+    pub fn reads(&self, var: &str) -> Reads {
+        let mut out = Reads::default();
+        let mut expr = self.program.expr.clone();
+        collect_reads(&mut expr, var, &mut out);
+        out
     }
 
     /// Evaluates to a JSON value (timestamps, durations and bytes as their strings), with each
@@ -346,5 +448,53 @@ mod tests {
             Expression::compile_bool("string(true)", VARS).unwrap_err(),
             "cel expression must evaluate to a bool"
         );
+    }
+
+    #[test]
+    fn reads_name_what_expressions_select_and_prune_the_rest() {
+        let obj = json!({"metadata": {"name": "a", "managedFields": [{"manager": "m"}]},
+            "spec": {"replicas": 3, "big": {"x": 1}}, "status": {"ok": true}});
+        // (expressions, what `object` keeps)
+        let cases = [
+            (
+                vec![
+                    "object.spec.replicas < 5",
+                    "object.metadata.name.size() < 64",
+                ],
+                json!({"metadata": {"name": "a"}, "spec": {"replicas": 3}}),
+            ),
+            (vec!["has(object.spec.missing)"], json!({"spec": {}})),
+            (
+                vec!["object.spec.size() > 0", "object.spec.replicas > 1"],
+                json!({"spec": {"replicas": 3, "big": {"x": 1}}}),
+            ),
+            (
+                vec!["object.spec.all(k, k != 'x')"],
+                json!({"spec": {"replicas": 3, "big": {"x": 1}}}),
+            ),
+            // The variable used whole, indexed or with an optional select: everything.
+            (vec!["object != null"], obj.clone()),
+            (vec!["object['spec'].replicas > 1"], obj.clone()),
+            (vec!["object.?spec.orValue(1) != 1"], obj.clone()),
+            (vec!["oldObject == null"], json!({})),
+        ];
+        for (sources, want) in cases {
+            let mut reads = Reads::default();
+            for src in &sources {
+                let e =
+                    Expression::compile_bool(src, VARS).unwrap_or_else(|e| panic!("{src}: {e}"));
+                reads.add(&e.reads("object"));
+                // The pruned object gives the same result as the whole one.
+                assert_eq!(
+                    e.eval_bool(
+                        &[("object", &reads.prune(&obj)), ("oldObject", &Json::Null)],
+                        1_000_000
+                    ),
+                    e.eval_bool(&[("object", &obj), ("oldObject", &Json::Null)], 1_000_000),
+                    "{src}"
+                );
+            }
+            assert_eq!(*reads.prune(&obj), want, "{sources:?}");
+        }
     }
 }

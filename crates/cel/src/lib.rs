@@ -33,7 +33,7 @@ mod policy_check;
 mod validator;
 
 pub use authz::{Authorize, Authorizer, AuthzCheck, AuthzDecision};
-pub use expression::{Bindings, Expression, ExpressionError};
+pub use expression::{Bindings, Expression, ExpressionError, Reads};
 pub use policy_check::PolicyTypes;
 
 use crd_core::{ErrorList, Path};

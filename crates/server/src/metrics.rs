@@ -5,7 +5,8 @@
 //! Handles are resolved once: the request path looks up a child by label values (a hash and a
 //! read lock, no allocation once the child exists) and the in-flight gauges are cached.
 //! Other modules record through the small functions here ([`conversion_webhook`],
-//! [`admission_webhook`], [`validating_admission_policy`], [`watch_event`], [`etcd_request`]),
+//! [`admission_webhook`], [`validating_admission_policy`], [`mutating_admission_policy`],
+//! [`watch_event`], [`etcd_request`]),
 //! never through `prometheus` types.
 
 use std::borrow::Cow;
@@ -60,6 +61,8 @@ pub struct Metrics {
     admission_duration: HistogramVec,
     policy_check_total: IntCounterVec,
     policy_check_duration: HistogramVec,
+    mutating_policy_check_total: IntCounterVec,
+    mutating_policy_check_duration: HistogramVec,
     audit_events: IntCounter,
     audit_errors: IntCounterVec,
 }
@@ -233,6 +236,21 @@ impl Metrics {
                     "error_type",
                     "enforcement_action",
                 ],
+            ),
+            mutating_policy_check_total: counter(
+                &registry,
+                "apiserver_mutating_admission_policy_check_total",
+                "[ALPHA] Mutation admission policy check total, labeled by policy and further \
+                 identified by binding.",
+                &["policy", "policy_binding", "error_type"],
+            ),
+            mutating_policy_check_duration: histogram(
+                &registry,
+                "apiserver_mutating_admission_policy_check_duration_seconds",
+                "[ALPHA] Mutation admission latency for individual mutation expressions in \
+                 seconds, labeled by policy and binding.",
+                POLICY_CHECK_BUCKETS,
+                &["policy", "policy_binding", "error_type"],
             ),
             audit_events,
             audit_errors: counter(
@@ -441,6 +459,21 @@ pub fn validating_admission_policy(
     let labels = [policy, binding, error_type, enforcement_action];
     m.policy_check_total.with_label_values(&labels).inc();
     m.policy_check_duration
+        .with_label_values(&labels)
+        .observe(elapsed.as_secs_f64());
+}
+
+/// Records one mutation of a mutating admission policy
+/// (`apiserver_mutating_admission_policy_check_total` and `..._check_duration_seconds`, as
+/// apiserver's `policy/mutating/metrics`): `error_type` is `no_error`, `compile_error`,
+/// `out_of_budget` or `invalid_error`; `elapsed` is the time the mutation took.
+pub fn mutating_admission_policy(policy: &str, binding: &str, error_type: &str, elapsed: Duration) {
+    let m = metrics();
+    let labels = [policy, binding, error_type];
+    m.mutating_policy_check_total
+        .with_label_values(&labels)
+        .inc();
+    m.mutating_policy_check_duration
         .with_label_values(&labels)
         .observe(elapsed.as_secs_f64());
 }

@@ -213,6 +213,19 @@ impl<T> Cache<T> {
             .collect()
     }
 
+    /// The cached objects whose keys start with `prefix`, in key order (a range of the cache,
+    /// not a scan of all of it).
+    pub fn under(&self, prefix: &str) -> Vec<(String, Arc<T>)> {
+        self.read()
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, e)| (k.clone(), e.object.clone()))
+            .collect()
+    }
+
     /// Every cached key, in key order.
     pub fn keys(&self) -> Vec<String> {
         self.read().keys().cloned().collect()

@@ -135,6 +135,17 @@ async fn deny_with_a_param_config_map() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
+    // Params are read through an informer, as upstream's are: the change applies shortly after.
+    eventually("the new param applies", || async {
+        let r = api
+            .post(
+                &format!("{CMS}?dryRun=All"),
+                cm("big", &json!({"a": "1", "b": "2", "c": "3"})),
+            )
+            .await;
+        r.status == 201
+    })
+    .await;
     let r = api
         .post(CMS, cm("big", &json!({"a": "1", "b": "2", "c": "3"})))
         .await;
@@ -143,6 +154,16 @@ async fn deny_with_a_param_config_map() {
     // Without the param, `parameterNotFoundAction: Deny` refuses every matched request.
     let r = api.delete(&format!("{CMS}/limits")).await;
     assert_eq!(r.status, 200, "{}", r.text);
+    eventually("the deleted param is missed", || async {
+        let r = api
+            .post(
+                &format!("{CMS}?dryRun=All"),
+                cm("after", &json!({"a": "1"})),
+            )
+            .await;
+        r.status == 422
+    })
+    .await;
     let r = api.post(CMS, cm("after", &json!({"a": "1"}))).await;
     assert_eq!(r.status, 422, "{}", r.text);
     assert_eq!(

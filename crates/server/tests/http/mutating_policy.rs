@@ -222,6 +222,11 @@ async fn json_patch_and_params() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
+    // Params are read through an informer, as upstream's are: the change applies shortly after.
+    until(&api, "the new param applies", |o| {
+        o["metadata"]["annotations"]["example.com/owner"] == "team-b"
+    })
+    .await;
     let out = create(&api, CMS, cm("three", &json!({}))).await;
     assert_eq!(
         out["metadata"]["annotations"]["example.com/owner"],
@@ -231,6 +236,13 @@ async fn json_patch_and_params() {
     // Without the param, `Deny` refuses the request: a 403 naming policy and binding.
     let r = api.delete(&format!("{CMS}/owner")).await;
     assert_eq!(r.status, 200, "{}", r.text);
+    eventually("the deleted param is missed", || async {
+        let r = api
+            .post(&format!("{CMS}?dryRun=All"), cm("four", &json!({})))
+            .await;
+        r.status == 403
+    })
+    .await;
     let r = api.post(CMS, cm("four", &json!({}))).await;
     assert_eq!(r.status, 403, "{}", r.text);
     let s = r.json();
@@ -532,4 +544,81 @@ async fn the_authorizer_variable_asks_the_server_authorizer() {
         o["metadata"]["annotations"]["can-list-secrets"] == "yes"
     })
     .await;
+}
+
+/// The series of `apiserver_mutating_admission_policy_check_total` for a policy, as `/metrics`
+/// prints them (labels sorted by name), with their values.
+async fn mutation_checks(api: &Api<'_>, policy: &str) -> Vec<(String, u64)> {
+    let r = api.get("/metrics").await;
+    assert_eq!(r.status, 200);
+    r.text
+        .lines()
+        .filter(|l| {
+            l.starts_with("apiserver_mutating_admission_policy_check_total{")
+                && l.contains(&format!("policy=\"{policy}\""))
+        })
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            Some((series.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn mutations_are_counted_with_upstream_labels() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    // One mutation that applies and one that fails at run time (`Ignore`: the request passes).
+    let mutations = json!([
+        {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+            "Object{metadata: Object.metadata{labels: {'counted': 'yes'}}}"}},
+        {"patchType": "JSONPatch", "jsonPatch": {"expression":
+            "[JSONPatch{op: 'add', path: '/data/x', value: object.missing}]"}},
+    ]);
+    create(
+        &api,
+        MAP,
+        policy("counted", &mutations, &json!({"failurePolicy": "Ignore"})),
+    )
+    .await;
+    create(&api, MAPB, binding("counted-b", "counted", &json!({}))).await;
+    until(&api, "the policy labels new config maps", |o| {
+        o["metadata"]["labels"]["counted"] == "yes"
+    })
+    .await;
+    let series = |error_type: &str| {
+        format!(
+            "apiserver_mutating_admission_policy_check_total{{error_type=\"{error_type}\",policy=\"counted\",policy_binding=\"counted-b\"}}"
+        )
+    };
+    let count = |lines: &[(String, u64)], error_type: &str| {
+        lines
+            .iter()
+            .find(|(s, _)| *s == series(error_type))
+            .map_or(0, |(_, v)| *v)
+    };
+    let before = mutation_checks(&api, "counted").await;
+    let out = create(&api, CMS, cm("one", &json!({}))).await;
+    assert_eq!(out["metadata"]["labels"]["counted"], "yes", "{out}");
+    let after = mutation_checks(&api, "counted").await;
+    // Each mutation is counted once: the apply configuration without error, the JSON patch
+    // whose expression failed as `invalid_error`.
+    assert_eq!(
+        count(&after, "no_error"),
+        count(&before, "no_error") + 1,
+        "{after:?}"
+    );
+    assert_eq!(
+        count(&after, "invalid_error"),
+        count(&before, "invalid_error") + 1,
+        "{after:?}"
+    );
+    let r = api.get("/metrics").await;
+    assert!(
+        r.text.contains(
+            "# TYPE apiserver_mutating_admission_policy_check_duration_seconds histogram"
+        ),
+        "{}",
+        r.text
+    );
 }

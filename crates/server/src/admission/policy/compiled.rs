@@ -1,11 +1,12 @@
 //! A stored admission policy (`ValidatingAdmissionPolicy`, `MutatingAdmissionPolicy`) or
 //! binding, compiled once when the informer sees it: match resources with parsed selectors, and
 //! every CEL expression compiled (a compilation error is kept and reported when the policy
-//! matches, as upstream's `ConfigurationError` is). Both kinds share every field but
+//! matches, as upstream's `ConfigurationError` is), and what the expressions read of each
+//! variable (bound pruned to it, [`crd_cel::Reads`]). Both kinds share every field but
 //! `validations`/`auditAnnotations` and `mutations`/`reinvocationPolicy`.
 
 use crd_builtin::admissionpolicy::POLICY_VARIABLES;
-use crd_cel::Expression;
+use crd_cel::{Expression, Reads};
 use crd_core::labels::Selector;
 use serde_json::Value;
 
@@ -151,6 +152,16 @@ pub struct Policy {
     pub uses_request: bool,
     /// Whether an expression may call `authorizer` (else it is bound to null).
     pub uses_authorizer: bool,
+    /// What the expressions read of `object` (bound pruned to it).
+    pub reads_object: Reads,
+    /// What they read of `oldObject`.
+    pub reads_old_object: Reads,
+    /// What they read of `params`.
+    pub reads_params: Reads,
+    /// What they read of `request`.
+    pub reads_request: Reads,
+    /// What they read of `namespaceObject`.
+    pub reads_namespace: Reads,
 }
 
 fn s<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -181,8 +192,49 @@ fn named(
 }
 
 impl Policy {
+    /// Every compiled expression.
+    fn expressions(&self) -> Vec<&Expression> {
+        let mut out: Vec<&Expression> = Vec::new();
+        for named in [
+            &self.match_conditions,
+            &self.variables,
+            &self.audit_annotations,
+        ] {
+            out.extend(named.iter().filter_map(|(_, e)| e.as_ref().ok()));
+        }
+        for v in &self.validations {
+            out.extend(v.expression.as_ref().ok());
+            out.extend(v.message_expression.as_ref().and_then(|m| m.as_ref().ok()));
+        }
+        out.extend(
+            self.mutations
+                .iter()
+                .filter_map(|m| m.expression.as_ref().ok()),
+        );
+        out
+    }
+
+    /// What the expressions read of `var`.
+    fn reads(&self, var: &str) -> Reads {
+        let mut out = Reads::default();
+        for e in self.expressions() {
+            out.add(&e.reads(var));
+        }
+        out
+    }
+
     /// Compiles a stored policy.
     pub fn build(obj: &Value) -> Policy {
+        let mut p = Self::compile(obj);
+        p.reads_object = p.reads("object");
+        p.reads_old_object = p.reads("oldObject");
+        p.reads_params = p.reads("params");
+        p.reads_request = p.reads("request");
+        p.reads_namespace = p.reads("namespaceObject");
+        p
+    }
+
+    fn compile(obj: &Value) -> Policy {
         let spec = obj.get("spec").unwrap_or(&Value::Null);
         let param_kind = spec
             .get("paramKind")
@@ -241,6 +293,11 @@ impl Policy {
             } else {
                 ReinvocationPolicy::Never
             },
+            reads_object: Reads::whole(),
+            reads_old_object: Reads::whole(),
+            reads_params: Reads::whole(),
+            reads_request: Reads::whole(),
+            reads_namespace: Reads::whole(),
         }
     }
 }

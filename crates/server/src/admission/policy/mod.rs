@@ -1,7 +1,7 @@
 //! `ValidatingAdmissionPolicy` admission (apiserver's `plugin/policy/validating` on
 //! `policy/generic`): policies and bindings followed by two informers so matching is in memory
 //! ([`Policies::run`]), and the dispatcher ([`Policies::validate`]): match constraints, binding
-//! match resources, params read from storage, match conditions, variables, validations with
+//! match resources, params and namespaces read from informers, match conditions, variables, validations with
 //! their `Deny`/`Warn`/`Audit` actions, audit annotations, failure policy.
 //!
 //! The same plugin type follows `MutatingAdmissionPolicy`s ([`Sources::mutating`]); their
@@ -12,7 +12,8 @@
 //! (mutations applied as apply configurations or JSON patches, reinvocation).
 //!
 //! Architecture Invariant: a request never reads policies or bindings from storage; it reads
-//! the snapshot the informers last published. Params are read from storage by key.
+//! the snapshot the informers last published. Params come from one informer per param kind
+//! (from storage by key only until that informer has synced).
 
 pub mod compiled;
 pub mod mutating;
@@ -89,6 +90,37 @@ pub struct Policies {
     synced: watch::Sender<bool>,
     /// What `authorizer` in the policies' expressions asks.
     pub authorizer: super::authorizer::SharedAuthorizer,
+    /// Params and namespaces served from informers, as upstream's listers serve them.
+    listers: Listers,
+}
+
+/// One informer per storage root a request reads (a param kind's, namespaces'), started by the
+/// first request that needs it (once [`Policies::run`] has given the shutdown signal); until it
+/// has synced, objects are read from storage. Informers are kept for the server's life, like
+/// upstream's per-`paramKind` informers while a policy names the kind.
+#[derive(Default)]
+struct Listers {
+    shutdown: std::sync::OnceLock<watch::Receiver<bool>>,
+    roots: Mutex<std::collections::HashMap<String, (Cache<Value>, watch::Receiver<bool>)>>,
+}
+
+impl Listers {
+    /// The synced cache of the objects under `root` (`<key root>/`), starting its informer on
+    /// first use; `None` while it is not synced (or informers cannot run).
+    fn synced(&self, store: &Arc<dyn Store>, root: &str) -> Option<Cache<Value>> {
+        let shutdown = self.shutdown.get()?;
+        let mut roots = self
+            .roots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (cache, synced) = roots.entry(root.to_string()).or_insert_with(|| {
+            let mut informer = Informer::json(store.clone(), root, shutdown.clone());
+            let entry = (informer.cache(), informer.synced());
+            tokio::spawn(async move { while informer.next().await.is_some() {} });
+            entry
+        });
+        (*synced.borrow()).then(|| cache.clone())
+    }
 }
 
 /// A policy whose constraints match the request.
@@ -105,7 +137,7 @@ struct Bound<'h> {
     matched: super::Versioned,
     /// The bindings that match, in order, each with its params (`[null]` without params) or
     /// its configuration error (`failed to configure binding: ...`).
-    bindings: Vec<(&'h Binding, Result<Vec<Value>, String>)>,
+    bindings: Vec<(&'h Binding, Result<Vec<Arc<Value>>, String>)>,
 }
 
 /// What [`Policies::matching`] found.
@@ -182,6 +214,7 @@ impl Policies {
             snapshot: RwLock::new(Arc::new(Vec::new())),
             synced: watch::Sender::new(false),
             authorizer: super::authorizer::SharedAuthorizer::default(),
+            listers: Listers::default(),
         }
     }
 
@@ -198,6 +231,7 @@ impl Policies {
 
     /// Follows policies and bindings and publishes a snapshot after every change.
     pub async fn run(self: Arc<Self>, shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+        let _ = self.listers.shutdown.set(shutdown.clone());
         let mut policies = Informer::new(
             self.store.clone(),
             self.sources.policies.clone(),
@@ -431,7 +465,7 @@ impl Policies {
                         object: obj.unwrap_or(&Value::Null),
                         old: old.unwrap_or(&Value::Null),
                         request,
-                        params: param,
+                        params: param.as_ref(),
                         namespace: &found.namespace,
                         authorizer: policy.uses_authorizer.then(|| {
                             &*authorizer.get_or_insert_with(|| self.authorizer.for_request(attrs))
@@ -546,25 +580,31 @@ impl Policies {
             return Ok(obj.cloned());
         }
         let info = self.namespaces.info();
+        let key = info.key(None, target.namespace);
+        if let Some((root, _)) = key.rsplit_once('/')
+            && let Some(cache) = self.listers.synced(&self.store, &format!("{root}/"))
+        {
+            return Ok(cache.get(&key).map(|ns| (*ns).clone()));
+        }
         let gr = info.group_resource();
         let kv = self
             .store
-            .get(&info.key(None, target.namespace))
+            .get(&key)
             .await
             .map_err(|e| ApiError::storage(&gr, target.namespace, e))?;
         Ok(kv.and_then(|kv| serde_json::from_slice(&kv.value).ok()))
     }
 
     /// `CollectParams`: the params a binding selects (`[null]` without a `paramKind` or a
-    /// `paramRef`).
+    /// `paramRef`), from the param kind's informer once it has synced, else from storage.
     async fn params(
         &self,
         policy: &Policy,
         binding: &Binding,
         namespace: &str,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Arc<Value>>, String> {
         let (Some((api_version, kind)), Some(pr)) = (&policy.param_kind, &binding.param_ref) else {
-            return Ok(vec![Value::Null]);
+            return Ok(vec![Arc::new(Value::Null)]);
         };
         let Some((root, namespaced)) = self.param_root(api_version, kind) else {
             return Err(format!(
@@ -591,38 +631,59 @@ impl Policies {
         } else {
             format!("{root}/")
         };
-        let mut params = Vec::new();
-        if pr.name.is_empty() {
-            let selector = match &pr.selector {
-                Some(Ok(s)) => s.clone(),
+        let selector = if pr.name.is_empty() {
+            match &pr.selector {
+                Some(Ok(s)) => Some(s),
                 Some(Err(e)) => return Err(e.clone()),
                 None => return Err("one of name or selector must be provided".into()),
-            };
-            let mut pages = Pages::latest(self.store.as_ref(), prefix.clone(), 500);
-            while let Some(page) = pages.next_page().await.map_err(|e| e.to_string())? {
-                for kv in page {
-                    // Only direct children: a cluster-wide prefix must not reach nested keys.
-                    if kv.key[prefix.len()..].contains('/') {
-                        continue;
-                    }
-                    let Ok(p) = serde_json::from_slice::<Value>(&kv.value) else {
-                        continue;
-                    };
-                    if selector.matches_json(p.pointer("/metadata/labels")) {
-                        params.push(p);
-                    }
-                }
             }
         } else {
-            let kv = self
-                .store
-                .get(&format!("{prefix}{}", pr.name))
-                .await
-                .map_err(|e| e.to_string())?;
-            if let Some(p) = kv.and_then(|kv| serde_json::from_slice::<Value>(&kv.value).ok()) {
-                params.push(p);
-            }
-        }
+            None
+        };
+        // Only direct children: a cluster-wide prefix must not reach nested keys.
+        let selected = |key: &str, p: &Value| {
+            !key[prefix.len()..].contains('/')
+                && selector.is_some_and(|s| s.matches_json(p.pointer("/metadata/labels")))
+        };
+        let mut params: Vec<Arc<Value>> =
+            if let Some(cache) = self.listers.synced(&self.store, &format!("{root}/")) {
+                if selector.is_some() {
+                    cache
+                        .under(&prefix)
+                        .into_iter()
+                        .filter(|(k, p)| selected(k, p))
+                        .map(|(_, p)| p)
+                        .collect()
+                } else {
+                    cache
+                        .get(&format!("{prefix}{}", pr.name))
+                        .into_iter()
+                        .collect()
+                }
+            } else if selector.is_some() {
+                let mut found = Vec::new();
+                let mut pages = Pages::latest(self.store.as_ref(), prefix.clone(), 500);
+                while let Some(page) = pages.next_page().await.map_err(|e| e.to_string())? {
+                    for kv in page {
+                        if let Some(p) = crate::controllers::informer::decode_json(&kv)
+                            && selected(&kv.key, &p)
+                        {
+                            found.push(Arc::new(p));
+                        }
+                    }
+                }
+                found
+            } else {
+                let kv = self
+                    .store
+                    .get(&format!("{prefix}{}", pr.name))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                kv.and_then(|kv| crate::controllers::informer::decode_json(&kv))
+                    .map(Arc::new)
+                    .into_iter()
+                    .collect()
+            };
         if params.is_empty() {
             if pr.deny_when_missing {
                 return Err(
@@ -632,9 +693,12 @@ impl Policies {
             return Ok(Vec::new());
         }
         for p in &mut params {
-            if let Some(m) = p.as_object_mut() {
-                m.entry("apiVersion").or_insert_with(|| json!(api_version));
-                m.entry("kind").or_insert_with(|| json!(kind));
+            if p.get("apiVersion").is_none() || p.get("kind").is_none() {
+                let m = Arc::make_mut(p);
+                if let Some(m) = m.as_object_mut() {
+                    m.entry("apiVersion").or_insert_with(|| json!(api_version));
+                    m.entry("kind").or_insert_with(|| json!(kind));
+                }
             }
         }
         Ok(params)
@@ -720,14 +784,17 @@ struct Vars<'a> {
     authorizer: Option<&'a crd_cel::Authorizer>,
 }
 
-/// Binds the policy variables.
-fn bind(v: &Vars<'_>, variables: &Value) -> crd_cel::Bindings {
+/// Binds the policy variables, each pruned to what the policy reads of it.
+fn bind(policy: &Policy, v: &Vars<'_>, variables: &Value) -> crd_cel::Bindings {
     let mut b = crd_cel::Bindings::new(&[
-        ("object", v.object),
-        ("oldObject", v.old),
-        ("request", v.request),
-        ("params", v.params),
-        ("namespaceObject", v.namespace),
+        ("object", &policy.reads_object.prune(v.object)),
+        ("oldObject", &policy.reads_old_object.prune(v.old)),
+        ("request", &policy.reads_request.prune(v.request)),
+        ("params", &policy.reads_params.prune(v.params)),
+        (
+            "namespaceObject",
+            &policy.reads_namespace.prune(v.namespace),
+        ),
         ("variables", variables),
         ("authorizer", &Value::Null),
     ]);
@@ -769,7 +836,7 @@ impl Prepared {
 fn prepare(policy: &Policy, v: &Vars<'_>) -> Result<Option<Prepared>, (String, bool)> {
     let mut variables = serde_json::Map::new();
     // Match conditions: all must be true; errors decide by the failure policy.
-    let mut bound = bind(v, &Value::Object(serde_json::Map::new()));
+    let mut bound = bind(policy, v, &Value::Object(serde_json::Map::new()));
     let mut condition_error = None;
     for (name, expr) in &policy.match_conditions {
         let r = match expr {

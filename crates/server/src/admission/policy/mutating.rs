@@ -5,7 +5,8 @@
 //! (`crd_merge::apply::merge_configuration`), or a `JSONPatch` applied as evanphx/json-patch
 //! does (a failed `test` leaves the object as it was). Errors become policy errors the failure
 //! policy decides on ([`policy_errors`]); reinvocation follows `policyReinvokeContext`
-//! ([`Reinvocation`]).
+//! ([`Reinvocation`]). Each mutation is counted and timed in
+//! `apiserver_mutating_admission_policy_check_*` (upstream's `policy/mutating/metrics`).
 
 use std::collections::HashSet;
 
@@ -119,7 +120,7 @@ impl Policies {
                 match params {
                     Ok(ps) => invocations.extend(
                         ps.iter()
-                            .map(|p| (policy.as_ref(), *binding, p, &bound.matched)),
+                            .map(|p| (policy.as_ref(), *binding, p.as_ref(), &bound.matched)),
                     ),
                     Err(e) => errors.push(PolicyError::new(policy, Some(binding), e.clone(), "")),
                 }
@@ -238,6 +239,7 @@ fn invoke(
     }
     let mut errors = Vec::new();
     for m in &policy.mutations {
+        let started = std::time::Instant::now();
         let patched = m
             .expression
             .as_ref()
@@ -257,15 +259,44 @@ fn invoke(
                     PatchType::JsonPatch => json_patch(obj, value),
                 }
             });
+        let (policy_name, binding_name) = (&key.0, &key.1);
         match patched {
             Ok(new) => {
+                crate::metrics::mutating_admission_policy(
+                    policy_name,
+                    binding_name,
+                    "no_error",
+                    started.elapsed(),
+                );
                 *obj = new;
-                prepared.bound.set("object", obj);
+                prepared
+                    .bound
+                    .set("object", &policy.reads_object.prune(obj));
             }
-            Err(e) => errors.push(e),
+            Err(e) => {
+                crate::metrics::mutating_admission_policy(
+                    policy_name,
+                    binding_name,
+                    error_type(&e),
+                    started.elapsed(),
+                );
+                errors.push(e);
+            }
         }
     }
     errors
+}
+
+/// The metrics' `error_type` of a failed mutation, decided on its text as upstream's
+/// `mutating.ErrorType` does.
+fn error_type(message: &str) -> &'static str {
+    if message.starts_with("compilation") {
+        "compile_error"
+    } else if message.starts_with("validation failed due to running out of cost budget") {
+        "out_of_budget"
+    } else {
+        "invalid_error"
+    }
 }
 
 /// An `ApplyConfiguration` result merged into `obj` (`applyConfigPatcher.Patch`).
