@@ -35,7 +35,7 @@ impl std::fmt::Debug for Bindings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Bindings")
             .field("names", &self.names)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 

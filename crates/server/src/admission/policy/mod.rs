@@ -94,6 +94,12 @@ pub struct Policies {
     listers: Listers,
 }
 
+/// An informer's cache and whether it has synced.
+type Lister = (Cache<Value>, watch::Receiver<bool>);
+
+/// A binding's params (`[null]` without params), or its configuration error.
+type Params = Result<Vec<Arc<Value>>, String>;
+
 /// One informer per storage root a request reads (a param kind's, namespaces'), started by the
 /// first request that needs it (once [`Policies::run`] has given the shutdown signal); until it
 /// has synced, objects are read from storage. Informers are kept for the server's life, like
@@ -101,7 +107,7 @@ pub struct Policies {
 #[derive(Default)]
 struct Listers {
     shutdown: std::sync::OnceLock<watch::Receiver<bool>>,
-    roots: Mutex<std::collections::HashMap<String, (Cache<Value>, watch::Receiver<bool>)>>,
+    roots: Mutex<std::collections::HashMap<String, Lister>>,
 }
 
 impl Listers {
@@ -137,7 +143,7 @@ struct Bound<'h> {
     matched: super::Versioned,
     /// The bindings that match, in order, each with its params (`[null]` without params) or
     /// its configuration error (`failed to configure binding: ...`).
-    bindings: Vec<(&'h Binding, Result<Vec<Arc<Value>>, String>)>,
+    bindings: Vec<(&'h Binding, Params)>,
 }
 
 /// What [`Policies::matching`] found.
