@@ -1,9 +1,10 @@
 //! An apply configuration merged into an object without field ownership, as a mutating
 //! admission policy's `ApplyConfiguration` patch is applied (apiserver's
 //! `policy/mutating/patch/smd.go`, `ApplyStructuredMergeDiff`): the configuration is typed by
-//! the object's schema, refused when it sets an atomic list, map or struct (the whole value
-//! would be replaced), and merged with SMD's `Merge` (granular maps by key, lists of type `map`
-//! by their keys, sets by value, atomic values replaced).
+//! the object's schema (a field the schema does not declare is refused), refused when it sets
+//! an atomic list, map or struct (the whole value would be replaced), and merged with SMD's
+//! `Merge` (granular maps by key, lists of type `map` by their keys, sets by value, atomic
+//! values replaced).
 
 use serde_json::Value;
 
@@ -16,6 +17,28 @@ use super::typed::{merge, to_field_set};
 /// `invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.x`,
 /// `failed to convert original object to typed object: ...` or `failed to merge patch: ...`.
 pub fn merge_configuration(schema: &Schema, live: &Value, config: &Value) -> Result<Value, String> {
+    let mut undeclared = Vec::new();
+    find_undeclared(
+        schema,
+        schema.root(),
+        config,
+        &mut Vec::new(),
+        &mut undeclared,
+    );
+    if !undeclared.is_empty() {
+        let errors = undeclared
+            .iter()
+            .map(|p| format!("{p}: field not declared in schema"))
+            .collect::<Vec<_>>();
+        return Err(format!(
+            "failed to convert patch object to typed object: {}",
+            if errors.len() == 1 {
+                errors.join("")
+            } else {
+                format!("errors:\n  {}", errors.join("\n  "))
+            }
+        ));
+    }
     to_field_set(schema, config)
         .map_err(|e| format!("failed to convert patch object to typed object: {e}"))?;
     let mut atomics = Vec::new();
@@ -29,6 +52,46 @@ pub fn merge_configuration(schema: &Schema, live: &Value, config: &Value) -> Res
     to_field_set(schema, live)
         .map_err(|e| format!("failed to convert original object to typed object: {e}"))?;
     merge(schema, live, config).map_err(|e| format!("failed to merge patch: {e}"))
+}
+
+/// SMD's typed conversion of the configuration (`validatingObjectWalker.visitMapItems`): the
+/// paths (`.spec.x`) of fields a struct does not declare (and whose map takes no other keys);
+/// a struct stops at its first such field, as SMD's walk does. Lists are walked by their items'
+/// path elements; schemaless (deduced) parts take anything.
+fn find_undeclared(
+    schema: &Schema,
+    ty: TypeId,
+    v: &Value,
+    path: &mut Vec<PathElement>,
+    out: &mut Vec<String>,
+) {
+    let text = |path: &[PathElement]| path.iter().map(ToString::to_string).collect::<String>();
+    match (schema.node(ty), v) {
+        (Node::Map { fields, elem, .. }, Value::Object(m)) => {
+            for (k, child) in m {
+                let Some(ct) = fields.get(k).copied().or(*elem) else {
+                    path.push(PathElement::Field(k.clone()));
+                    out.push(text(path));
+                    path.pop();
+                    return;
+                };
+                path.push(PathElement::Field(k.clone()));
+                find_undeclared(schema, ct, child, path, out);
+                path.pop();
+            }
+        }
+        (Node::List { elem, kind }, Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let Ok(pe) = super::typed::item_element(kind, i, item) else {
+                    continue;
+                };
+                path.push(pe);
+                find_undeclared(schema, *elem, item, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
 }
 
 /// SMD's `findAtomics`: the paths (`.spec.selector`, `.spec.items[0].tags`) of atomic maps,
@@ -142,6 +205,19 @@ mod tests {
             (
                 json!({"spec": {"args": ["x"], "selector": {"a": "b"}}}),
                 Err("invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.args, .spec.selector".to_string()),
+            ),
+            // Fields the schema does not declare are refused, as SMD's typed conversion does.
+            (
+                json!({"spec": {"replicas": 2, "unknown": 1}}),
+                Err("failed to convert patch object to typed object: .spec.unknown: field not declared in schema".to_string()),
+            ),
+            (
+                json!({"spec": {"ports": [{"name": "http", "bogus": 1}]}}),
+                Err("failed to convert patch object to typed object: .spec.ports[name=\"http\"].bogus: field not declared in schema".to_string()),
+            ),
+            (
+                json!({"metadata": {"labels": {"a": "b"}, "bogus": 1}}),
+                Err("failed to convert patch object to typed object: .metadata.bogus: field not declared in schema".to_string()),
             ),
             (
                 json!({"spec": {"ports": [{"port": 1}]}}),

@@ -622,3 +622,44 @@ async fn mutations_are_counted_with_upstream_labels() {
         r.text
     );
 }
+
+#[tokio::test]
+async fn apply_configurations_are_typed_by_the_kind_schema() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let mut crd = crd_json("typed.example.com", "widgets", "Widget", "Namespaced");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+    });
+    api.create_crd(crd).await;
+    // `spec.replica` is not in the schema: upstream's typed conversion refuses the configuration
+    // (a field the schema declares goes through).
+    let mut p = policy(
+        "typo",
+        &apply("Object{spec: Object.spec{size: 1, replica: 3}}"),
+        &json!({}),
+    );
+    p["spec"]["matchConstraints"]["resourceRules"] = json!([{
+        "operations": ["CREATE"], "apiGroups": ["typed.example.com"], "apiVersions": ["v1"],
+        "resources": ["widgets"],
+    }]);
+    create(&api, MAP, p).await;
+    create(&api, MAPB, binding("typo", "typo", &json!({}))).await;
+    let widgets = "/apis/typed.example.com/v1/namespaces/default/widgets";
+    let widget = |name: &str| json!({"apiVersion": "typed.example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": {}});
+    eventually("the policy is in effect", || async {
+        api.post(&format!("{widgets}?dryRun=All"), widget("probe"))
+            .await
+            .status
+            == 403
+    })
+    .await;
+    let r = api.post(widgets, widget("w")).await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    let message = "policy 'typo' with binding 'typo' denied request: error applying patch: failed to convert patch object to typed object: .spec.replica: field not declared in schema";
+    let s = r.json();
+    assert_eq!(s["reason"], "Invalid", "{s}");
+    assert_eq!(s["message"], message);
+    assert_eq!(s["details"]["causes"], json!([{"message": message}]));
+}

@@ -119,6 +119,9 @@ impl Listers {
             .roots
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((cache, synced)) = roots.get(root) {
+            return (*synced.borrow()).then(|| cache.clone());
+        }
         let (cache, synced) = roots.entry(root.to_string()).or_insert_with(|| {
             let mut informer = Informer::json(store.clone(), root, shutdown.clone());
             let entry = (informer.cache(), informer.synced());
