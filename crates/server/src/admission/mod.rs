@@ -159,12 +159,15 @@ impl Admission {
             registry.clone(),
             policy::Sources::builtin(),
         ));
-        let mutating_policies = Arc::new(policy::Policies::new(
-            store.clone(),
-            namespaces.clone(),
-            registry.clone(),
-            policy::Sources::mutating(),
-        ));
+        let mutating_policies = Arc::new(
+            policy::Policies::new(
+                store.clone(),
+                namespaces.clone(),
+                registry.clone(),
+                policy::Sources::mutating(),
+            )
+            .sharing_informers_of(&policies),
+        );
         let webhooks = Arc::new(webhook::Webhooks::new(
             store.clone(),
             namespaces.clone(),

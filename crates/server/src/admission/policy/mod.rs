@@ -91,7 +91,7 @@ pub struct Policies {
     /// What `authorizer` in the policies' expressions asks.
     pub authorizer: super::authorizer::SharedAuthorizer,
     /// Params and namespaces served from informers, as upstream's listers serve them.
-    listers: Listers,
+    listers: Arc<Listers>,
 }
 
 /// An informer's cache and whether it has synced.
@@ -223,8 +223,16 @@ impl Policies {
             snapshot: RwLock::new(Arc::new(Vec::new())),
             synced: watch::Sender::new(false),
             authorizer: super::authorizer::SharedAuthorizer::default(),
-            listers: Listers::default(),
+            listers: Arc::default(),
         }
+    }
+
+    /// This plugin reading params and namespaces through `other`'s informers (validating and
+    /// mutating policies naming the same param kind share one informer of it).
+    #[must_use]
+    pub fn sharing_informers_of(mut self, other: &Policies) -> Self {
+        self.listers = Arc::clone(&other.listers);
+        self
     }
 
     /// Turns true once both informers have delivered their first list.
