@@ -42,6 +42,10 @@ pub(crate) fn apply(config: &mut ServerConfig, name: &str, value: &str) -> anyho
         }
         "max-object-size" => config.limits.max_object_size = number()?,
         "audit-policy-file" => config.audit.policy_file = Some(PathBuf::from(value)),
+        "runtime-config" => {
+            config.runtime_config = crd_server::runtime_config::RuntimeConfig::parse(value)
+                .map_err(|e| anyhow::anyhow!("--{name}={value}: {e}"))?;
+        }
         other => {
             anyhow::bail!("--{other} is not a flag the harness sets; use Builder::configure for it")
         }

@@ -87,14 +87,24 @@ fn raw_schemas(obj: &Value) -> Vec<Value> {
 /// update checks): the typed CRD checks, then each version's structural-schema checks and CEL
 /// rule checks. Public so the fuzz targets drive exactly the server's chain.
 pub fn validate_typed(obj: &Value, old: Option<&Value>) -> ErrorList {
+    validate_typed_at(obj, old, crd_core::crd::RequestVersion::V1)
+}
+
+/// [`validate_typed`] for a write through `at` (v1 objects; a v1beta1 write is converted
+/// first), with the rules upstream relaxes for v1beta1.
+pub fn validate_typed_at(
+    obj: &Value,
+    old: Option<&Value>,
+    at: crd_core::crd::RequestVersion,
+) -> ErrorList {
     let Ok(new) = serde_json::from_value::<CustomResourceDefinition>(obj.clone()) else {
         return ErrorList::new();
     };
     let mut errs = match old
         .and_then(|o| serde_json::from_value::<CustomResourceDefinition>(o.clone()).ok())
     {
-        Some(old) => crd_core::crd::validate_update(&new, &old),
-        None => crd_core::crd::validate_create(&new),
+        Some(old) => crd_core::crd::validate_update_at(&new, &old, at),
+        None => crd_core::crd::validate_create_at(&new, at),
     };
     // The structural-schema rules, on the raw JSON (so that fields the typed model drops are
     // still seen), at upstream's internal paths; ratcheted on update.
