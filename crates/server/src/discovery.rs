@@ -342,7 +342,10 @@ type BuiltinGroup = (&'static str, Vec<(&'static str, Vec<Resource>)>);
 /// (`admissionregistration.k8s.io` v1 and v1beta1) lists them highest priority first.
 fn builtin() -> Vec<BuiltinGroup> {
     let mut groups: Vec<BuiltinGroup> = vec![
-        ("apiextensions.k8s.io", vec![("v1", vec![crd_resource("v1")])]),
+        (
+            "apiextensions.k8s.io",
+            vec![("v1", vec![crd_resource("v1")])],
+        ),
         (
             "storagemigration.k8s.io",
             vec![("v1alpha1", vec![svm_resource()])],
@@ -479,7 +482,10 @@ pub fn groups(registry: &Registry) -> Value {
 
 /// `GET /apis/<group>`, or `None` when the group is not served.
 pub fn group(registry: &Registry, name: &str) -> Option<Value> {
-    if let Some((_, vs)) = builtin_served(registry).into_iter().find(|(g, _)| *g == name) {
+    if let Some((_, vs)) = builtin_served(registry)
+        .into_iter()
+        .find(|(g, _)| *g == name)
+    {
         let mut g = group_json(name, &version_names(&vs));
         g["kind"] = json!("APIGroup");
         g["apiVersion"] = json!("v1");

@@ -582,8 +582,9 @@ fn builtin_kinds(
 
 fn apiextensions(version: &str) -> Value {
     let g = gvk("apiextensions.k8s.io", version, "CustomResourceDefinition");
-    let name =
-        format!("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{version}.CustomResourceDefinition");
+    let name = format!(
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{version}.CustomResourceDefinition"
+    );
     let mut paths = serde_json::Map::new();
     resource_paths(
         &mut paths,

@@ -74,17 +74,29 @@ fn every_seed_example_applies_and_reads_back_at_both_versions() {
         ]);
 
         // At v1beta1: what was sent, with v1beta1's defaults.
-        let beta = get_json(&server, "customresourcedefinitions.v1beta1.apiextensions.k8s.io");
+        let beta = get_json(
+            &server,
+            "customresourcedefinitions.v1beta1.apiextensions.k8s.io",
+        );
         assert_eq!(beta["apiVersion"], "apiextensions.k8s.io/v1beta1", "{file}");
         for field in ["group", "scope", "conversion", "names"] {
-            contains(&beta["spec"][field], &sent["spec"][field], &format!("{file}: spec.{field}"));
+            contains(
+                &beta["spec"][field],
+                &sent["spec"][field],
+                &format!("{file}: spec.{field}"),
+            );
         }
         assert_eq!(
             beta["spec"]["validation"], sent["spec"]["validation"],
             "{file}: top-level validation reads back"
         );
-        let want_preserve = sent["spec"]["preserveUnknownFields"].as_bool().unwrap_or(true);
-        assert_eq!(beta["spec"]["preserveUnknownFields"], want_preserve, "{file}");
+        let want_preserve = sent["spec"]["preserveUnknownFields"]
+            .as_bool()
+            .unwrap_or(true);
+        assert_eq!(
+            beta["spec"]["preserveUnknownFields"], want_preserve,
+            "{file}"
+        );
         let versions = |o: &Value| -> Vec<Value> {
             o["spec"]["versions"]
                 .as_array()
@@ -94,7 +106,10 @@ fn every_seed_example_applies_and_reads_back_at_both_versions() {
                 .collect()
         };
         assert_eq!(versions(&beta), versions(&sent), "{file}");
-        assert_eq!(beta["spec"]["version"], sent["spec"]["versions"][0]["name"], "{file}");
+        assert_eq!(
+            beta["spec"]["version"], sent["spec"]["versions"][0]["name"],
+            "{file}"
+        );
 
         // At v1: the same CRD, with the top-level fields in every version.
         let v1 = get_json(&server, "customresourcedefinitions.v1.apiextensions.k8s.io");
@@ -124,7 +139,9 @@ fn every_seed_example_applies_and_reads_back_at_both_versions() {
             assert_eq!(review, &want, "{file}: conversionReviewVersions");
         }
         assert_eq!(
-            v1["spec"].get("preserveUnknownFields").and_then(Value::as_bool),
+            v1["spec"]
+                .get("preserveUnknownFields")
+                .and_then(Value::as_bool),
             want_preserve.then_some(true),
             "{file}"
         );
@@ -197,16 +214,25 @@ fn without_the_flag_kubectl_says_what_1_32_says() {
     let out = server.kubectl(&["api-versions"]);
     let versions = String::from_utf8_lossy(&out.stdout);
     assert!(versions.contains("apiextensions.k8s.io/v1\n"), "{versions}");
-    assert!(!versions.contains("apiextensions.k8s.io/v1beta1"), "{versions}");
+    assert!(
+        !versions.contains("apiextensions.k8s.io/v1beta1"),
+        "{versions}"
+    );
 }
 
 #[test]
 fn with_the_flag_discovery_lists_v1beta1() {
     let server = with_flag();
     let versions = server.kubectl_ok(&["api-versions"]);
-    assert!(versions.contains("apiextensions.k8s.io/v1beta1\n"), "{versions}");
+    assert!(
+        versions.contains("apiextensions.k8s.io/v1beta1\n"),
+        "{versions}"
+    );
     let resources = server.kubectl_ok(&["api-resources", "--api-group=apiextensions.k8s.io"]);
-    assert!(resources.contains("apiextensions.k8s.io/v1 "), "{resources}");
+    assert!(
+        resources.contains("apiextensions.k8s.io/v1 "),
+        "{resources}"
+    );
     // kubectl lists a resource once, at its preferred version (v1).
     assert!(!resources.contains("v1beta1"), "{resources}");
 }

@@ -186,10 +186,10 @@ pub fn validate_update_at(
         v1beta1,
         require_schema: !v1beta1
             && old.spec.versions.iter().all(|v| {
-            v.schema
-                .as_ref()
-                .is_some_and(|s| s.open_api_v3_schema.is_some())
-        }),
+                v.schema
+                    .as_ref()
+                    .is_some_and(|s| s.open_api_v3_schema.is_some())
+            }),
         require_recognized_review_version: old
             .spec
             .conversion

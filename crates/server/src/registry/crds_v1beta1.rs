@@ -41,6 +41,20 @@ fn to_v1(obj: &Value) -> Value {
     v1beta1::to_v1(obj.clone())
 }
 
+/// Takes what the v1 strategy's preparation set (metadata such as `generation`, and
+/// `status`) from its v1 form, keeping the v1beta1 body's spec as written so that the v1beta1
+/// checks see it.
+fn carry_over(obj: &mut Value, v1: &Value) {
+    if let Some(m) = obj.as_object_mut() {
+        for field in ["metadata", "status"] {
+            match v1.get(field) {
+                Some(v) => m.insert(field.into(), v.clone()),
+                None => m.remove(field),
+            };
+        }
+    }
+}
+
 fn v1_unknown_fields(v1: &Value) -> Vec<String> {
     super::pipeline::typed_unknown_fields::<CustomResourceDefinition>(v1)
 }
@@ -68,8 +82,7 @@ impl Strategy for CrdV1beta1Strategy {
     }
 
     fn write_warnings(&self, new: &Value, old: Option<&Value>) -> Vec<String> {
-        self.v1
-            .write_warnings(&to_v1(new), old.map(to_v1).as_ref())
+        self.v1.write_warnings(&to_v1(new), old.map(to_v1).as_ref())
     }
 
     fn admit(&self, obj: &mut Value, how: &super::Admission) -> Result<Vec<String>, ApiError> {
@@ -115,7 +128,7 @@ impl Strategy for CrdV1beta1Strategy {
     fn prepare_create(&self, obj: &mut Value) {
         let mut v1 = to_v1(obj);
         self.v1.prepare_create(&mut v1);
-        *obj = v1beta1::from_v1(v1);
+        carry_over(obj, &v1);
     }
 
     fn validate_create(&self, obj: &Value) -> ErrorList {
@@ -131,7 +144,16 @@ impl Strategy for CrdV1beta1Strategy {
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         let mut v1 = to_v1(new);
         self.v1.prepare_update(&mut v1, &to_v1(old), sub);
-        *new = v1beta1::from_v1(v1);
+        carry_over(new, &v1);
+        if sub == Subresource::Status
+            && let Some(m) = new.as_object_mut()
+        {
+            // The v1 strategy restored the old spec; in the v1beta1 shape it is old's own.
+            match old.get("spec") {
+                Some(spec) => m.insert("spec".into(), spec.clone()),
+                None => m.remove("spec"),
+            };
+        }
     }
 
     fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {

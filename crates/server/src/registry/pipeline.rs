@@ -138,7 +138,11 @@ pub fn prune_unknown_fields(
     obj: &mut Value,
     how: &Admission,
 ) -> Result<Vec<String>, ApiError> {
-    let Some(schema) = version.schema.as_ref().filter(|_| !crd.preserve_unknown_fields) else {
+    let Some(schema) = version
+        .schema
+        .as_ref()
+        .filter(|_| !crd.preserve_unknown_fields)
+    else {
         return Ok(Vec::new());
     };
     prune_with_schema(schema, &crd.kind, &version.name, obj, how)

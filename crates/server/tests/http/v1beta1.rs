@@ -61,7 +61,10 @@ async fn create_and_read_at_both_versions() {
             created["spec"]["versions"],
             json!([{"name": "v1", "served": true, "storage": true}])
         );
-        assert_eq!(created["spec"]["additionalPrinterColumns"][0]["JSONPath"], ".spec.replicas");
+        assert_eq!(
+            created["spec"]["additionalPrinterColumns"][0]["JSONPath"],
+            ".spec.replicas"
+        );
 
         let path = format!("{V1}/crontabs.stable.example.com");
         eventually("the CRD is Established", || async {
@@ -75,13 +78,26 @@ async fn create_and_read_at_both_versions() {
         assert!(v1["spec"].get("validation").is_none());
         let version = &v1["spec"]["versions"][0];
         assert_eq!(version["schema"], crontab_v1beta1()["spec"]["validation"]);
-        assert_eq!(version["subresources"], crontab_v1beta1()["spec"]["subresources"]);
-        assert_eq!(version["additionalPrinterColumns"][0]["jsonPath"], ".spec.replicas");
+        assert_eq!(
+            version["subresources"],
+            crontab_v1beta1()["spec"]["subresources"]
+        );
+        assert_eq!(
+            version["additionalPrinterColumns"][0]["jsonPath"],
+            ".spec.replicas"
+        );
 
-        let beta = api.get(&format!("{V1BETA1}/crontabs.stable.example.com")).await;
+        let beta = api
+            .get(&format!("{V1BETA1}/crontabs.stable.example.com"))
+            .await;
         assert_eq!(warnings(&beta), [WARNING]);
         let beta = beta.json();
-        for field in ["validation", "subresources", "additionalPrinterColumns", "version"] {
+        for field in [
+            "validation",
+            "subresources",
+            "additionalPrinterColumns",
+            "version",
+        ] {
             assert_eq!(beta["spec"][field], created["spec"][field], "{field}");
         }
         assert!(beta["spec"]["versions"][0].get("schema").is_none());
@@ -89,7 +105,10 @@ async fn create_and_read_at_both_versions() {
         // The list at v1beta1 converts every item.
         let list = api.get(V1BETA1).await.json();
         assert_eq!(list["kind"], "CustomResourceDefinitionList");
-        assert_eq!(list["items"][0]["apiVersion"], "apiextensions.k8s.io/v1beta1");
+        assert_eq!(
+            list["items"][0]["apiVersion"],
+            "apiextensions.k8s.io/v1beta1"
+        );
 
         // The printer column written as `JSONPath` prints.
         let r = api
@@ -117,7 +136,9 @@ async fn create_and_read_at_both_versions() {
             .expect("the Replicas column");
         assert_eq!(table["rows"][0]["cells"][at], 3, "{table}");
 
-        let r = api.delete(&format!("{V1BETA1}/crontabs.stable.example.com")).await;
+        let r = api
+            .delete(&format!("{V1BETA1}/crontabs.stable.example.com"))
+            .await;
         assert_eq!(r.status, 200, "{}", r.text);
         assert_eq!(warnings(&r), [WARNING]);
         eventually("the CRD is gone", || async {
@@ -144,21 +165,36 @@ async fn v1beta1_checks_have_upstreams_messages() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| format!("{}: {}", c["field"].as_str().unwrap(), c["message"].as_str().unwrap()))
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["field"].as_str().unwrap(),
+                c["message"].as_str().unwrap()
+            )
+        })
         .collect();
     assert!(
-        causes.contains(&"spec.validation: Forbidden: top-level and per-version schemas are mutually exclusive".to_string()),
+        causes.contains(
+            &"spec.validation: Forbidden: top-level and per-version schemas are mutually exclusive"
+                .to_string()
+        ),
         "{causes:?}"
     );
     assert!(
-        causes.contains(&"spec.version: Invalid value: \"v2\": must match the first version in spec.versions".to_string()),
+        causes.contains(
+            &"spec.version: Invalid value: \"v2\": must match the first version in spec.versions"
+                .to_string()
+        ),
         "{causes:?}"
     );
 
     // Pruning needs a schema for every served version.
     let mut pruning = crontab_v1beta1();
     pruning["spec"]["preserveUnknownFields"] = json!(false);
-    pruning["spec"].as_object_mut().unwrap().remove("validation");
+    pruning["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("validation");
     let r = api.post(V1BETA1, pruning).await;
     assert_eq!(r.status, 422, "{}", r.text);
     assert!(
@@ -218,7 +254,11 @@ async fn discovery_and_openapi_list_v1beta1_only_with_the_flag() {
             assert_eq!(r.status, 404);
         }
         let all = api.get("/apis").await.text;
-        assert_eq!(all.contains("apiextensions.k8s.io/v1beta1"), listed, "{all}");
+        assert_eq!(
+            all.contains("apiextensions.k8s.io/v1beta1"),
+            listed,
+            "{all}"
+        );
         let aggregated = api
             .get_as(
                 "/apis",
@@ -232,11 +272,16 @@ async fn discovery_and_openapi_list_v1beta1_only_with_the_flag() {
             .iter()
             .find(|g| g["metadata"]["name"] == "apiextensions.k8s.io")
             .unwrap();
-        assert_eq!(ext["versions"].as_array().unwrap().len(), if listed { 2 } else { 1 });
+        assert_eq!(
+            ext["versions"].as_array().unwrap().len(),
+            if listed { 2 } else { 1 }
+        );
 
         let index = api.get("/openapi/v3").await.json();
         assert_eq!(
-            index["paths"].get("apis/apiextensions.k8s.io/v1beta1").is_some(),
+            index["paths"]
+                .get("apis/apiextensions.k8s.io/v1beta1")
+                .is_some(),
             listed,
             "{index}"
         );

@@ -376,51 +376,66 @@ spec:
 ";
     let cases: &[(&str, &str, &[&str])] = &[
         (
-            "top-level validation", r"
+            "top-level validation",
+            r"
   validation: {openAPIV3Schema: {type: object}}
   versions:
   - {name: v1, served: true, storage: true}
   - {name: v2, served: true, storage: false}
-", &[],
+",
+            &[],
         ),
         (
-            "top-level and per-version schemas", r"
+            "top-level and per-version schemas",
+            r"
   validation: {openAPIV3Schema: {type: object}}
   versions:
   - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
   - {name: v2, served: true, storage: false}
-", &["spec.validation: Forbidden: top-level and per-version schemas are mutually exclusive"],
+",
+            &[
+                "spec.validation: Forbidden: top-level and per-version schemas are mutually exclusive",
+            ],
         ),
         (
-            "one version with its own schema", r"
+            "one version with its own schema",
+            r"
   versions:
   - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
-", &[
-            "spec.versions: Invalid value: [{\"name\":\"v1\",\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\"}},\"served\":true,\"storage\":true}]: per-version schemas may not all be set to identical values (top-level validation should be used instead)",
-        ],
+",
+            &[
+                "spec.versions: Invalid value: [{\"name\":\"v1\",\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\"}},\"served\":true,\"storage\":true}]: per-version schemas may not all be set to identical values (top-level validation should be used instead)",
+            ],
         ),
         (
-            "identical columns and subresources", r"
+            "identical columns and subresources",
+            r"
   versions:
   - {name: v1, served: true, storage: true, subresources: {status: {}}, additionalPrinterColumns: [{name: A, type: string, JSONPath: .a}]}
   - {name: v2, served: true, storage: false, subresources: {status: {}}, additionalPrinterColumns: [{name: A, type: string, JSONPath: .a}]}
-", &[
-            "spec.versions: Invalid value: [{\"additionalPrinterColumns\":[{\"JSONPath\":\".a\",\"name\":\"A\",\"type\":\"string\"}],\"name\":\"v1\",\"served\":true,\"storage\":true,\"subresources\":{\"status\":{}}},{\"additionalPrinterColumns\":[{\"JSONPath\":\".a\",\"name\":\"A\",\"type\":\"string\"}],\"name\":\"v2\",\"served\":true,\"storage\":false,\"subresources\":{\"status\":{}}}]: per-version subresources may not all be set to identical values (top-level subresources should be used instead)",
-            "spec.versions: Invalid value: [{\"additionalPrinterColumns\":[{\"JSONPath\":\".a\",\"name\":\"A\",\"type\":\"string\"}],\"name\":\"v1\",\"served\":true,\"storage\":true,\"subresources\":{\"status\":{}}},{\"additionalPrinterColumns\":[{\"JSONPath\":\".a\",\"name\":\"A\",\"type\":\"string\"}],\"name\":\"v2\",\"served\":true,\"storage\":false,\"subresources\":{\"status\":{}}}]: per-version additionalPrinterColumns may not all be set to identical values (top-level additionalPrinterColumns should be used instead)",
-        ],
+",
+            &[
+                "spec.versions: Invalid value: [{\"additionalPrinterColumns\":[{\"JSONPath\":\".a\",\"name\":\"A\",\"type\":\"string\"}],\"name\":\"v1\",\"served\":true,\"storage\":true,\"subresources\":{\"status\":{}}},{\"additionalPrinterColumns\":[{\"JSONPath\":\".a\",\"name\":\"A\",\"type\":\"string\"}],\"name\":\"v2\",\"served\":true,\"storage\":false,\"subresources\":{\"status\":{}}}]: per-version subresources may not all be set to identical values (top-level subresources should be used instead)",
+                "spec.versions: Invalid value: [{\"additionalPrinterColumns\":[{\"JSONPath\":\".a\",\"name\":\"A\",\"type\":\"string\"}],\"name\":\"v1\",\"served\":true,\"storage\":true,\"subresources\":{\"status\":{}}},{\"additionalPrinterColumns\":[{\"JSONPath\":\".a\",\"name\":\"A\",\"type\":\"string\"}],\"name\":\"v2\",\"served\":true,\"storage\":false,\"subresources\":{\"status\":{}}}]: per-version additionalPrinterColumns may not all be set to identical values (top-level additionalPrinterColumns should be used instead)",
+            ],
         ),
         (
-            "spec.version not first", r"
+            "spec.version not first",
+            r"
   version: v2
   versions:
   - {name: v1, served: true, storage: true}
   - {name: v2, served: true, storage: false}
-", &["spec.version: Invalid value: \"v2\": must match the first version in spec.versions"],
+",
+            &["spec.version: Invalid value: \"v2\": must match the first version in spec.versions"],
         ),
     ];
     for (name, spec_tail, want) in cases {
         let obj = yaml(&format!("{base}{spec_tail}"));
-        let got: Vec<String> = validate_shape(&obj).iter().map(ToString::to_string).collect();
+        let got: Vec<String> = validate_shape(&obj)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(got, *want, "{name}");
     }
 }
