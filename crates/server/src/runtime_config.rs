@@ -32,7 +32,7 @@ fn registered_group(group: &str) -> bool {
 }
 
 fn registered_version(group: &str, version: &str) -> bool {
-    FIXED.iter().any(|gv| *gv == (group, version))
+    FIXED.contains(&(group, version))
         || crd_builtin::KINDS
             .iter()
             .any(|k| k.group == group && k.version == version)

@@ -220,7 +220,7 @@ pub fn from_v1(mut obj: Value) -> Value {
         spec.insert("versions".into(), Value::Array(versions));
         return obj;
     }
-    for v in versions.iter_mut() {
+    for v in &mut versions {
         if let Some(v) = v.as_object_mut()
             && let Some(cols) = v.remove("additionalPrinterColumns")
         {
@@ -249,7 +249,7 @@ pub fn from_v1(mut obj: Value) -> Value {
         if !hoist {
             continue;
         }
-        for v in versions.iter_mut() {
+        for v in &mut versions {
             if let Some(v) = v.as_object_mut() {
                 v.remove(per_version);
             }

@@ -157,18 +157,16 @@ impl Strategy for CrdV1beta1Strategy {
     }
 
     fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {
-        match sub {
-            Subresource::Status => self.v1.validate_update(&to_v1(new), &to_v1(old), sub),
-            _ => {
-                let mut errs = v1beta1::validate_shape(new);
-                errs.extend(validate_typed_at(
-                    &to_v1(new),
-                    Some(&to_v1(old)),
-                    RequestVersion::V1beta1,
-                ));
-                errs
-            }
+        if sub == Subresource::Status {
+            return self.v1.validate_update(&to_v1(new), &to_v1(old), sub);
         }
+        let mut errs = v1beta1::validate_shape(new);
+        errs.extend(validate_typed_at(
+            &to_v1(new),
+            Some(&to_v1(old)),
+            RequestVersion::V1beta1,
+        ));
+        errs
     }
 
     fn before_delete(&self, obj: &mut Value) -> DeleteOutcome {

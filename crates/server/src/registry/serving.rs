@@ -140,6 +140,8 @@ impl ServedVersion {
 }
 
 /// The compiled state of one CRD.
+// These flags are independent facts of the CRD, as in its spec and status.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Clone, Debug)]
 pub struct ServingCrd {
     /// `metadata.name`: `<plural>.<group>`.
