@@ -118,10 +118,18 @@ pub fn validate_typed_at(
         )) else {
             continue;
         };
-        let opts = crd_schema::checks::CheckOptions::create()
+        let mut opts = crd_schema::checks::CheckOptions::create()
             .with_status_subresource(loc.status_subresource)
             .with_preserve_unknown_fields(preserve)
             .ratcheted(old_schemas.iter());
+        if at == crd_core::crd::RequestVersion::V1beta1 {
+            // Upstream's v1beta1 compatibility: no defaults (unless the old CRD had them),
+            // non-structural schemas and unknown types allowed (`allowDefaults`,
+            // `requireStructuralSchema`, `requireValidPropertyType` of release-1.21).
+            opts.allow_defaults = old_schemas.iter().any(crd_schema::checks::has_defaults);
+            opts.require_structural = false;
+            opts.require_valid_property_type = false;
+        }
         let mut found = crd_schema::checks::check_schema(schema, &loc.path, &opts);
         // CEL rules compile only when the schema itself is sound, as upstream.
         if found.is_empty() {

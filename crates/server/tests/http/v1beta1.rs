@@ -205,6 +205,18 @@ async fn v1beta1_checks_have_upstreams_messages() {
         r.text
     );
 
+    // No defaults at v1beta1.
+    let mut defaulted = crontab_v1beta1();
+    defaulted["spec"]["preserveUnknownFields"] = json!(false);
+    defaulted["spec"]["validation"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["replicas"]["default"] = json!(1);
+    let r = api.post(V1BETA1, defaulted).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "CustomResourceDefinition.apiextensions.k8s.io \"crontabs.stable.example.com\" is invalid: spec.validation.openAPIV3Schema.properties[spec].properties[replicas].default: Forbidden: must not be set"
+    );
+
     // No schema and no pruning: accepted at v1beta1 (not at v1).
     let mut bare = crontab_v1beta1();
     bare["spec"].as_object_mut().unwrap().remove("validation");
