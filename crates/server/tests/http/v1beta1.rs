@@ -208,8 +208,8 @@ async fn v1beta1_checks_have_upstreams_messages() {
     // No defaults at v1beta1.
     let mut defaulted = crontab_v1beta1();
     defaulted["spec"]["preserveUnknownFields"] = json!(false);
-    defaulted["spec"]["validation"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
-        ["replicas"]["default"] = json!(1);
+    defaulted["spec"]["validation"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["replicas"]
+        ["default"] = json!(1);
     let r = api.post(V1BETA1, defaulted).await;
     assert_eq!(r.status, 422, "{}", r.text);
     assert_eq!(
