@@ -69,6 +69,7 @@ mod tests {
             ("anonymous-auth", "false"),
             ("--max-object-size", "1024"),
             ("--api-audiences", "a,b"),
+            ("--runtime-config", "apiextensions.k8s.io/v1beta1=true"),
         ] {
             apply(&mut c, name, value).unwrap();
         }
@@ -76,6 +77,7 @@ mod tests {
         assert!(!c.anonymous_auth);
         assert_eq!(c.limits.max_object_size, 1024);
         assert_eq!(c.api_audiences, ["a", "b"]);
+        assert!(c.runtime_config.crd_v1beta1);
     }
 
     #[test]
