@@ -191,6 +191,12 @@ struct ServeArgs {
         default_missing_value = "true"
     )]
     watch_cache: bool,
+    /// Optional API versions to serve, as kube-apiserver's `--runtime-config`: a
+    /// comma-separated list of `<group>/<version>=<bool>`. Only
+    /// `apiextensions.k8s.io/v1beta1=true` (the v1beta1 CRD API of Kubernetes 1.16–1.21) changes
+    /// anything; it is off by default.
+    #[arg(long, default_value = "", value_parser = crd_server::runtime_config::RuntimeConfig::parse)]
+    runtime_config: crd_server::runtime_config::RuntimeConfig,
 }
 
 /// Parses the Go durations users pass to kube-apiserver flags (`250ms`, `2s`, `1m`).
@@ -335,6 +341,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             },
             shutdown_delay: args.shutdown_delay_duration,
             watch_cache: args.watch_cache,
+            runtime_config: args.runtime_config,
         };
         let (tx, rx) = watch::channel(false);
         tokio::spawn(async move {

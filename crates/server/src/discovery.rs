@@ -164,13 +164,13 @@ fn namespaces_resource() -> Resource {
     }
 }
 
-fn crd_resource() -> Resource {
+fn crd_resource(version: &str) -> Resource {
     Resource {
         name: "customresourcedefinitions".into(),
         singular: "customresourcedefinition".into(),
         namespaced: false,
         group: "apiextensions.k8s.io".into(),
-        version: "v1".into(),
+        version: version.into(),
         kind: "CustomResourceDefinition".into(),
         verbs: CR_VERBS.to_vec(),
         short_names: vec!["crd".into(), "crds".into()],
@@ -342,7 +342,10 @@ type BuiltinGroup = (&'static str, Vec<(&'static str, Vec<Resource>)>);
 /// (`admissionregistration.k8s.io` v1 and v1beta1) lists them highest priority first.
 fn builtin() -> Vec<BuiltinGroup> {
     let mut groups: Vec<BuiltinGroup> = vec![
-        ("apiextensions.k8s.io", vec![("v1", vec![crd_resource()])]),
+        (
+            "apiextensions.k8s.io",
+            vec![("v1", vec![crd_resource("v1")])],
+        ),
         (
             "storagemigration.k8s.io",
             vec![("v1alpha1", vec![svm_resource()])],
@@ -382,6 +385,20 @@ fn builtin() -> Vec<BuiltinGroup> {
             .cmp(&group_priority(a.0))
             .then(a.0.cmp(b.0))
     });
+    groups
+}
+
+/// [`builtin`] with the versions `--runtime-config` enabled (`apiextensions.k8s.io/v1beta1`,
+/// after v1).
+fn builtin_served(registry: &Registry) -> Vec<BuiltinGroup> {
+    let mut groups = builtin();
+    if registry.runtime_config().crd_v1beta1
+        && let Some((_, vs)) = groups
+            .iter_mut()
+            .find(|(g, _)| *g == "apiextensions.k8s.io")
+    {
+        vs.push(("v1beta1", vec![crd_resource("v1beta1")]));
+    }
     groups
 }
 
@@ -441,7 +458,7 @@ fn group_json(name: &str, versions: &[String]) -> Value {
 /// `GET /apis` (legacy): built-in groups first, then CRD groups ordered as kube-aggregator
 /// orders them (by their smallest `<version>.<group>` APIService name).
 pub fn groups(registry: &Registry) -> Value {
-    let mut out: Vec<Value> = builtin()
+    let mut out: Vec<Value> = builtin_served(registry)
         .iter()
         .map(|(g, vs)| group_json(g, &version_names(vs)))
         .collect();
@@ -465,7 +482,10 @@ pub fn groups(registry: &Registry) -> Value {
 
 /// `GET /apis/<group>`, or `None` when the group is not served.
 pub fn group(registry: &Registry, name: &str) -> Option<Value> {
-    if let Some((_, vs)) = builtin().into_iter().find(|(g, _)| *g == name) {
+    if let Some((_, vs)) = builtin_served(registry)
+        .into_iter()
+        .find(|(g, _)| *g == name)
+    {
         let mut g = group_json(name, &version_names(&vs));
         g["kind"] = json!("APIGroup");
         g["apiVersion"] = json!("v1");
@@ -483,7 +503,7 @@ pub fn group(registry: &Registry, name: &str) -> Option<Value> {
 
 /// `GET /apis/<group>/<version>`, or `None` when not served.
 pub fn group_version(registry: &Registry, group: &str, version: &str) -> Option<Value> {
-    let resources: Vec<Value> = if let Some((_, rs)) = builtin()
+    let resources: Vec<Value> = if let Some((_, rs)) = builtin_served(registry)
         .into_iter()
         .filter(|(g, _)| *g == group)
         .flat_map(|(_, vs)| vs)
@@ -508,7 +528,7 @@ pub fn aggregated(registry: &Registry, core: bool) -> Value {
     let items: Vec<Value> = if core {
         vec![json!({"metadata": {"name": ""}, "versions": [version("v1", &core_list())]})]
     } else {
-        let mut items: Vec<Value> = builtin()
+        let mut items: Vec<Value> = builtin_served(registry)
             .into_iter()
             .map(|(g, vs)| {
                 let versions: Vec<Value> = vs.iter().map(|(v, rs)| version(v, rs)).collect();

@@ -2,8 +2,8 @@
 //! CustomResourceDefinitions and their objects, over any [`crd_storage::Store`].
 //!
 //! # Layout (lowest layer first; `tests/module_graph.rs` keeps it a DAG)
-//! - [`error`], [`version`], [`body`], [`table`], [`auth`], [`protobuf`], [`limits`]: the
-//!   vocabulary every layer shares.
+//! - [`error`], [`version`], [`body`], [`table`], [`auth`], [`protobuf`], [`limits`],
+//!   [`runtime_config`]: the vocabulary every layer shares.
 //! - [`webhook`] (the HTTPS client of conversion and admission webhooks).
 //! - [`request`] (route, typed options, negotiation), [`tls`], [`authz`] (the
 //!   `--authorization-mode` union: `AlwaysAllow`, ABAC, RBAC),
@@ -45,6 +45,7 @@ pub mod openapi_pb;
 pub mod protobuf;
 pub mod registry;
 pub mod request;
+pub mod runtime_config;
 pub mod serviceaccount;
 pub mod state;
 pub mod table;
@@ -108,6 +109,8 @@ pub struct ServerConfig {
     /// `--watch-cache`: serve gets, lists and watches from a watch cache over the store
     /// (`watch_cache`), as kube-apiserver does.
     pub watch_cache: bool,
+    /// `--runtime-config`: the optional API versions served (`apiextensions.k8s.io/v1beta1`).
+    pub runtime_config: runtime_config::RuntimeConfig,
 }
 
 /// What a started server tells its caller.
@@ -186,6 +189,7 @@ pub async fn run(
     state.authorizer = authorizer;
     state.limits = limits::InFlight::new(&config.limits);
     state.auditor = audit::Auditor::start(&config.audit)?;
+    state.enable_runtime_config(config.runtime_config);
     let state = Arc::new(state);
 
     controllers::namespaces_bootstrap(store.as_ref()).await?;

@@ -89,6 +89,12 @@ impl Documents {
             v2: OnceLock::new(),
             v2_protobuf: OnceLock::new(),
         };
+        if registry.runtime_config().crd_v1beta1 {
+            docs.docs.insert(
+                "apis/apiextensions.k8s.io/v1beta1".into(),
+                APIEXTENSIONS_V1BETA1.clone(),
+            );
+        }
         let mut groups: Vec<String> = registry.all().iter().map(|crd| crd.group.clone()).collect();
         groups.sort_unstable();
         groups.dedup();
@@ -154,7 +160,7 @@ impl Documents {
 static BUILTIN: LazyLock<BTreeMap<String, Doc>> = LazyLock::new(|| {
     let mut raw: BTreeMap<String, Value> = BTreeMap::new();
     raw.insert("api/v1".into(), core_v1());
-    raw.insert("apis/apiextensions.k8s.io/v1".into(), apiextensions_v1());
+    raw.insert("apis/apiextensions.k8s.io/v1".into(), apiextensions("v1"));
     raw.insert(
         "apis/storagemigration.k8s.io/v1alpha1".into(),
         storagemigration_v1alpha1(),
@@ -175,6 +181,12 @@ static BUILTIN: LazyLock<BTreeMap<String, Doc>> = LazyLock::new(|| {
             (p, (hash(&bytes).into(), Arc::new(bytes)))
         })
         .collect()
+});
+
+/// The `apiextensions.k8s.io/v1beta1` document, published with `--runtime-config`.
+static APIEXTENSIONS_V1BETA1: LazyLock<Doc> = LazyLock::new(|| {
+    let bytes = serde_json::to_vec(&apiextensions("v1beta1")).unwrap_or_default();
+    (hash(&bytes).into(), Arc::new(bytes))
 });
 
 /// Documents kept up to date with the CRD registry. An update runs on the blocking pool, one
@@ -568,15 +580,18 @@ fn builtin_kinds(
     }
 }
 
-fn apiextensions_v1() -> Value {
-    let g = gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
+fn apiextensions(version: &str) -> Value {
+    let g = gvk("apiextensions.k8s.io", version, "CustomResourceDefinition");
+    let name = format!(
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{version}.CustomResourceDefinition"
+    );
     let mut paths = serde_json::Map::new();
     resource_paths(
         &mut paths,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &format!("/apis/apiextensions.k8s.io/{version}/customresourcedefinitions"),
         Scope::Cluster,
         &g,
-        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+        &name,
         // Strategic merge patch is deliberately not advertised, so that `kubectl apply` of a
         // CRD sends a JSON merge patch.
         &[
@@ -587,7 +602,7 @@ fn apiextensions_v1() -> Value {
     );
     let mut schemas = serde_json::Map::new();
     schemas.insert(
-        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition".into(),
+        name,
         kind_schema(
             &g,
             "CustomResourceDefinition represents a resource that should be exposed on the API server.  Its name MUST be in the format <.spec.name>.<.spec.group>.",

@@ -83,6 +83,20 @@ impl AppState {
         }
     }
 
+    /// Serves the optional API versions `--runtime-config` enables (the v1beta1 CRD API's row
+    /// in the kinds table; discovery and OpenAPI read the flag from the registry).
+    pub fn enable_runtime_config(&mut self, config: crate::runtime_config::RuntimeConfig) {
+        self.registry.set_runtime_config(config);
+        if config.crd_v1beta1 {
+            self.kinds.insert(Arc::new(
+                crate::registry::crds_v1beta1::CrdV1beta1Strategy::new(
+                    self.store.clone(),
+                    self.registry.clone(),
+                ),
+            ));
+        }
+    }
+
     /// The service-account token issuer, when service-account tokens are on.
     pub fn token_issuer(&self) -> Option<&Arc<crate::serviceaccount::TokenIssuer>> {
         self.authn.service_accounts.as_ref().map(|s| &s.issuer)

@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
         "metrics",
         "webhook",
         "health",
+        "runtime_config",
     ],
     &[
         "tls",

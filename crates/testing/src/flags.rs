@@ -42,6 +42,10 @@ pub(crate) fn apply(config: &mut ServerConfig, name: &str, value: &str) -> anyho
         }
         "max-object-size" => config.limits.max_object_size = number()?,
         "audit-policy-file" => config.audit.policy_file = Some(PathBuf::from(value)),
+        "runtime-config" => {
+            config.runtime_config = crd_server::runtime_config::RuntimeConfig::parse(value)
+                .map_err(|e| anyhow::anyhow!("--{name}={value}: {e}"))?;
+        }
         other => {
             anyhow::bail!("--{other} is not a flag the harness sets; use Builder::configure for it")
         }
@@ -65,6 +69,7 @@ mod tests {
             ("anonymous-auth", "false"),
             ("--max-object-size", "1024"),
             ("--api-audiences", "a,b"),
+            ("--runtime-config", "apiextensions.k8s.io/v1beta1=true"),
         ] {
             apply(&mut c, name, value).unwrap();
         }
@@ -72,6 +77,7 @@ mod tests {
         assert!(!c.anonymous_auth);
         assert_eq!(c.limits.max_object_size, 1024);
         assert_eq!(c.api_audiences, ["a", "b"]);
+        assert!(c.runtime_config.crd_v1beta1);
     }
 
     #[test]

@@ -507,6 +507,7 @@ pub(crate) fn default_config(data: &Path) -> crd_server::ServerConfig {
         shutdown_delay: Duration::ZERO,
         // On, as `serve` defaults; `CRD_APISERVER_WATCH_CACHE=false` turns it off.
         watch_cache: std::env::var("CRD_APISERVER_WATCH_CACHE").map_or(true, |v| v != "false"),
+        runtime_config: crd_server::runtime_config::RuntimeConfig::default(),
     }
 }
 

@@ -8,6 +8,7 @@
 //! which path each part is reported under, so that our messages match byte for byte.
 
 mod conversion;
+pub mod v1beta1;
 
 pub use conversion::{validate_webhook_service_parts, validate_webhook_url};
 
@@ -92,11 +93,24 @@ pub fn set_defaults(obj: &mut Value) {
     }
 }
 
+/// The API version a CRD write came through: upstream relaxes some rules for v1beta1
+/// (`requestGV == v1beta1.SchemeGroupVersion` in `validation.go`, release-1.21).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RequestVersion {
+    /// `apiextensions.k8s.io/v1`.
+    #[default]
+    V1,
+    /// `apiextensions.k8s.io/v1beta1` (served behind `--runtime-config`): no schema required
+    /// unless pruning, `preserveUnknownFields: true` allowed, no API-approval check.
+    V1beta1,
+}
+
 /// Which rules are enforced; on update each is relaxed when the old object already broke it.
 #[derive(Clone, Copy, Debug)]
 struct Options {
     require_schema: bool,
     require_recognized_review_version: bool,
+    v1beta1: bool,
 }
 
 /// Where shared parts of the versions are reported (see the module documentation).
@@ -131,15 +145,25 @@ impl Layout {
 
 /// Validates a CRD on create (`ValidateCustomResourceDefinition`).
 pub fn validate_create(crd: &CustomResourceDefinition) -> ErrorList {
+    validate_create_at(crd, RequestVersion::V1)
+}
+
+/// [`validate_create`] for a write through the given API version (the v1beta1 object
+/// converted to v1 first).
+pub fn validate_create_at(crd: &CustomResourceDefinition, at: RequestVersion) -> ErrorList {
+    let v1beta1 = at == RequestVersion::V1beta1;
     let opts = Options {
-        require_schema: true,
+        require_schema: !v1beta1,
         require_recognized_review_version: true,
+        v1beta1,
     };
     let mut errs = validate_metadata(crd);
     errs.extend(validate_spec(&crd.spec, opts, None));
     errs.extend(validate_status_names(crd));
     errs.extend(validate_stored_versions(crd));
-    errs.extend(validate_approval(crd, None));
+    if !v1beta1 {
+        errs.extend(validate_approval(crd, None));
+    }
     errs
 }
 
@@ -148,12 +172,24 @@ pub fn validate_update(
     new: &CustomResourceDefinition,
     old: &CustomResourceDefinition,
 ) -> ErrorList {
+    validate_update_at(new, old, RequestVersion::V1)
+}
+
+/// [`validate_update`] for a write through the given API version.
+pub fn validate_update_at(
+    new: &CustomResourceDefinition,
+    old: &CustomResourceDefinition,
+    at: RequestVersion,
+) -> ErrorList {
+    let v1beta1 = at == RequestVersion::V1beta1;
     let opts = Options {
-        require_schema: old.spec.versions.iter().all(|v| {
-            v.schema
-                .as_ref()
-                .is_some_and(|s| s.open_api_v3_schema.is_some())
-        }),
+        v1beta1,
+        require_schema: !v1beta1
+            && old.spec.versions.iter().all(|v| {
+                v.schema
+                    .as_ref()
+                    .is_some_and(|s| s.open_api_v3_schema.is_some())
+            }),
         require_recognized_review_version: old
             .spec
             .conversion
@@ -200,7 +236,9 @@ pub fn validate_update(
     }
     errs.extend(validate_status_names(new));
     errs.extend(validate_stored_versions(new));
-    errs.extend(validate_approval(new, Some(old)));
+    if !v1beta1 {
+        errs.extend(validate_approval(new, Some(old)));
+    }
     errs
 }
 
@@ -322,6 +360,25 @@ fn validate_spec(
             ));
         }
     }
+    if opts.v1beta1 && !spec.preserve_unknown_fields.unwrap_or(false) {
+        // Pruning needs a schema for every served version.
+        for (i, v) in spec.versions.iter().enumerate() {
+            if v.served
+                && v.schema
+                    .as_ref()
+                    .and_then(|s| s.open_api_v3_schema.as_ref())
+                    .is_none()
+            {
+                errs.push(FieldError::required(
+                    &versions_path
+                        .index(i)
+                        .child("schema")
+                        .child("openAPIV3Schema"),
+                    "because otherwise all fields are pruned",
+                ));
+            }
+        }
+    }
     if opts.require_schema {
         for (i, v) in spec.versions.iter().enumerate() {
             if v.schema
@@ -393,7 +450,7 @@ fn validate_spec(
     ));
 
     let old_preserve = old.and_then(|o| o.preserve_unknown_fields).unwrap_or(false);
-    if spec.preserve_unknown_fields == Some(true) && !old_preserve {
+    if spec.preserve_unknown_fields == Some(true) && !old_preserve && !opts.v1beta1 {
         errs.push(FieldError::invalid(
             &path.child("preserveUnknownFields"),
             true,

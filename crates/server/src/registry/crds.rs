@@ -87,14 +87,24 @@ fn raw_schemas(obj: &Value) -> Vec<Value> {
 /// update checks): the typed CRD checks, then each version's structural-schema checks and CEL
 /// rule checks. Public so the fuzz targets drive exactly the server's chain.
 pub fn validate_typed(obj: &Value, old: Option<&Value>) -> ErrorList {
+    validate_typed_at(obj, old, crd_core::crd::RequestVersion::V1)
+}
+
+/// [`validate_typed`] for a write through `at` (v1 objects; a v1beta1 write is converted
+/// first), with the rules upstream relaxes for v1beta1.
+pub fn validate_typed_at(
+    obj: &Value,
+    old: Option<&Value>,
+    at: crd_core::crd::RequestVersion,
+) -> ErrorList {
     let Ok(new) = serde_json::from_value::<CustomResourceDefinition>(obj.clone()) else {
         return ErrorList::new();
     };
     let mut errs = match old
         .and_then(|o| serde_json::from_value::<CustomResourceDefinition>(o.clone()).ok())
     {
-        Some(old) => crd_core::crd::validate_update(&new, &old),
-        None => crd_core::crd::validate_create(&new),
+        Some(old) => crd_core::crd::validate_update_at(&new, &old, at),
+        None => crd_core::crd::validate_create_at(&new, at),
     };
     // The structural-schema rules, on the raw JSON (so that fields the typed model drops are
     // still seen), at upstream's internal paths; ratcheted on update.
@@ -108,10 +118,18 @@ pub fn validate_typed(obj: &Value, old: Option<&Value>) -> ErrorList {
         )) else {
             continue;
         };
-        let opts = crd_schema::checks::CheckOptions::create()
+        let mut opts = crd_schema::checks::CheckOptions::create()
             .with_status_subresource(loc.status_subresource)
             .with_preserve_unknown_fields(preserve)
             .ratcheted(old_schemas.iter());
+        if at == crd_core::crd::RequestVersion::V1beta1 {
+            // Upstream's v1beta1 compatibility: no defaults (unless the old CRD had them),
+            // non-structural schemas and unknown types allowed (`allowDefaults`,
+            // `requireStructuralSchema`, `requireValidPropertyType` of release-1.21).
+            opts.allow_defaults = old_schemas.iter().any(crd_schema::checks::has_defaults);
+            opts.require_structural = false;
+            opts.require_valid_property_type = false;
+        }
         let mut found = crd_schema::checks::check_schema(schema, &loc.path, &opts);
         // CEL rules compile only when the schema itself is sound, as upstream.
         if found.is_empty() {

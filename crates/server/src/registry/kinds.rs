@@ -34,6 +34,17 @@ impl Kinds {
         Kinds { by_resource }
     }
 
+    /// Adds a row (a version enabled at start-up, such as `--runtime-config`'s).
+    pub fn insert(&mut self, strategy: Arc<dyn Strategy>) {
+        let info = strategy.info();
+        let key = (
+            info.group.clone(),
+            info.version.clone(),
+            info.resource.clone(),
+        );
+        self.by_resource.insert(key, strategy);
+    }
+
     /// The strategy serving a resource, if it is in the table.
     pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<Arc<dyn Strategy>> {
         self.by_resource

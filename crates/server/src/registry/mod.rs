@@ -12,6 +12,7 @@
 pub mod builtin;
 pub mod conditions;
 pub mod crds;
+pub mod crds_v1beta1;
 pub mod custom;
 pub mod kinds;
 pub mod meta;

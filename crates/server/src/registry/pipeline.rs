@@ -138,7 +138,11 @@ pub fn prune_unknown_fields(
     obj: &mut Value,
     how: &Admission,
 ) -> Result<Vec<String>, ApiError> {
-    let Some(schema) = &version.schema else {
+    let Some(schema) = version
+        .schema
+        .as_ref()
+        .filter(|_| !crd.preserve_unknown_fields)
+    else {
         return Ok(Vec::new());
     };
     prune_with_schema(schema, &crd.kind, &version.name, obj, how)
@@ -279,6 +283,8 @@ pub struct ConversionPlan {
     pub storage: String,
     /// Every version's schema, by version name (defaulting on read, pruning after conversion).
     pub schemas: Arc<BTreeMap<String, Arc<Value>>>,
+    /// Whether converted objects are pruned (not for `preserveUnknownFields: true`).
+    pub prune: bool,
 }
 
 impl ConversionPlan {
@@ -289,6 +295,7 @@ impl ConversionPlan {
             request: format!("{}/{version}", crd.group),
             storage: format!("{}/{}", crd.group, crd.storage_version),
             schemas: crd.schemas.clone(),
+            prune: !crd.preserve_unknown_fields,
         }
     }
 }
@@ -336,6 +343,7 @@ pub async fn read_stored(
         .request
         .rsplit_once('/')
         .and_then(|(_, v)| plan.schemas.get(v))
+        .filter(|_| plan.prune)
     {
         for (obj, was_converted) in out.iter_mut().zip(converted) {
             if was_converted {

@@ -140,6 +140,8 @@ impl ServedVersion {
 }
 
 /// The compiled state of one CRD.
+// These flags are independent facts of the CRD, as in its spec and status.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Clone, Debug)]
 pub struct ServingCrd {
     /// `metadata.name`: `<plural>.<group>`.
@@ -178,6 +180,9 @@ pub struct ServingCrd {
     pub converter: Converter,
     /// Every version's `openAPIV3Schema`, by version name.
     pub schemas: Arc<std::collections::BTreeMap<String, Arc<Value>>>,
+    /// `spec.preserveUnknownFields: true` (CRDs written at v1beta1, where it is the default):
+    /// unknown fields are kept, never pruned.
+    pub preserve_unknown_fields: bool,
 }
 
 fn condition_true(crd: &CustomResourceDefinition, kind: &str) -> bool {
@@ -299,6 +304,7 @@ impl ServingCrd {
                 || condition_true(&crd, "Terminating"),
             converter: Converter::build(spec.conversion.as_ref(), conversion),
             schemas: Arc::default(),
+            preserve_unknown_fields: spec.preserve_unknown_fields.unwrap_or(false),
         };
         serving.schemas = Arc::new(
             serving
@@ -510,6 +516,7 @@ pub struct Registry {
     inner: RwLock<Inner>,
     generation: watch::Sender<u64>,
     conversion: ConversionOptions,
+    runtime: std::sync::OnceLock<crate::runtime_config::RuntimeConfig>,
 }
 
 impl Default for Registry {
@@ -530,7 +537,19 @@ impl Registry {
             inner: RwLock::default(),
             generation: watch::Sender::new(0),
             conversion,
+            runtime: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Records `--runtime-config` once at start-up, so that discovery and OpenAPI (which see
+    /// the registry) list the optional versions it enables.
+    pub fn set_runtime_config(&self, config: crate::runtime_config::RuntimeConfig) {
+        let _ = self.runtime.set(config);
+    }
+
+    /// The optional APIs `--runtime-config` enabled (none unless set).
+    pub fn runtime_config(&self) -> crate::runtime_config::RuntimeConfig {
+        self.runtime.get().copied().unwrap_or_default()
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {

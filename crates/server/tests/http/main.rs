@@ -13,5 +13,6 @@ mod mutating_policy;
 mod observability;
 mod rbac;
 mod support;
+mod v1beta1;
 mod watch;
 mod watch_cache;

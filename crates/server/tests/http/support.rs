@@ -79,6 +79,7 @@ impl TestServer {
             shutdown_delay: Duration::ZERO,
             // On, as `serve` defaults; `CRD_APISERVER_WATCH_CACHE=false` runs the suite without.
             watch_cache: std::env::var("CRD_APISERVER_WATCH_CACHE").map_or(true, |v| v != "false"),
+            runtime_config: crd_server::runtime_config::RuntimeConfig::default(),
         };
         if !wait_ready {
             // The address must be known before the server reports it: a port free just now.
