@@ -7,6 +7,7 @@ mod admission;
 mod admission_policy;
 mod api;
 mod crd_scale;
+mod discovery_cache;
 mod gc;
 mod hostile;
 mod mutating_policy;
