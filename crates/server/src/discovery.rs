@@ -505,7 +505,9 @@ pub fn group_version(registry: &Registry, group: &str, version: &str) -> Option<
 /// The aggregated discovery document of `/api` (core) or `/apis` (everything else).
 pub fn aggregated(registry: &Registry, core: bool) -> Value {
     let items: Vec<Value> = if core {
-        vec![json!({"metadata": {"name": ""}, "versions": [aggregated_version("v1", &core_list())]})]
+        vec![
+            json!({"metadata": {"name": ""}, "versions": [aggregated_version("v1", &core_list())]}),
+        ]
     } else {
         let mut items: Vec<Value> = builtin()
             .iter()
@@ -602,8 +604,8 @@ impl DiscoveryCache {
         for group in changed {
             match crd_groups(registry.in_group(&group)).get(&group) {
                 Some(versions) => {
-                    let bytes = serde_json::to_vec(&group_discovery(&group, versions))
-                        .unwrap_or_default();
+                    let bytes =
+                        serde_json::to_vec(&group_discovery(&group, versions)).unwrap_or_default();
                     groups.insert(group, (Sha512::digest(&bytes).into(), bytes));
                 }
                 None => {
@@ -671,8 +673,9 @@ impl DiscoveryCache {
     }
 }
 
-fn quoted_hash(digest: &[u8]) -> String {
-    format!("\"{}\"", crate::openapi::hex_upper(digest))
+/// A digest as a quoted upper-case hexadecimal `ETag`.
+fn quoted_hash(digest: &impl std::fmt::UpperHex) -> String {
+    format!("\"{digest:X}\"")
 }
 
 /// One `APIGroupDiscovery` entry of the aggregated document.

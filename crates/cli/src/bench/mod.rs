@@ -6,6 +6,7 @@
 mod admission;
 mod cache;
 mod crds;
+mod create;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -69,6 +70,13 @@ pub struct BenchArgs {
     /// Measure only the audit figures ("audit" section: creates/s without and with auditing).
     #[arg(long)]
     only_audit: bool,
+    /// Measure only the create path ("create path" section, `create.rs`: creates/s from 64
+    /// clients with the watch cache on and off, beside SQLite's 64-writer commit rate).
+    #[arg(long)]
+    only_create_path: bool,
+    /// Rounds of the create-path section (best of).
+    #[arg(long, default_value_t = 3)]
+    create_rounds: usize,
     /// Instead of the figures, run a mixed load (creates, updates, gets, lists, deletes, 50
     /// watchers) for this many seconds and report resident memory and open file descriptors
     /// over time.
@@ -548,6 +556,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         return rbac_overhead(dir.path(), &mut report, args.gets, args.rbac_bindings).await;
     }
 
+    if args.only_create_path {
+        return create::run(dir.path(), &mut report, args.creates, args.create_rounds).await;
+    }
     if args.only_audit {
         return audit_overhead(dir.path(), &mut report, args.creates).await;
     }

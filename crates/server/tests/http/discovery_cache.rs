@@ -51,7 +51,10 @@ async fn aggregated_discovery_answers_304_to_its_etag_until_a_crd_changes_it() {
 
     // The same document: 304, no body, the same ETag; a different tag gets the document.
     let (status, again, body) = get(&api, "/apis", AGGREGATED, Some(&etag)).await;
-    assert_eq!((status, again.as_deref(), body.as_str()), (304, Some(&*etag), ""));
+    assert_eq!(
+        (status, again.as_deref(), body.as_str()),
+        (304, Some(&*etag), "")
+    );
     let (status, _, body) = get(&api, "/apis", AGGREGATED, Some("\"other\"")).await;
     assert_eq!(status, 200);
     assert!(!body.is_empty());
@@ -64,13 +67,21 @@ async fn aggregated_discovery_answers_304_to_its_etag_until_a_crd_changes_it() {
     assert_eq!(status, 304);
 
     // A new CRD: the old ETag gets the new document, which lists the group.
-    api.create_crd(crd_json("stable.example.com", "widgets", "Widget", "Namespaced"))
-        .await;
+    api.create_crd(crd_json(
+        "stable.example.com",
+        "widgets",
+        "Widget",
+        "Namespaced",
+    ))
+    .await;
     let (status, new_etag, body) = get(&api, "/apis", AGGREGATED, Some(&etag)).await;
     assert_eq!(status, 200, "{body}");
     let new_etag = new_etag.expect("an ETag");
     assert_ne!(new_etag, etag);
-    assert!(group_names(&body).contains(&"stable.example.com".to_string()), "{body}");
+    assert!(
+        group_names(&body).contains(&"stable.example.com".to_string()),
+        "{body}"
+    );
     let (status, _, _) = get(&api, "/apis", AGGREGATED, Some(&new_etag)).await;
     assert_eq!(status, 304);
     // The legacy group list follows the same change.
@@ -85,7 +96,9 @@ async fn aggregated_discovery_answers_304_to_its_etag_until_a_crd_changes_it() {
     );
 
     // Deleting the CRD takes the group out again, under a new ETag.
-    let r = api.delete(&format!("{CRDS}/widgets.stable.example.com")).await;
+    let r = api
+        .delete(&format!("{CRDS}/widgets.stable.example.com"))
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
     eventually("the deleted CRD's group leaves /apis", || async {
         let (status, tag, body) = get(&api, "/apis", AGGREGATED, Some(&new_etag)).await;
@@ -102,7 +115,10 @@ async fn openapi_documents_answer_304_to_their_etag() {
     let api = server.api(HttpVersion::Http1);
     for (path, accept) in [
         ("/openapi/v2", "application/json"),
-        ("/openapi/v2", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"),
+        (
+            "/openapi/v2",
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        ),
         ("/openapi/v3/api/v1", "application/json"),
     ] {
         let (status, etag, body) = get(&api, path, accept, None).await;

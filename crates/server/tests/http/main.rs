@@ -11,6 +11,7 @@ mod discovery_cache;
 mod gc;
 mod hostile;
 mod mutating_policy;
+mod namespace_lifecycle;
 mod observability;
 mod rbac;
 mod support;

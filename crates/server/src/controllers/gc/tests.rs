@@ -667,9 +667,11 @@ fn decode_metadata_keeps_only_the_fields_the_graph_reads() {
     let cases: &[(&str, Option<serde_json::Value>)] = &[
         (
             r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"5","labels":{"x":"y"},"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"o","uid":"u0"}],"finalizers":["f"],"deletionTimestamp":"2026-01-01T00:00:00Z","managedFields":[{"manager":"m"}]},"data":{"k":"v"}}"#,
-            Some(serde_json::json!({"metadata": {"name": "a", "namespace": "ns", "uid": "u1",
+            Some(
+                serde_json::json!({"metadata": {"name": "a", "namespace": "ns", "uid": "u1",
                 "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u0"}],
-                "finalizers": ["f"], "deletionTimestamp": "2026-01-01T00:00:00Z"}})),
+                "finalizers": ["f"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}),
+            ),
         ),
         (
             r#"{"metadata":{"name":"b","uid":"u2","deletionTimestamp":null}}"#,
