@@ -105,10 +105,15 @@ impl Server {
         Self::start_with(data, &[])
     }
 
-    /// [`Server::start`] with extra `serve` flags.
+    /// [`Server::start`] with extra `serve` flags. The server is this binary, or the one
+    /// `CRD_APISERVER_BENCH_SERVER` names (to compare two builds with the same load).
     fn start_with(data: &Path, extra: &[String]) -> anyhow::Result<(Self, Duration)> {
         let started = Instant::now();
-        let mut child = Command::new(std::env::current_exe()?)
+        let exe = match std::env::var_os("CRD_APISERVER_BENCH_SERVER") {
+            Some(p) => p.into(),
+            None => std::env::current_exe()?,
+        };
+        let mut child = Command::new(exe)
             .args(["serve", "--secure-port", "0", "--data-dir"])
             .arg(data)
             .args(SERVE_FLAGS.get().into_iter().flatten())
