@@ -580,27 +580,21 @@ impl DiscoveryCache {
         }
         // The groups to render again: those changed since the cached generation, or every
         // group when nothing is cached or the change log no longer reaches back.
-        let (generation, mut groups, changed) = match cached
+        let previous = cached
             .take()
-            .and_then(|c| Some((registry.changes_since(c.generation)?, c.groups)))
-        {
-            Some(((now, names), groups)) => {
-                let mut changed: Vec<String> = names
-                    .iter()
-                    .map(|n| crate::registry::serving::group_of_name(n).to_string())
-                    .collect();
-                changed.sort_unstable();
-                changed.dedup();
-                (now, groups, changed)
-            }
-            None => {
-                let crds = registry.all();
-                let mut all: Vec<String> = crds.iter().map(|c| c.group.clone()).collect();
-                all.sort_unstable();
-                all.dedup();
-                (generation, BTreeMap::new(), all)
-            }
+            .and_then(|c| Some((registry.changes_since(c.generation)?, c.groups)));
+        let (generation, mut groups, mut changed) = if let Some(((now, names), groups)) = previous {
+            let changed: Vec<String> = names
+                .iter()
+                .map(|n| crate::registry::serving::group_of_name(n).to_string())
+                .collect();
+            (now, groups, changed)
+        } else {
+            let all: Vec<String> = registry.all().iter().map(|c| c.group.clone()).collect();
+            (generation, BTreeMap::new(), all)
         };
+        changed.sort_unstable();
+        changed.dedup();
         for group in changed {
             match crd_groups(registry.in_group(&group)).get(&group) {
                 Some(versions) => {
@@ -787,6 +781,10 @@ mod tests {
         })
     }
 
+    /// A CRD and what happens to it: stored with (resourceVersion, established, served), or
+    /// removed (`None`).
+    type Step<'a> = (&'a str, Option<(&'a str, bool, bool)>);
+
     /// The cached aggregated `/apis` is the document [`aggregated`] renders, through every
     /// kind of change (added, changed, unserved, removed, a second CRD in a group), and its
     /// `ETag` changes exactly when the document does.
@@ -795,7 +793,7 @@ mod tests {
         let registry = Registry::default();
         let cache = DiscoveryCache::default();
         // (CRD, resourceVersion, established, served; `None` removes it)
-        let steps: &[(&str, Option<(&str, bool, bool)>)] = &[
+        let steps: &[Step<'_>] = &[
             ("things.a.io", Some(("1", true, true))),
             ("others.b.io", Some(("2", true, true))),
             ("things.a.io", Some(("3", true, false))),

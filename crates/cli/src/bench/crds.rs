@@ -153,14 +153,14 @@ async fn median_get_as(
     n: usize,
 ) -> anyhow::Result<(Duration, usize, u16)> {
     let mut lat = Vec::with_capacity(n);
-    let mut last = (0, 0);
+    let mut answer = (0, 0);
     for _ in 0..n {
         let (d, size, status, _) = timed_get_as(server, client, path, accept, etag).await?;
         lat.push(d);
-        last = (size, status);
+        answer = (size, status);
     }
     lat.sort();
-    Ok((percentile(&lat, 0.5), last.0, last.1))
+    Ok((percentile(&lat, 0.5), answer.0, answer.1))
 }
 
 /// Rows for aggregated discovery (`/apis`) and `/openapi/v2`: warm, answered `304` to their
