@@ -3,15 +3,18 @@
 //! `crd_builtin::KINDS`, and every Established CRD's served versions.
 //!
 //! Main items: [`core_versions`], [`core_resources`], [`groups`], [`group`], [`group_version`],
-//! [`aggregated`].
+//! [`aggregated`], and [`DiscoveryCache`], which renders the aggregated documents and the legacy
+//! group list once per registry generation (a CRD change re-renders only its own group's entry
+//! of the aggregated `/apis`), so that a discovery request costs the same with one CRD or a
+//! thousand.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use base64::Engine;
 use crd_core::version::compare_kube_aware_versions;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use sha2::{Digest, Sha256, Sha512};
 
 use crate::registry::serving::{Registry, ServingCrd};
 use crate::registry::{Scope, reviews};
@@ -521,28 +524,192 @@ pub fn group_version(registry: &Registry, group: &str, version: &str) -> Option<
 
 /// The aggregated discovery document of `/api` (core) or `/apis` (everything else).
 pub fn aggregated(registry: &Registry, core: bool) -> Value {
-    let version = |v: &str, rs: &[Resource]| {
-        json!({"version": v, "resources": rs.iter().map(Resource::aggregated).collect::<Vec<_>>(),
-               "freshness": "Current"})
-    };
     let items: Vec<Value> = if core {
-        vec![json!({"metadata": {"name": ""}, "versions": [version("v1", &core_list())]})]
+        vec![
+            json!({"metadata": {"name": ""}, "versions": [aggregated_version("v1", &core_list())]}),
+        ]
     } else {
         let mut items: Vec<Value> = builtin_served(registry)
-            .into_iter()
-            .map(|(g, vs)| {
-                let versions: Vec<Value> = vs.iter().map(|(v, rs)| version(v, rs)).collect();
-                json!({"metadata": {"name": g}, "versions": versions})
-            })
+            .iter()
+            .map(|(g, vs)| group_discovery(g, vs))
             .collect();
         for (g, vs) in crd_groups(registry.all()) {
-            let versions: Vec<Value> = vs.iter().map(|(v, rs)| version(v, rs)).collect();
-            items.push(json!({"metadata": {"name": g}, "versions": versions}));
+            items.push(group_discovery(&g, &vs));
         }
         items
     };
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
            "metadata": {}, "items": items})
+}
+
+/// A discovery document rendered to bytes, with its `ETag` (quoted, as sent).
+pub struct Rendered {
+    /// The quoted entity tag: kube-apiserver's upper-case hexadecimal SHA-512, here of the
+    /// document's parts (each part hashed once when rendered), so a request never hashes the
+    /// whole document.
+    pub etag: String,
+    /// The JSON bytes.
+    pub bytes: bytes::Bytes,
+}
+
+/// The aggregated `/apis` document at one registry generation, with the rendered entry of every
+/// CRD group, so that the next generation re-renders only the groups that changed.
+struct AggregatedApis {
+    generation: u64,
+    /// CRD group → (SHA-512 of its entry, its `APIGroupDiscovery` JSON).
+    groups: BTreeMap<String, ([u8; 64], Vec<u8>)>,
+    doc: Arc<Rendered>,
+}
+
+/// Discovery documents cached per registry generation (as kube-apiserver's aggregated
+/// discovery manager keeps its serialized document and `ETag` until a group changes): the
+/// aggregated `/api` (fixed, rendered once), the aggregated `/apis` (updated per changed group
+/// from [`Registry::changes_since`]) and the legacy `/apis` group list.
+#[derive(Default)]
+pub struct DiscoveryCache {
+    core: OnceLock<Arc<Rendered>>,
+    /// The built-in groups' entries of `/apis`, rendered once: (SHA-512 over them, their JSON).
+    builtin: OnceLock<([u8; 64], Vec<u8>)>,
+    apis: Mutex<Option<AggregatedApis>>,
+    legacy: Mutex<Option<(u64, bytes::Bytes)>>,
+}
+
+impl DiscoveryCache {
+    /// The aggregated discovery document of `/api` (`core`) or `/apis`, at the registry's
+    /// current generation or a newer one.
+    pub fn aggregated(&self, registry: &Registry, core: bool) -> Arc<Rendered> {
+        if core {
+            return self
+                .core
+                .get_or_init(|| {
+                    let bytes = serde_json::to_vec(&aggregated(registry, true)).unwrap_or_default();
+                    let etag = quoted_hash(&Sha512::digest(&bytes));
+                    Arc::new(Rendered {
+                        etag,
+                        bytes: bytes.into(),
+                    })
+                })
+                .clone();
+        }
+        let mut cached = self.apis.lock().unwrap_or_else(PoisonError::into_inner);
+        let generation = registry.generation();
+        if let Some(c) = cached.as_ref()
+            && c.generation >= generation
+        {
+            return c.doc.clone();
+        }
+        // The groups to render again: those changed since the cached generation, or every
+        // group when nothing is cached or the change log no longer reaches back.
+        let previous = cached
+            .take()
+            .and_then(|c| Some((registry.changes_since(c.generation)?, c.groups)));
+        let (generation, mut groups, mut changed) = if let Some(((now, names), groups)) = previous {
+            let changed: Vec<String> = names
+                .iter()
+                .map(|n| crate::registry::serving::group_of_name(n).to_string())
+                .collect();
+            (now, groups, changed)
+        } else {
+            let all: Vec<String> = registry.all().iter().map(|c| c.group.clone()).collect();
+            (generation, BTreeMap::new(), all)
+        };
+        changed.sort_unstable();
+        changed.dedup();
+        for group in changed {
+            match crd_groups(registry.in_group(&group)).get(&group) {
+                Some(versions) => {
+                    let bytes =
+                        serde_json::to_vec(&group_discovery(&group, versions)).unwrap_or_default();
+                    groups.insert(group, (Sha512::digest(&bytes).into(), bytes));
+                }
+                None => {
+                    groups.remove(&group);
+                }
+            }
+        }
+        let doc = Arc::new(self.assemble_apis(registry, &groups));
+        *cached = Some(AggregatedApis {
+            generation,
+            groups,
+            doc: doc.clone(),
+        });
+        doc
+    }
+
+    /// The aggregated `/apis` document from the built-in groups' entries and `groups`, in the
+    /// order [`aggregated`] gives them.
+    /// The built-in groups are those served under the server's runtime config, fixed for its
+    /// lifetime, so they are rendered once.
+    fn assemble_apis(
+        &self,
+        registry: &Registry,
+        groups: &BTreeMap<String, ([u8; 64], Vec<u8>)>,
+    ) -> Rendered {
+        let (builtin_hash, builtin) = self.builtin.get_or_init(|| {
+            let items: Vec<Vec<u8>> = builtin_served(registry)
+                .iter()
+                .map(|(g, vs)| serde_json::to_vec(&group_discovery(g, vs)).unwrap_or_default())
+                .collect();
+            let bytes = items.join(&b","[..]);
+            (Sha512::digest(&bytes).into(), bytes)
+        });
+        let len = builtin.len() + groups.values().map(|(_, b)| b.len() + 1).sum::<usize>();
+        let mut bytes = Vec::with_capacity(len + 128);
+        bytes.extend_from_slice(
+            br#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":["#,
+        );
+        bytes.extend_from_slice(builtin);
+        let mut hasher = Sha512::new();
+        hasher.update(builtin_hash);
+        for (hash, item) in groups.values() {
+            if !bytes.ends_with(b"[") {
+                bytes.push(b',');
+            }
+            bytes.extend_from_slice(item);
+            hasher.update(hash);
+        }
+        bytes.extend_from_slice(b"]}");
+        Rendered {
+            etag: quoted_hash(&hasher.finalize()),
+            bytes: bytes.into(),
+        }
+    }
+
+    /// The legacy `/apis` group list ([`groups`]) as JSON, rendered once per registry
+    /// generation.
+    pub fn legacy_groups(&self, registry: &Registry) -> bytes::Bytes {
+        let mut cached = self.legacy.lock().unwrap_or_else(PoisonError::into_inner);
+        let generation = registry.generation();
+        if let Some((g, bytes)) = cached.as_ref()
+            && *g >= generation
+        {
+            return bytes.clone();
+        }
+        let bytes: bytes::Bytes = serde_json::to_vec(&groups(registry))
+            .unwrap_or_default()
+            .into();
+        *cached = Some((generation, bytes.clone()));
+        bytes
+    }
+}
+
+/// A digest as a quoted upper-case hexadecimal `ETag`.
+fn quoted_hash(digest: &impl std::fmt::UpperHex) -> String {
+    format!("\"{digest:X}\"")
+}
+
+/// One `APIGroupDiscovery` entry of the aggregated document.
+fn group_discovery<V: AsRef<str>>(group: &str, versions: &[(V, Vec<Resource>)]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|(v, rs)| aggregated_version(v.as_ref(), rs))
+        .collect();
+    json!({"metadata": {"name": group}, "versions": versions})
+}
+
+fn aggregated_version(v: &str, rs: &[Resource]) -> Value {
+    json!({"version": v, "resources": rs.iter().map(Resource::aggregated).collect::<Vec<_>>(),
+           "freshness": "Current"})
 }
 
 #[cfg(test)]
@@ -623,6 +790,84 @@ mod tests {
         assert_eq!(
             ev["resources"][0]["storageVersionHash"],
             json!(storage_version_hash("", "v1", "Event"))
+        );
+    }
+
+    fn stored_crd(name: &str, rv: &str, established: bool, served: bool) -> Value {
+        let (plural, group) = name.split_once('.').unwrap();
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name, "uid": format!("uid-{name}"), "resourceVersion": rv},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": plural, "kind": "Thing"},
+                     "versions": [{"name": "v1", "served": served, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+            "status": {"conditions": [{"type": "Established",
+                                       "status": if established { "True" } else { "False" }}]}
+        })
+    }
+
+    /// A CRD and what happens to it: stored with (resourceVersion, established, served), or
+    /// removed (`None`).
+    type Step<'a> = (&'a str, Option<(&'a str, bool, bool)>);
+
+    /// The cached aggregated `/apis` is the document [`aggregated`] renders, through every
+    /// kind of change (added, changed, unserved, removed, a second CRD in a group), and its
+    /// `ETag` changes exactly when the document does.
+    #[test]
+    fn the_cached_aggregated_document_follows_every_registry_change() {
+        let registry = Registry::default();
+        let cache = DiscoveryCache::default();
+        // (CRD, resourceVersion, established, served; `None` removes it)
+        let steps: &[Step<'_>] = &[
+            ("things.a.io", Some(("1", true, true))),
+            ("others.b.io", Some(("2", true, true))),
+            ("things.a.io", Some(("3", true, false))),
+            ("more.a.io", Some(("4", true, true))),
+            ("things.a.io", Some(("5", true, true))),
+            ("others.b.io", None),
+            ("pending.c.io", Some(("6", false, true))),
+        ];
+        let mut last = cache.aggregated(&registry, false);
+        let want: Value = aggregated(&registry, false);
+        assert_eq!(serde_json::from_slice::<Value>(&last.bytes).unwrap(), want);
+        for (name, step) in steps {
+            match step {
+                Some((rv, established, served)) => registry
+                    .apply_stored(&stored_crd(name, rv, *established, *served))
+                    .unwrap(),
+                None => registry.remove(name),
+            }
+            let got = cache.aggregated(&registry, false);
+            let want = aggregated(&registry, false);
+            assert_eq!(
+                serde_json::from_slice::<Value>(&got.bytes).unwrap(),
+                want,
+                "after {name} {step:?}"
+            );
+            let same = serde_json::from_slice::<Value>(&last.bytes).unwrap() == want;
+            assert_eq!(got.etag == last.etag, same, "after {name} {step:?}");
+            // Unchanged registry: the same rendering, not a new one.
+            assert!(Arc::ptr_eq(&got, &cache.aggregated(&registry, false)));
+            last = got;
+        }
+        let doc = serde_json::from_slice::<Value>(&last.bytes).unwrap();
+        let crd_groups: Vec<&str> = doc["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|i| i["metadata"]["name"].as_str())
+            .filter(|n| !n.ends_with("k8s.io") && n.contains('.'))
+            .collect();
+        assert_eq!(crd_groups, ["a.io"]);
+        let core = cache.aggregated(&registry, true);
+        assert_eq!(
+            serde_json::from_slice::<Value>(&core.bytes).unwrap(),
+            aggregated(&registry, true)
+        );
+        assert_eq!(
+            serde_json::from_slice::<Value>(&cache.legacy_groups(&registry)).unwrap(),
+            groups(&registry)
         );
     }
 }

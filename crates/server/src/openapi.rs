@@ -36,19 +36,113 @@ pub struct Documents {
     v2: OnceLock<(String, Arc<Vec<u8>>)>,
     /// `/openapi/v2` in protobuf, encoded on first request.
     v2_protobuf: OnceLock<Vec<u8>>,
+    /// Each document's share of `/openapi/v2` by the document's hash, shared by the sets of
+    /// documents that follow this one: after a CRD change only the changed documents are
+    /// converted again.
+    v2_parts: Arc<std::sync::Mutex<HashMap<Arc<str>, Arc<V2Part>>>>,
+}
+
+/// One OpenAPI v3 document's share of `/openapi/v2`: its paths and definitions, converted to
+/// Swagger 2.0 and rendered, by name.
+struct V2Part {
+    paths: Vec<(String, String)>,
+    definitions: Vec<(String, String)>,
+}
+
+impl V2Part {
+    fn of(bytes: &[u8]) -> V2Part {
+        let Ok(doc) = serde_json::from_slice::<Value>(bytes) else {
+            return V2Part {
+                paths: Vec::new(),
+                definitions: Vec::new(),
+            };
+        };
+        let merged = swagger_v2(std::iter::once(&doc));
+        let render = |key: &str| -> Vec<(String, String)> {
+            merged
+                .get(key)
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect()
+        };
+        V2Part {
+            paths: render("paths"),
+            definitions: render("definitions"),
+        }
+    }
 }
 
 impl Documents {
     /// `/openapi/v2` as JSON, with its hash (the `ETag`), merged once per set of documents.
+    ///
+    /// Each document is converted once while its hash is unchanged ([`V2Part`]); the merge is
+    /// then a concatenation of rendered parts (a later document's path or definition replaces
+    /// an earlier one of the same name, as [`swagger_v2`] merges), and the hash is taken over
+    /// the documents' hashes, which determine it.
     pub fn v2(&self) -> &(String, Arc<Vec<u8>>) {
         self.v2.get_or_init(|| {
-            let parsed: Vec<Value> = self
-                .docs
-                .values()
-                .filter_map(|(_, bytes)| serde_json::from_slice(bytes).ok())
-                .collect();
-            let bytes = serde_json::to_vec(&swagger_v2(parsed.iter())).unwrap_or_default();
-            (hash(&bytes), Arc::new(bytes))
+            let parts: Vec<Arc<V2Part>> = {
+                let mut cache = self
+                    .v2_parts
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let parts: Vec<Arc<V2Part>> = self
+                    .docs
+                    .values()
+                    .map(|(h, bytes)| {
+                        cache
+                            .entry(h.clone())
+                            .or_insert_with(|| Arc::new(V2Part::of(bytes)))
+                            .clone()
+                    })
+                    .collect();
+                let live: std::collections::HashSet<&str> =
+                    self.docs.values().map(|(h, _)| &**h).collect();
+                cache.retain(|h, _| live.contains(&**h));
+                parts
+            };
+            let mut paths: BTreeMap<&str, &str> = BTreeMap::new();
+            let mut definitions: BTreeMap<&str, &str> = BTreeMap::new();
+            for part in &parts {
+                for (k, v) in &part.paths {
+                    paths.insert(k, v);
+                }
+                for (k, v) in &part.definitions {
+                    definitions.insert(k, v);
+                }
+            }
+            let size: usize = paths
+                .iter()
+                .chain(definitions.iter())
+                .map(|(k, v)| k.len() + v.len() + 4)
+                .sum();
+            let mut bytes = Vec::with_capacity(size + 256);
+            let object = |out: &mut Vec<u8>, entries: &BTreeMap<&str, &str>| {
+                out.push(b'{');
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    let _ = serde_json::to_writer(&mut *out, k);
+                    out.push(b':');
+                    out.extend_from_slice(v.as_bytes());
+                }
+                out.push(b'}');
+            };
+            bytes.extend_from_slice(br#"{"definitions":"#);
+            object(&mut bytes, &definitions);
+            bytes.extend_from_slice(br#","info":"#);
+            let _ = serde_json::to_writer(&mut bytes, &v2_info());
+            bytes.extend_from_slice(br#","paths":"#);
+            object(&mut bytes, &paths);
+            bytes.extend_from_slice(br#","swagger":"2.0"}"#);
+            let mut hasher = Sha512::new();
+            for (h, _) in self.docs.values() {
+                hasher.update(h.as_bytes());
+            }
+            (hex_upper(&hasher.finalize()), Arc::new(bytes))
         })
     }
 
@@ -88,6 +182,7 @@ impl Documents {
             index: OnceLock::new(),
             v2: OnceLock::new(),
             v2_protobuf: OnceLock::new(),
+            v2_parts: Arc::default(),
         };
         if registry.runtime_config().crd_v1beta1 {
             docs.docs.insert(
@@ -112,6 +207,7 @@ impl Documents {
             index: OnceLock::new(),
             v2: OnceLock::new(),
             v2_protobuf: OnceLock::new(),
+            v2_parts: self.v2_parts.clone(),
         };
         for group in groups {
             docs.rebuild_group(registry, group);
@@ -383,12 +479,17 @@ fn swagger_v2<'a>(docs: impl Iterator<Item = &'a Value>) -> Value {
     }
     let mut doc = json!({
         "swagger": "2.0",
-        "info": {"title": "Kubernetes", "version": format!("v1.{}.0", crate::version::KUBE_MINOR)},
+        "info": v2_info(),
         "paths": paths,
         "definitions": definitions,
     });
     v2_refs(&mut doc);
     doc
+}
+
+/// The `info` of `/openapi/v2`.
+fn v2_info() -> Value {
+    json!({"title": "Kubernetes", "version": format!("v1.{}.0", crate::version::KUBE_MINOR)})
 }
 
 fn gvk(group: &str, version: &str, kind: &str) -> Value {
@@ -758,5 +859,65 @@ mod tests {
     fn hash_changes_with_content() {
         assert_ne!(hash(b"a"), hash(b"b"));
         assert_eq!(hash(b"a").len(), 128);
+    }
+
+    fn stored_crd(name: &str, rv: &str, description: &str) -> Value {
+        let (plural, group) = name.split_once('.').unwrap();
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name, "uid": format!("uid-{name}"), "resourceVersion": rv},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": plural, "kind": "Thing"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                            "spec": {"type": "object", "description": description}}}}}]},
+            "status": {"conditions": [{"type": "Established", "status": "True"}]}
+        })
+    }
+
+    /// `/openapi/v2` merged from per-document parts is the document [`swagger_v2`] merges from
+    /// every document, after each change, and its hash changes exactly when it does.
+    #[test]
+    fn v2_from_parts_matches_the_whole_merge_through_changes() {
+        let registry = Registry::default();
+        let whole = |docs: &Documents| -> Value {
+            let parsed: Vec<Value> = docs
+                .docs
+                .values()
+                .map(|(_, b)| serde_json::from_slice(b).unwrap())
+                .collect();
+            swagger_v2(parsed.iter())
+        };
+        let mut current: Option<(u64, Arc<Documents>)> = None;
+        let mut last: Option<(String, Value)> = None;
+        let steps: &[(&str, &str, &str)] = &[
+            ("things.a.io", "1", "first"),
+            ("things.b.io", "2", "first"),
+            ("things.a.io", "3", "second"),
+            ("others.a.io", "4", "first"),
+            ("things.b.io", "5", "first"),
+        ];
+        for (name, rv, description) in steps {
+            registry
+                .apply_stored(&stored_crd(name, rv, description))
+                .unwrap();
+            let (generation, docs) =
+                update(&registry, current.as_ref().map(|(g, d)| (*g, d.as_ref())));
+            let docs = Arc::new(docs);
+            let (hash, bytes) = docs.v2();
+            let got: Value = serde_json::from_slice(bytes).unwrap();
+            assert_eq!(got, whole(&docs), "after {name} {rv}");
+            assert!(
+                got["paths"]
+                    .as_object()
+                    .unwrap()
+                    .contains_key("/apis/a.io/v1/namespaces/{namespace}/things")
+            );
+            if let Some((last_hash, last_doc)) = &last {
+                assert_eq!(last_hash == hash, *last_doc == got, "after {name} {rv}");
+            }
+            last = Some((hash.clone(), got));
+            current = Some((generation, docs));
+        }
     }
 }

@@ -38,6 +38,9 @@ pub struct AppState {
     pub authorizer: crate::authz::Authorizer,
     /// Rendered OpenAPI documents, rebuilt when CRDs change.
     pub openapi: OpenApiCache,
+    /// Rendered discovery documents (aggregated and the legacy group list), per registry
+    /// generation.
+    pub discovery: crate::discovery::DiscoveryCache,
     /// The audit policy and backend (`--audit-policy-file`, `--audit-log-path`), if any.
     pub auditor: Option<Arc<crate::audit::Auditor>>,
     /// Start-up and shutdown flags read by `/livez`, `/readyz`, `/healthz`.
@@ -76,6 +79,7 @@ impl AppState {
             authn,
             authorizer: crate::authz::Authorizer::allow_all(),
             openapi: OpenApiCache::default(),
+            discovery: crate::discovery::DiscoveryCache::default(),
             auditor: None,
             health: crate::health::HealthState::default(),
             storage_objects_at: std::sync::Mutex::new(None),

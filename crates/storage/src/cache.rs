@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{
@@ -53,6 +53,8 @@ const LIST_PAGE: usize = 10_000;
 const FEED_PROGRESS: Duration = Duration::from_millis(200);
 /// How long a read waits for the cache to catch up before it goes to the engine.
 const CATCH_UP: Duration = Duration::from_secs(3);
+/// At most this many events already waiting are applied before readers are woken.
+const FEED_BATCH: usize = 256;
 /// The dispatcher's budget for waiting on full watcher buffers (upstream's `timeBudget`: at
 /// most 100 ms, refilled at 100 ms per second).
 const BUDGET_MAX: Duration = Duration::from_millis(100);
@@ -332,6 +334,10 @@ impl Oracle {
             let oracle = self.clone();
             tokio::spawn(async move {
                 loop {
+                    // Requests already runnable join this batch first: a task spawned from a
+                    // worker runs next (tokio's LIFO slot), before the readers queued behind
+                    // it have asked; yielding once sends one revision request for all of them.
+                    tokio::task::yield_now().await;
                     let batch = {
                         let mut q = oracle
                             .queue
@@ -381,15 +387,31 @@ async fn feed(inner: Arc<dyn Store>, shared: Weak<Shared>) {
         };
         backoff = Duration::from_millis(100);
         let mut budget = Budget::new();
-        while let Some(item) = stream.next().await {
+        'feed: while let Some(item) = stream.next().await {
             let Some(s) = shared.upgrade() else { return };
-            match item {
-                Ok(Event::Progress { revision }) => s.progress(revision),
-                Ok(event) => s.apply(event, &mut budget).await,
-                Err(e) => {
-                    tracing::info!(error = %e, root, "watch cache: feed ended; re-listing");
-                    break;
+            // Every event already waiting is applied before readers are woken, once: under
+            // many writers a commit batch arrives as a run of events.
+            let mut next = Some(item);
+            let mut applied = 0;
+            while let Some(item) = next.take() {
+                match item {
+                    Ok(Event::Progress { revision }) => s.progress(revision),
+                    Ok(event) => {
+                        s.apply(event, &mut budget).await;
+                        applied += 1;
+                    }
+                    Err(e) => {
+                        tracing::info!(error = %e, root, "watch cache: feed ended; re-listing");
+                        s.publish();
+                        break 'feed;
+                    }
                 }
+                if applied < FEED_BATCH {
+                    next = stream.next().now_or_never().flatten();
+                }
+            }
+            if applied > 0 {
+                s.publish();
             }
         }
         let Some(s) = shared.upgrade() else { return };
@@ -486,6 +508,11 @@ impl Shared {
     /// Applies one event to the state, the indexes and the window, and hands it to watchers.
     async fn apply(&self, event: Event, budget: &mut Budget) {
         let revision = event.revision();
+        // A written object's terms are derived before taking the lock (readers wait on it).
+        let new_terms = match &event {
+            Event::Put { kv, .. } => self.terms(&kv.key, &kv.value),
+            _ => Vec::new(),
+        };
         let event = Arc::new(event);
         let mut blocked = Vec::new();
         {
@@ -504,7 +531,6 @@ impl Shared {
                         Some((k, _)) => k.clone(),
                         None => Arc::from(kv.key.as_str()),
                     };
-                    let new_terms = self.terms(&key, &kv.value);
                     let old = st.items.insert(
                         key.clone(),
                         Entry {
@@ -529,6 +555,7 @@ impl Shared {
             }
             st.window.push(Instant::now(), event.clone());
             st.revision = revision;
+            // Readers are woken by [`Shared::publish`] after the run of events.
             let mut dead = Vec::new();
             for w in &st.watchers {
                 if !key.starts_with(&w.prefix) {
@@ -546,8 +573,9 @@ impl Shared {
                 st.watchers.retain(|w| !dead.contains(&w.id));
             }
         }
-        self.revision.send_replace(revision);
         if !blocked.is_empty() {
+            // Readers need not wait for slow watchers.
+            self.publish();
             let mut dead = Vec::new();
             let mut available = budget.take();
             for (id, tx, e) in blocked {
@@ -565,6 +593,20 @@ impl Shared {
             }
         }
         self.dispatched.fetch_max(revision, Ordering::AcqRel);
+    }
+
+    /// Wakes readers waiting for the cache to catch up, with its current revision.
+    fn publish(&self) {
+        let revision = self
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .revision;
+        self.revision.send_if_modified(|r| {
+            let changed = *r != revision;
+            *r = revision;
+            changed
+        });
     }
 
     /// The feed broke: every watcher ends (its client re-lists or re-watches) and requests go

@@ -4,6 +4,8 @@
 //! - N CRDs (one group each, with a schema, a default and a CEL rule) created at once by 32
 //!   clients, until all are Established;
 //! - `/openapi/v3` (the index) and one group's document, warm, then right after a CRD change;
+//! - aggregated discovery (`/apis`) and `/openapi/v2`: warm, `304` to their `ETag`, and right
+//!   after a CRD change;
 //! - resident memory after that CRD update;
 //! - `/readyz` latency while other clients change CRDs and read their OpenAPI documents;
 //! - a restart with the N CRDs stored: time until the port answers, and until `/readyz` is ok.
@@ -105,6 +107,102 @@ async fn timed_get(
         bail!("GET {path}: {}", String::from_utf8_lossy(&body));
     }
     Ok((t.elapsed(), body.len()))
+}
+
+/// Aggregated discovery's media type (what kubectl asks `/api` and `/apis` for).
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// One timed GET with `Accept: accept` and, when given, `If-None-Match: etag`: its duration,
+/// body size, status and `ETag`.
+async fn timed_get_as(
+    server: &Target,
+    client: &reqwest::Client,
+    path: &str,
+    accept: &str,
+    etag: Option<&str>,
+) -> anyhow::Result<(Duration, usize, u16, Option<String>)> {
+    let t = Instant::now();
+    let mut req = client
+        .get(format!("{}{path}", server.url))
+        .bearer_auth(&server.token)
+        .header("Accept", accept);
+    if let Some(tag) = etag {
+        req = req.header("If-None-Match", tag);
+    }
+    let r = req.send().await?;
+    let status = r.status().as_u16();
+    let tag = r
+        .headers()
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let body = r.bytes().await?;
+    if status != 200 && status != 304 {
+        bail!("GET {path}: {status} {}", String::from_utf8_lossy(&body));
+    }
+    Ok((t.elapsed(), body.len(), status, tag))
+}
+
+/// Median of `n` timed GETs (see [`timed_get_as`]) and the last answer's size and status.
+async fn median_get_as(
+    server: &Target,
+    client: &reqwest::Client,
+    path: &str,
+    accept: &str,
+    etag: Option<&str>,
+    n: usize,
+) -> anyhow::Result<(Duration, usize, u16)> {
+    let mut lat = Vec::with_capacity(n);
+    let mut answer = (0, 0);
+    for _ in 0..n {
+        let (d, size, status, _) = timed_get_as(server, client, path, accept, etag).await?;
+        lat.push(d);
+        answer = (size, status);
+    }
+    lat.sort();
+    Ok((percentile(&lat, 0.5), answer.0, answer.1))
+}
+
+/// Rows for aggregated discovery (`/apis`) and `/openapi/v2`: warm, answered `304` to their
+/// `ETag`, and right after a CRD change.
+async fn discovery_rows(
+    server: &Target,
+    client: &reqwest::Client,
+    report: &mut Report,
+    n: usize,
+) -> anyhow::Result<()> {
+    let (_, _, _, etag) = timed_get_as(server, client, "/apis", AGGREGATED, None).await?;
+    let etag = etag.context("aggregated discovery without an ETag")?;
+    let (warm, size, _) = median_get_as(server, client, "/apis", AGGREGATED, None, 20).await?;
+    let (unchanged, _, status) =
+        median_get_as(server, client, "/apis", AGGREGATED, Some(&etag), 20).await?;
+    if status != 304 {
+        bail!("aggregated discovery answered {status} to its own ETag");
+    }
+    change_crd(server, client, n / 4, "changed for discovery").await?;
+    let (after, _, status, _) =
+        timed_get_as(server, client, "/apis", AGGREGATED, Some(&etag)).await?;
+    report.row(
+        &format!("aggregated discovery /apis with {n} CRDs (warm / 304 to its ETag / right after a CRD change)"),
+        format!("{} / {} / {}", ms(warm), ms(unchanged), ms(after)),
+        format!("{:.0} KB; after the change: {status}", size as f64 / 1024.0),
+    );
+    let json = "application/json";
+    let (_, _, _, v2_etag) = timed_get_as(server, client, "/openapi/v2", json, None).await?;
+    let v2_etag = v2_etag.context("/openapi/v2 without an ETag")?;
+    let (v2_warm, v2_size, _) = median_get_as(server, client, "/openapi/v2", json, None, 5).await?;
+    let (v2_unchanged, _, _) =
+        median_get_as(server, client, "/openapi/v2", json, Some(&v2_etag), 5).await?;
+    change_crd(server, client, n / 4, "changed for openapi v2").await?;
+    let (v2_after, _, _, _) = timed_get_as(server, client, "/openapi/v2", json, None).await?;
+    report.row(
+        &format!(
+            "/openapi/v2 (JSON) with {n} CRDs (warm / 304 to its ETag / right after a CRD change)"
+        ),
+        format!("{} / {} / {}", ms(v2_warm), ms(v2_unchanged), ms(v2_after)),
+        format!("{:.0} KB", v2_size as f64 / 1024.0),
+    );
+    Ok(())
 }
 
 /// Whether CRD `i` is Established.
@@ -325,6 +423,7 @@ pub async fn run(dir: &Path, report: &mut Report, n: usize) -> anyhow::Result<()
         ms(changed_after),
         "target < 50 ms".into(),
     );
+    discovery_rows(&target, &client, report, n).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (rss, peak) = server.memory_kib();
     report.row(

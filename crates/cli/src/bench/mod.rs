@@ -6,6 +6,7 @@
 mod admission;
 mod cache;
 mod crds;
+mod create;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -69,6 +70,13 @@ pub struct BenchArgs {
     /// Measure only the audit figures ("audit" section: creates/s without and with auditing).
     #[arg(long)]
     only_audit: bool,
+    /// Measure only the create path ("create path" section, `create.rs`: creates/s from 64
+    /// clients with the watch cache on and off, beside SQLite's 64-writer commit rate).
+    #[arg(long)]
+    only_create_path: bool,
+    /// Rounds of the create-path section (best of).
+    #[arg(long, default_value_t = 3)]
+    create_rounds: usize,
     /// Instead of the figures, run a mixed load (creates, updates, gets, lists, deletes, 50
     /// watchers) for this many seconds and report resident memory and open file descriptors
     /// over time.
@@ -97,10 +105,15 @@ impl Server {
         Self::start_with(data, &[])
     }
 
-    /// [`Server::start`] with extra `serve` flags.
+    /// [`Server::start`] with extra `serve` flags. The server is this binary, or the one
+    /// `CRD_APISERVER_BENCH_SERVER` names (to compare two builds with the same load).
     fn start_with(data: &Path, extra: &[String]) -> anyhow::Result<(Self, Duration)> {
         let started = Instant::now();
-        let mut child = Command::new(std::env::current_exe()?)
+        let exe = match std::env::var_os("CRD_APISERVER_BENCH_SERVER") {
+            Some(p) => p.into(),
+            None => std::env::current_exe()?,
+        };
+        let mut child = Command::new(exe)
             .args(["serve", "--secure-port", "0", "--data-dir"])
             .arg(data)
             .args(SERVE_FLAGS.get().into_iter().flatten())
@@ -548,6 +561,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         return rbac_overhead(dir.path(), &mut report, args.gets, args.rbac_bindings).await;
     }
 
+    if args.only_create_path {
+        return create::run(dir.path(), &mut report, args.creates, args.create_rounds).await;
+    }
     if args.only_audit {
         return audit_overhead(dir.path(), &mut report, args.creates).await;
     }

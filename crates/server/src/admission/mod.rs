@@ -132,6 +132,9 @@ pub struct Record {
 pub struct Admission {
     store: Arc<dyn Store>,
     namespaces: Arc<dyn Strategy>,
+    /// Namespaces whose deletion was admitted here recently, until when: `NamespaceLifecycle`
+    /// reads them consistently (upstream's `forceLiveLookupCache`).
+    force_live: Mutex<HashMap<String, std::time::Instant>>,
     /// The webhook plugins; their configuration informers run under the controllers'
     /// supervisor ([`webhook::Webhooks::run`]).
     pub webhooks: Arc<webhook::Webhooks>,
@@ -178,6 +181,7 @@ impl Admission {
         Admission {
             store,
             namespaces,
+            force_live: Mutex::new(HashMap::new()),
             webhooks,
             policies,
             mutating_policies,
@@ -247,6 +251,20 @@ impl Admission {
         old: Option<&Value>,
         record: &Mutex<Record>,
     ) -> Result<(), ApiError> {
+        let ns = self.namespaces.info();
+        if attrs.operation == Operation::Delete
+            && attrs.subresource.is_empty()
+            && attrs.request.group == ns.group
+            && attrs.request.resource == ns.resource
+        {
+            let now = std::time::Instant::now();
+            let mut live = self
+                .force_live
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            live.retain(|_, until| *until > now);
+            live.insert(attrs.name.clone(), now + FORCE_LIVE_LOOKUP);
+        }
         self.policies.validate(attrs, obj, old, record).await?;
         self.webhooks.validate(attrs, obj, old, record).await
     }
@@ -254,12 +272,20 @@ impl Admission {
     /// Admits the creation of `obj` through `strategy`.
     pub async fn admit_create(&self, strategy: &dyn Strategy, obj: &Value) -> Result<(), ApiError> {
         if strategy.info().namespaced() {
+            let namespace = meta::namespace(obj);
+            let live = self
+                .force_live
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(namespace)
+                .is_some_and(|until| *until > std::time::Instant::now());
             namespace_lifecycle(
                 self.store.as_ref(),
                 self.namespaces.as_ref(),
                 strategy,
-                meta::namespace(obj),
+                namespace,
                 meta::name(obj),
+                live,
             )
             .await?;
         }
@@ -267,21 +293,52 @@ impl Admission {
     }
 }
 
+/// How long a namespace whose deletion was admitted is read consistently (upstream's
+/// `forceLiveLookupTTL`).
+const FORCE_LIVE_LOOKUP: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The `NamespaceLifecycle` admission check: the namespace must exist and not be terminating.
+///
+/// As upstream's plugin reads its namespace informer and makes a live read only when the
+/// namespace is not there (or was deleted recently: `live`), the namespace is read first at any
+/// freshness (the watch cache answers without waiting for the store's current revision, which
+/// under many concurrent writers kept every create waiting for the cache to catch up), then
+/// consistently when absent (a namespace created just before).
 async fn namespace_lifecycle(
     store: &dyn Store,
     namespaces: &dyn Strategy,
     strategy: &dyn Strategy,
     namespace: &str,
     name: &str,
+    live: bool,
 ) -> Result<(), ApiError> {
     let ns_info = namespaces.info();
     let gr = ns_info.group_resource();
-    let kv = store
-        .get(&ns_info.key(None, namespace))
-        .await
-        .map_err(|e| ApiError::storage(&gr, namespace, e))?
-        .ok_or_else(|| Status::not_found(&gr, namespace))?;
+    let key = ns_info.key(None, namespace);
+    let cached = if live {
+        None
+    } else {
+        store
+            .list(crd_storage::ListRequest {
+                prefix: key.clone(),
+                limit: Some(1),
+                freshness: crd_storage::Freshness::NotOlderThan(0),
+                ..crd_storage::ListRequest::default()
+            })
+            .await
+            .map_err(|e| ApiError::storage(&gr, namespace, e))?
+            .items
+            .into_iter()
+            .find(|kv| kv.key == key)
+    };
+    let kv = match cached {
+        Some(kv) => kv,
+        None => store
+            .get(&key)
+            .await
+            .map_err(|e| ApiError::storage(&gr, namespace, e))?
+            .ok_or_else(|| Status::not_found(&gr, namespace))?,
+    };
     let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
     if meta::is_deleting(&ns) {
         let mut status = Status::forbidden(

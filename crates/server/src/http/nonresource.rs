@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use http::{HeaderValue, Method, Response, StatusCode, header};
 
-use super::render::{aggregated_response, json_response};
+use super::render::{aggregated_response, if_none_match, json_response, not_modified};
 use crate::body::{BoxBody, full};
 use crate::discovery;
 use crate::error::ApiError;
@@ -89,15 +89,19 @@ pub async fn handle(
             let output = negotiate::choose_output(&parts.headers, true)?;
             let core = route == Route::CoreVersions;
             if output == Output::AggregatedDiscovery {
-                let doc = discovery::aggregated(&state.registry, core);
+                let doc = state.discovery.aggregated(&state.registry, core);
                 return Ok(aggregated_response(&doc, &parts.headers));
             }
-            let doc = if core {
-                discovery::core_versions(server_address)
-            } else {
-                discovery::groups(&state.registry)
-            };
-            Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
+            if core {
+                let doc = discovery::core_versions(server_address);
+                return Ok(json_response(StatusCode::OK, &doc, "application/json", &[]));
+            }
+            let mut resp = Response::new(full(state.discovery.legacy_groups(&state.registry)));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            Ok(resp)
         }
         Route::CoreResources if get_only(&parts.method) => Ok(json_response(
             StatusCode::OK,
@@ -161,18 +165,28 @@ pub async fn handle(
                 .get(header::ACCEPT)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|a| a.contains(crate::openapi_pb::MEDIA_TYPE));
-            let (body, content_type) = if protobuf {
-                (docs.v2_protobuf().to_vec(), crate::openapi_pb::CONTENT_TYPE)
+            let etag = format!("\"{hash}\"");
+            // kube-openapi serves it with `http.ServeContent`: a matching `If-None-Match` is
+            // answered `304` without the (multi-megabyte) body.
+            let (mut resp, content_type) = if if_none_match(&parts.headers, &etag) {
+                (not_modified(), "application/json")
+            } else if protobuf {
+                (
+                    Response::new(full(docs.v2_protobuf().to_vec())),
+                    crate::openapi_pb::CONTENT_TYPE,
+                )
             } else {
-                (bytes.as_ref().clone(), "application/json")
+                (
+                    Response::new(full(bytes.as_ref().clone())),
+                    "application/json",
+                )
             };
-            let mut resp = Response::new(full(body));
             let headers = resp.headers_mut();
             headers.insert(
                 http::header::CONTENT_TYPE,
                 http::HeaderValue::from_static(content_type),
             );
-            if let Ok(etag) = http::HeaderValue::from_str(&format!("\"{hash}\"")) {
+            if let Ok(etag) = http::HeaderValue::from_str(&etag) {
                 headers.insert(http::header::ETAG, etag);
             }
             Ok(resp)
@@ -189,7 +203,11 @@ pub async fn handle(
         Route::OpenApiDocument(path) if get_only(&parts.method) => {
             let docs = state.openapi.get(&state.registry).await;
             let (hash, bytes) = docs.docs.get(&path).ok_or(ApiError::NoRoute)?;
-            let mut resp = Response::new(full(bytes.as_ref().clone()));
+            let mut resp = if if_none_match(&parts.headers, &format!("\"{hash}\"")) {
+                not_modified()
+            } else {
+                Response::new(full(bytes.as_ref().clone()))
+            };
             let h = resp.headers_mut();
             h.insert(
                 header::CONTENT_TYPE,

@@ -9,7 +9,6 @@ use bytes::Bytes;
 use crd_core::Status;
 use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::Value;
-use sha2::{Digest, Sha512};
 
 use crate::body::{BoxBody, full};
 use crate::error::ApiError;
@@ -124,25 +123,16 @@ pub fn text(code: StatusCode, body: &'static str) -> Response<BoxBody> {
     resp
 }
 
-/// Aggregated discovery, with kube-apiserver's `ETag` and 304 handling.
-pub fn aggregated_response(doc: &Value, headers: &http::HeaderMap) -> Response<BoxBody> {
-    let Ok(bytes) = serde_json::to_vec(doc) else {
-        return text(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "encoding the response failed\n",
-        );
-    };
-    let etag = format!("\"{}\"", crate::openapi::hex_upper(&Sha512::digest(&bytes)));
-    let matches = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        == Some(etag.as_str());
-    let mut resp = if matches {
-        let mut r = Response::new(full(Bytes::new()));
-        *r.status_mut() = StatusCode::NOT_MODIFIED;
-        r
+/// Aggregated discovery, with kube-apiserver's `ETag` and 304 handling: a request whose
+/// `If-None-Match` is the document's `ETag` gets `304 Not Modified` and no body.
+pub fn aggregated_response(
+    doc: &crate::discovery::Rendered,
+    headers: &http::HeaderMap,
+) -> Response<BoxBody> {
+    let mut resp = if if_none_match(headers, &doc.etag) {
+        not_modified()
     } else {
-        Response::new(full(bytes))
+        Response::new(full(doc.bytes.clone()))
     };
     let h = resp.headers_mut();
     h.insert(
@@ -153,10 +143,29 @@ pub fn aggregated_response(doc: &Value, headers: &http::HeaderMap) -> Response<B
     );
     h.insert(header::VARY, HeaderValue::from_static("Accept"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
-    if let Ok(v) = HeaderValue::from_str(&etag) {
+    if let Ok(v) = HeaderValue::from_str(&doc.etag) {
         h.insert(header::ETAG, v);
     }
     resp
+}
+
+/// Whether the request's `If-None-Match` names `etag` (quoted), as one of its comma-separated
+/// tags or as `*` (Go's `http.ServeContent`, which kube-openapi's handlers use).
+pub fn if_none_match(headers: &http::HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
+}
+
+/// An empty `304 Not Modified`.
+pub fn not_modified() -> Response<BoxBody> {
+    let mut r = Response::new(full(Bytes::new()));
+    *r.status_mut() = StatusCode::NOT_MODIFIED;
+    r
 }
 
 /// Adds `Warning: 299 - "<text>"` headers, escaped as an RFC 7230 quoted-string, deduplicated.

@@ -660,3 +660,34 @@ fn informers_cache_only_the_metadata_the_graph_reads() {
         )
     );
 }
+
+/// The collector's informers keep only the graph's metadata fields of each stored object.
+#[test]
+fn decode_metadata_keeps_only_the_fields_the_graph_reads() {
+    let cases: &[(&str, Option<serde_json::Value>)] = &[
+        (
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"5","labels":{"x":"y"},"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"o","uid":"u0"}],"finalizers":["f"],"deletionTimestamp":"2026-01-01T00:00:00Z","managedFields":[{"manager":"m"}]},"data":{"k":"v"}}"#,
+            Some(
+                serde_json::json!({"metadata": {"name": "a", "namespace": "ns", "uid": "u1",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u0"}],
+                "finalizers": ["f"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}),
+            ),
+        ),
+        (
+            r#"{"metadata":{"name":"b","uid":"u2","deletionTimestamp":null}}"#,
+            Some(serde_json::json!({"metadata": {"name": "b", "uid": "u2"}})),
+        ),
+        (r#"{"kind":"X"}"#, None),
+        (r#"{"metadata":"nope"}"#, None),
+        ("not json", None),
+    ];
+    for (stored, want) in cases {
+        let kv = crd_storage::KeyValue {
+            key: "/registry/configmaps/ns/a".into(),
+            value: bytes::Bytes::from(stored.as_bytes().to_vec()),
+            create_revision: 1,
+            mod_revision: 1,
+        };
+        assert_eq!(&super::decode_metadata(&kv), want, "{stored}");
+    }
+}

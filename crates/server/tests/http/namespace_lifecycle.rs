@@ -1,0 +1,62 @@
+//! `NamespaceLifecycle` admission as creates see it: a namespace created just before is found
+//! (the live read after a cache miss), a missing one is `404`, and once a namespace's deletion
+//! was admitted, creates in it are refused at once (upstream's force-live-lookup), even though
+//! the namespace read is otherwise answered by the watch cache without waiting.
+
+use serde_json::json;
+
+use crate::support::{HttpVersion, TestServer};
+
+#[tokio::test]
+async fn creates_follow_namespace_creation_and_deletion_at_once() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let cm =
+        |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+
+    // Missing namespace.
+    let r = api
+        .post("/api/v1/namespaces/nowhere/configmaps", cm("a"))
+        .await;
+    assert_eq!(r.status, 404, "{}", r.text);
+    let s = r.json();
+    assert_eq!(s["reason"], "NotFound");
+    assert_eq!(s["message"], "namespaces \"nowhere\" not found");
+
+    for round in 0..3 {
+        let ns = format!("lifecycle-{round}");
+        // Created just before: the next create finds it.
+        let r = api
+            .post("/api/v1/namespaces", json!({"metadata": {"name": ns}}))
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+        let mut held = cm("held");
+        held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        let r = api
+            .post(&format!("/api/v1/namespaces/{ns}/configmaps"), held)
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+
+        // Deleted: the very next create is refused (the namespace stays Terminating for the
+        // finalizer of its content).
+        let r = api.delete(&format!("/api/v1/namespaces/{ns}")).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        let r = api
+            .post(&format!("/api/v1/namespaces/{ns}/configmaps"), cm("late"))
+            .await;
+        assert_eq!(r.status, 403, "{}", r.text);
+        let s = r.json();
+        assert_eq!(s["reason"], "Forbidden");
+        assert_eq!(
+            s["message"],
+            format!(
+                "configmaps \"late\" is forbidden: unable to create new content in namespace {ns} because it is being terminated"
+            )
+        );
+        assert_eq!(s["details"]["causes"][0]["reason"], "NamespaceTerminating");
+        assert_eq!(
+            s["details"]["causes"][0]["message"],
+            format!("namespace {ns} is being terminated")
+        );
+    }
+}
