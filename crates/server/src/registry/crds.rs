@@ -173,6 +173,28 @@ impl Strategy for CrdStrategy {
         schema_warnings(new, old)
     }
 
+    async fn dry_run_warnings(&self, new: &Value, old: &Value) -> Vec<String> {
+        if new.get("spec") == old.get("spec") {
+            return Vec::new();
+        }
+        let Some(current) = self.registry.get(meta::name(new)) else {
+            return Vec::new();
+        };
+        let Ok(proposed) =
+            super::serving::ServingCrd::build_with(new, self.registry.conversion_options())
+        else {
+            return Vec::new();
+        };
+        let (group, plural) = (current.group.clone(), current.plural.clone());
+        let reads = move |v: &str| crate::metrics::read_requests(&group, v, &plural);
+        match super::upgrade_check::check_stored(self.store.as_ref(), &current, proposed, &reads)
+            .await
+        {
+            Ok(report) => report.warnings(),
+            Err(e) => vec![format!("upgrade check: reading stored objects failed: {e}")],
+        }
+    }
+
     fn admit(&self, obj: &mut Value, how: &super::Admission) -> Result<Vec<String>, ApiError> {
         // A body without apiVersion and kind takes them from the URL, as upstream's decoder
         // defaults them.

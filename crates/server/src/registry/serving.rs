@@ -533,6 +533,11 @@ impl Registry {
         }
     }
 
+    /// The conversion settings CRDs are built with (a proposed CRD is built the same way).
+    pub fn conversion_options(&self) -> &ConversionOptions {
+        &self.conversion
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
         self.inner
             .read()
