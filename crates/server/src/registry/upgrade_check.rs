@@ -601,11 +601,9 @@ pub async fn check_proposal(
         .ok_or_else(|| crd_core::Status::not_found(&gr, &name))?;
     crd_core::crd::set_defaults(&mut new);
     // As an update would: status and identity are the stored object's.
+    let status = super::crds::updated_status(&new, &old_raw);
     if let Some(m) = new.as_object_mut() {
-        m.insert(
-            "status".into(),
-            old_raw.get("status").cloned().unwrap_or(Value::Null),
-        );
+        m.insert("status".into(), status);
     }
     if let (Some(meta_new), Some(meta_old)) = (
         new.get_mut("metadata").and_then(Value::as_object_mut),

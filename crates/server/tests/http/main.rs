@@ -13,5 +13,6 @@ mod mutating_policy;
 mod observability;
 mod rbac;
 mod support;
+mod upgrade_check;
 mod watch;
 mod watch_cache;
