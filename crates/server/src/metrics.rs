@@ -337,9 +337,7 @@ pub fn read_requests(group: &str, version: &str, resource: &str) -> u64 {
                 && label("resource") == resource
                 && label("code").starts_with('2')
             {
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                let n = m.get_counter().get_value() as u64;
-                total += n;
+                total += m.get_counter().get_value() as u64;
             }
         }
     }

@@ -26,6 +26,7 @@ mod schemas;
 mod server_side_apply;
 mod serving;
 mod support;
+mod upgrade_check;
 mod versions;
 mod walkthrough;
 mod webhook_library;

@@ -29,6 +29,9 @@ use crate::error::ApiError;
 /// How many example objects a finding names.
 pub const EXAMPLES: usize = 5;
 
+/// The longest a finding's summary gets in a `Warning` header.
+pub const MAX_SUMMARY: usize = 300;
+
 /// How many findings a dry run turns into `Warning` headers (one more says how many were left).
 pub const MAX_WARNINGS: usize = 10;
 
@@ -84,8 +87,22 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// A one-line summary, as a dry-run `Warning` header carries it.
+    /// A one-line summary, as a dry-run `Warning` header carries it (at most
+    /// [`MAX_SUMMARY`] bytes).
     pub fn summary(&self) -> String {
+        let mut s = self.full_summary();
+        if s.len() > MAX_SUMMARY {
+            let mut end = MAX_SUMMARY - 3;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            s.truncate(end);
+            s.push_str("...");
+        }
+        s
+    }
+
+    fn full_summary(&self) -> String {
         let at = if self.version.is_empty() {
             String::new()
         } else {
@@ -335,8 +352,11 @@ impl Checker {
             let Some(version) = self.new.versions.iter().find(|v| v.name == target).cloned() else {
                 continue;
             };
+            // With the version's schema unchanged, what it prunes it pruned before: no new loss.
+            let schema_changed =
+                version.schema.as_deref() != self.old.schemas.get(&target).map(AsRef::as_ref);
             for obj in converted {
-                self.check_at(&version, obj);
+                self.check_at(&version, schema_changed, obj);
             }
         }
     }
@@ -385,13 +405,13 @@ impl Checker {
 
     /// Prunes, defaults and validates one object converted to `target`, as a write at that
     /// version would.
-    fn check_at(&mut self, version: &ServedVersion, mut obj: Value) {
+    fn check_at(&mut self, version: &ServedVersion, schema_changed: bool, mut obj: Value) {
         let target = version.name.as_str();
         let name = object_name(&obj);
         if let Some(schema) = &version.schema {
-            let before = obj.clone();
+            let before = schema_changed.then(|| obj.clone());
             let pruned = crd_schema::prune::prune(&mut obj, schema, true);
-            if !pruned.is_empty() {
+            if let (false, Some(before)) = (pruned.is_empty(), before) {
                 // What the current schema of this version prunes anyway is no new loss.
                 let already: Vec<String> = match self.old.schemas.get(target) {
                     Some(old_schema) => {
@@ -950,6 +970,50 @@ properties:
                 .collect();
             assert_eq!(got, want, "{name}: {:#?}", report.findings);
         }
+    }
+
+    #[tokio::test]
+    async fn a_failing_converter_is_a_finding_per_version() {
+        let two = || crd(&[("v1", true, true, V1), ("v1beta1", true, false, V1)]);
+        let mut new = two();
+        new.converter = crate::conversion::Converter::Broken("no endpoint".into());
+        let report = run(two(), new, OBJECTS, 0).await;
+        let got: Vec<(FindingKind, &str, u64)> = report
+            .findings
+            .iter()
+            .map(|f| (f.kind, f.version.as_str(), f.count))
+            .collect();
+        assert_eq!(got, vec![(FindingKind::ConversionFailed, "v1beta1", 3)]);
+        assert_eq!(
+            report.findings[0].message,
+            "conversion webhook for example.com/v1, Kind=Widget failed: no endpoint"
+        );
+    }
+
+    #[test]
+    fn warnings_are_bounded_in_number_and_length() {
+        let finding = |i: usize, message: String| Finding {
+            kind: FindingKind::Invalid,
+            breaking: true,
+            version: "v1".into(),
+            field: format!("spec.f{i}"),
+            message,
+            count: 1,
+            examples: Vec::new(),
+        };
+        let report = Report {
+            findings: (0..12).map(|i| finding(i, format!("m{i}"))).collect(),
+            ..Report::default()
+        };
+        let w = report.warnings();
+        assert_eq!(w.len(), MAX_WARNINGS + 1);
+        assert_eq!(
+            w[MAX_WARNINGS],
+            "upgrade check: 2 more finding(s); run `crd-apiserver check-upgrade` for the full report"
+        );
+        let long = finding(0, "é".repeat(400)).summary();
+        assert!(long.len() <= MAX_SUMMARY, "{}", long.len());
+        assert!(long.ends_with("..."));
     }
 
     #[test]
