@@ -3,6 +3,7 @@
 //! storage with the server's own pipeline). Prints a human report, or the structured report with
 //! `-o json`; the exit status is 1 when a finding is breaking.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, bail};
@@ -49,11 +50,12 @@ fn render(report: &Value) -> String {
     let crd = report["crd"].as_str().unwrap_or("");
     let objects = report["objects"].as_u64().unwrap_or(0);
     let findings = report["findings"].as_array().cloned().unwrap_or_default();
-    out.push_str(&format!(
-        "{crd}: checked {objects} stored object(s) (storage version {} -> {})\n",
+    let _ = writeln!(
+        out,
+        "{crd}: checked {objects} stored object(s) (storage version {} -> {})",
         report["storageVersion"].as_str().unwrap_or(""),
         report["newStorageVersion"].as_str().unwrap_or("")
-    ));
+    );
     if findings.is_empty() {
         out.push_str("no findings: the change is safe for stored objects\n");
         return out;
@@ -78,13 +80,14 @@ fn render(report: &Value) -> String {
             }
             _ => f["message"].as_str().unwrap_or("").to_string(),
         };
-        out.push_str(&format!("{severity} {kind}{at}: {what}\n"));
+        let _ = writeln!(out, "{severity} {kind}{at}: {what}");
         for e in f["examples"].as_array().into_iter().flatten() {
-            out.push_str(&format!(
-                "    {}: {}\n",
+            let _ = writeln!(
+                out,
+                "    {}: {}",
                 e["name"].as_str().unwrap_or(""),
                 e["message"].as_str().unwrap_or("")
-            ));
+            );
         }
     }
     out

@@ -3,6 +3,7 @@
 //! (exit status 1 on breaking findings, `-o json` for the structured report). Each kind of
 //! breaking change is reported with its count; a harmless change reports nothing.
 
+use std::fmt::Write as _;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -183,13 +184,14 @@ spec:
 ",
     );
     for (name, storage) in versions {
-        out.push_str(&format!(
+        let _ = write!(
+            out,
             "  - name: {name}
     served: true
     storage: {storage}
     schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}
 "
-        ));
+        );
     }
     out
 }
@@ -202,13 +204,13 @@ fn removing_a_version_objects_are_stored_at_is_reported_with_its_count() {
         &gadgets(&[("v1beta1", true), ("v1", false)]),
         "gadgets.example.com",
     );
-    let objects: String = (0..3)
-        .map(|i| {
-            format!(
-                "---\napiVersion: example.com/v1beta1\nkind: Gadget\nmetadata: {{name: g{i}}}\n"
-            )
-        })
-        .collect();
+    let mut objects = String::new();
+    for i in 0..3 {
+        let _ = write!(
+            objects,
+            "---\napiVersion: example.com/v1beta1\nkind: Gadget\nmetadata: {{name: g{i}}}\n"
+        );
+    }
     s.write("gadgets.yaml", &objects);
     s.kubectl_ok(&["apply", "-f", "gadgets.yaml"]);
     // The storage version moves to v1: a migration is suggested, nothing breaks.

@@ -221,25 +221,25 @@ fn object_name(obj: &Value) -> String {
 }
 
 /// The first path at which two objects differ (`""` for the root).
-fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            for (k, v) in x {
+fn first_difference(given: &Value, back: &Value, path: &str) -> Option<String> {
+    match (given, back) {
+        (Value::Object(left), Value::Object(right)) => {
+            for (k, v) in left {
                 let child = if path.is_empty() {
                     k.clone()
                 } else {
                     format!("{path}.{k}")
                 };
-                match y.get(k) {
-                    Some(w) => {
-                        if let Some(d) = first_difference(v, w, &child) {
+                match right.get(k) {
+                    Some(other) => {
+                        if let Some(d) = first_difference(v, other, &child) {
                             return Some(d);
                         }
                     }
                     None => return Some(child),
                 }
             }
-            y.keys().find(|k| !x.contains_key(*k)).map(|k| {
+            right.keys().find(|k| !left.contains_key(*k)).map(|k| {
                 if path.is_empty() {
                     k.clone()
                 } else {
@@ -247,12 +247,12 @@ fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
                 }
             })
         }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+        (Value::Array(left), Value::Array(right)) if left.len() == right.len() => left
             .iter()
-            .zip(y)
+            .zip(right)
             .enumerate()
-            .find_map(|(i, (v, w))| first_difference(v, w, &format!("{path}[{i}]"))),
-        _ if a == b => None,
+            .find_map(|(i, (v, other))| first_difference(v, other, &format!("{path}[{i}]"))),
+        _ if given == back => None,
         _ => Some(path.to_string()),
     }
 }
@@ -439,7 +439,7 @@ impl Checker {
         pipeline::default(version, &mut obj);
         let errors = pipeline::validate_schema(version, &obj, None, Subresource::Main);
         let mut seen = Vec::new();
-        for e in errors.iter() {
+        for e in &errors {
             if e.field.to_string().is_empty() && e.detail.starts_with("some validation rules") {
                 continue;
             }
@@ -663,6 +663,7 @@ pub async fn check_proposal(
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::fmt::Write as _;
 
     /// A CRD `widgets.example.com` from a list of `(version, served, storage, schema)`.
     fn crd(versions: &[(&str, bool, bool, &str)]) -> ServingCrd {
@@ -890,11 +891,13 @@ properties:
 
     #[tokio::test]
     async fn examples_are_bounded() {
-        let many: String = (0..12)
-            .map(|i| {
-                format!("- {{apiVersion: example.com/v1, kind: Widget, metadata: {{name: w{i}}}, spec: {{color: red}}}}\n")
-            })
-            .collect();
+        let mut many = String::new();
+        for i in 0..12 {
+            let _ = writeln!(
+                many,
+                "- {{apiVersion: example.com/v1, kind: Widget, metadata: {{name: w{i}}}, spec: {{color: red}}}}"
+            );
+        }
         let no_color = V1.replace("      color: {type: string}\n", "");
         let report = run(
             crd(&[("v1", true, true, V1)]),
