@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod bench;
+mod check_upgrade;
 mod client;
 mod crd_dir;
 mod migrate;
@@ -36,6 +37,9 @@ enum Command {
     Migrate(AdminArgs),
     /// Shows how many objects of a CRD are stored at each version.
     StorageVersions(AdminArgs),
+    /// Checks what applying a changed CRD would do to the stored objects (exit status 1 on
+    /// breaking findings).
+    CheckUpgrade(CheckUpgradeArgs),
     /// Runs the load generator against a fresh server and prints a table (see BENCHMARKS.md).
     Bench(bench::BenchArgs),
 }
@@ -48,6 +52,19 @@ struct AdminArgs {
     /// The kubeconfig to use (default: `$KUBECONFIG`, else `crd-apiserver-data/kubeconfig`).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+}
+
+/// Arguments of `check-upgrade`.
+#[derive(clap::Args, Debug)]
+struct CheckUpgradeArgs {
+    /// The changed CustomResourceDefinition (YAML or JSON).
+    file: PathBuf,
+    /// The kubeconfig to use (default: `$KUBECONFIG`, else `crd-apiserver-data/kubeconfig`).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    output: check_upgrade::Output,
 }
 
 /// Flags of `serve`, named like kube-apiserver's where the concept is the same.
@@ -241,6 +258,21 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(args) => serve(*args),
         Command::Migrate(args) => admin(args, true),
         Command::StorageVersions(args) => admin(args, false),
+        Command::CheckUpgrade(args) => {
+            let breaking = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+                .block_on(async {
+                    let client = client::Client::from_kubeconfig(
+                        &client::Client::kubeconfig_path(args.kubeconfig),
+                    )?;
+                    check_upgrade::check(&client, &args.file, args.output).await
+                })?;
+            if breaking {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::Bench(args) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?

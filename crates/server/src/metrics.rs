@@ -335,6 +335,33 @@ pub fn request(labels: &RequestLabels<'_>, code: u16, elapsed: Duration) {
         .observe(elapsed.as_secs_f64());
 }
 
+/// How many successful reads (`GET`, `LIST`, `WATCH`) of `resource` at `group/version` this
+/// process has served, from `apiserver_request_total`: the upgrade check asks whether clients
+/// still read a version a CRD change would stop serving.
+pub fn read_requests(group: &str, version: &str, resource: &str) -> u64 {
+    use prometheus::core::Collector as _;
+    let mut total = 0;
+    for family in metrics().request_total.collect() {
+        for m in family.get_metric() {
+            let label = |name: &str| {
+                m.get_label()
+                    .iter()
+                    .find(|l| l.name() == name)
+                    .map_or("", |l| l.value())
+            };
+            if matches!(label("verb"), "GET" | "LIST" | "WATCH")
+                && label("group") == group
+                && label("version") == version
+                && label("resource") == resource
+                && label("code").starts_with('2')
+            {
+                total += m.get_counter().get_value() as u64;
+            }
+        }
+    }
+    total
+}
+
 /// Counts a request in `apiserver_current_inflight_requests` until the guard drops.
 pub struct InflightGuard(&'static IntGauge);
 

@@ -18,6 +18,7 @@ use crd_storage::Store;
 use serde_json::{Value, json};
 
 mod mutating_policy;
+mod upgrade_check;
 
 /// What to measure, and how much.
 // Each `--only-*` switch is its own flag, as a user types it.
@@ -86,6 +87,12 @@ pub struct BenchArgs {
     /// the physical limit shown is etcd puts/s through the engine without the server.
     #[arg(long, value_delimiter = ',')]
     etcd_servers: Vec<String>,
+    /// Measure only the upgrade-check figures ("upgrade check" section, `upgrade_check.rs`).
+    #[arg(long)]
+    only_upgrade_check: bool,
+    /// Stored objects in the upgrade-check figures.
+    #[arg(long, default_value_t = 100_000)]
+    objects: usize,
     #[command(flatten)]
     cache: cache::CacheArgs,
 }
@@ -569,6 +576,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if args.only_admission {
         return admission::admission_overhead(dir.path(), &mut report, args.creates).await;
+    }
+    if args.only_upgrade_check {
+        let on_etcd = !args.etcd_servers.is_empty();
+        return upgrade_check::run(dir.path(), &mut report, args.objects, on_etcd).await;
     }
     if args.only_mutating_admission_policy {
         return mutating_policy::mutating_policy_overhead(dir.path(), &mut report, args.creates)

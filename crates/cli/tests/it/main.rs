@@ -26,6 +26,7 @@ mod schemas;
 mod server_side_apply;
 mod serving;
 mod support;
+mod upgrade_check;
 mod v1beta1;
 mod versions;
 mod walkthrough;

@@ -12,7 +12,7 @@ use super::managed::{self, Ownership};
 use super::{Ctx, Reply, get_stored, invalid, read_object, render_object, storage_bytes};
 use crate::admission::Operation;
 use crate::error::ApiError;
-use crate::registry::{Strategy, meta};
+use crate::registry::{Strategy, Subresource, meta};
 
 /// Replaces one object.
 pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
@@ -110,6 +110,9 @@ pub async fn write_update(
     let mut warnings = readmitted;
     warnings.extend(crd_core::validation::finalizer_warnings(&new, Some(&old)));
     warnings.extend(strategy.write_warnings(&new, Some(&old)));
+    if ctx.dry_run() && ctx.sub == Subresource::Main {
+        warnings.extend(strategy.dry_run_warnings(&new, &old).await);
+    }
     let gr = info.group_resource();
     if meta::is_deleting(&old) && strategy.ready_to_remove(&new) {
         if ctx.dry_run() {

@@ -121,7 +121,9 @@ async fn serve_request(
     // be unknown yet: both are 503, as kube-apiserver's not-found handler answers then.
     let ready = state.is_ready();
     let Route::Resource(req) = route else {
-        return match nonresource::handle(state, server_address, parts, route.clone(), query).await {
+        return match nonresource::handle(state, server_address, parts, route.clone(), query, &body)
+            .await
+        {
             Ok(resp) => resp,
             Err(ApiError::NoRoute) if !ready => {
                 status_response(&Status::paths_not_installed(), &[])

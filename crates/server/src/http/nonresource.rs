@@ -1,6 +1,6 @@
 //! Non-resource endpoints: health (`/healthz`, `/livez`, `/readyz`), `/version`, `/metrics`,
 //! discovery (`/api`, `/apis`, ...), OpenAPI (`/openapi/v2`, `/openapi/v3/...`) and the debug
-//! endpoints.
+//! endpoints (`/debug/storage`, `/debug/storage-versions`, `/debug/upgrade-check`).
 
 use std::sync::Arc;
 
@@ -21,6 +21,7 @@ pub async fn handle(
     parts: &http::request::Parts,
     route: Route,
     query: &Query,
+    body: &[u8],
 ) -> Result<Response<BoxBody>, ApiError> {
     let get_only = |m: &Method| m == Method::GET || m == Method::HEAD;
     match route {
@@ -154,6 +155,20 @@ pub async fn handle(
                 "storageVersion": crd.storage_version,
                 "counts": counts,
             });
+            Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
+        }
+        Route::DebugUpgradeCheck if parts.method == Method::POST => {
+            let proposed: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+                crd_core::Status::bad_request(format!("the body is not a CRD as JSON: {e}"))
+            })?;
+            let report = crate::registry::upgrade_check::check_proposal(
+                state.store.as_ref(),
+                &state.registry,
+                proposed,
+            )
+            .await?;
+            let doc = serde_json::to_value(&report)
+                .map_err(|e| crd_core::Status::internal(e.to_string()))?;
             Ok(json_response(StatusCode::OK, &doc, "application/json", &[]))
         }
         Route::OpenApiV2 if get_only(&parts.method) => {

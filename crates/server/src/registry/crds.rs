@@ -83,6 +83,24 @@ fn raw_schemas(obj: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The status a spec update keeps: the old status, with the new storage version added to
+/// `storedVersions` (upstream's `PrepareForUpdate`). The upgrade check prepares a proposed CRD
+/// with it, as an update would.
+pub fn updated_status(new: &Value, old: &Value) -> Value {
+    let mut status = old.get("status").cloned().unwrap_or_else(|| json!({}));
+    if let Some(sv) = storage_version(new) {
+        let list = status
+            .as_object_mut()
+            .map(|s| s.entry("storedVersions").or_insert_with(|| json!([])));
+        if let Some(Value::Array(list)) = list
+            && !list.iter().any(|v| v.as_str() == Some(sv.as_str()))
+        {
+            list.push(Value::String(sv));
+        }
+    }
+    status
+}
+
 /// Validates a CRD write as the strategy does (`validate_create` when `old` is `None`, else the
 /// update checks): the typed CRD checks, then each version's structural-schema checks and CEL
 /// rule checks. Public so the fuzz targets drive exactly the server's chain.
@@ -191,6 +209,28 @@ impl Strategy for CrdStrategy {
         schema_warnings(new, old)
     }
 
+    async fn dry_run_warnings(&self, new: &Value, old: &Value) -> Vec<String> {
+        if new.get("spec") == old.get("spec") {
+            return Vec::new();
+        }
+        let Some(current) = self.registry.get(meta::name(new)) else {
+            return Vec::new();
+        };
+        let Ok(proposed) =
+            super::serving::ServingCrd::build_with(new, self.registry.conversion_options())
+        else {
+            return Vec::new();
+        };
+        let (group, plural) = (current.group.clone(), current.plural.clone());
+        let reads = move |v: &str| crate::metrics::read_requests(&group, v, &plural);
+        match super::upgrade_check::check_stored(self.store.as_ref(), &current, proposed, &reads)
+            .await
+        {
+            Ok(report) => report.warnings(),
+            Err(e) => vec![format!("upgrade check: reading stored objects failed: {e}")],
+        }
+    }
+
     fn admit(&self, obj: &mut Value, how: &super::Admission) -> Result<Vec<String>, ApiError> {
         // A body without apiVersion and kind takes them from the URL, as upstream's decoder
         // defaults them.
@@ -249,17 +289,7 @@ impl Strategy for CrdStrategy {
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         match sub {
             Subresource::Main | Subresource::Scale | Subresource::Other => {
-                let mut status = old.get("status").cloned().unwrap_or_else(|| json!({}));
-                if let Some(sv) = storage_version(new) {
-                    let list = status
-                        .as_object_mut()
-                        .map(|s| s.entry("storedVersions").or_insert_with(|| json!([])));
-                    if let Some(Value::Array(list)) = list
-                        && !list.iter().any(|v| v.as_str() == Some(sv.as_str()))
-                    {
-                        list.push(Value::String(sv));
-                    }
-                }
+                let status = updated_status(new, old);
                 let generation = meta::generation(old);
                 let bumped = if new.get("spec") == old.get("spec") {
                     generation

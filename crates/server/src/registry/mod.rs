@@ -23,6 +23,7 @@ pub mod pipeline;
 pub mod reviews;
 pub mod serving;
 pub mod storage_versions;
+pub mod upgrade_check;
 
 use crd_core::{ErrorList, GroupResource};
 use serde_json::Value;
@@ -328,6 +329,12 @@ pub trait Strategy: Send + Sync {
     /// `status.storedVersions` while objects are stored at it). Runs after validation.
     async fn guard_update(&self, _new: &Value, _old: &Value) -> Result<(), ApiError> {
         Ok(())
+    }
+
+    /// Warnings only a dry-run update carries, after it passed validation (for CRDs: what the
+    /// change would do to stored objects, [`upgrade_check`]).
+    async fn dry_run_warnings(&self, _new: &Value, _old: &Value) -> Vec<String> {
+        Vec::new()
     }
 
     /// The object's schema at the request version (`JSONSchemaProps` JSON), typing strategic

@@ -552,6 +552,11 @@ impl Registry {
         self.runtime.get().copied().unwrap_or_default()
     }
 
+    /// The conversion settings CRDs are built with (a proposed CRD is built the same way).
+    pub fn conversion_options(&self) -> &ConversionOptions {
+        &self.conversion
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
         self.inner
             .read()

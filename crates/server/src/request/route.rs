@@ -36,6 +36,8 @@ pub enum Route {
     DebugStorage(String),
     /// `/debug/storage-versions/<crd>`: how many objects are stored at each version.
     DebugStorageVersions(String),
+    /// `/debug/upgrade-check`: POST a proposed CRD, get what it would do to stored objects.
+    DebugUpgradeCheck,
     /// `/.well-known/openid-configuration`: OIDC discovery for service-account tokens.
     OpenIdConfiguration,
     /// `/openid/v1/jwks`: the keys that verify service-account tokens.
@@ -188,6 +190,7 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Route {
         [".well-known", "openid-configuration"] => Route::OpenIdConfiguration,
         ["openid", "v1", "jwks"] => Route::OpenIdKeys,
         ["openapi", "v3"] => Route::OpenApiIndex,
+        ["debug", "upgrade-check"] => Route::DebugUpgradeCheck,
         ["debug", "storage-versions", crd] => Route::DebugStorageVersions((*crd).to_string()),
         ["debug", "storage", key @ ..] if !key.is_empty() => {
             Route::DebugStorage(format!("/{}", key.join("/")))

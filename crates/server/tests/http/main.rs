@@ -15,6 +15,7 @@ mod namespace_lifecycle;
 mod observability;
 mod rbac;
 mod support;
+mod upgrade_check;
 mod v1beta1;
 mod watch;
 mod watch_cache;
