@@ -85,6 +85,10 @@ impl Strategy for CrdV1beta1Strategy {
         self.v1.write_warnings(&to_v1(new), old.map(to_v1).as_ref())
     }
 
+    async fn dry_run_warnings(&self, new: &Value, old: &Value) -> Vec<String> {
+        self.v1.dry_run_warnings(&to_v1(new), &to_v1(old)).await
+    }
+
     fn admit(&self, obj: &mut Value, how: &super::Admission) -> Result<Vec<String>, ApiError> {
         let field = |name: &str, default: &str| {
             obj.get(name)
