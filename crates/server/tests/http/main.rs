@@ -9,6 +9,7 @@ mod api;
 mod crd_scale;
 mod gc;
 mod hostile;
+mod list_stream;
 mod mutating_policy;
 mod observability;
 mod rbac;
