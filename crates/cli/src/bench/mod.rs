@@ -6,6 +6,7 @@
 mod admission;
 mod cache;
 mod crds;
+mod memory;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -80,6 +81,8 @@ pub struct BenchArgs {
     etcd_servers: Vec<String>,
     #[command(flatten)]
     cache: cache::CacheArgs,
+    #[command(flatten)]
+    memory: memory::MemoryArgs,
 }
 
 /// Extra `serve` flags for every server a run starts (the storage engine).
@@ -512,6 +515,9 @@ async fn sustained(seconds: u64) -> anyhow::Result<()> {
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.cache.only_cache {
         return cache::run(&args.cache, &args.etcd_servers).await;
+    }
+    if args.memory.only_memory {
+        return memory::run(&args.memory).await;
     }
     let etcd_prefix = format!(
         "/bench-{}",
