@@ -577,88 +577,6 @@ fn code_str(code: u16) -> Cow<'static, str> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_are_labelled_with_their_group_and_resource() {
-        let cases = [
-            ("/registry/configmaps/default/a", ("", "configmaps")),
-            ("/registry/configmaps/", ("", "configmaps")),
-            ("/registry/services/specs/default/s", ("", "services")),
-            ("/registry/services/endpoints/default/s", ("", "endpoints")),
-            ("/registry/deployments/ns/d", ("apps", "deployments")),
-            ("/registry/namespaces/default", ("", "namespaces")),
-            (
-                "/registry/apiextensions.k8s.io/customresourcedefinitions/a.b.c",
-                ("apiextensions.k8s.io", "customresourcedefinitions"),
-            ),
-            (
-                "/registry/stable.example.com/crontabs/ns/x",
-                ("stable.example.com", "crontabs"),
-            ),
-            (
-                "/registry/stable.example.com/crontabs/",
-                ("stable.example.com", "crontabs"),
-            ),
-            ("/registry/", ("", "")),
-            ("/registry/configmapsx/a", ("", "configmapsx")),
-        ];
-        for (key, want) in cases {
-            assert_eq!(key_group_resource(key), want, "{key}");
-        }
-    }
-
-    #[test]
-    fn request_metrics_render_with_upstream_names_and_labels() {
-        let labels = RequestLabels {
-            verb: "POST",
-            group: "unit.test.io",
-            version: "v1",
-            resource: "widgets",
-            scope: "namespace",
-            ..RequestLabels::default()
-        };
-        request(&labels, 201, Duration::from_millis(3));
-        let text = String::from_utf8(metrics().render()).unwrap();
-        assert!(text.contains(
-            "apiserver_request_total{code=\"201\",component=\"apiserver\",dry_run=\"\",\
-             group=\"unit.test.io\",resource=\"widgets\",scope=\"namespace\",subresource=\"\",\
-             verb=\"POST\",version=\"v1\"} 1"
-        ));
-        assert!(
-            text.contains(
-                "apiserver_request_duration_seconds_bucket{component=\"apiserver\",dry_run=\"\",\
-             group=\"unit.test.io\",resource=\"widgets\",scope=\"namespace\",\
-             subresource=\"\",verb=\"POST\",version=\"v1\",le=\"0.005\"} 1"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("# TYPE apiserver_request_duration_seconds histogram"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn admission_codes_above_600_are_truncated() {
-        admission_webhook(
-            "unit.hook",
-            "validating",
-            "CREATE",
-            true,
-            999,
-            Duration::ZERO,
-        );
-        let text = String::from_utf8(metrics().render()).unwrap();
-        assert!(text.contains(
-            "apiserver_admission_webhook_request_total{code=\"600\",name=\"unit.hook\",\
-             operation=\"CREATE\",rejected=\"true\",type=\"validating\"} 1"
-        ));
-    }
-}
-
 /// The group and resource a storage key (or a prefix of one collection) belongs to: a built-in
 /// kind's key root (the longest that matches), else `/registry/<group>/<resource>/...` for keys
 /// under a dotted group (CRDs and their objects), else `/registry/<resource>/...` (core).
@@ -754,5 +672,87 @@ impl crd_storage::cache::CacheObserver for WatchCacheMetrics {
         } else if capacity < old {
             m.capacity_decrease.with_label_values(&["", ""]).inc();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_labelled_with_their_group_and_resource() {
+        let cases = [
+            ("/registry/configmaps/default/a", ("", "configmaps")),
+            ("/registry/configmaps/", ("", "configmaps")),
+            ("/registry/services/specs/default/s", ("", "services")),
+            ("/registry/services/endpoints/default/s", ("", "endpoints")),
+            ("/registry/deployments/ns/d", ("apps", "deployments")),
+            ("/registry/namespaces/default", ("", "namespaces")),
+            (
+                "/registry/apiextensions.k8s.io/customresourcedefinitions/a.b.c",
+                ("apiextensions.k8s.io", "customresourcedefinitions"),
+            ),
+            (
+                "/registry/stable.example.com/crontabs/ns/x",
+                ("stable.example.com", "crontabs"),
+            ),
+            (
+                "/registry/stable.example.com/crontabs/",
+                ("stable.example.com", "crontabs"),
+            ),
+            ("/registry/", ("", "")),
+            ("/registry/configmapsx/a", ("", "configmapsx")),
+        ];
+        for (key, want) in cases {
+            assert_eq!(key_group_resource(key), want, "{key}");
+        }
+    }
+
+    #[test]
+    fn request_metrics_render_with_upstream_names_and_labels() {
+        let labels = RequestLabels {
+            verb: "POST",
+            group: "unit.test.io",
+            version: "v1",
+            resource: "widgets",
+            scope: "namespace",
+            ..RequestLabels::default()
+        };
+        request(&labels, 201, Duration::from_millis(3));
+        let text = String::from_utf8(metrics().render()).unwrap();
+        assert!(text.contains(
+            "apiserver_request_total{code=\"201\",component=\"apiserver\",dry_run=\"\",\
+             group=\"unit.test.io\",resource=\"widgets\",scope=\"namespace\",subresource=\"\",\
+             verb=\"POST\",version=\"v1\"} 1"
+        ));
+        assert!(
+            text.contains(
+                "apiserver_request_duration_seconds_bucket{component=\"apiserver\",dry_run=\"\",\
+             group=\"unit.test.io\",resource=\"widgets\",scope=\"namespace\",\
+             subresource=\"\",verb=\"POST\",version=\"v1\",le=\"0.005\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE apiserver_request_duration_seconds histogram"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn admission_codes_above_600_are_truncated() {
+        admission_webhook(
+            "unit.hook",
+            "validating",
+            "CREATE",
+            true,
+            999,
+            Duration::ZERO,
+        );
+        let text = String::from_utf8(metrics().render()).unwrap();
+        assert!(text.contains(
+            "apiserver_admission_webhook_request_total{code=\"600\",name=\"unit.hook\",\
+             operation=\"CREATE\",rejected=\"true\",type=\"validating\"} 1"
+        ));
     }
 }

@@ -224,14 +224,13 @@ async fn encode_page(
     }
     let mut decoded = read_objects(strategy, &slow, true).await?.into_iter();
     for (i, item) in encoded.into_iter().enumerate() {
-        let bytes = match item {
-            Some(b) => b,
-            None => {
-                let obj = decoded
-                    .next()
-                    .ok_or_else(|| Status::internal("conversion returned too few objects"))?;
-                serde_json::to_vec(&obj).map_err(Status::internal)?
-            }
+        let bytes = if let Some(b) = item {
+            b
+        } else {
+            let obj = decoded
+                .next()
+                .ok_or_else(|| Status::internal("conversion returned too few objects"))?;
+            serde_json::to_vec(&obj).map_err(Status::internal)?
         };
         if i > 0 || !opens {
             out.push(b',');
