@@ -134,7 +134,7 @@ pub async fn run(
     let store: Arc<dyn Store> = Arc::new(metered_store::MeteredStore::new(store));
     // Above the meter, so that only the calls that reach the engine are timed.
     let store = if config.watch_cache {
-        watch_cache::wrap(store)
+        watch_cache::wrap(store, Some(Arc::new(metrics::WatchCacheMetrics)))
     } else {
         store
     };

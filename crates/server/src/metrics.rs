@@ -45,6 +45,11 @@ const ADMISSION_BUCKETS: &[f64] = &[0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0
 /// `admission/plugin/policy/validating/metrics`).
 const POLICY_CHECK_BUCKETS: &[f64] = &[0.000_000_5, 0.001, 0.01, 0.1, 1.0];
 
+/// `apiserver_watch_cache_read_wait_seconds` buckets (apiserver `storage/cacher/metrics`).
+const READ_WAIT_BUCKETS: &[f64] = &[
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0,
+];
+
 /// Every metric family the server exports.
 pub struct Metrics {
     registry: Registry,
@@ -65,6 +70,93 @@ pub struct Metrics {
     mutating_policy_check_duration: HistogramVec,
     audit_events: IntCounter,
     audit_errors: IntCounterVec,
+    watch_cache: WatchCacheFamilies,
+}
+
+/// The watch cache's families (upstream's `storage/cacher/metrics`), labelled by group and
+/// resource.
+struct WatchCacheFamilies {
+    events_received: IntCounterVec,
+    events_dispatched: IntCounterVec,
+    initializations: IntCounterVec,
+    init_events: IntCounterVec,
+    terminated_watchers: IntCounterVec,
+    read_wait: HistogramVec,
+    capacity: IntGaugeVec,
+    capacity_increase: IntCounterVec,
+    capacity_decrease: IntCounterVec,
+}
+
+impl WatchCacheFamilies {
+    fn new(registry: &Registry) -> Self {
+        let gr = ["group", "resource"];
+        let capacity = IntGaugeVec::new(
+            Opts::new(
+                "watch_cache_capacity",
+                "[ALPHA] Total capacity of watch cache broken by resource type.",
+            ),
+            &gr,
+        )
+        .expect("valid gauge");
+        registry
+            .register(Box::new(capacity.clone()))
+            .expect("unique name");
+        WatchCacheFamilies {
+            events_received: counter(
+                registry,
+                "apiserver_watch_cache_events_received_total",
+                "[ALPHA] Counter of events received in watch cache broken by resource type.",
+                &gr,
+            ),
+            events_dispatched: counter(
+                registry,
+                "apiserver_watch_cache_events_dispatched_total",
+                "[ALPHA] Counter of events dispatched in watch cache broken by resource type.",
+                &gr,
+            ),
+            initializations: counter(
+                registry,
+                "apiserver_watch_cache_initializations_total",
+                "[ALPHA] Counter of watch cache initializations broken by resource type.",
+                &gr,
+            ),
+            init_events: counter(
+                registry,
+                "apiserver_init_events_total",
+                "[ALPHA] Counter of init events processed in watch cache broken by resource type.",
+                &gr,
+            ),
+            terminated_watchers: counter(
+                registry,
+                "apiserver_terminated_watchers_total",
+                "[ALPHA] Counter of watchers closed due to unresponsiveness broken by resource \
+                 type.",
+                &gr,
+            ),
+            read_wait: histogram(
+                registry,
+                "apiserver_watch_cache_read_wait_seconds",
+                "[ALPHA] Histogram of time spent waiting for a watch cache to become fresh.",
+                READ_WAIT_BUCKETS,
+                &gr,
+            ),
+            capacity,
+            capacity_increase: counter(
+                registry,
+                "watch_cache_capacity_increase_total",
+                "[ALPHA] Total number of watch cache capacity increase events broken by resource \
+                 type.",
+                &gr,
+            ),
+            capacity_decrease: counter(
+                registry,
+                "watch_cache_capacity_decrease_total",
+                "[ALPHA] Total number of watch cache capacity decrease events broken by resource \
+                 type.",
+                &gr,
+            ),
+        }
+    }
 }
 
 /// The process-wide metrics, registered on first use.
@@ -260,6 +352,7 @@ impl Metrics {
                  identifies the plugin affected by the error.",
                 &["plugin"],
             ),
+            watch_cache: WatchCacheFamilies::new(&registry),
             registry,
         }
     }
@@ -544,9 +637,136 @@ fn code_str(code: u16) -> Cow<'static, str> {
     })
 }
 
+/// The group and resource a storage key (or a prefix of one collection) belongs to: a built-in
+/// kind's key root (the longest that matches), else `/registry/<group>/<resource>/...` for keys
+/// under a dotted group (CRDs and their objects), else `/registry/<resource>/...` (core).
+pub fn key_group_resource(key: &str) -> (&str, &str) {
+    let builtin = crd_builtin::KINDS
+        .iter()
+        .filter(|k| {
+            key.strip_prefix(k.key_root)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+        .max_by_key(|k| k.key_root.len());
+    if let Some(k) = builtin {
+        return (k.group, k.plural);
+    }
+    let mut segments = key
+        .strip_prefix("/registry/")
+        .unwrap_or(key)
+        .split('/')
+        .filter(|s| !s.is_empty());
+    match (segments.next(), segments.next()) {
+        (Some(group), Some(resource)) if group.contains('.') => (group, resource),
+        (Some(resource), _) => ("", resource),
+        (None, _) => ("", ""),
+    }
+}
+
+/// Records the watch cache's reports as upstream's `apiserver_watch_cache_*` metrics, labelled
+/// by the group and resource of each key ([`key_group_resource`]). The cache has one event
+/// window for every resource: its capacity, and one initialization per load, are reported with
+/// empty labels.
+pub struct WatchCacheMetrics;
+
+impl crd_storage::cache::CacheObserver for WatchCacheMetrics {
+    fn initialized(&self, keys: &mut dyn Iterator<Item = &str>) {
+        let m = &metrics().watch_cache;
+        // The whole cache (one for every resource), then each resource it loaded objects of.
+        m.initializations.with_label_values(&["", ""]).inc();
+        let mut seen = std::collections::HashSet::new();
+        for key in keys {
+            let (group, resource) = key_group_resource(key);
+            m.init_events.with_label_values(&[group, resource]).inc();
+            if seen.insert((group.to_string(), resource.to_string())) {
+                m.initializations
+                    .with_label_values(&[group, resource])
+                    .inc();
+            }
+        }
+    }
+
+    fn received(&self, key: &str) {
+        let (group, resource) = key_group_resource(key);
+        metrics()
+            .watch_cache
+            .events_received
+            .with_label_values(&[group, resource])
+            .inc();
+    }
+
+    fn dispatched(&self, key: &str) {
+        let (group, resource) = key_group_resource(key);
+        metrics()
+            .watch_cache
+            .events_dispatched
+            .with_label_values(&[group, resource])
+            .inc();
+    }
+
+    fn watcher_terminated(&self, prefix: &str) {
+        let (group, resource) = key_group_resource(prefix);
+        metrics()
+            .watch_cache
+            .terminated_watchers
+            .with_label_values(&[group, resource])
+            .inc();
+    }
+
+    fn read_wait(&self, prefix: &str, waited: Duration) {
+        let (group, resource) = key_group_resource(prefix);
+        metrics()
+            .watch_cache
+            .read_wait
+            .with_label_values(&[group, resource])
+            .observe(waited.as_secs_f64());
+    }
+
+    fn capacity(&self, old: usize, capacity: usize) {
+        let m = &metrics().watch_cache;
+        m.capacity
+            .with_label_values(&["", ""])
+            .set(i64::try_from(capacity).unwrap_or(i64::MAX));
+        if capacity > old {
+            m.capacity_increase.with_label_values(&["", ""]).inc();
+        } else if capacity < old {
+            m.capacity_decrease.with_label_values(&["", ""]).inc();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_are_labelled_with_their_group_and_resource() {
+        let cases = [
+            ("/registry/configmaps/default/a", ("", "configmaps")),
+            ("/registry/configmaps/", ("", "configmaps")),
+            ("/registry/services/specs/default/s", ("", "services")),
+            ("/registry/services/endpoints/default/s", ("", "endpoints")),
+            ("/registry/deployments/ns/d", ("apps", "deployments")),
+            ("/registry/namespaces/default", ("", "namespaces")),
+            (
+                "/registry/apiextensions.k8s.io/customresourcedefinitions/a.b.c",
+                ("apiextensions.k8s.io", "customresourcedefinitions"),
+            ),
+            (
+                "/registry/stable.example.com/crontabs/ns/x",
+                ("stable.example.com", "crontabs"),
+            ),
+            (
+                "/registry/stable.example.com/crontabs/",
+                ("stable.example.com", "crontabs"),
+            ),
+            ("/registry/", ("", "")),
+            ("/registry/configmapsx/a", ("", "configmapsx")),
+        ];
+        for (key, want) in cases {
+            assert_eq!(key_group_resource(key), want, "{key}");
+        }
+    }
 
     #[test]
     fn request_metrics_render_with_upstream_names_and_labels() {

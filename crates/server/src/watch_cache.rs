@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crd_core::fields::FieldSelector;
 use crd_core::labels::Selector;
 use crd_storage::Store;
-use crd_storage::cache::{CacheConfig, CacheStore, Indexer};
+use crd_storage::cache::{CacheConfig, CacheObserver, CacheStore, Indexer};
 use serde::Deserialize;
 
 /// The storage root every served key lives under; the cache covers it.
@@ -74,9 +74,12 @@ pub fn index_terms(labels: &Selector, fields: &FieldSelector) -> Vec<(String, St
     terms
 }
 
-/// Wraps `store` in a watch cache of [`ROOT`] indexed by [`ObjectIndexer`].
-pub fn wrap(store: Arc<dyn Store>) -> Arc<dyn Store> {
-    CacheStore::new(store, CacheConfig::new(ROOT, Some(Arc::new(ObjectIndexer))))
+/// Wraps `store` in a watch cache of [`ROOT`] indexed by [`ObjectIndexer`], reporting to
+/// `observer` (the server's metrics).
+pub fn wrap(store: Arc<dyn Store>, observer: Option<Arc<dyn CacheObserver>>) -> Arc<dyn Store> {
+    let mut config = CacheConfig::new(ROOT, Some(Arc::new(ObjectIndexer)));
+    config.observer = observer;
+    CacheStore::new(store, config)
 }
 
 #[cfg(test)]

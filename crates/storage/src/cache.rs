@@ -66,6 +66,27 @@ pub trait Indexer: Send + Sync + 'static {
     fn terms(&self, key: &str, value: &[u8], out: &mut Vec<Term>);
 }
 
+/// What the cache reports as it works; the server turns the reports into kube-apiserver's
+/// `apiserver_watch_cache_*` metrics (the storage crate knows no metrics and no resources: it
+/// names keys and prefixes, the observer labels them).
+pub trait CacheObserver: Send + Sync + 'static {
+    /// The cache finished loading (at start, or after a broken feed); `keys` are the keys
+    /// loaded (upstream's initializations and init events).
+    fn initialized(&self, keys: &mut dyn Iterator<Item = &str>);
+    /// An event for `key` came from the engine's watch (upstream's events received).
+    fn received(&self, key: &str);
+    /// An event for `key` was handed to the watchers (upstream's events dispatched).
+    fn dispatched(&self, key: &str);
+    /// A watcher of `prefix` was closed because its buffer stayed full (upstream's terminated
+    /// watchers).
+    fn watcher_terminated(&self, prefix: &str);
+    /// A read of `prefix` (a list's prefix, or a get's key) waited `waited` for the cache to
+    /// become fresh enough (upstream's read wait).
+    fn read_wait(&self, prefix: &str, waited: Duration);
+    /// The event window's capacity is now `capacity` (was `old`; equal at a load).
+    fn capacity(&self, old: usize, capacity: usize);
+}
+
 /// An indexer with no terms: lists with index terms then find nothing indexed, so the cache
 /// answers them by scanning (see [`CacheConfig::indexer`]).
 pub struct NoIndexes;
@@ -82,6 +103,8 @@ pub struct CacheConfig {
     pub indexer: Option<Arc<dyn Indexer>>,
     /// Events buffered per watcher before the dispatcher waits (upstream uses 10 to 1000).
     pub watcher_buffer: usize,
+    /// Told what the cache does (metrics); `None` tells nobody.
+    pub observer: Option<Arc<dyn CacheObserver>>,
 }
 
 impl CacheConfig {
@@ -91,6 +114,7 @@ impl CacheConfig {
             root: root.to_string(),
             indexer,
             watcher_buffer: 100,
+            observer: None,
         }
     }
 }
@@ -124,6 +148,7 @@ struct Shared {
     root: String,
     indexer: Option<Arc<dyn Indexer>>,
     watcher_buffer: usize,
+    observer: Option<Arc<dyn CacheObserver>>,
     state: RwLock<State>,
     /// The cache's revision, for readers waiting to catch up.
     revision: tokio::sync::watch::Sender<Revision>,
@@ -169,6 +194,7 @@ impl CacheStore {
             root: config.root,
             indexer: config.indexer,
             watcher_buffer: config.watcher_buffer.max(1),
+            observer: config.observer,
             state: RwLock::new(State {
                 ready: false,
                 revision: 0,
@@ -228,7 +254,16 @@ impl CacheStore {
 
     /// Waits until the cache is ready at `target` or later; `false` when it is not within
     /// [`CATCH_UP`] (the caller goes to the engine).
-    async fn caught_up(&self, target: Revision) -> bool {
+    async fn caught_up(&self, target: Revision, prefix: &str) -> bool {
+        let started = Instant::now();
+        let fresh = self.caught_up_inner(target).await;
+        if let Some(o) = &self.shared.observer {
+            o.read_wait(prefix, started.elapsed());
+        }
+        fresh
+    }
+
+    async fn caught_up_inner(&self, target: Revision) -> bool {
         let mut rx = self.shared.revision.subscribe();
         let wait = async {
             loop {
@@ -247,12 +282,12 @@ impl CacheStore {
     }
 
     /// Whether a read of the latest state with `freshness` may be answered from the cache.
-    async fn fresh(&self, freshness: Freshness) -> Result<bool, StorageError> {
+    async fn fresh(&self, freshness: Freshness, prefix: &str) -> Result<bool, StorageError> {
         let target = match freshness {
             Freshness::Consistent => self.oracle.current().await?,
             Freshness::NotOlderThan(n) => n,
         };
-        Ok(self.caught_up(target).await)
+        Ok(self.caught_up(target, prefix).await)
     }
 
     fn list_cached(st: &State, request: &ListRequest, indexed: bool) -> ListResponse {
@@ -465,6 +500,11 @@ async fn load(
     let Some(s) = shared.upgrade() else {
         return Ok(None);
     };
+    if let Some(o) = &s.observer {
+        o.initialized(&mut items.keys().map(AsRef::as_ref));
+        let capacity = Window::new(revision).capacity();
+        o.capacity(capacity, capacity);
+    }
     {
         let mut st = s.write();
         st.items = items;
@@ -553,7 +593,16 @@ impl Shared {
                 }
                 Event::Progress { .. } => {}
             }
+            if let Some(o) = &self.observer {
+                o.received(key);
+            }
+            let before = st.window.capacity();
             st.window.push(Instant::now(), event.clone());
+            if let Some(o) = &self.observer
+                && st.window.capacity() != before
+            {
+                o.capacity(before, st.window.capacity());
+            }
             st.revision = revision;
             // Readers are woken by [`Shared::publish`] after the run of events.
             let mut dead = Vec::new();
@@ -582,14 +631,38 @@ impl Shared {
                 let started = Instant::now();
                 let sent = tokio::time::timeout(available, tx.send(e)).await;
                 available = available.saturating_sub(started.elapsed());
-                if !matches!(sent, Ok(Ok(()))) {
-                    tracing::debug!(watcher = id, "watch cache: closing an unresponsive watcher");
-                    dead.push(id);
+                match sent {
+                    Ok(Ok(())) => {}
+                    // The watcher went away.
+                    Ok(Err(_)) => dead.push((id, false)),
+                    Err(_) => {
+                        tracing::debug!(
+                            watcher = id,
+                            "watch cache: closing an unresponsive watcher"
+                        );
+                        dead.push((id, true));
+                    }
                 }
             }
             budget.give_back(available);
             if !dead.is_empty() {
-                self.write().watchers.retain(|w| !dead.contains(&w.id));
+                let mut st = self.write();
+                if let Some(o) = &self.observer {
+                    for w in &st.watchers {
+                        if dead.contains(&(w.id, true)) {
+                            o.watcher_terminated(&w.prefix);
+                        }
+                    }
+                }
+                st.watchers
+                    .retain(|w| !dead.contains(&(w.id, true)) && !dead.contains(&(w.id, false)));
+            }
+        }
+        if let Some(o) = &self.observer {
+            match event.as_ref() {
+                Event::Put { kv, .. } => o.dispatched(&kv.key),
+                Event::Delete { prev, .. } => o.dispatched(&prev.key),
+                Event::Progress { .. } => {}
             }
         }
         self.dispatched.fetch_max(revision, Ordering::AcqRel);
@@ -711,7 +784,7 @@ async fn run_watcher(
 #[async_trait]
 impl Store for CacheStore {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        if !self.covers(key) || !self.fresh(Freshness::Consistent).await? {
+        if !self.covers(key) || !self.fresh(Freshness::Consistent, key).await? {
             return self.inner.get(key).await;
         }
         let st = self.read();
@@ -738,7 +811,7 @@ impl Store for CacheStore {
             }
             return self.inner.list(request).await;
         }
-        if !self.fresh(request.freshness).await? {
+        if !self.fresh(request.freshness, &request.prefix).await? {
             return self.inner.list(request).await;
         }
         let st = self.read();

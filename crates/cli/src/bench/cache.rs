@@ -62,7 +62,7 @@ fn key(i: usize) -> String {
 }
 
 /// Writes `n` objects with 64 concurrent writers.
-async fn load(store: Arc<dyn Store>, n: usize) -> anyhow::Result<()> {
+pub(super) async fn load(store: Arc<dyn Store>, n: usize) -> anyhow::Result<()> {
     let mut tasks = Vec::new();
     for c in 0..64 {
         let store = store.clone();
@@ -277,7 +277,7 @@ async fn measure(
 
 /// Opens watchers that never read, writes updates, and reports the server's memory with them
 /// open and after they close.
-async fn slow_watchers(
+pub(super) async fn slow_watchers(
     server: &Server,
     report: &mut Report,
     label: &str,
@@ -356,7 +356,7 @@ async fn slow_watchers(
 
 /// Creates the bench CRD unless an earlier server on the same storage did, then waits until it
 /// is served.
-async fn ensure_crd(server: &Server, client: &reqwest::Client) -> anyhow::Result<()> {
+pub(super) async fn ensure_crd(server: &Server, client: &reqwest::Client) -> anyhow::Result<()> {
     let r = client
         .post(format!(
             "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",

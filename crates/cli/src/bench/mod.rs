@@ -7,6 +7,7 @@ mod admission;
 mod cache;
 mod crds;
 mod create;
+mod memory;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -90,11 +91,13 @@ pub struct BenchArgs {
     /// Measure only the upgrade-check figures ("upgrade check" section, `upgrade_check.rs`).
     #[arg(long)]
     only_upgrade_check: bool,
-    /// Stored objects in the upgrade-check figures.
+    /// Stored objects (about 1 KiB each) in the upgrade-check and memory figures.
     #[arg(long, default_value_t = 100_000)]
     objects: usize,
     #[command(flatten)]
     cache: cache::CacheArgs,
+    #[command(flatten)]
+    memory: memory::MemoryArgs,
 }
 
 /// Extra `serve` flags for every server a run starts (the storage engine).
@@ -532,6 +535,9 @@ async fn sustained(seconds: u64) -> anyhow::Result<()> {
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.cache.only_cache {
         return cache::run(&args.cache, &args.etcd_servers).await;
+    }
+    if args.memory.only_memory {
+        return memory::run(args.objects).await;
     }
     let etcd_prefix = format!(
         "/bench-{}",

@@ -2,6 +2,8 @@
 //! snapshot, and `resourceVersion` semantics. Also [`ListOptions`], shared with watch and
 //! deletecollection.
 
+use std::sync::Arc;
+
 use crd_core::Status;
 use crd_storage::{Freshness, ListRequest, Revision};
 use serde_json::{Value, json};
@@ -209,11 +211,26 @@ pub fn list_options(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<ListOption
 }
 
 /// Lists a collection.
-pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
-    let opts = list_options(ctx, strategy)?;
+pub async fn handle(ctx: &Ctx<'_>, strategy: &Arc<dyn Strategy>) -> Result<Reply, ApiError> {
+    let opts = list_options(ctx, strategy.as_ref())?;
     if ctx.output == Output::Json && !opts.has_selectors() && strategy.verbatim_reads() {
-        return verbatim_list(ctx, strategy, &opts).await;
+        if opts.limit == 0 && opts.continue_token.is_none() && super::list_stream::enabled() {
+            let scan = super::list_stream::Scan {
+                prefix: opts.prefix(ctx, strategy.as_ref()),
+                revision: snapshot_revision(ctx, &opts).await?,
+                freshness: opts.freshness(),
+            };
+            return super::list_stream::respond(
+                ctx,
+                strategy.clone(),
+                scan,
+                super::list_stream::PAGE,
+            )
+            .await;
+        }
+        return verbatim_list(ctx, strategy.as_ref(), &opts).await;
     }
+    let strategy = strategy.as_ref();
     let page = read_page(ctx, strategy, &opts).await?;
     let mut list_meta = json!({ "resourceVersion": page.revision.to_string() });
     if let Some(c) = &page.continue_token {

@@ -10,6 +10,7 @@ pub mod delete;
 pub mod delete_collection;
 pub mod get;
 pub mod list;
+pub mod list_stream;
 pub mod managed;
 pub mod patch;
 pub mod scale;
@@ -302,7 +303,7 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
     }
     match req.verb {
         Verb::Get => get::handle(ctx, s).await,
-        Verb::List => list::handle(ctx, s).await,
+        Verb::List => list::handle(ctx, &strategy).await,
         Verb::Watch => watch::handle(ctx, strategy.clone()).await,
         Verb::Create => create::handle(ctx, s).await,
         Verb::Update => update::handle(ctx, s).await,

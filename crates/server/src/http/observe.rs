@@ -490,7 +490,7 @@ impl Drop for OnDrop {
 
 impl Body for OnDrop {
     type Data = Bytes;
-    type Error = std::convert::Infallible;
+    type Error = crate::body::BodyError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,

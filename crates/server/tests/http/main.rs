@@ -10,6 +10,7 @@ mod crd_scale;
 mod discovery_cache;
 mod gc;
 mod hostile;
+mod list_stream;
 mod mutating_policy;
 mod namespace_lifecycle;
 mod observability;

@@ -53,6 +53,15 @@ impl TestServer {
         TestServer::start_inner(|_| {}, wrap, false).await
     }
 
+    /// Starts a server over `wrap(the SQLite store)` after `configure`, and waits until it is
+    /// ready.
+    pub async fn start_wrapped(
+        configure: impl FnOnce(&mut ServerConfig),
+        wrap: impl FnOnce(Arc<dyn crd_storage::Store>) -> Arc<dyn crd_storage::Store> + Send + 'static,
+    ) -> TestServer {
+        TestServer::start_inner(configure, wrap, true).await
+    }
+
     async fn start_inner(
         configure: impl FnOnce(&mut ServerConfig),
         wrap: impl FnOnce(Arc<dyn crd_storage::Store>) -> Arc<dyn crd_storage::Store> + Send + 'static,

@@ -145,3 +145,86 @@ async fn selectors_paging_and_watches_through_the_cache() {
         r.text
     );
 }
+
+/// The value of the sample `name{labels}` in a `/metrics` text, if present.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[tokio::test]
+async fn metrics_show_the_watch_cache_at_work() {
+    let s = TestServer::start_with(|c| c.watch_cache = true).await;
+    let api = s.api(HttpVersion::Http2);
+    let group = "wcm.example.com";
+    api.create_crd(crd_json(group, "widgets", "Widget", "Namespaced"))
+        .await;
+    let base = format!("/apis/{group}/v1/namespaces/default/widgets");
+    for i in 0..5 {
+        let r = api
+            .post(
+                &base,
+                json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+                       "metadata": {"name": format!("w{i}")}}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    // A consistent list waits (briefly) for the cache to be fresh.
+    let list = api.get(&base).await.json();
+    assert_eq!(names(&list).len(), 5);
+    let labels = format!(r#"{{group="{group}",resource="widgets"}}"#);
+    eventually("the cache's metrics count the writes", || async {
+        let text = api.get("/metrics").await.text;
+        let at_least = |series: &str, n: f64| sample(&text, series).is_some_and(|v| v >= n);
+        at_least(
+            &format!("apiserver_watch_cache_events_received_total{labels}"),
+            5.0,
+        ) && at_least(
+            &format!("apiserver_watch_cache_events_dispatched_total{labels}"),
+            5.0,
+        ) && at_least(
+            &format!("apiserver_watch_cache_read_wait_seconds_count{labels}"),
+            1.0,
+        )
+    })
+    .await;
+    let text = api.get("/metrics").await.text;
+    for help in [
+        "# HELP apiserver_watch_cache_events_received_total [ALPHA] Counter of events received in watch cache broken by resource type.",
+        "# HELP apiserver_watch_cache_events_dispatched_total [ALPHA] Counter of events dispatched in watch cache broken by resource type.",
+        "# HELP apiserver_watch_cache_read_wait_seconds [ALPHA] Histogram of time spent waiting for a watch cache to become fresh.",
+        "# TYPE apiserver_watch_cache_read_wait_seconds histogram",
+        "# HELP apiserver_watch_cache_initializations_total [ALPHA] Counter of watch cache initializations broken by resource type.",
+        "# HELP watch_cache_capacity [ALPHA] Total capacity of watch cache broken by resource type.",
+    ] {
+        assert!(text.contains(help), "{help}\n{text}");
+    }
+    let read_waits = sample(
+        &text,
+        &format!("apiserver_watch_cache_read_wait_seconds_count{labels}"),
+    )
+    .expect("read waits");
+    let within_3s = sample(
+        &text,
+        &format!(
+            r#"apiserver_watch_cache_read_wait_seconds_bucket{{group="{group}",resource="widgets",le="3"}}"#
+        ),
+    )
+    .expect("3 s bucket");
+    assert!(within_3s <= read_waits && within_3s >= 1.0, "{text}");
+    assert!(
+        sample(
+            &text,
+            r#"apiserver_watch_cache_initializations_total{group="",resource=""}"#
+        )
+        .is_some_and(|v| v >= 1.0),
+        "{text}"
+    );
+    // Upstream's window holds 100 to 102,400 events.
+    assert!(
+        sample(&text, r#"watch_cache_capacity{group="",resource=""}"#)
+            .is_some_and(|v| (100.0..=102_400.0).contains(&v)),
+        "{text}"
+    );
+}

@@ -1,6 +1,8 @@
 //! The watch cache over the embedded engine: the conformance suite, indexed lists, the 410 past
 //! the window, slow watchers, and what a cache keeps after watchers go.
 
+use std::sync::Mutex;
+
 use super::*;
 use crate::sqlite::SqliteStore;
 
@@ -29,6 +31,48 @@ async fn cache(root: &str, buffer: usize) -> (tempfile::TempDir, Arc<CacheStore>
     let store = CacheStore::new(inner, config);
     store.wait_ready().await;
     (dir, store)
+}
+
+/// Counts what the cache reports.
+#[derive(Default)]
+struct Recorder {
+    counts: Mutex<BTreeMap<String, usize>>,
+}
+
+impl Recorder {
+    fn note(&self, what: String) {
+        *self.counts.lock().expect("counts").entry(what).or_default() += 1;
+    }
+
+    fn count(&self, what: &str) -> usize {
+        self.counts
+            .lock()
+            .expect("counts")
+            .get(what)
+            .copied()
+            .unwrap_or_default()
+    }
+}
+
+impl CacheObserver for Recorder {
+    fn initialized(&self, keys: &mut dyn Iterator<Item = &str>) {
+        self.note(format!("initialized {}", keys.count()));
+    }
+    fn received(&self, key: &str) {
+        self.note(format!("received {}", &key[..3]));
+    }
+    fn dispatched(&self, key: &str) {
+        self.note(format!("dispatched {}", &key[..3]));
+    }
+    fn watcher_terminated(&self, prefix: &str) {
+        self.note(format!("terminated {prefix}"));
+    }
+    fn read_wait(&self, prefix: &str, _waited: Duration) {
+        self.note(format!("read_wait {prefix}"));
+    }
+    fn capacity(&self, old: usize, capacity: usize) {
+        self.note(format!("capacity {old} {capacity}"));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -197,7 +241,14 @@ async fn a_watch_from_before_the_window_is_too_old() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_watcher_that_never_reads_is_closed_and_forgotten() {
-    let (_dir, store) = cache("/r/", 4).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inner = SqliteStore::open(&dir.path().join("s.db")).expect("open");
+    let recorder = Arc::new(Recorder::default());
+    let mut config = CacheConfig::new("/r/", Some(Arc::new(TestIndexer)));
+    config.watcher_buffer = 4;
+    config.observer = Some(recorder.clone());
+    let store = CacheStore::new(inner, config);
+    store.wait_ready().await;
     let now = store.current_revision().await.expect("rev");
     let req = || WatchRequest {
         prefix: "/r/".into(),
@@ -242,6 +293,26 @@ async fn a_watcher_that_never_reads_is_closed_and_forgotten() {
     // The slow one is forgotten; the reader's client is gone too, which the next events notice
     // (`dropped_watchers_are_forgotten_on_the_next_event`).
     assert_eq!(store.stats().watchers, 1, "the slow watcher is forgotten");
+    // What the metrics see: one load of nothing, every write received and dispatched, one
+    // watcher terminated for unresponsiveness (the reader's client went away on its own).
+    assert_eq!(recorder.count("initialized 0"), 1);
+    assert_eq!(recorder.count("received /r/"), 200);
+    assert_eq!(recorder.count("dispatched /r/"), 200);
+    assert_eq!(recorder.count("terminated /r/"), 1);
+    store
+        .list(ListRequest {
+            prefix: "/r/".into(),
+            ..ListRequest::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(recorder.count("read_wait /r/"), 1);
+    assert_eq!(recorder.count("capacity 100 100"), 1, "the window's start");
+    assert_eq!(
+        recorder.count("capacity 100 200"),
+        1,
+        "the window grew once"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,0 +1,176 @@
+//! `crd-apiserver bench --only-memory [--objects 100000]`: bounded memory ("Bounded memory" in
+//! BENCHMARKS.md). Objects of about 1 KiB are loaded straight into `SQLite`, a server (with the
+//! watch cache, as `serve` defaults) is started on them, and the bench reports the server's
+//! resident memory (sampled every 10 ms) while 8 clients each read the full list at once, and
+//! after they finish; then while 200 watchers that never read are open, and after they close.
+//!
+//! The allocator is the one the binary was built with (features `jemalloc`, `mimalloc`;
+//! glibc's by default); `CRD_APISERVER_STREAM_LISTS=false` in the environment measures the
+//! server without streamed lists.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+
+use super::cache::{CacheArgs, ensure_crd, load, slow_watchers};
+use super::{GROUP, Report, Server, ms, wait_ready};
+
+/// Options of the memory figures.
+#[derive(clap::Args, Debug)]
+pub struct MemoryArgs {
+    /// Measure only the memory figures ("memory" section, `memory.rs`).
+    #[arg(long)]
+    pub only_memory: bool,
+}
+
+/// Which allocator this binary was built with.
+fn allocator() -> &'static str {
+    if cfg!(feature = "jemalloc") {
+        "jemalloc"
+    } else if cfg!(feature = "mimalloc") {
+        "mimalloc"
+    } else {
+        "glibc"
+    }
+}
+
+fn mb(kib: u64) -> String {
+    format!("{:.0} MB", kib as f64 / 1024.0)
+}
+
+/// Resident memory after the server settles: the lowest of 5 s of samples every 100 ms
+/// (allocators hand memory back over seconds).
+async fn settled_rss(server: &Server) -> u64 {
+    let mut low = u64::MAX;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        low = low.min(server.memory_kib().0);
+    }
+    low
+}
+
+/// Runs the "memory" section.
+pub async fn run(objects: usize) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut report = Report { rows: Vec::new() };
+    let streamed = std::env::var("CRD_APISERVER_STREAM_LISTS").map_or(true, |v| v != "false");
+    let label = format!(
+        "{}, lists {}",
+        allocator(),
+        if streamed { "streamed" } else { "unstreamed" }
+    );
+    println!("| figure | value | note |");
+    println!("| --- | --- | --- |");
+    let data = dir.path().join("sqlite");
+    std::fs::create_dir_all(&data)?;
+    {
+        let store = crd_storage::sqlite::SqliteStore::open(&data.join("state.db"))?;
+        load(store, objects).await?;
+    }
+    let (server, _) = Server::start_with(&data, &[])?;
+    wait_ready(&server).await?;
+    let client = server.client(true)?;
+    ensure_crd(&server, &client).await?;
+    // The cache loads in the background: wait until the server's memory stops growing.
+    let mut rss0 = server.memory_kib().0;
+    for _ in 0..240 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = server.memory_kib().0;
+        if now.abs_diff(rss0) < 1024 {
+            break;
+        }
+        rss0 = now;
+    }
+    let base = format!("{}/apis/{GROUP}/v1/namespaces/default/widgets", server.url);
+    // One list first: its size, and the item count checked.
+    let one = client.get(&base).bearer_auth(&server.token).send().await?;
+    let body = one.bytes().await?;
+    let size = body.len();
+    let items = serde_json::from_slice::<serde_json::Value>(&body)?["items"]
+        .as_array()
+        .map_or(0, Vec::len);
+    drop(body);
+    if items != objects {
+        bail!("the full list has {items} items, expected {}", objects);
+    }
+    let before = settled_rss(&server).await;
+
+    let peak = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let pid = server.child.id();
+    let sampler = {
+        let (peak, done) = (peak.clone(), done.clone());
+        tokio::spawn(async move {
+            while !done.load(Ordering::Relaxed) {
+                let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                    .unwrap_or_default()
+                    .lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                peak.fetch_max(rss, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    let t = Instant::now();
+    let mut lists = Vec::new();
+    for _ in 0..8 {
+        // Each list on its own connection, read as a client reads it (chunk by chunk).
+        let c = server.client(false)?;
+        let (url, token) = (base.clone(), server.token.clone());
+        lists.push(tokio::spawn(async move {
+            let mut r = c.get(url).bearer_auth(token).send().await?;
+            let mut n = 0;
+            while let Some(chunk) = r.chunk().await? {
+                n += chunk.len();
+            }
+            Ok::<_, reqwest::Error>(n)
+        }));
+    }
+    for l in lists {
+        let n = l.await??;
+        if n != size {
+            bail!("a concurrent list returned {n} bytes, expected {size}");
+        }
+    }
+    let took = t.elapsed();
+    done.store(true, Ordering::Relaxed);
+    sampler.await?;
+    let after = settled_rss(&server).await;
+    report.row(
+        &format!(
+            "8 concurrent full lists of {} objects ({label})",
+            objects
+        ),
+        format!(
+            "peak {} (+{})",
+            mb(peak.load(Ordering::Relaxed)),
+            mb(peak.load(Ordering::Relaxed).saturating_sub(before))
+        ),
+        format!(
+            "{} before, {} after; response {:.0} MB each; took {}",
+            mb(before),
+            mb(after),
+            size as f64 / 1_048_576.0,
+            ms(took)
+        ),
+    );
+    let watchers = CacheArgs {
+        only_cache: false,
+        objects: objects,
+        gets: 0,
+        slow_watchers: 200,
+    };
+    slow_watchers(&server, &mut report, &label, &watchers, rss0).await?;
+    let end = settled_rss(&server).await;
+    report.row(
+        &format!("RSS at the end ({label})"),
+        mb(end),
+        format!("after the cache load: {}", mb(rss0)),
+    );
+    Ok(())
+}

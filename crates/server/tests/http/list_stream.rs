@@ -1,0 +1,214 @@
+//! Full lists streamed page by page (`handlers::list_stream`): a list spanning several storage
+//! pages is byte for byte the list the unstreamed path renders, and a storage error after the
+//! first page aborts the response instead of ending it as if it were whole.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use crd_server::handlers::list_stream::PAGE;
+use crd_storage::{
+    KeyValue, ListRequest, ListResponse, Revision, StorageError, Store, WatchRequest, WatchStream,
+};
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{Api, HttpVersion, TestServer, crd_json};
+
+const BASE: &str = "/apis/s.example.com/v1/namespaces/default/widgets";
+
+/// Creates `n` widgets, 32 at a time, each labelled `app=all`.
+async fn create_widgets(api: &Api<'_>, n: usize) {
+    api.create_crd(crd_json("s.example.com", "widgets", "Widget", "Namespaced"))
+        .await;
+    let mut start = 0;
+    while start < n {
+        let end = (start + 32).min(n);
+        let posts = (start..end).map(|i| {
+            api.post(
+                BASE,
+                json!({"apiVersion": "s.example.com/v1", "kind": "Widget",
+                       "metadata": {"name": format!("w-{i:05}"), "labels": {"app": "all"}},
+                       "spec": {"i": i, "text": "x\"y\u{e9}"}}),
+            )
+        });
+        for r in futures::future::join_all(posts).await {
+            assert_eq!(r.status, 201, "{}", r.text);
+        }
+        start = end;
+    }
+}
+
+#[tokio::test]
+async fn a_full_list_spanning_pages_is_the_unstreamed_list_byte_for_byte() {
+    let s = TestServer::start().await;
+    let n = 2 * PAGE + 100;
+    create_widgets(&s.api(HttpVersion::Http2), n).await;
+    for version in [HttpVersion::Http1, HttpVersion::Http2] {
+        let api = s.api(version);
+        let streamed = api.get(BASE).await;
+        assert_eq!(streamed.status, 200, "{}", streamed.text);
+        assert_eq!(streamed.headers["content-type"], "application/json");
+        // A limit above the count is the unstreamed verbatim path: one body built at once. The
+        // same snapshot (nothing was written since) gives the same bytes.
+        let unstreamed = api.get(&format!("{BASE}?limit={}", 10 * n)).await;
+        assert_eq!(unstreamed.status, 200, "{}", unstreamed.text);
+        let at = streamed
+            .text
+            .bytes()
+            .zip(unstreamed.text.bytes())
+            .position(|(a, b)| a != b);
+        assert!(
+            streamed.text == unstreamed.text,
+            "{version:?}: the streamed list differs from the unstreamed one ({} vs {} bytes) at \
+             {at:?}: {:?} vs {:?}",
+            streamed.text.len(),
+            unstreamed.text.len(),
+            at.map(|i| &streamed.text[i.saturating_sub(80)..(i + 80).min(streamed.text.len())]),
+            at.map(|i| &unstreamed.text[i.saturating_sub(80)..(i + 80).min(unstreamed.text.len())]),
+        );
+        // A selector every object matches goes through the decoding path: the same JSON.
+        let decoded = api.get(&format!("{BASE}?labelSelector=app%3Dall")).await;
+        let list = streamed.json();
+        assert_eq!(list, decoded.json());
+        assert_eq!(list["kind"], "WidgetList");
+        assert_eq!(list["apiVersion"], "s.example.com/v1");
+        let items = list["items"].as_array().expect("items");
+        let names: Vec<String> = items
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().expect("name").to_string())
+            .collect();
+        let want: Vec<String> = (0..n).map(|i| format!("w-{i:05}")).collect();
+        assert_eq!(names, want);
+        assert!(
+            streamed
+                .text
+                .starts_with(r#"{"apiVersion":"s.example.com/v1","items":[{"#)
+        );
+        let rv: i64 = list["metadata"]["resourceVersion"]
+            .as_str()
+            .expect("resourceVersion")
+            .parse()
+            .expect("numeric");
+        assert!(items.iter().all(|o| {
+            o["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| v <= rv)
+        }));
+        // Paging with limit/continue is not streamed and returns the same items.
+        let first = api.get(&format!("{BASE}?limit={PAGE}")).await.json();
+        assert_eq!(first["items"].as_array().map(Vec::len), Some(PAGE));
+        assert_eq!(first["metadata"]["remainingItemCount"], n - PAGE);
+    }
+    // A list that fits one page is one whole body, as before.
+    let small = s
+        .api(HttpVersion::Http1)
+        .get("/apis/s.example.com/v1/namespaces/other/widgets")
+        .await;
+    assert_eq!(small.status, 200, "{}", small.text);
+    assert!(small.headers.contains_key("content-length"));
+}
+
+/// Fails every list of widgets after its first page while armed.
+struct FailingPages {
+    inner: Arc<dyn Store>,
+    armed: Arc<AtomicBool>,
+}
+
+#[async_trait]
+impl Store for FailingPages {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        self.inner.get(key).await
+    }
+
+    async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
+        if self.armed.load(Ordering::SeqCst)
+            && request.start_after.is_some()
+            && request.prefix.contains("/widgets/")
+        {
+            return Err(StorageError::Unavailable("injected failure".into()));
+        }
+        self.inner.list(request).await
+    }
+
+    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
+        self.inner.count(prefix).await
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError> {
+        self.inner.create(key, value).await
+    }
+
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> Result<Revision, StorageError> {
+        self.inner.update(key, value, expected).await
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<(KeyValue, Revision), StorageError> {
+        self.inner.delete(key, expected).await
+    }
+
+    async fn watch(&self, request: WatchRequest) -> Result<WatchStream, StorageError> {
+        self.inner.watch(request).await
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        self.inner.current_revision().await
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+        self.inner.compact(revision).await
+    }
+}
+
+#[tokio::test]
+async fn a_storage_error_after_the_first_page_aborts_the_response() {
+    let armed = Arc::new(AtomicBool::new(false));
+    let flag = armed.clone();
+    // Without the watch cache every page reaches the failing store.
+    let s = TestServer::start_wrapped(
+        |c| c.watch_cache = false,
+        move |inner| Arc::new(FailingPages { inner, armed: flag }),
+    )
+    .await;
+    let n = PAGE + 10;
+    create_widgets(&s.api(HttpVersion::Http2), n).await;
+    armed.store(true, Ordering::SeqCst);
+    for version in [HttpVersion::Http1, HttpVersion::Http2] {
+        let api = s.api(version);
+        let r = api
+            .request(Method::GET, BASE)
+            .send()
+            .await
+            .expect("headers");
+        // The first page was read before the response started.
+        assert_eq!(r.status(), 200);
+        let body = r.bytes().await;
+        assert!(
+            body.is_err(),
+            "{version:?}: a list whose second page failed ended as if whole: {} bytes",
+            body.map(|b| b.len()).unwrap_or_default()
+        );
+        // Paging with a continue token is not streamed: its failure is an ordinary Status.
+        let first = api.get(&format!("{BASE}?limit=5")).await.json();
+        let token = first["metadata"]["continue"].as_str().expect("continue");
+        let next = api.get(&format!("{BASE}?limit=5&continue={token}")).await;
+        assert_eq!(next.status, 503, "{}", next.text);
+        assert_eq!(next.json()["kind"], "Status");
+    }
+    // The server is fine afterwards.
+    armed.store(false, Ordering::SeqCst);
+    let list = s.api(HttpVersion::Http1).get(BASE).await;
+    assert_eq!(list.status, 200, "{}", list.text);
+    assert_eq!(list.json()["items"].as_array().map(Vec::len), Some(n));
+}
