@@ -93,7 +93,7 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
         .map_or(0, Vec::len);
     drop(body);
     if items != objects {
-        bail!("the full list has {items} items, expected {}", objects);
+        bail!("the full list has {items} items, expected {objects}");
     }
     let before = settled_rss(&server).await;
 
@@ -142,10 +142,7 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     sampler.await?;
     let after = settled_rss(&server).await;
     report.row(
-        &format!(
-            "8 concurrent full lists of {} objects ({label})",
-            objects
-        ),
+        &format!("8 concurrent full lists of {objects} objects ({label})"),
         format!(
             "peak {} (+{})",
             mb(peak.load(Ordering::Relaxed)),
@@ -161,7 +158,7 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     );
     let watchers = CacheArgs {
         only_cache: false,
-        objects: objects,
+        objects,
         gets: 0,
         slow_watchers: 200,
     };
