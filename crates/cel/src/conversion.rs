@@ -623,7 +623,8 @@ fn schema_type_name(node: &Value) -> String {
     }
 }
 
-/// The checks run when a CRD with `strategy: ConversionRules` is written: the shape of each
+/// The checks run when a CRD is written: `conversionRules` only with `strategy:
+/// ConversionRules`, and then required; the shape of each
 /// entry, versions that exist, paths in the schemas of their versions, transformations that
 /// compile (the checker's messages) to a type the target field holds, cost limits, and every
 /// served version reachable from the storage version and back.
@@ -632,6 +633,18 @@ pub fn check_conversion_rules(crd: &Value) -> ErrorList {
     let base = Path::new("spec")
         .child("conversion")
         .child("conversionRules");
+    if crd.pointer("/spec/conversion/strategy").and_then(Value::as_str) != Some(STRATEGY) {
+        if crd
+            .pointer("/spec/conversion/conversionRules")
+            .is_some_and(|r| !r.is_null())
+        {
+            errs.push(FieldError::forbidden(
+                &base,
+                "should not be set when strategy is not set to ConversionRules",
+            ));
+        }
+        return errs;
+    }
     let schemas = version_schemas(crd);
     let raw = match crd.pointer("/spec/conversion/conversionRules") {
         None | Some(Value::Null) => {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 mod bench;
 mod client;
+mod conversion_webhook;
 mod crd_dir;
 mod migrate;
 
@@ -38,6 +39,8 @@ enum Command {
     StorageVersions(AdminArgs),
     /// Runs the load generator against a fresh server and prints a table (see BENCHMARKS.md).
     Bench(bench::BenchArgs),
+    /// Serves a CRD's `conversionRules` as a ConversionReview webhook (for a real cluster).
+    ConversionWebhook(conversion_webhook::Args),
 }
 
 /// Arguments of the admin commands that talk to a running server.
@@ -239,6 +242,10 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?
             .block_on(bench::run(args)),
+        Command::ConversionWebhook(args) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(conversion_webhook::run(args)),
     }
 }
 

@@ -363,6 +363,31 @@ fn invalid_rules_are_refused_with_causes() {
 }
 
 #[test]
+fn rules_belong_to_their_strategy() {
+    let mut with_webhook = crd("{a: {type: string}}", "{a: {type: string}}", "[]");
+    with_webhook["spec"]["conversion"]["strategy"] = json!("None");
+    let mut without_rules = crd("{a: {type: string}}", "{a: {type: string}}", "[]");
+    without_rules["spec"]["conversion"]
+        .as_object_mut()
+        .unwrap()
+        .remove("conversionRules");
+    let got = |c: &Value| -> Vec<String> {
+        check_conversion_rules(c)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(
+        got(&with_webhook),
+        ["spec.conversion.conversionRules: Forbidden: should not be set when strategy is not set to ConversionRules"]
+    );
+    assert_eq!(
+        got(&without_rules),
+        ["spec.conversion.conversionRules: Required value: required when strategy is set to ConversionRules"]
+    );
+}
+
+#[test]
 fn runtime_failures_name_the_field() {
     let rules = ConversionRules::compile(&crd(
         "{image: {type: string}}",

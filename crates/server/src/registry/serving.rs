@@ -297,7 +297,7 @@ impl ServingCrd {
             names_accepted: condition_true(&crd, "NamesAccepted"),
             terminating: crd.metadata.deletion_timestamp.is_some()
                 || condition_true(&crd, "Terminating"),
-            converter: Converter::build(spec.conversion.as_ref(), conversion),
+            converter: Converter::build(spec.conversion.as_ref(), raw, conversion),
             schemas: Arc::default(),
         };
         serving.schemas = Arc::new(
