@@ -333,7 +333,7 @@ fn compile_program(
         mutation: false,
     };
     let checked = check(&expr, source, &env)?;
-    let estimate = cost::estimate(&expr, &checked);
+    let estimate = cost::estimate_conversion(&expr, &checked);
     let result = checked.result.clone();
     Ok((lower(expr, &checked), result, estimate))
 }
@@ -633,7 +633,11 @@ pub fn check_conversion_rules(crd: &Value) -> ErrorList {
     let base = Path::new("spec")
         .child("conversion")
         .child("conversionRules");
-    if crd.pointer("/spec/conversion/strategy").and_then(Value::as_str) != Some(STRATEGY) {
+    if crd
+        .pointer("/spec/conversion/strategy")
+        .and_then(Value::as_str)
+        != Some(STRATEGY)
+    {
         if crd
             .pointer("/spec/conversion/conversionRules")
             .is_some_and(|r| !r.is_null())

@@ -46,7 +46,9 @@ impl RulesConverter {
     /// refuse (the errors are the CRD-write causes).
     pub fn new(crd: &Value) -> anyhow::Result<Self> {
         let errs = check_conversion_rules(crd);
-        if crd.pointer("/spec/conversion/strategy").and_then(Value::as_str)
+        if crd
+            .pointer("/spec/conversion/strategy")
+            .and_then(Value::as_str)
             != Some(STRATEGY)
         {
             anyhow::bail!("spec.conversion.strategy must be ConversionRules");

@@ -83,9 +83,9 @@ impl Converter {
                 Ok(w) => Converter::Webhook(Arc::new(w)),
                 Err(e) => Converter::Broken(e),
             },
-            Some(c) if c.strategy == crd_cel::conversion::STRATEGY => Converter::Rules(Arc::new(
-                crd_cel::conversion::ConversionRules::compile(raw),
-            )),
+            Some(c) if c.strategy == crd_cel::conversion::STRATEGY => {
+                Converter::Rules(Arc::new(crd_cel::conversion::ConversionRules::compile(raw)))
+            }
             _ => Converter::None,
         }
     }
@@ -157,9 +157,7 @@ fn convert_by_rules(
         } else {
             String::new()
         };
-        ConversionError(format!(
-            "conversion rules for {for_gvk} failed{at}: {e}"
-        ))
+        ConversionError(format!("conversion rules for {for_gvk} failed{at}: {e}"))
     };
     let version = target.rsplit('/').next().unwrap_or(target);
     let mut obj = rules.convert(original, version).map_err(fail)?;

@@ -5,6 +5,7 @@
 
 mod admission;
 mod cache;
+mod conversion_rules;
 mod crds;
 
 use std::path::Path;
@@ -69,6 +70,9 @@ pub struct BenchArgs {
     /// Measure only the audit figures ("audit" section: creates/s without and with auditing).
     #[arg(long)]
     only_audit: bool,
+    /// Measure only the conversion-rules figures (`conversion_rules.rs`, `--list-objects`).
+    #[arg(long)]
+    only_conversion_rules: bool,
     /// Instead of the figures, run a mixed load (creates, updates, gets, lists, deletes, 50
     /// watchers) for this many seconds and report resident memory and open file descriptors
     /// over time.
@@ -550,6 +554,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
 
     if args.only_audit {
         return audit_overhead(dir.path(), &mut report, args.creates).await;
+    }
+    if args.only_conversion_rules {
+        return conversion_rules::conversion_rules(dir.path(), &mut report, args.list_objects)
+            .await;
     }
     if args.only_admission {
         return admission::admission_overhead(dir.path(), &mut report, args.creates).await;

@@ -78,7 +78,11 @@ pub(super) fn validate(
     match c.strategy.as_str() {
         "" => errs.push(FieldError::required(&strategy_path, "")),
         s if STRATEGIES.contains(&s) => {}
-        other => errs.push(FieldError::not_supported(&strategy_path, other, &STRATEGIES)),
+        other => errs.push(FieldError::not_supported(
+            &strategy_path,
+            other,
+            &STRATEGIES,
+        )),
     }
     if preserve_unknown_fields && c.strategy != "None" {
         errs.push(FieldError::invalid(

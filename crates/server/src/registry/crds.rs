@@ -176,7 +176,9 @@ impl Strategy for CrdStrategy {
     fn write_warnings(&self, new: &Value, old: Option<&Value>) -> Vec<String> {
         let mut out = schema_warnings(new, old);
         // The round-trip check of conversion rules: a loss is a warning naming the fields.
-        if new.pointer("/spec/conversion/strategy").and_then(Value::as_str)
+        if new
+            .pointer("/spec/conversion/strategy")
+            .and_then(Value::as_str)
             == Some(crd_cel::conversion::STRATEGY)
             && crd_cel::conversion::check_conversion_rules(new).is_empty()
         {
