@@ -509,7 +509,6 @@ fn set_at(v: &mut Value, steps: &[Step], indices: &[usize], value: Value) {
 /// A CEL result as JSON; `None` for `null` and `optional.none()`.
 fn from_cel(v: &Cel) -> Option<Value> {
     Some(match v {
-        Cel::Null => return None,
         Cel::Bool(b) => Value::Bool(*b),
         Cel::Int(i) => Value::from(*i),
         Cel::UInt(u) => Value::from(*u),
@@ -536,10 +535,12 @@ fn from_cel(v: &Cel) -> Option<Value> {
                 })
                 .collect(),
         ),
-        Cel::Opaque(o) => match o.downcast_ref::<OptionalValue>() {
-            Some(opt) => return opt.value().and_then(from_cel),
-            None => return None,
-        },
+        Cel::Opaque(o) => {
+            return o
+                .downcast_ref::<OptionalValue>()
+                .and_then(|opt| opt.value().and_then(from_cel));
+        }
+        // `null`, functions and types write nothing.
         _ => return None,
     })
 }
@@ -779,17 +780,15 @@ fn check_rule(
                     ));
                     return 0;
                 }
-                match node_at(to_root, &steps) {
-                    Some(n) => Some(n),
-                    None => {
-                        errs.push(FieldError::invalid(
-                            &tp,
-                            to_raw,
-                            format!("no such field in the schema of version {to}"),
-                        ));
-                        return 0;
-                    }
-                }
+                let Some(n) = node_at(to_root, &steps) else {
+                    errs.push(FieldError::invalid(
+                        &tp,
+                        to_raw,
+                        format!("no such field in the schema of version {to}"),
+                    ));
+                    return 0;
+                };
+                Some(n)
             }
         }
     };
@@ -954,32 +953,32 @@ fn sample(node: &Value) -> Value {
 }
 
 /// Leaf paths where two values differ (`spec.a`, `spec.items[0].b`).
-fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+fn differences(before: &Value, after: &Value, path: &str, out: &mut Vec<String>) {
+    match (before, after) {
+        (Value::Object(old), Value::Object(new)) => {
+            let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
             keys.sort();
             keys.dedup();
-            for k in keys {
-                let p = if path.is_empty() {
-                    k.clone()
+            for key in keys {
+                let child = if path.is_empty() {
+                    key.clone()
                 } else {
-                    format!("{path}.{k}")
+                    format!("{path}.{key}")
                 };
                 differences(
-                    x.get(k).unwrap_or(&Value::Null),
-                    y.get(k).unwrap_or(&Value::Null),
-                    &p,
+                    old.get(key).unwrap_or(&Value::Null),
+                    new.get(key).unwrap_or(&Value::Null),
+                    &child,
                     out,
                 );
             }
         }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (u, v)) in x.iter().zip(y).enumerate() {
-                differences(u, v, &format!("{path}[{i}]"), out);
+        (Value::Array(old), Value::Array(new)) if old.len() == new.len() => {
+            for (i, (was, now)) in old.iter().zip(new).enumerate() {
+                differences(was, now, &format!("{path}[{i}]"), out);
             }
         }
-        _ if a != b => out.push(path.to_string()),
+        _ if before != after => out.push(path.to_string()),
         _ => {}
     }
 }
