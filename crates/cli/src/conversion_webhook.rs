@@ -91,13 +91,12 @@ pub fn read_crd(path: &Path) -> anyhow::Result<Value> {
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let crd = read_crd(&args.crd)?;
     let converter = RulesConverter::new(&crd)?;
-    let server = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => WebhookServer::from_pem_files(cert, key)?,
-        _ => {
-            let certs = crd_webhook::self_signed(&["127.0.0.1", "localhost"])?;
-            println!("caBundle: {}", certs.ca_bundle_base64);
-            WebhookServer::new(&certs.cert_pem, &certs.key_pem)?
-        }
+    let server = if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        WebhookServer::from_pem_files(cert, key)?
+    } else {
+        let certs = crd_webhook::self_signed(&["127.0.0.1", "localhost"])?;
+        println!("caBundle: {}", certs.ca_bundle_base64);
+        WebhookServer::new(&certs.cert_pem, &certs.key_pem)?
     };
     let handle = server
         .bind(args.listen)

@@ -15,7 +15,7 @@ use crate::conversion_webhook::RulesConverter;
 
 /// A CRD `<plural>.bench.example.com`: v1 (storage) `firstName`, `timeoutSeconds`, `legacy`,
 /// `payload`; v2 `name.first`, `timeout` (duration), `payload`; `legacy` kept in an annotation.
-fn crd(plural: &str, kind: &str, conversion: Value) -> Value {
+fn crd(plural: &str, kind: &str, conversion: &Value) -> Value {
     let v1 = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
         "firstName": {"type": "string"}, "timeoutSeconds": {"type": "integer"},
         "legacy": {"type": "string"}, "payload": {"type": "string"}}}}});
@@ -128,7 +128,7 @@ pub(super) async fn conversion_rules(
     n: usize,
 ) -> anyhow::Result<()> {
     // The engine alone.
-    let native = crd("people", "Person", rules());
+    let native = crd("people", "Person", &rules());
     let engine = RulesConverter::new(&native)?;
     let sample: Vec<Value> = (0..n).map(|i| object("Person", i)).collect();
     let t = Instant::now();
@@ -157,7 +157,7 @@ pub(super) async fn conversion_rules(
     let hooked = crd(
         "hookedpeople",
         "HookedPerson",
-        json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+        &json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
             "clientConfig": {"url": webhook.url(), "caBundle": certs.ca_bundle_base64}}}),
     );
     create_crd(&server, &client, &native).await?;
