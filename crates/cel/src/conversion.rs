@@ -266,10 +266,15 @@ impl ConversionRules {
         let steps = self
             .chain(source, target)
             .ok_or_else(|| format!("no conversion rules from {source} to {target}"))?;
-        let mut cur = obj.clone();
+        // Each pair builds a new object from the previous one; the input is never copied.
+        let mut converted: Option<Value> = None;
         for i in steps {
-            cur = apply_pair(&self.pairs[i], &cur)?;
+            converted = Some(apply_pair(
+                &self.pairs[i],
+                converted.as_ref().unwrap_or(obj),
+            )?);
         }
+        let mut cur = converted.unwrap_or_else(|| obj.clone());
         if let Some(m) = cur.as_object_mut() {
             m.insert(
                 "apiVersion".into(),
