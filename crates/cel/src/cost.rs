@@ -149,11 +149,31 @@ fn min_serialized(node: &Value) -> u64 {
 
 /// Static estimate of one checked expression's worst-case cost (cel-go `checker/cost.go`).
 pub(crate) fn estimate(e: &IdedExpr, checked: &Checked) -> u64 {
-    Estimator { checked }.cost(e)
+    Estimator {
+        checked,
+        bounded_scalar_strings: false,
+    }
+    .cost(e)
 }
+
+/// [`estimate`] for a conversion rule's transformation (no upstream counterpart): `string()` of
+/// a number or boolean is bounded by the longest text of one (24 bytes) instead of unbounded,
+/// so `duration(string(self) + 's')` is not refused.
+pub(crate) fn estimate_conversion(e: &IdedExpr, checked: &Checked) -> u64 {
+    Estimator {
+        checked,
+        bounded_scalar_strings: true,
+    }
+    .cost(e)
+}
+
+/// The longest text of a number or boolean (`-1.7976931348623157e+308`).
+const SCALAR_TEXT: u64 = 24;
 
 struct Estimator<'a> {
     checked: &'a Checked,
+    /// See [`estimate_conversion`].
+    bounded_scalar_strings: bool,
 }
 
 impl Estimator<'_> {
@@ -182,6 +202,13 @@ impl Estimator<'_> {
                     .max()
                     .unwrap_or(0),
                 _ if self.scalar(e) => 0,
+                "string"
+                    if self.bounded_scalar_strings
+                        && c.args.len() == 1
+                        && sizeless(self.checked.types.get(&c.args[0].id)) =>
+                {
+                    SCALAR_TEXT
+                }
                 _ => UNBOUNDED,
             },
             Expr::Comprehension(c) => {

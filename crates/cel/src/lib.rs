@@ -13,6 +13,9 @@
 //!   [`Authorizer`] binds the `authorizer` variable to the caller's [`Authorize`].
 //! - [`PolicyTypes`]: an admission policy's expressions type-checked against a matched kind's
 //!   schema (the policy's `status.typeChecking`).
+//! - [`conversion`]: declarative CRD conversion (`strategy: ConversionRules`, KEP-3945):
+//!   transformations over `self` applied between versions, their CRD-write checks and the
+//!   round-trip check.
 //! - [`mutation`]: what a mutating admission policy's `Object{...}` / `JSONPatch{...}`
 //!   expressions produce, read back as JSON.
 //! - [`validate`]: evaluation against an object (and the old object on update), as field errors
@@ -23,6 +26,7 @@
 mod authz;
 mod checker;
 mod compile;
+pub mod conversion;
 mod cost;
 mod crd_checks;
 mod eval;

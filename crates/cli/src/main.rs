@@ -21,6 +21,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod bench;
 mod check_upgrade;
 mod client;
+mod conversion_webhook;
 mod crd_dir;
 mod migrate;
 
@@ -52,6 +53,8 @@ enum Command {
     CheckUpgrade(CheckUpgradeArgs),
     /// Runs the load generator against a fresh server and prints a table (see BENCHMARKS.md).
     Bench(bench::BenchArgs),
+    /// Serves a CRD's `conversionRules` as a ConversionReview webhook (for a real cluster).
+    ConversionWebhook(conversion_webhook::Args),
 }
 
 /// Arguments of the admin commands that talk to a running server.
@@ -287,6 +290,10 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?
             .block_on(bench::run(args)),
+        Command::ConversionWebhook(args) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(conversion_webhook::run(args)),
     }
 }
 

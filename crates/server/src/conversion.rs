@@ -1,12 +1,15 @@
 //! Conversion of custom objects between the versions of their CRD (apiextensions-apiserver
 //! `pkg/apiserver/conversion`): the `None` strategy changes only `apiVersion`; the `Webhook`
-//! strategy sends one ConversionReview per batch and checks the answer as Kubernetes does.
+//! strategy sends one ConversionReview per batch and checks the answer as Kubernetes does; the
+//! `ConversionRules` strategy (KEP-3945) applies the CRD's compiled rules in process
+//! (`crd_cel::conversion`), with the webhook's checks of the converted objects (same kind,
+//! name, namespace, uid; original metadata restored but for labels and annotations).
 //!
 //! Main types: [`Converter`] (built once per CRD revision), [`ConversionOptions`] (server flags),
 //! [`ConversionError`].
 //!
 //! Architecture Invariant: a batch of N objects is at most one webhook call; objects already at
-//! the target version are never sent.
+//! the target version are never sent (nor converted by rules).
 
 use crate::metrics::ConversionFailure as Failure;
 use std::collections::HashMap;
@@ -63,16 +66,26 @@ pub enum Converter {
     Webhook(Arc<WebhookConverter>),
     /// A webhook whose client could not be built; every conversion fails with this reason.
     Broken(String),
+    /// `strategy: ConversionRules`: the CRD's rules, compiled once per CRD revision.
+    Rules(Arc<crd_cel::conversion::ConversionRules>),
 }
 
 impl Converter {
-    /// Builds the converter of a CRD's `spec.conversion`.
-    pub fn build(conversion: Option<&CustomResourceConversion>, opts: &ConversionOptions) -> Self {
+    /// Builds the converter of a CRD's `spec.conversion`; `raw` is the stored CRD, which holds
+    /// the `conversionRules` the typed model does not.
+    pub fn build(
+        conversion: Option<&CustomResourceConversion>,
+        raw: &Value,
+        opts: &ConversionOptions,
+    ) -> Self {
         match conversion {
             Some(c) if c.strategy == "Webhook" => match WebhookConverter::build(c, opts) {
                 Ok(w) => Converter::Webhook(Arc::new(w)),
                 Err(e) => Converter::Broken(e),
             },
+            Some(c) if c.strategy == crd_cel::conversion::STRATEGY => {
+                Converter::Rules(Arc::new(crd_cel::conversion::ConversionRules::compile(raw)))
+            }
             _ => Converter::None,
         }
     }
@@ -96,6 +109,12 @@ impl Converter {
         }
         let webhook = match self {
             Converter::None => None,
+            Converter::Rules(rules) => {
+                for i in pending {
+                    objects[i] = convert_by_rules(rules, &objects[i], target, is_list, i)?;
+                }
+                return Ok(objects);
+            }
             Converter::Webhook(w) => Some(w),
             Converter::Broken(e) => {
                 return Err(ConversionError(format!(
@@ -120,6 +139,32 @@ impl Converter {
         }
         Ok(objects)
     }
+}
+
+/// Converts one object by rules, then checks and restores its metadata as a webhook's answer
+/// is checked (a rule may change labels and annotations only).
+fn convert_by_rules(
+    rules: &crd_cel::conversion::ConversionRules,
+    original: &Value,
+    target: &str,
+    is_list: bool,
+    index: usize,
+) -> Result<Value, ConversionError> {
+    let for_gvk = gvk(original);
+    let fail = |e: String| {
+        let at = if is_list {
+            format!(" at index {index}")
+        } else {
+            String::new()
+        };
+        ConversionError(format!("conversion rules for {for_gvk} failed{at}: {e}"))
+    };
+    let version = target.rsplit('/').next().unwrap_or(target);
+    let mut obj = rules.convert(original, version).map_err(fail)?;
+    set_api_version(&mut obj, target);
+    validate_converted(original, &obj).map_err(fail)?;
+    restore_object_meta(original, &mut obj).map_err(fail)?;
+    Ok(obj)
 }
 
 fn api_version(o: &Value) -> &str {

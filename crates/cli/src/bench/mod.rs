@@ -5,6 +5,7 @@
 
 mod admission;
 mod cache;
+mod conversion_rules;
 mod crds;
 mod create;
 mod memory;
@@ -79,6 +80,9 @@ pub struct BenchArgs {
     /// Rounds of the create-path section (best of).
     #[arg(long, default_value_t = 3)]
     create_rounds: usize,
+    /// Measure only the conversion-rules figures (`conversion_rules.rs`, `--list-objects`).
+    #[arg(long)]
+    only_conversion_rules: bool,
     /// Instead of the figures, run a mixed load (creates, updates, gets, lists, deletes, 50
     /// watchers) for this many seconds and report resident memory and open file descriptors
     /// over time.
@@ -579,6 +583,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if args.only_audit {
         return audit_overhead(dir.path(), &mut report, args.creates).await;
+    }
+    if args.only_conversion_rules {
+        return conversion_rules::conversion_rules(dir.path(), &mut report, args.list_objects)
+            .await;
     }
     if args.only_admission {
         return admission::admission_overhead(dir.path(), &mut report, args.creates).await;

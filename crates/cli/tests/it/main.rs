@@ -10,6 +10,7 @@ mod builtin;
 mod builtin_each_kind;
 mod cel;
 mod conversion;
+mod conversion_rules;
 mod ephemeral;
 #[cfg(feature = "etcd")]
 mod etcd;

@@ -3,6 +3,10 @@
 //!
 //! Upstream validates the internal type, so paths name `webhookClientConfig` and
 //! `conversionReviewVersions` directly under `spec.conversion`.
+//!
+//! `ConversionRules` (KEP-3945, declarative conversion) is accepted as a third strategy; its
+//! `conversionRules` are not in the typed model and are checked on the raw CRD by
+//! `crd_cel::conversion::check_conversion_rules`.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceConversion, ServiceReference,
@@ -11,6 +15,9 @@ use serde_json::Value;
 
 use crate::field::{ErrorList, FieldError, Path};
 use crate::validation::{is_dns1035_label, is_dns1123_subdomain};
+
+/// The strategies `spec.conversion.strategy` may name (upstream's two, then KEP-3945's).
+pub const STRATEGIES: [&str; 3] = ["None", "Webhook", "ConversionRules"];
 
 /// ConversionReview versions this server can send.
 pub const SUPPORTED_REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
@@ -70,11 +77,11 @@ pub(super) fn validate(
     let strategy_path = path.child("strategy");
     match c.strategy.as_str() {
         "" => errs.push(FieldError::required(&strategy_path, "")),
-        "None" | "Webhook" => {}
+        s if STRATEGIES.contains(&s) => {}
         other => errs.push(FieldError::not_supported(
             &strategy_path,
             other,
-            &["None", "Webhook"],
+            &STRATEGIES,
         )),
     }
     if preserve_unknown_fields && c.strategy != "None" {

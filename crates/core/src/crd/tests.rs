@@ -145,6 +145,17 @@ fn create_cases() {
             ],
         ),
         (
+            // KEP-3945's strategy is a third supported value; its rules are checked by crd-cel.
+            json!({"spec": {"conversion": {"strategy": "ConversionRules"}}}),
+            vec![],
+        ),
+        (
+            json!({"spec": {"conversion": {"strategy": "Rules"}}}),
+            vec![
+                "spec.conversion.strategy: Unsupported value: \"Rules\": supported values: \"None\", \"Webhook\", \"ConversionRules\"",
+            ],
+        ),
+        (
             json!({"spec": {"preserveUnknownFields": true}}),
             vec![
                 "spec.preserveUnknownFields: Invalid value: true: cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead",

@@ -59,6 +59,9 @@ pub fn typed(obj: &Value) -> Result<CustomResourceDefinition, ApiError> {
     })
 }
 
+/// The field path of KEP-3945's conversion rules, which the typed model does not have.
+const CONVERSION_RULES_FIELD: &str = "spec.conversion.conversionRules";
+
 /// The name of the version marked `storage: true`, if exactly one is.
 pub fn storage_version(obj: &Value) -> Option<String> {
     let versions = obj.pointer("/spec/versions")?.as_array()?;
@@ -160,6 +163,7 @@ pub fn validate_typed_at(
             }
         }
     }
+    errs.extend(crd_cel::conversion::check_conversion_rules(obj));
     errs
 }
 
@@ -206,7 +210,17 @@ impl Strategy for CrdStrategy {
     }
 
     fn write_warnings(&self, new: &Value, old: Option<&Value>) -> Vec<String> {
-        schema_warnings(new, old)
+        let mut out = schema_warnings(new, old);
+        // The round-trip check of conversion rules: a loss is a warning naming the fields.
+        if new
+            .pointer("/spec/conversion/strategy")
+            .and_then(Value::as_str)
+            == Some(crd_cel::conversion::STRATEGY)
+            && crd_cel::conversion::check_conversion_rules(new).is_empty()
+        {
+            out.extend(crd_cel::conversion::round_trip_losses(new));
+        }
+        out
     }
 
     async fn dry_run_warnings(&self, new: &Value, old: &Value) -> Vec<String> {
@@ -257,7 +271,10 @@ impl Strategy for CrdStrategy {
             m.insert("apiVersion".into(), Value::String(api_version));
         }
         let before = how.patch.then(|| obj.to_string());
-        let unknown = super::pipeline::typed_unknown_fields::<CustomResourceDefinition>(obj);
+        // `spec.conversion.conversionRules` (KEP-3945) is not in the typed model; it is kept
+        // and checked on the raw object (`crd_cel::conversion`).
+        let mut unknown = super::pipeline::typed_unknown_fields::<CustomResourceDefinition>(obj);
+        unknown.retain(|f| !f.starts_with(CONVERSION_RULES_FIELD));
         let warnings = super::pipeline::unknown_fields_outcome(
             &self.info.kind,
             &self.info.version,

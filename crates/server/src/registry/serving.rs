@@ -302,7 +302,7 @@ impl ServingCrd {
             names_accepted: condition_true(&crd, "NamesAccepted"),
             terminating: crd.metadata.deletion_timestamp.is_some()
                 || condition_true(&crd, "Terminating"),
-            converter: Converter::build(spec.conversion.as_ref(), conversion),
+            converter: Converter::build(spec.conversion.as_ref(), raw, conversion),
             schemas: Arc::default(),
             preserve_unknown_fields: spec.preserve_unknown_fields.unwrap_or(false),
         };

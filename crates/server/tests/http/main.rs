@@ -6,6 +6,7 @@ mod access;
 mod admission;
 mod admission_policy;
 mod api;
+mod conversion_rules;
 mod crd_scale;
 mod discovery_cache;
 mod gc;

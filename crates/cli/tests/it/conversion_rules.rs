@@ -1,0 +1,235 @@
+//! Declarative conversion (`strategy: ConversionRules`) as users meet it: kubectl applies a CRD
+//! with rules, writes at v1 and reads at v2 and back; and `crd-apiserver conversion-webhook
+//! --crd` (the real binary) serves the same rules to a CRD with `strategy: Webhook`, which must
+//! give the same objects as the native rules.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::TestServer;
+
+/// The Person CRD: v1 (storage) `firstName`, `timeoutSeconds`, `legacy`; v2 `name.first`,
+/// `timeout` (duration), and `legacy` kept in an annotation. `conversion` is the stanza.
+fn crd_yaml(group: &str, conversion: &str) -> String {
+    format!(
+        r"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: people.{group}
+spec:
+  group: {group}
+  scope: Namespaced
+  names: {{plural: people, singular: person, kind: Person}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              firstName: {{type: string}}
+              timeoutSeconds: {{type: integer}}
+              legacy: {{type: string}}
+  - name: v2
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              name:
+                type: object
+                properties:
+                  first: {{type: string}}
+              timeout: {{type: string, format: duration}}
+  conversion:
+{conversion}"
+    )
+}
+
+const RULES: &str = r#"    strategy: ConversionRules
+    conversionRules:
+    - from: v1
+      to: v2
+      rules:
+      - {fromField: .spec.firstName, toField: .spec.name.first}
+      - {fromField: .spec.timeoutSeconds, toField: .spec.timeout, transformation: "duration(string(self) + 's')"}
+      - {fromField: .spec.legacy, toField: ".metadata.annotations['v1.example.com/legacy']"}
+    - from: v2
+      to: v1
+      rules:
+      - {fromField: .spec.name.first, toField: .spec.firstName}
+      - {fromField: .spec.timeout, toField: .spec.timeoutSeconds, transformation: self.getSeconds()}
+      - {fromField: ".metadata.annotations['v1.example.com/legacy']", toField: .spec.legacy}
+"#;
+
+fn person(group: &str) -> String {
+    format!(
+        "apiVersion: {group}/v1
+kind: Person
+metadata: {{name: ada}}
+spec: {{firstName: Ada, timeoutSeconds: 5430, legacy: punch cards}}
+"
+    )
+}
+
+fn get_json(server: &TestServer, what: &str) -> Value {
+    serde_json::from_str(&server.kubectl_ok(&["get", what, "-o", "json"])).expect("JSON")
+}
+
+#[test]
+fn kubectl_writes_at_v1_and_reads_at_v2_and_back() {
+    let server = TestServer::start();
+    let group = "rules.example.com";
+    server.apply_crd(
+        "crd.yaml",
+        &crd_yaml(group, RULES),
+        &format!("people.{group}"),
+    );
+    server.write("ada.yaml", &person(group));
+    server.kubectl_ok(&["apply", "-f", "ada.yaml"]);
+
+    let v2 = get_json(&server, &format!("people.v2.{group}/ada"));
+    assert_eq!(v2["apiVersion"], format!("{group}/v2"));
+    assert_eq!(
+        v2["spec"],
+        serde_json::json!({"name": {"first": "Ada"}, "timeout": "1h30m30s"})
+    );
+    assert_eq!(
+        v2["metadata"]["annotations"]["v1.example.com/legacy"],
+        "punch cards"
+    );
+
+    let v1 = get_json(&server, &format!("people.v1.{group}/ada"));
+    assert_eq!(
+        v1["spec"],
+        serde_json::json!({"firstName": "Ada", "timeoutSeconds": 5430, "legacy": "punch cards"})
+    );
+}
+
+/// The `conversion-webhook` process, killed when dropped.
+struct Webhook {
+    child: Child,
+    url: String,
+    ca_bundle: String,
+}
+
+impl Webhook {
+    fn start(crd_file: &std::path::Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_crd-apiserver"))
+            .args(["conversion-webhook", "--listen", "127.0.0.1:0", "--crd"])
+            .arg(crd_file)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawning conversion-webhook");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let (mut url, mut ca_bundle) = (None, None);
+        while url.is_none() {
+            let line = rx
+                .recv_timeout(Duration::from_mins(1))
+                .expect("conversion-webhook did not start");
+            if let Some(b) = line.strip_prefix("caBundle: ") {
+                ca_bundle = Some(b.to_string());
+            }
+            if let Some(u) = line.strip_prefix("listening on ") {
+                url = Some(u.to_string());
+            }
+        }
+        Webhook {
+            child,
+            url: url.expect("url"),
+            ca_bundle: ca_bundle.expect("caBundle line before the listening line"),
+        }
+    }
+}
+
+impl Drop for Webhook {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn conversion_webhook_command_gives_the_same_objects_as_native_rules() {
+    let server = TestServer::start();
+    let native = "rules.example.com";
+    let hooked = "hooked.example.com";
+    let rules_file = server.write("rules-crd.yaml", &crd_yaml(native, RULES));
+    let webhook = Webhook::start(&rules_file);
+    let stanza = format!(
+        "    strategy: Webhook
+    webhook:
+      conversionReviewVersions: [v1]
+      clientConfig:
+        url: {}
+        caBundle: {}
+",
+        webhook.url, webhook.ca_bundle
+    );
+    server.apply_crd(
+        "rules-crd.yaml",
+        &crd_yaml(native, RULES),
+        &format!("people.{native}"),
+    );
+    server.apply_crd(
+        "hooked-crd.yaml",
+        &crd_yaml(hooked, &stanza),
+        &format!("people.{hooked}"),
+    );
+    for group in [native, hooked] {
+        server.write("p.yaml", &person(group));
+        server.kubectl_ok(&["apply", "-f", "p.yaml"]);
+    }
+    for version in ["v2", "v1"] {
+        let a = get_json(&server, &format!("people.{version}.{native}/ada"));
+        let b = get_json(&server, &format!("people.{version}.{hooked}/ada"));
+        assert_eq!(a["spec"], b["spec"], "{version}");
+        // kubectl's last-applied annotation names each CRD's own group; the rest must match.
+        let kept = |o: &Value| {
+            let mut a = o["metadata"]["annotations"].clone();
+            if let Some(m) = a.as_object_mut() {
+                m.remove("kubectl.kubernetes.io/last-applied-configuration");
+            }
+            a
+        };
+        assert_eq!(kept(&a), kept(&b), "{version}");
+    }
+    // A v2 write goes through the webhook to storage and back the same way.
+    for group in [native, hooked] {
+        server.write(
+            "g.yaml",
+            &format!(
+                "apiVersion: {group}/v2\nkind: Person\nmetadata: {{name: grace}}\nspec: {{name: {{first: Grace}}, timeout: 2m}}\n"
+            ),
+        );
+        server.kubectl_ok(&["apply", "-f", "g.yaml"]);
+    }
+    let a = get_json(&server, &format!("people.v1.{native}/grace"));
+    let b = get_json(&server, &format!("people.v1.{hooked}/grace"));
+    assert_eq!(
+        a["spec"],
+        serde_json::json!({"firstName": "Grace", "timeoutSeconds": 120})
+    );
+    assert_eq!(a["spec"], b["spec"]);
+}

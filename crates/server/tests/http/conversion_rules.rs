@@ -1,0 +1,236 @@
+//! Declarative conversion (`strategy: ConversionRules`, KEP-3945) over HTTP: objects written at
+//! one version are read, listed, watched and updated at another, converted in process by the
+//! CRD's rules; invalid rules are refused with causes; a lossy round trip is a warning.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::{CRDS, HttpVersion, TestServer};
+
+const GROUP: &str = "rules.example.com";
+
+/// v1 (storage): `spec.firstName`, `spec.timeoutSeconds`, `spec.legacy`; v2: `spec.name.first`,
+/// `spec.timeout` (a duration string), `spec.legacy` kept in an annotation.
+fn crd(lossy: bool) -> Value {
+    let v1 = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "firstName": {"type": "string"}, "timeoutSeconds": {"type": "integer"}, "legacy": {"type": "string"}}}}});
+    let v2 = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "name": {"type": "object", "properties": {"first": {"type": "string"}}},
+        "timeout": {"type": "string", "format": "duration"}}}}});
+    let legacy_to = if lossy {
+        json!({"fromField": ".spec.legacy"})
+    } else {
+        json!({"fromField": ".spec.legacy", "toField": ".metadata.annotations['v1.rules.example.com/legacy']"})
+    };
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("people.{GROUP}")},
+        "spec": {
+            "group": GROUP, "scope": "Namespaced",
+            "names": {"plural": "people", "singular": "person", "kind": "Person"},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": v1}},
+                {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": v2}},
+            ],
+            "conversion": {"strategy": "ConversionRules", "conversionRules": [
+                {"from": "v1", "to": "v2", "rules": [
+                    {"fromField": ".spec.firstName", "toField": ".spec.name.first"},
+                    {"fromField": ".spec.timeoutSeconds", "toField": ".spec.timeout",
+                     "transformation": "duration(string(self) + 's')"},
+                    legacy_to,
+                ]},
+                {"from": "v2", "to": "v1", "rules": [
+                    {"fromField": ".spec.name.first", "toField": ".spec.firstName"},
+                    {"fromField": ".spec.timeout", "toField": ".spec.timeoutSeconds",
+                     "transformation": "self.getSeconds()"},
+                    {"fromField": ".metadata.annotations['v1.rules.example.com/legacy']", "toField": ".spec.legacy"},
+                ]},
+            ]},
+        }
+    })
+}
+
+fn path(version: &str) -> String {
+    format!("/apis/{GROUP}/{version}/namespaces/default/people")
+}
+
+#[tokio::test]
+async fn objects_are_converted_by_rules_on_read_write_list_and_watch() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http2);
+    api.create_crd(crd(false)).await;
+
+    // Stored at v1, read at v2 and back.
+    let r = api
+        .post(
+            &path("v1"),
+            json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Person", "metadata": {"name": "ada"},
+                   "spec": {"firstName": "Ada", "timeoutSeconds": 90, "legacy": "punch cards"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let v2 = api.get(&format!("{}/ada", path("v2"))).await;
+    assert_eq!(v2.status, 200, "{}", v2.text);
+    let v2 = v2.json();
+    assert_eq!(v2["apiVersion"], format!("{GROUP}/v2"));
+    assert_eq!(
+        v2["spec"],
+        json!({"name": {"first": "Ada"}, "timeout": "1m30s"})
+    );
+    assert_eq!(
+        v2["metadata"]["annotations"],
+        json!({"v1.rules.example.com/legacy": "punch cards"})
+    );
+    let v1 = api.get(&format!("{}/ada", path("v1"))).await.json();
+    assert_eq!(
+        v1["spec"],
+        json!({"firstName": "Ada", "timeoutSeconds": 90, "legacy": "punch cards"})
+    );
+    assert!(v1["metadata"].get("annotations").is_none(), "{v1}");
+
+    // Written at v2 (create and update), stored at v1.
+    let r = api
+        .post(
+            &path("v2"),
+            json!({"apiVersion": format!("{GROUP}/v2"), "kind": "Person", "metadata": {"name": "grace"},
+                   "spec": {"name": {"first": "Grace"}, "timeout": "2m"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(
+        r.json()["spec"],
+        json!({"name": {"first": "Grace"}, "timeout": "2m0s"})
+    );
+    let mut grace = api.get(&format!("{}/grace", path("v2"))).await.json();
+    grace["spec"]["timeout"] = json!("1h");
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{}/grace", path("v2")),
+            "application/json",
+            Some(grace),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let stored = api.get(&format!("{}/grace", path("v1"))).await.json();
+    assert_eq!(
+        stored["spec"],
+        json!({"firstName": "Grace", "timeoutSeconds": 3600})
+    );
+
+    // A list at v2 converts every item.
+    let list = api.get(&path("v2")).await.json();
+    let specs: Vec<&Value> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i["spec"])
+        .collect();
+    assert_eq!(
+        specs,
+        [
+            &json!({"name": {"first": "Ada"}, "timeout": "1m30s"}),
+            &json!({"name": {"first": "Grace"}, "timeout": "1h0m0s"})
+        ]
+    );
+    assert!(
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["apiVersion"] == format!("{GROUP}/v2"))
+    );
+
+    // A watch at v2 sees an object written at v1, converted.
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut resp = api
+        .request(
+            Method::GET,
+            &format!("{}?watch=true&resourceVersion={rv}", path("v2")),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let r = api
+        .post(
+            &path("v1"),
+            json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Person", "metadata": {"name": "alan"},
+                   "spec": {"firstName": "Alan", "timeoutSeconds": 5}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let mut buf = Vec::new();
+    while !buf.contains(&b'\n') {
+        let chunk = resp.chunk().await.unwrap().expect("watch stream ended");
+        buf.extend_from_slice(&chunk);
+    }
+    let line = String::from_utf8(buf).unwrap();
+    let event: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    assert_eq!(event["type"], "ADDED");
+    assert_eq!(event["object"]["apiVersion"], format!("{GROUP}/v2"));
+    assert_eq!(
+        event["object"]["spec"],
+        json!({"name": {"first": "Alan"}, "timeout": "5s"})
+    );
+}
+
+fn causes(r: &Value) -> Vec<String> {
+    r["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["field"].as_str().unwrap(),
+                c["message"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn invalid_rules_are_refused_and_a_lossy_round_trip_warns() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+
+    let mut bad = crd(false);
+    bad["spec"]["conversion"]["conversionRules"][0]["rules"][0]["fromField"] =
+        json!(".spec.lastName");
+    bad["spec"]["conversion"]["conversionRules"][0]["rules"][1]["transformation"] =
+        json!("self + 's'");
+    bad["spec"]["conversion"]["conversionRules"]
+        .as_array_mut()
+        .unwrap()
+        .pop();
+    let r = api.post(CRDS, bad).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let st = r.json();
+    assert_eq!(st["reason"], "Invalid");
+    assert_eq!(
+        causes(&st),
+        [
+            "spec.conversion.conversionRules[0].rules[0].fromField: Invalid value: \".spec.lastName\": no such field in the schema of version v1",
+            "spec.conversion.conversionRules[0].rules[1].transformation: Invalid value: \"self + 's'\": compilation failed: ERROR: <input>:1:6: found no matching overload for '_+_' applied to '(int, string)'\n | self + 's'\n | .....^",
+            "spec.conversion.conversionRules: Required value: no conversion from v2 to v1: every served version must be reachable from the storage version v1 and back",
+        ]
+    );
+
+    // A rule that drops a field with no way back: accepted, with a warning naming the field.
+    let r = api.post(CRDS, crd(true)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let warnings: Vec<&str> = r
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        ["299 - \"conversion from v1 to v2 and back loses spec.legacy\""]
+    );
+}
