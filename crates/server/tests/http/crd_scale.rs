@@ -4,16 +4,11 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use bytes::Bytes;
-use crd_storage::{
-    KeyValue, ListRequest, ListResponse, Revision, StorageError, Store, WatchRequest, WatchStream,
-};
 use reqwest::Method;
 use serde_json::json;
 use tokio::sync::watch;
 
-use crate::support::{CRDS, HttpVersion, TestServer, crd_json, eventually};
+use crate::support::{BeforeList, CRDS, HttpVersion, ListHook, TestServer, crd_json, eventually};
 
 /// A CRD in `group` whose `spec` schema has the given properties.
 fn crd_with(group: &str, properties: &serde_json::Value) -> serde_json::Value {
@@ -116,72 +111,28 @@ async fn a_crd_change_rebuilds_its_group_document_and_leaves_the_others_byte_ide
     );
 }
 
-/// A store whose listing of CRDs waits until the gate opens: the CRD informer cannot sync.
-struct GatedCrdList {
-    inner: Arc<dyn Store>,
-    open: watch::Receiver<bool>,
-}
-
-#[async_trait]
-impl Store for GatedCrdList {
-    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        self.inner.get(key).await
-    }
-
-    async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
-        // Any list that would see CRDs waits: the CRD informer's, and the watch cache's first
-        // load of everything under `/registry/` (which would otherwise answer the informer).
-        const CRDS: &str = "/registry/apiextensions.k8s.io/customresourcedefinitions";
-        if request.prefix.starts_with(CRDS) || CRDS.starts_with(request.prefix.as_str()) {
-            let mut open = self.open.clone();
-            let _ = open.wait_for(|o| *o).await;
-        }
-        self.inner.list(request).await
-    }
-
-    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
-        self.inner.count(prefix).await
-    }
-
-    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError> {
-        self.inner.create(key, value).await
-    }
-
-    async fn update(
-        &self,
-        key: &str,
-        value: Bytes,
-        expected: Revision,
-    ) -> Result<Revision, StorageError> {
-        self.inner.update(key, value, expected).await
-    }
-
-    async fn delete(
-        &self,
-        key: &str,
-        expected: Option<Revision>,
-    ) -> Result<(KeyValue, Revision), StorageError> {
-        self.inner.delete(key, expected).await
-    }
-
-    async fn watch(&self, request: WatchRequest) -> Result<WatchStream, StorageError> {
-        self.inner.watch(request).await
-    }
-
-    async fn current_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.current_revision().await
-    }
-
-    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        self.inner.compact(revision).await
-    }
-}
-
 #[tokio::test]
 async fn the_port_answers_before_crds_are_served_with_readyz_failing_and_resources_refused() {
     let (gate, open) = watch::channel(false);
-    let server =
-        TestServer::start_unready(move |inner| Arc::new(GatedCrdList { inner, open })).await;
+    let server = TestServer::start_unready(move |inner| {
+        // Any list that would see CRDs waits: the CRD informer's, and the watch cache's
+        // first load of everything under `/registry/` (which would otherwise answer the
+        // informer).
+        let before_list: BeforeList = Box::new(move |request| {
+            const CRDS: &str = "/registry/apiextensions.k8s.io/customresourcedefinitions";
+            let gated =
+                request.prefix.starts_with(CRDS) || CRDS.starts_with(request.prefix.as_str());
+            let mut open = open.clone();
+            Box::pin(async move {
+                if gated {
+                    let _ = open.wait_for(|o| *o).await;
+                }
+                Ok(())
+            })
+        });
+        Arc::new(ListHook { inner, before_list })
+    })
+    .await;
     let api = server.api(HttpVersion::Http1);
 
     let readyz = api.get("/readyz?verbose").await;

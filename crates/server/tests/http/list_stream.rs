@@ -5,16 +5,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use async_trait::async_trait;
-use bytes::Bytes;
 use crd_server::handlers::list_stream::PAGE;
-use crd_storage::{
-    KeyValue, ListRequest, ListResponse, Revision, StorageError, Store, WatchRequest, WatchStream,
-};
+use crd_storage::StorageError;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::support::{Api, HttpVersion, TestServer, crd_json};
+use crate::support::{Api, BeforeList, HttpVersion, ListHook, TestServer, crd_json};
 
 const BASE: &str = "/apis/s.example.com/v1/namespaces/default/widgets";
 
@@ -111,66 +107,6 @@ async fn a_full_list_spanning_pages_is_the_unstreamed_list_byte_for_byte() {
     assert!(small.headers.contains_key("content-length"));
 }
 
-/// Fails every list of widgets after its first page while armed.
-struct FailingPages {
-    inner: Arc<dyn Store>,
-    armed: Arc<AtomicBool>,
-}
-
-#[async_trait]
-impl Store for FailingPages {
-    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        self.inner.get(key).await
-    }
-
-    async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
-        if self.armed.load(Ordering::SeqCst)
-            && request.start_after.is_some()
-            && request.prefix.contains("/widgets/")
-        {
-            return Err(StorageError::Unavailable("injected failure".into()));
-        }
-        self.inner.list(request).await
-    }
-
-    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
-        self.inner.count(prefix).await
-    }
-
-    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError> {
-        self.inner.create(key, value).await
-    }
-
-    async fn update(
-        &self,
-        key: &str,
-        value: Bytes,
-        expected: Revision,
-    ) -> Result<Revision, StorageError> {
-        self.inner.update(key, value, expected).await
-    }
-
-    async fn delete(
-        &self,
-        key: &str,
-        expected: Option<Revision>,
-    ) -> Result<(KeyValue, Revision), StorageError> {
-        self.inner.delete(key, expected).await
-    }
-
-    async fn watch(&self, request: WatchRequest) -> Result<WatchStream, StorageError> {
-        self.inner.watch(request).await
-    }
-
-    async fn current_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.current_revision().await
-    }
-
-    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        self.inner.compact(revision).await
-    }
-}
-
 #[tokio::test]
 async fn a_storage_error_after_the_first_page_aborts_the_response() {
     let armed = Arc::new(AtomicBool::new(false));
@@ -178,7 +114,22 @@ async fn a_storage_error_after_the_first_page_aborts_the_response() {
     // Without the watch cache every page reaches the failing store.
     let s = TestServer::start_wrapped(
         |c| c.watch_cache = false,
-        move |inner| Arc::new(FailingPages { inner, armed: flag }),
+        move |inner| {
+            // Fails every list of widgets after its first page while armed.
+            let before_list: BeforeList = Box::new(move |request| {
+                let fail = flag.load(Ordering::SeqCst)
+                    && request.start_after.is_some()
+                    && request.prefix.contains("/widgets/");
+                Box::pin(async move {
+                    if fail {
+                        Err(StorageError::Unavailable("injected failure".into()))
+                    } else {
+                        Ok(())
+                    }
+                })
+            });
+            Arc::new(ListHook { inner, before_list })
+        },
     )
     .await;
     let n = PAGE + 10;
