@@ -71,6 +71,12 @@ pub fn set_defaults(obj: &mut Value) {
             service.insert("port".into(), Value::from(443));
         }
     }
+    default_stored_versions(obj);
+}
+
+/// Defaults an empty `status.storedVersions` to the storage version, as a CRD create does in
+/// both API versions (v1 and v1beta1 share this step).
+pub(crate) fn default_stored_versions(obj: &mut Value) {
     let storage = obj
         .pointer("/spec/versions")
         .and_then(Value::as_array)

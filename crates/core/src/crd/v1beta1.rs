@@ -91,26 +91,7 @@ pub fn set_defaults(obj: &mut Value) {
     if spec.get("preserveUnknownFields").is_none_or(Value::is_null) {
         spec.insert("preserveUnknownFields".into(), json!(true));
     }
-    let storage = spec
-        .get("versions")
-        .and_then(Value::as_array)
-        .and_then(|vs| {
-            vs.iter()
-                .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-                .and_then(|v| v.get("name").cloned())
-        });
-    if let (Some(storage), Some(root)) = (storage, obj.as_object_mut()) {
-        let status = root.entry("status").or_insert_with(|| json!({}));
-        if let Some(status) = status.as_object_mut() {
-            let empty = status
-                .get("storedVersions")
-                .and_then(Value::as_array)
-                .is_none_or(Vec::is_empty);
-            if empty {
-                status.insert("storedVersions".into(), json!([storage]));
-            }
-        }
-    }
+    super::default_stored_versions(obj);
 }
 
 /// Converts a v1beta1 CRD to v1 (v1beta1 → internal → v1): the top-level per-CRD fields are
