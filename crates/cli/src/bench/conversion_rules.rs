@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use super::{GROUP, Report, Server, ms, post_all, wait_ready};
+use super::{GROUP, Report, Server, create_crd, ms, post_all, wait_ready};
 use crate::conversion_webhook::RulesConverter;
 
 /// A CRD `<plural>.bench.example.com`: v1 (storage) `firstName`, `timeoutSeconds`, `legacy`,
@@ -54,38 +54,6 @@ fn object(kind: &str, i: usize) -> Value {
            "metadata": {"name": format!("p-{i:07}")},
            "spec": {"firstName": format!("name-{i}"), "timeoutSeconds": i, "legacy": "kept",
                     "payload": "x".repeat(900)}})
-}
-
-async fn create_crd(server: &Server, client: &reqwest::Client, crd: &Value) -> anyhow::Result<()> {
-    let r = client
-        .post(format!(
-            "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            server.url
-        ))
-        .bearer_auth(&server.token)
-        .header("Content-Type", "application/json")
-        .body(crd.to_string())
-        .send()
-        .await?;
-    if !r.status().is_success() {
-        bail!("creating the CRD: {}", r.text().await?);
-    }
-    let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or_default();
-    for _ in 0..500 {
-        let r = client
-            .get(format!(
-                "{}/apis/{GROUP}/v1/namespaces/default/{plural}",
-                server.url
-            ))
-            .bearer_auth(&server.token)
-            .send()
-            .await?;
-        if r.status().is_success() {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    bail!("the CRD was never served")
 }
 
 /// The fastest of `rounds` lists of `plural` at `version`; checks every item is at it.

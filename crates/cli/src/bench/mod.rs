@@ -252,6 +252,11 @@ fn object(name: &str) -> Value {
 }
 
 async fn setup_crd(server: &Server, client: &reqwest::Client) -> anyhow::Result<()> {
+    create_crd(server, client, &crd()).await
+}
+
+/// Creates `crd` and waits until its resource is served (every bench scenario's first step).
+async fn create_crd(server: &Server, client: &reqwest::Client, crd: &Value) -> anyhow::Result<()> {
     let r = client
         .post(format!(
             "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
@@ -259,16 +264,17 @@ async fn setup_crd(server: &Server, client: &reqwest::Client) -> anyhow::Result<
         ))
         .bearer_auth(&server.token)
         .header("Content-Type", "application/json")
-        .body(crd().to_string())
+        .body(crd.to_string())
         .send()
         .await?;
     if !r.status().is_success() {
         bail!("creating the CRD: {}", r.text().await?);
     }
+    let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or_default();
     for _ in 0..500 {
         let r = client
             .get(format!(
-                "{}/apis/{GROUP}/v1/namespaces/default/widgets",
+                "{}/apis/{GROUP}/v1/namespaces/default/{plural}",
                 server.url
             ))
             .bearer_auth(&server.token)
