@@ -14,6 +14,7 @@ use bytes::Bytes;
 use crd_storage::Store;
 use serde_json::{Value, json};
 
+pub(super) use super::ensure_crd;
 use super::{GROUP, Report, Server, ms, percentile, wait_ready};
 
 /// Options of the cache figures.
@@ -352,35 +353,4 @@ pub(super) async fn slow_watchers(
         ),
     );
     Ok(())
-}
-
-/// Creates the bench CRD unless an earlier server on the same storage did, then waits until it
-/// is served.
-pub(super) async fn ensure_crd(server: &Server, client: &reqwest::Client) -> anyhow::Result<()> {
-    let r = client
-        .post(format!(
-            "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            server.url
-        ))
-        .bearer_auth(&server.token)
-        .header("Content-Type", "application/json")
-        .body(super::crd().to_string())
-        .send()
-        .await?;
-    let status = r.status().as_u16();
-    if status != 201 && status != 409 {
-        bail!("creating the CRD: {}", r.text().await?);
-    }
-    let url = format!(
-        "{}/apis/{GROUP}/v1/namespaces/default/widgets?limit=1",
-        server.url
-    );
-    for _ in 0..3000 {
-        let r = client.get(&url).bearer_auth(&server.token).send().await?;
-        if r.status().is_success() {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    bail!("the CRD was never served")
 }

@@ -257,6 +257,23 @@ async fn setup_crd(server: &Server, client: &reqwest::Client) -> anyhow::Result<
 
 /// Creates `crd` and waits until its resource is served (every bench scenario's first step).
 async fn create_crd(server: &Server, client: &reqwest::Client, crd: &Value) -> anyhow::Result<()> {
+    submit_crd(server, client, crd, false).await
+}
+
+/// Creates the bench CRD unless an earlier server on the same storage did, then waits until it
+/// is served (the scenarios that restart a server over a loaded store).
+async fn ensure_crd(server: &Server, client: &reqwest::Client) -> anyhow::Result<()> {
+    submit_crd(server, client, &crd(), true).await
+}
+
+/// Posts `crd` (a 409 is fine when `exists_ok`) and polls a one-item list of its resource
+/// until it is served.
+async fn submit_crd(
+    server: &Server,
+    client: &reqwest::Client,
+    crd: &Value,
+    exists_ok: bool,
+) -> anyhow::Result<()> {
     let r = client
         .post(format!(
             "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
@@ -267,19 +284,16 @@ async fn create_crd(server: &Server, client: &reqwest::Client, crd: &Value) -> a
         .body(crd.to_string())
         .send()
         .await?;
-    if !r.status().is_success() {
+    if !(r.status().is_success() || (exists_ok && r.status() == reqwest::StatusCode::CONFLICT)) {
         bail!("creating the CRD: {}", r.text().await?);
     }
     let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or_default();
-    for _ in 0..500 {
-        let r = client
-            .get(format!(
-                "{}/apis/{GROUP}/v1/namespaces/default/{plural}",
-                server.url
-            ))
-            .bearer_auth(&server.token)
-            .send()
-            .await?;
+    let url = format!(
+        "{}/apis/{GROUP}/v1/namespaces/default/{plural}?limit=1",
+        server.url
+    );
+    for _ in 0..3000 {
+        let r = client.get(&url).bearer_auth(&server.token).send().await?;
         if r.status().is_success() {
             return Ok(());
         }
