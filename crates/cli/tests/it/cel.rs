@@ -1,46 +1,44 @@
 //! CEL validation rules through kubectl: the seed's replicas example, messages, transition
 //! rules, ratcheting warnings, and rules refused when the CRD is written.
 
-use crate::support::{TestServer, eventually};
+use crate::support::{TestServer, crd_yaml, eventually};
 
-const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: crontabs.stable.example.com
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names: {plural: crontabs, singular: crontab, kind: CronTab}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            x-kubernetes-validations:
-            - rule: self.minReplicas <= self.replicas
-              message: replicas should be greater than or equal to minReplicas.
-            - rule: self.replicas <= self.maxReplicas
-              message: replicas should be smaller than or equal to maxReplicas.
-            properties:
-              minReplicas: {type: integer}
-              replicas: {type: integer}
-              maxReplicas: {type: integer}
-              mode:
-                type: string
-                x-kubernetes-validations:
-                - rule: self == oldSelf
-                  message: Value is immutable
-              size:
-                type: integer
-                x-kubernetes-validations:
-                - rule: self < 10
-            required: [minReplicas, replicas, maxReplicas]
+/// The schema of `crontabs.stable.example.com` ([`crd`]).
+const SCHEMA: &str = "type: object
+properties:
+  spec:
+    type: object
+    x-kubernetes-validations:
+    - rule: self.minReplicas <= self.replicas
+      message: replicas should be greater than or equal to minReplicas.
+    - rule: self.replicas <= self.maxReplicas
+      message: replicas should be smaller than or equal to maxReplicas.
+    properties:
+      minReplicas: {type: integer}
+      replicas: {type: integer}
+      maxReplicas: {type: integer}
+      mode:
+        type: string
+        x-kubernetes-validations:
+        - rule: self == oldSelf
+          message: Value is immutable
+      size:
+        type: integer
+        x-kubernetes-validations:
+        - rule: self < 10
+    required: [minReplicas, replicas, maxReplicas]
 ";
+
+/// The CronTab CRD the rules tests start from.
+fn crd() -> String {
+    crd_yaml(
+        "stable.example.com",
+        "crontabs",
+        "singular: crontab, kind: CronTab",
+        &[("v1", true, SCHEMA)],
+        "",
+    )
+}
 
 fn object(replicas: i64, mode: &str, size: i64) -> String {
     format!(
@@ -51,7 +49,7 @@ fn object(replicas: i64, mode: &str, size: i64) -> String {
 #[test]
 fn cel_rules_through_kubectl() {
     let s = TestServer::start();
-    s.apply_crd("crd.yaml", CRD, "crontabs.stable.example.com");
+    s.apply_crd("crd.yaml", &crd(), "crontabs.stable.example.com");
 
     // The seed's example: replicas above maxReplicas.
     s.write("ct.yaml", &object(20, "a", 1));
@@ -76,7 +74,7 @@ fn cel_rules_through_kubectl() {
     // stays unchanged; kubectl prints the ratcheted failure as a warning.
     s.write(
         "crd.yaml",
-        &CRD.replace("rule: self < 10", "rule: self < 1"),
+        &crd().replace("rule: self < 10", "rule: self < 1"),
     );
     s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
     // The tightened rule is served once a new object with size 1 is refused (a server-side dry
@@ -107,7 +105,7 @@ fn cel_rules_through_kubectl() {
     // Rules that cannot work are refused when the CRD is written.
     s.write(
         "bad.yaml",
-        &CRD.replace(
+        &crd().replace(
             "rule: self.minReplicas <= self.replicas",
             "rule: self.nonExistingField > 0",
         ),
@@ -121,31 +119,25 @@ fn cel_rules_through_kubectl() {
     );
 }
 
+/// `widgets.example.com` with one rule at `spec` over `props` (YAML of `spec`'s properties,
+/// indented six spaces).
 fn crd_with(rule_at_spec: &str, props: &str) -> String {
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {{plural: widgets, singular: widget, kind: Widget}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            x-kubernetes-validations:
-            - rule: {rule_at_spec:?}
-            properties:
-{props}
-"
+    let schema = format!(
+        "type: object
+properties:
+  spec:
+    type: object
+    x-kubernetes-validations:
+    - rule: {rule_at_spec:?}
+    properties:
+{props}"
+    );
+    crd_yaml(
+        "example.com",
+        "widgets",
+        "singular: widget, kind: Widget",
+        &[("v1", true, &schema)],
+        "",
     )
 }
 
@@ -157,35 +149,35 @@ fn the_seeds_crd_errors_through_kubectl() {
     let cases = [
         (
             "self.replicas == true",
-            "              replicas: {type: integer}",
+            "      replicas: {type: integer}",
             format!(
                 "{at}: Invalid value: \"self.replicas == true\": compilation failed: ERROR: <input>:1:15: found no matching overload for '_==_' applied to '(int, bool)'\n | self.replicas == true\n | ..............^"
             ),
         ),
         (
             "self.nonExistingField > 0",
-            "              replicas: {type: integer}",
+            "      replicas: {type: integer}",
             format!(
                 "{at}: Invalid value: \"self.nonExistingField > 0\": compilation failed: ERROR: <input>:1:5: undefined field 'nonExistingField'\n | self.nonExistingField > 0\n | ....^"
             ),
         ),
         (
             "has(self)",
-            "              replicas: {type: integer}",
+            "      replicas: {type: integer}",
             format!(
                 "{at}: Invalid value: \"has(self)\": compilation failed: ERROR: <input>:1:4: invalid argument to has() macro\n | has(self)\n | ...^"
             ),
         ),
         (
             "self.foo.all(x, x.contains('a string'))",
-            "              foo: {type: array, items: {type: string}}",
+            "      foo: {type: array, items: {type: string}}",
             format!(
                 "{at}: Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
             ),
         ),
         (
             "cel.bind(x, self.replicas, x > 0)",
-            "              replicas: {type: integer}",
+            "      replicas: {type: integer}",
             format!(
                 "{at}: Invalid value: \"cel.bind(x, self.replicas, x > 0)\": compilation failed: ERROR: <input>:1:"
             ),
@@ -203,7 +195,7 @@ fn the_seeds_crd_errors_through_kubectl() {
         "crd.yaml",
         &crd_with(
             "self.foo.all(x, x.contains('a string'))",
-            "              foo: {type: array, maxItems: 25, items: {type: string, maxLength: 10}}",
+            "      foo: {type: array, maxItems: 25, items: {type: string, maxLength: 10}}",
         ),
     );
     s.kubectl_ok(&["apply", "-f", "crd.yaml"]);
@@ -214,15 +206,15 @@ fn the_seeds_crd_errors_through_kubectl() {
 #[test]
 fn kubernetes_cel_features_through_kubectl() {
     let s = TestServer::start();
-    let props = "              port: {x-kubernetes-int-or-string: true}
-              a: {type: array, maxItems: 10, x-kubernetes-list-type: set, items: {type: integer}}
-              b: {type: array, maxItems: 10, x-kubernetes-list-type: set, items: {type: integer}}
-              m: {type: object, maxProperties: 10, additionalProperties: {type: string, maxLength: 10}}
-              l:
-                type: array
-                items: {type: string}
-                x-kubernetes-validations:
-                - rule: \"self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b'))\"";
+    let props = "      port: {x-kubernetes-int-or-string: true}
+      a: {type: array, maxItems: 10, x-kubernetes-list-type: set, items: {type: integer}}
+      b: {type: array, maxItems: 10, x-kubernetes-list-type: set, items: {type: integer}}
+      m: {type: object, maxProperties: 10, additionalProperties: {type: string, maxLength: 10}}
+      l:
+        type: array
+        items: {type: string}
+        x-kubernetes-validations:
+        - rule: \"self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b')) && self.all(x, !x.contains('b'))\"";
     let rule = "(type(self.port) == string ? self.port == 'http' : self.port == 80) && (!self.?m.hasValue() || self.m.all(k, v, k != v)) && self.a == self.b";
     let mut crd = crd_with(rule, props);
     // The expensive list rule needs bounds to be accepted at all.

@@ -3,60 +3,44 @@
 //! --crd` (the real binary) serves the same rules to a CRD with `strategy: Webhook`, which must
 //! give the same objects as the native rules.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::TestServer;
+use crate::support::{TestServer, crd_yaml, stdout_lines};
 
 /// The Person CRD: v1 (storage) `firstName`, `timeoutSeconds`, `legacy`; v2 `name.first`,
 /// `timeout` (duration), and `legacy` kept in an annotation. `conversion` is the stanza.
-fn crd_yaml(group: &str, conversion: &str) -> String {
-    format!(
-        r"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: people.{group}
-spec:
-  group: {group}
-  scope: Namespaced
-  names: {{plural: people, singular: person, kind: Person}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              firstName: {{type: string}}
-              timeoutSeconds: {{type: integer}}
-              legacy: {{type: string}}
-  - name: v2
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              name:
-                type: object
-                properties:
-                  first: {{type: string}}
-              timeout: {{type: string, format: duration}}
-  conversion:
-{conversion}"
+fn crd(group: &str, conversion: &str) -> String {
+    crd_yaml(
+        group,
+        "people",
+        "singular: person, kind: Person",
+        &[("v1", true, V1), ("v2", false, V2)],
+        &format!("  conversion:\n{conversion}"),
     )
 }
+
+const V1: &str = "type: object
+properties:
+  spec:
+    type: object
+    properties:
+      firstName: {type: string}
+      timeoutSeconds: {type: integer}
+      legacy: {type: string}";
+
+const V2: &str = "type: object
+properties:
+  spec:
+    type: object
+    properties:
+      name:
+        type: object
+        properties:
+          first: {type: string}
+      timeout: {type: string, format: duration}";
 
 const RULES: &str = r#"    strategy: ConversionRules
     conversionRules:
@@ -94,7 +78,7 @@ fn kubectl_writes_at_v1_and_reads_at_v2_and_back() {
     let group = "rules.example.com";
     server.apply_crd(
         "crd.yaml",
-        &crd_yaml(group, RULES),
+        &crd(group, RULES),
         &format!("people.{group}"),
     );
     server.write("ada.yaml", &person(group));
@@ -134,15 +118,7 @@ impl Webhook {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawning conversion-webhook");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let rx = stdout_lines(&mut child);
         let (mut url, mut ca_bundle) = (None, None);
         while url.is_none() {
             let line = rx
@@ -175,7 +151,7 @@ fn conversion_webhook_command_gives_the_same_objects_as_native_rules() {
     let server = TestServer::start();
     let native = "rules.example.com";
     let hooked = "hooked.example.com";
-    let rules_file = server.write("rules-crd.yaml", &crd_yaml(native, RULES));
+    let rules_file = server.write("rules-crd.yaml", &crd(native, RULES));
     let webhook = Webhook::start(&rules_file);
     let stanza = format!(
         "    strategy: Webhook
@@ -189,12 +165,12 @@ fn conversion_webhook_command_gives_the_same_objects_as_native_rules() {
     );
     server.apply_crd(
         "rules-crd.yaml",
-        &crd_yaml(native, RULES),
+        &crd(native, RULES),
         &format!("people.{native}"),
     );
     server.apply_crd(
         "hooked-crd.yaml",
-        &crd_yaml(hooked, &stanza),
+        &crd(hooked, &stanza),
         &format!("people.{hooked}"),
     );
     for group in [native, hooked] {

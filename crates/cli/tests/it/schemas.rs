@@ -4,31 +4,15 @@
 
 use serde_json::Value;
 
-use crate::support::{TestServer, eventually};
+use crate::support::{TestServer, crd_yaml, eventually};
 
 fn crd(schema: &str) -> String {
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: crontabs.stable.example.com
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names: {{plural: crontabs, singular: crontab, kind: CronTab, shortNames: [ct]}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-{}
-",
-        schema
-            .lines()
-            .map(|l| format!("        {l}"))
-            .collect::<Vec<_>>()
-            .join("\n")
+    crd_yaml(
+        "stable.example.com",
+        "crontabs",
+        "singular: crontab, kind: CronTab, shortNames: [ct]",
+        &[("v1", true, schema)],
+        "",
     )
 }
 

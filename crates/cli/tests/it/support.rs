@@ -3,6 +3,7 @@
 //! helper ([`TestServer::call`]), the one CRD builder ([`crd_json`]) and the one way to wait
 //! ([`eventually`], [`eventually_async`]) the tests share.
 
+use std::fmt::Write as _;
 use std::future::Future;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -56,15 +57,7 @@ impl TestServer {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawning crd-apiserver");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let rx = stdout_lines(&mut child);
         let mut url = None;
         loop {
             let line = rx
@@ -264,6 +257,21 @@ impl Drop for TestServer {
     }
 }
 
+/// The lines a child prints on its piped stdout, read on a thread as they come (how the tests
+/// wait for a process's start-up lines).
+pub fn stdout_lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
 /// Which HTTP version a client speaks.
 #[derive(Clone, Copy, Debug)]
 pub enum HttpVersion {
@@ -298,6 +306,43 @@ pub fn crd_json(group: &str, plural: &str, kind: &str, scope: &str) -> Value {
                  "versions": [{"name": "v1", "served": true, "storage": true,
                                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
     })
+}
+
+/// A namespaced CRD manifest `{plural}.{group}` as a user writes it (the YAML the kubectl tests
+/// apply): `names` is the rest of `spec.names` after the plural (`singular: widget, kind:
+/// Widget`); each version is `(name, storage, openAPIV3Schema)`, served, its schema YAML
+/// written from column 0 and indented here; `tail` follows the versions at `spec` level (a
+/// `conversion:` stanza, or empty).
+pub fn crd_yaml(
+    group: &str,
+    plural: &str,
+    names: &str,
+    versions: &[(&str, bool, &str)],
+    tail: &str,
+) -> String {
+    let mut out = format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {plural}.{group}
+spec:
+  group: {group}
+  scope: Namespaced
+  names: {{plural: {plural}, {names}}}
+  versions:
+"
+    );
+    for (name, storage, schema) in versions {
+        let _ = writeln!(
+            out,
+            "  - name: {name}\n    served: true\n    storage: {storage}\n    schema:\n      openAPIV3Schema:"
+        );
+        for line in schema.lines() {
+            let _ = writeln!(out, "        {line}");
+        }
+    }
+    out.push_str(tail);
+    out
 }
 
 /// Polls `check` until it returns true; fails the test after [`TIMEOUT`] naming `what`.

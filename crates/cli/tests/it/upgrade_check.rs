@@ -8,39 +8,31 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::support::TestServer;
+use crate::support::{TestServer, crd_yaml};
 
 /// `widgets.example.com` at v1 with `spec.replicas` (maximum `max`), `spec.color` when
-/// `color`, plus extra `spec` YAML (a `required` list, CEL rules) indented under `spec`.
+/// `color`, plus extra `spec` YAML (a `required` list, CEL rules) indented four spaces.
 fn widgets(max: u32, color: bool, extra: &str) -> String {
     let color = if color {
-        "\n              color: {type: string}"
+        "\n      color: {type: string}"
     } else {
         ""
     };
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {{plural: widgets, singular: widget, kind: Widget}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object{extra}
-            properties:
-              replicas: {{type: integer, maximum: {max}}}
-              size: {{type: string}}{color}
-"
+    let schema = format!(
+        "type: object
+properties:
+  spec:
+    type: object{extra}
+    properties:
+      replicas: {{type: integer, maximum: {max}}}
+      size: {{type: string}}{color}"
+    );
+    crd_yaml(
+        "example.com",
+        "widgets",
+        "singular: widget, kind: Widget",
+        &[("v1", true, &schema)],
+        "",
     )
 }
 
@@ -104,7 +96,7 @@ fn breaking_crd_changes_are_reported_with_their_counts_and_a_harmless_one_is_not
         ),
         (
             "new required field",
-            widgets(20, true, "\n            required: [color]"),
+            widgets(20, true, "\n    required: [color]"),
             "1 stored object(s) would be invalid at v1: spec.color: Required value (e.g. default/b)",
             "BREAKING Invalid [v1]: 1 object(s): spec.color: Required value",
         ),
@@ -113,7 +105,7 @@ fn breaking_crd_changes_are_reported_with_their_counts_and_a_harmless_one_is_not
             widgets(
                 20,
                 true,
-                "\n            x-kubernetes-validations:\n            - {rule: 'self.replicas <= 12', message: at most 12 replicas}",
+                "\n    x-kubernetes-validations:\n    - {rule: 'self.replicas <= 12', message: at most 12 replicas}",
             ),
             "1 stored object(s) would be invalid at v1: spec: Invalid value: at most 12 replicas (e.g. default/b)",
             "BREAKING Invalid [v1]: 1 object(s): spec: Invalid value: at most 12 replicas",
