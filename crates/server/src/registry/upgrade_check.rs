@@ -467,49 +467,45 @@ impl Checker {
             let stored = self.stored.get(&old.name).copied().unwrap_or(0);
             let new = self.new.versions.iter().find(|v| v.name == old.name);
             let read = if old.served { reads(&old.name) } else { 0 };
-            match new {
-                None if stored > 0 => self.push_version(
+            let v = &old.name;
+            let finding = match new {
+                None if stored > 0 => Some((
                     FindingKind::VersionRemoved,
-                    &old.name,
                     stored,
                     true,
                     format!(
-                        "version {v} is removed but {stored} object(s) are stored at it; run `crd-apiserver migrate {crd}` and drop {v} from status.storedVersions first",
-                        v = old.name
+                        "version {v} is removed but {stored} object(s) are stored at it; run `crd-apiserver migrate {crd}` and drop {v} from status.storedVersions first"
                     ),
-                ),
-                None if read > 0 => self.push_version(
+                )),
+                None if read > 0 => Some((
                     FindingKind::VersionRemoved,
-                    &old.name,
                     read,
                     true,
                     format!(
-                        "version {v} is removed but clients read it ({read} request(s) since the server started)",
-                        v = old.name
+                        "version {v} is removed but clients read it ({read} request(s) since the server started)"
                     ),
-                ),
-                Some(n) if old.served && !n.served && read > 0 => self.push_version(
+                )),
+                Some(n) if old.served && !n.served && read > 0 => Some((
                     FindingKind::VersionUnserved,
-                    &old.name,
                     read,
                     true,
                     format!(
-                        "version {v} is no longer served but clients read it ({read} request(s) since the server started)",
-                        v = old.name
+                        "version {v} is no longer served but clients read it ({read} request(s) since the server started)"
                     ),
-                ),
-                Some(n) if old.served && !n.served && stored > 0 => self.push_version(
+                )),
+                Some(n) if old.served && !n.served && stored > 0 => Some((
                     FindingKind::VersionUnserved,
-                    &old.name,
                     stored,
                     false,
                     format!(
                         "version {v} is no longer served but {stored} object(s) are stored at it; run `crd-apiserver migrate {crd}` to move them to {s}",
-                        v = old.name,
                         s = self.new.storage_version
                     ),
-                ),
-                _ => {}
+                )),
+                _ => None,
+            };
+            if let Some((kind, count, breaking, message)) = finding {
+                self.push_version(kind, v, count, breaking, message);
             }
         }
         let elsewhere: u64 = self
@@ -709,6 +705,23 @@ properties:
     /// `(kind, version, field, count, breaking)` of every finding.
     type Row = (FindingKind, &'static str, &'static str, u64, bool);
 
+    /// The [`Row`]s of a report, borrowed from it.
+    fn rows(report: &Report) -> Vec<(FindingKind, &str, &str, u64, bool)> {
+        report
+            .findings
+            .iter()
+            .map(|f| {
+                (
+                    f.kind,
+                    f.version.as_str(),
+                    f.field.as_str(),
+                    f.count,
+                    f.breaking,
+                )
+            })
+            .collect()
+    }
+
     async fn run(old: ServingCrd, new: ServingCrd, objs: &str, reads: u64) -> Report {
         let mut c = Checker::new(old, new);
         c.check_page(objects(objs)).await;
@@ -832,24 +845,7 @@ properties:
                 0,
             )
             .await;
-            let got: Vec<(FindingKind, String, String, u64, bool)> = report
-                .findings
-                .iter()
-                .map(|f| {
-                    (
-                        f.kind,
-                        f.version.clone(),
-                        f.field.clone(),
-                        f.count,
-                        f.breaking,
-                    )
-                })
-                .collect();
-            let want: Vec<(FindingKind, String, String, u64, bool)> = want
-                .into_iter()
-                .map(|(k, v, f, n, b)| (k, v.to_string(), f.to_string(), n, b))
-                .collect();
-            assert_eq!(got, want, "{name}: {:#?}", report.findings);
+            assert_eq!(rows(&report), want, "{name}: {:#?}", report.findings);
             assert_eq!(report.objects, 3, "{name}");
             assert_eq!(report.breaking(), !want.is_empty(), "{name}");
         }
@@ -958,20 +954,7 @@ properties:
         ];
         for (name, new, objs, reads, want) in cases {
             let report = run(two(), new, objs, reads).await;
-            let got: Vec<Row> = report
-                .findings
-                .iter()
-                .map(|f| {
-                    (
-                        f.kind,
-                        Box::leak(f.version.clone().into_boxed_str()) as &str,
-                        Box::leak(f.field.clone().into_boxed_str()) as &str,
-                        f.count,
-                        f.breaking,
-                    )
-                })
-                .collect();
-            assert_eq!(got, want, "{name}: {:#?}", report.findings);
+            assert_eq!(rows(&report), want, "{name}: {:#?}", report.findings);
         }
     }
 
