@@ -226,7 +226,9 @@ fn string_map(v: Option<&Value>) -> Vec<(String, String)> {
     out
 }
 
-fn string_list(v: Option<&Value>) -> Vec<String> {
+/// The strings of a JSON array (empty when absent or not an array; non-string items skipped):
+/// how every list-of-strings field (finalizers, rule lists, audiences) is read.
+pub fn string_list(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
             a.iter()

@@ -14,6 +14,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use crd_core::validation::string_list;
 use crd_storage::Store;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -34,17 +35,6 @@ pub struct PolicyStatusController {
     prefix: String,
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// `typesToCheck`: the (group, version, resource) triples of `matchConstraints.resourceRules`
 /// resolved by `kinds_for` to kinds with schemas, without wildcards (a wildcard group or version
 /// drops the rule; wildcard and subresource entries are skipped), deduplicated, at most ten,
@@ -61,9 +51,9 @@ pub fn types_to_check(
     let mut out: Vec<KindSchema> = Vec::new();
     let mut count = 0;
     'rules: for rule in rules {
-        let mut groups = strings(rule.get("apiGroups"));
-        let mut versions = strings(rule.get("apiVersions"));
-        let mut resources: Vec<String> = strings(rule.get("resources"))
+        let mut groups = string_list(rule.get("apiGroups"));
+        let mut versions = string_list(rule.get("apiVersions"));
+        let mut resources: Vec<String> = string_list(rule.get("resources"))
             .into_iter()
             .filter(|r| !r.contains(['*', '/']))
             .collect();

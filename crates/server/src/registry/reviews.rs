@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use crd_core::validation::string_list;
 use crd_core::{ErrorList, FieldError, Path, Status};
 use crd_storage::Store;
 use serde_json::{Value, json};
@@ -237,7 +238,7 @@ impl Answer for TokenReview {
             errs.push(FieldError::required(&Path::new("spec").child("token"), ""));
             return Err(invalid(self.kind(), "", &errs));
         }
-        let audiences = strings(req.body.pointer("/spec/audiences"));
+        let audiences = string_list(req.body.pointer("/spec/audiences"));
         let status = match req.authn.review_token(token, &audiences).await {
             Some((user, accepted)) => {
                 let mut s = json!({"authenticated": true, "user": user.to_json()});
@@ -368,17 +369,6 @@ impl AccessReview {
     }
 }
 
-/// The strings of a JSON array (none when absent or not an array).
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The user a `SubjectAccessReview` asks about.
 fn subject_of(spec: &Value) -> User {
     User {
@@ -388,13 +378,13 @@ fn subject_of(spec: &Value) -> User {
             .unwrap_or("")
             .into(),
         uid: spec.get("uid").and_then(Value::as_str).unwrap_or("").into(),
-        groups: strings(spec.get("groups")),
+        groups: string_list(spec.get("groups")),
         extra: spec
             .get("extra")
             .and_then(Value::as_object)
             .map(|m| {
                 m.iter()
-                    .map(|(k, v)| (k.clone(), strings(Some(v))))
+                    .map(|(k, v)| (k.clone(), string_list(Some(v))))
                     .collect()
             })
             .unwrap_or_default(),
@@ -529,7 +519,7 @@ impl Answer for TokenRequest {
         if !errs.is_empty() {
             return Err(invalid(self.kind(), req.name, &errs));
         }
-        let mut audiences = strings(spec.get("audiences"));
+        let mut audiences = string_list(spec.get("audiences"));
         if audiences.is_empty() {
             audiences.clone_from(&sa_tokens.audiences);
         }

@@ -8,6 +8,7 @@
 use crd_builtin::admissionpolicy::POLICY_VARIABLES;
 use crd_cel::{Expression, Reads};
 use crd_core::labels::Selector;
+use crd_core::validation::string_list;
 use serde_json::Value;
 
 use crate::admission::webhook::matching::Rule;
@@ -31,19 +32,7 @@ fn named_rules(v: Option<&Value>) -> Vec<(Rule, Vec<String>)> {
     v.and_then(Value::as_array)
         .map(|rs| {
             rs.iter()
-                .map(|r| {
-                    let names = r
-                        .get("resourceNames")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .map(String::from)
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    (Rule::from_json(r), names)
-                })
+                .map(|r| (Rule::from_json(r), string_list(r.get("resourceNames"))))
                 .collect()
         })
         .unwrap_or_default()

@@ -3,6 +3,7 @@
 //! with subresource wildcards, scope), the namespace selector's subject and the object selector.
 
 use crd_core::labels::Selector;
+use crd_core::validation::string_list;
 use serde_json::Value;
 
 /// One `rules[]` entry of a webhook.
@@ -23,17 +24,7 @@ pub struct Rule {
 impl Rule {
     /// Reads a rule from its JSON.
     pub fn from_json(v: &Value) -> Rule {
-        let strs = |k: &str| -> Vec<String> {
-            v.get(k)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(String::from)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        let strs = |k: &str| string_list(v.get(k));
         Rule {
             operations: strs("operations"),
             api_groups: strs("apiGroups"),

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use crd_core::validation::string_list;
 use serde_json::{Value, json};
 
 /// `*`: every verb, group, resource or URL.
@@ -24,17 +25,6 @@ pub struct PolicyRule {
     pub resource_names: Vec<String>,
     /// `nonResourceURLs` (`/healthz`, `/readyz*`, `*`).
     pub non_resource_urls: Vec<String>,
-}
-
-fn strings(v: &Value, key: &str) -> Vec<String> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 impl PolicyRule {
@@ -69,11 +59,11 @@ impl PolicyRule {
     /// Reads a rule from its JSON (missing or odd fields are empty lists).
     pub fn from_json(v: &Value) -> Self {
         PolicyRule {
-            verbs: strings(v, "verbs"),
-            api_groups: strings(v, "apiGroups"),
-            resources: strings(v, "resources"),
-            resource_names: strings(v, "resourceNames"),
-            non_resource_urls: strings(v, "nonResourceURLs"),
+            verbs: string_list(v.get("verbs")),
+            api_groups: string_list(v.get("apiGroups")),
+            resources: string_list(v.get("resources")),
+            resource_names: string_list(v.get("resourceNames")),
+            non_resource_urls: string_list(v.get("nonResourceURLs")),
         }
     }
 
