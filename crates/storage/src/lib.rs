@@ -11,6 +11,8 @@
 //!   `SQLite`, group commit).
 //! - `etcd::EtcdStore` (feature `etcd`): etcd, with kube-apiserver's key layout.
 //! - [`fanout::FanoutStore`]: serves many watches from one engine watch.
+//! - [`hook::HookStore`]: forwards to another store, running hooks before lists and updates
+//!   (how tests interleave or hold back storage calls).
 //! - [`cache::CacheStore`]: the watch cache (kube-apiserver's cacher): gets, lists and watches
 //!   served from memory, with secondary indexes.
 //! - [`conformance`]: the suite every engine must pass (feature `conformance`, and in tests).
@@ -30,6 +32,7 @@ pub mod conformance;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod fanout;
+pub mod hook;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

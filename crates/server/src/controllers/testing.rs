@@ -1,17 +1,17 @@
-//! Test support: a recording [`Store`] decorator over a temporary SQLite store.
+//! Test support: a recording [`Store`] over a temporary SQLite store (a
+//! [`crd_storage::hook::HookStore`] whose hooks record into a [`Recording`]).
 
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use bytes::Bytes;
+use crd_storage::hook::HookStore;
 use crd_storage::sqlite::SqliteStore;
-use crd_storage::{
-    KeyValue, ListRequest, ListResponse, Revision, StorageError, Store, WatchRequest, WatchStream,
-};
+use crd_storage::{ListRequest, Store};
 
-/// A store that records list requests and can write once, in the middle of a paged list.
+/// What the recording store saw, and what it does next: it records list requests and can write
+/// once, in the middle of a paged list.
+#[derive(Default)]
 pub struct Recording {
-    inner: Arc<SqliteStore>,
     /// Every list request, in order.
     pub lists: Mutex<Vec<ListRequest>>,
     /// Written (created) before answering the second list request.
@@ -21,73 +21,43 @@ pub struct Recording {
 }
 
 /// A hook run before an update reaches the engine.
-pub type BeforeUpdate = Box<dyn Fn(&str, &Bytes) + Send + Sync>;
-
-#[async_trait]
-impl Store for Recording {
-    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        self.inner.get(key).await
-    }
-    async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
-        let n = {
-            let mut lists = self.lists.lock().unwrap();
-            lists.push(request.clone());
-            lists.len()
-        };
-        let write = self.write_during_list.lock().unwrap().take_if(|_| n == 2);
-        if let Some((key, value)) = write {
-            self.inner.create(&key, value).await?;
-        }
-        self.inner.list(request).await
-    }
-    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
-        self.inner.count(prefix).await
-    }
-    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError> {
-        self.inner.create(key, value).await
-    }
-    async fn update(
-        &self,
-        key: &str,
-        value: Bytes,
-        expected: Revision,
-    ) -> Result<Revision, StorageError> {
-        if let Some(hook) = self.before_update.lock().unwrap().as_ref() {
-            hook(key, &value);
-        }
-        self.inner.update(key, value, expected).await
-    }
-    async fn delete(
-        &self,
-        key: &str,
-        expected: Option<Revision>,
-    ) -> Result<(KeyValue, Revision), StorageError> {
-        self.inner.delete(key, expected).await
-    }
-    async fn watch(&self, request: WatchRequest) -> Result<WatchStream, StorageError> {
-        self.inner.watch(request).await
-    }
-    async fn current_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.current_revision().await
-    }
-    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        self.inner.compact(revision).await
-    }
-}
+pub type BeforeUpdate = crd_storage::hook::BeforeUpdate;
 
 impl Recording {
     /// A recording store over a new SQLite database in a temporary directory (kept alive by
-    /// the returned guard).
-    pub fn open() -> (tempfile::TempDir, Arc<Recording>) {
+    /// the returned guard): what it records, and the store itself.
+    pub fn open() -> (tempfile::TempDir, Arc<Recording>, Arc<dyn Store>) {
         let dir = tempfile::tempdir().expect("temporary directory");
-        let inner = SqliteStore::open(dir.path()).expect("open sqlite");
-        let store = Arc::new(Recording {
-            inner,
-            lists: Mutex::default(),
-            write_during_list: Mutex::default(),
-            before_update: Mutex::default(),
-        });
-        (dir, store)
+        let inner: Arc<dyn Store> = SqliteStore::open(dir.path()).expect("open sqlite");
+        let recording = Arc::new(Recording::default());
+        let (on_list, on_update) = (recording.clone(), recording.clone());
+        let engine = inner.clone();
+        let store = HookStore::new(inner)
+            .before_list(Box::new(move |request| {
+                let n = {
+                    let mut lists = on_list.lists.lock().unwrap();
+                    lists.push(request.clone());
+                    lists.len()
+                };
+                let write = on_list
+                    .write_during_list
+                    .lock()
+                    .unwrap()
+                    .take_if(|_| n == 2);
+                let engine = engine.clone();
+                Box::pin(async move {
+                    if let Some((key, value)) = write {
+                        engine.create(&key, value).await?;
+                    }
+                    Ok(())
+                })
+            }))
+            .before_update(Box::new(move |key, value| {
+                if let Some(hook) = on_update.before_update.lock().unwrap().as_ref() {
+                    hook(key, value);
+                }
+            }));
+        (dir, recording, Arc::new(store))
     }
 
     /// How many list requests were made under `prefix`.

@@ -2,13 +2,11 @@
 //! unchanged group keeps its bytes and `ETag`), and during start-up the port answers with
 //! `/readyz` failing and resources refused until every stored CRD is served.
 
-use std::sync::Arc;
-
 use reqwest::Method;
 use serde_json::json;
 use tokio::sync::watch;
 
-use crate::support::{BeforeList, CRDS, HttpVersion, ListHook, TestServer, crd_json, eventually};
+use crate::support::{BeforeList, CRDS, HttpVersion, TestServer, crd_json, eventually, list_hook};
 
 /// A CRD in `group` whose `spec` schema has the given properties.
 fn crd_with(group: &str, properties: &serde_json::Value) -> serde_json::Value {
@@ -130,7 +128,7 @@ async fn the_port_answers_before_crds_are_served_with_readyz_failing_and_resourc
                 Ok(())
             })
         });
-        Arc::new(ListHook { inner, before_list })
+        list_hook(inner, before_list)
     })
     .await;
     let api = server.api(HttpVersion::Http1);

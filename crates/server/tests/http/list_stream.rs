@@ -10,7 +10,7 @@ use crd_storage::StorageError;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::support::{Api, BeforeList, HttpVersion, ListHook, TestServer, crd_json};
+use crate::support::{Api, BeforeList, HttpVersion, TestServer, crd_json, list_hook};
 
 const BASE: &str = "/apis/s.example.com/v1/namespaces/default/widgets";
 
@@ -128,7 +128,7 @@ async fn a_storage_error_after_the_first_page_aborts_the_response() {
                     }
                 })
             });
-            Arc::new(ListHook { inner, before_list })
+            list_hook(inner, before_list)
         },
     )
     .await;

@@ -347,83 +347,14 @@ where
     }
 }
 
-/// What [`ListHook`] runs before each list: `Err` fails the list, and the future may wait.
-pub type BeforeList = Box<
-    dyn Fn(
-            &crd_storage::ListRequest,
-        ) -> futures::future::BoxFuture<'static, Result<(), crd_storage::StorageError>>
-        + Send
-        + Sync,
->;
+/// What a list hook runs before each list: `Err` fails the list, and the future may wait.
+pub use crd_storage::hook::BeforeList;
 
 /// A store that forwards everything to `inner` but runs `before_list` first on each list, so a
 /// test can hold back or fail the lists it names without writing out the whole `Store`.
-pub struct ListHook {
-    pub inner: Arc<dyn crd_storage::Store>,
-    pub before_list: BeforeList,
-}
-
-#[async_trait::async_trait]
-impl crd_storage::Store for ListHook {
-    async fn get(
-        &self,
-        key: &str,
-    ) -> Result<Option<crd_storage::KeyValue>, crd_storage::StorageError> {
-        self.inner.get(key).await
-    }
-
-    async fn list(
-        &self,
-        request: crd_storage::ListRequest,
-    ) -> Result<crd_storage::ListResponse, crd_storage::StorageError> {
-        (self.before_list)(&request).await?;
-        self.inner.list(request).await
-    }
-
-    async fn count(&self, prefix: &str) -> Result<u64, crd_storage::StorageError> {
-        self.inner.count(prefix).await
-    }
-
-    async fn create(
-        &self,
-        key: &str,
-        value: bytes::Bytes,
-    ) -> Result<crd_storage::Revision, crd_storage::StorageError> {
-        self.inner.create(key, value).await
-    }
-
-    async fn update(
-        &self,
-        key: &str,
-        value: bytes::Bytes,
-        expected: crd_storage::Revision,
-    ) -> Result<crd_storage::Revision, crd_storage::StorageError> {
-        self.inner.update(key, value, expected).await
-    }
-
-    async fn delete(
-        &self,
-        key: &str,
-        expected: Option<crd_storage::Revision>,
-    ) -> Result<(crd_storage::KeyValue, crd_storage::Revision), crd_storage::StorageError> {
-        self.inner.delete(key, expected).await
-    }
-
-    async fn watch(
-        &self,
-        request: crd_storage::WatchRequest,
-    ) -> Result<crd_storage::WatchStream, crd_storage::StorageError> {
-        self.inner.watch(request).await
-    }
-
-    async fn current_revision(&self) -> Result<crd_storage::Revision, crd_storage::StorageError> {
-        self.inner.current_revision().await
-    }
-
-    async fn compact(
-        &self,
-        revision: crd_storage::Revision,
-    ) -> Result<(), crd_storage::StorageError> {
-        self.inner.compact(revision).await
-    }
+pub fn list_hook(
+    inner: Arc<dyn crd_storage::Store>,
+    before_list: BeforeList,
+) -> Arc<dyn crd_storage::Store> {
+    Arc::new(crd_storage::hook::HookStore::new(inner).before_list(before_list))
 }

@@ -34,10 +34,10 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
-        let (dir, recording) = Recording::open();
+        let (dir, recording, store) = Recording::open();
         Fixture {
             _dir: dir,
-            store: recording.clone(),
+            store,
             recording,
             registry: Arc::new(Registry::default()),
             shutdown: watch::Sender::new(false),

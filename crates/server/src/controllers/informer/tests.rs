@@ -11,15 +11,17 @@ const PREFIX: &str = "/registry/g.io/things/";
 
 struct Fixture {
     _dir: tempfile::TempDir,
-    store: Arc<Recording>,
+    store: Arc<dyn Store>,
+    recording: Arc<Recording>,
     shutdown: watch::Sender<bool>,
 }
 
 fn fixture() -> Fixture {
-    let (dir, store) = Recording::open();
+    let (dir, recording, store) = Recording::open();
     Fixture {
         _dir: dir,
         store,
+        recording,
         shutdown: watch::Sender::new(false),
     }
 }
@@ -116,7 +118,7 @@ async fn initial_list_is_paged_at_one_revision() {
         .await
         .unwrap();
     // Written while the list is under way: not part of the list, delivered by the watch.
-    *f.store.write_during_list.lock().unwrap() = Some((
+    *f.recording.write_during_list.lock().unwrap() = Some((
         format!("{PREFIX}p"),
         Bytes::from(json!({"metadata": {"name": "p"}, "spec": "late"}).to_string()),
     ));
@@ -135,7 +137,7 @@ async fn initial_list_is_paged_at_one_revision() {
     assert!(informer.has_synced());
     assert_eq!(cache.len(), 7);
 
-    let lists = f.store.lists.lock().unwrap().clone();
+    let lists = f.recording.lists.lock().unwrap().clone();
     let list_revision = lists[1]
         .revision
         .expect("later pages read at a fixed revision");
@@ -242,7 +244,7 @@ async fn relists_after_compaction_and_delivers_the_difference() {
     f.put("d", json!(1)).await;
     let rev = f.put("d", json!(2)).await;
     f.store.compact(rev).await.unwrap();
-    let lists_before = f.store.lists.lock().unwrap().len();
+    let lists_before = f.recording.lists.lock().unwrap().len();
     let mut changes = next_n(&mut informer, 3).await;
     changes.sort_by(|x, y| x.1.cmp(&y.1));
     assert_eq!(
@@ -254,7 +256,7 @@ async fn relists_after_compaction_and_delivers_the_difference() {
         ]
     );
     assert!(
-        f.store.lists.lock().unwrap().len() > lists_before,
+        f.recording.lists.lock().unwrap().len() > lists_before,
         "relisted"
     );
     assert_eq!(
