@@ -53,33 +53,36 @@ pub async fn bootstrap(store: &dyn Store) -> Result<(), StorageError> {
 }
 
 async fn reconcile_role(store: &dyn Store, expected: Value) -> Result<(), StorageError> {
-    let k = key(RbacKind::ClusterRole, meta::name(&expected));
-    loop {
-        match super::get_json(store, &k).await? {
-            None => match store
-                .create(&k, meta::encode(&with_system_fields(expected.clone()))?)
-                .await
-            {
-                Ok(_) => return Ok(()),
-                Err(StorageError::AlreadyExists { .. }) => {}
-                Err(e) => return Err(e),
-            },
-            Some((existing, kv)) => {
-                let Some(out) = bootstrap::reconcile_role(&existing, &expected) else {
-                    return Ok(());
-                };
-                match store.update(&k, meta::encode(&out)?, kv.mod_revision).await {
-                    Ok(_) => return Ok(()),
-                    Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-    }
+    reconcile(
+        store,
+        RbacKind::ClusterRole,
+        expected,
+        |existing, expected| {
+            bootstrap::reconcile_role(existing, expected).map(BindingChange::Update)
+        },
+    )
+    .await
 }
 
 async fn reconcile_binding(store: &dyn Store, expected: Value) -> Result<(), StorageError> {
-    let k = key(RbacKind::ClusterRoleBinding, meta::name(&expected));
+    reconcile(
+        store,
+        RbacKind::ClusterRoleBinding,
+        expected,
+        bootstrap::reconcile_binding,
+    )
+    .await
+}
+
+/// Makes the stored object of `kind` named as `expected` what `change` says it should become
+/// (a role only ever updates), creating it when missing; a lost race is retried.
+async fn reconcile(
+    store: &dyn Store,
+    kind: RbacKind,
+    expected: Value,
+    change: impl Fn(&Value, &Value) -> Option<BindingChange>,
+) -> Result<(), StorageError> {
+    let k = key(kind, meta::name(&expected));
     loop {
         match super::get_json(store, &k).await? {
             None => match store
@@ -90,7 +93,7 @@ async fn reconcile_binding(store: &dyn Store, expected: Value) -> Result<(), Sto
                 Err(StorageError::AlreadyExists { .. }) => {}
                 Err(e) => return Err(e),
             },
-            Some((existing, kv)) => match bootstrap::reconcile_binding(&existing, &expected) {
+            Some((existing, kv)) => match change(&existing, &expected) {
                 None => return Ok(()),
                 Some(BindingChange::Update(out)) => {
                     match store.update(&k, meta::encode(&out)?, kv.mod_revision).await {
