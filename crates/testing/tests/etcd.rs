@@ -1,5 +1,6 @@
 //! The harness on etcd (feature `etcd`): servers sharing one etcd stay apart, each under its
 //! own key prefix. The test starts its own etcd (`$ETCD_BIN` or `etcd` on PATH).
+//! `start_etcd` repeats the one in `crates/cli/tests/it/etcd.rs` on purpose (see there).
 #![cfg(feature = "etcd")]
 
 use std::net::TcpListener;

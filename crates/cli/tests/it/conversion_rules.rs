@@ -76,11 +76,7 @@ fn get_json(server: &TestServer, what: &str) -> Value {
 fn kubectl_writes_at_v1_and_reads_at_v2_and_back() {
     let server = TestServer::start();
     let group = "rules.example.com";
-    server.apply_crd(
-        "crd.yaml",
-        &crd(group, RULES),
-        &format!("people.{group}"),
-    );
+    server.apply_crd("crd.yaml", &crd(group, RULES), &format!("people.{group}"));
     server.write("ada.yaml", &person(group));
     server.kubectl_ok(&["apply", "-f", "ada.yaml"]);
 

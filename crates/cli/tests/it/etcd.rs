@@ -1,6 +1,11 @@
 //! Several servers on one etcd (feature `etcd`): CRDs, watches and conflicts are shared, as
 //! with several kube-apiservers. Each test starts its own etcd (`$ETCD_BIN` or `etcd` on PATH);
 //! a missing binary fails the test.
+//!
+//! `start_etcd` has a twin in `crates/testing/tests/etcd.rs` (and a third, async one in
+//! crd-storage's etcd tests): the test crates share no support code (this crate's tests do not
+//! depend on the harness crate, whose public API is for operators, not for starting etcd), so
+//! each keeps its own small copy.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
