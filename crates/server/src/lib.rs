@@ -113,6 +113,36 @@ pub struct ServerConfig {
     pub runtime_config: runtime_config::RuntimeConfig,
 }
 
+impl ServerConfig {
+    /// A server on 127.0.0.1 at a free port with a generated CA and admin token in `data_dir`,
+    /// RBAC with anonymous requests allowed, the watch cache on and every other setting at its
+    /// default: where the test harness and the HTTP suite start from.
+    #[must_use]
+    pub fn loopback(data_dir: &std::path::Path) -> Self {
+        ServerConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            data_dir: data_dir.to_path_buf(),
+            tls: TlsSource::Generated {
+                dir: data_dir.to_path_buf(),
+            },
+            token_file: None,
+            conversion: conversion::ConversionOptions::default(),
+            client_ca_file: None,
+            authorization_modes: vec!["RBAC".into()],
+            authorization_policy_file: None,
+            compaction_interval: controllers::compaction::INTERVAL,
+            limits: limits::Limits::default(),
+            anonymous_auth: true,
+            service_account: serviceaccount::KeyOptions::default(),
+            api_audiences: Vec::new(),
+            audit: audit::AuditOptions::default(),
+            shutdown_delay: std::time::Duration::ZERO,
+            watch_cache: true,
+            runtime_config: runtime_config::RuntimeConfig::default(),
+        }
+    }
+}
+
 /// What a started server tells its caller.
 #[derive(Clone, Debug)]
 pub struct Started {

@@ -488,26 +488,9 @@ fn scratch_root() -> PathBuf {
 /// CA and admin token in `data`.
 pub(crate) fn default_config(data: &Path) -> crd_server::ServerConfig {
     crd_server::ServerConfig {
-        bind: SocketAddr::from(([127, 0, 0, 1], 0)),
-        data_dir: data.to_path_buf(),
-        tls: crd_server::tls::TlsSource::Generated {
-            dir: data.to_path_buf(),
-        },
-        token_file: None,
-        conversion: crd_server::conversion::ConversionOptions::default(),
-        client_ca_file: None,
-        authorization_modes: vec!["RBAC".into()],
-        authorization_policy_file: None,
-        compaction_interval: crd_server::controllers::compaction::INTERVAL,
-        limits: crd_server::limits::Limits::default(),
-        anonymous_auth: true,
-        service_account: crd_server::serviceaccount::KeyOptions::default(),
-        api_audiences: Vec::new(),
-        audit: crd_server::audit::AuditOptions::default(),
-        shutdown_delay: Duration::ZERO,
         // On, as `serve` defaults; `CRD_APISERVER_WATCH_CACHE=false` turns it off.
         watch_cache: std::env::var("CRD_APISERVER_WATCH_CACHE").map_or(true, |v| v != "false"),
-        runtime_config: crd_server::runtime_config::RuntimeConfig::default(),
+        ..crd_server::ServerConfig::loopback(data)
     }
 }
 

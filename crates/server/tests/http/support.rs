@@ -6,11 +6,9 @@
 //! starves it and a test can block (or stop the server) without deadlocking.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crd_server::tls::TlsSource;
 use crd_server::{ServerConfig, Started};
 use crd_storage::sqlite::SqliteStore;
 use reqwest::{Method, StatusCode};
@@ -71,24 +69,9 @@ impl TestServer {
         let dir = tempfile::tempdir().expect("tempdir");
         let data = dir.path().join("data");
         let mut config = ServerConfig {
-            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
-            data_dir: data.clone(),
-            tls: TlsSource::Generated { dir: data.clone() },
-            token_file: None,
-            conversion: crd_server::conversion::ConversionOptions::default(),
-            client_ca_file: None,
-            authorization_modes: vec!["RBAC".into()],
-            authorization_policy_file: None,
-            compaction_interval: crd_server::controllers::compaction::INTERVAL,
-            limits: crd_server::limits::Limits::default(),
-            anonymous_auth: true,
-            service_account: crd_server::serviceaccount::KeyOptions::default(),
-            api_audiences: Vec::new(),
-            audit: crd_server::audit::AuditOptions::default(),
-            shutdown_delay: Duration::ZERO,
             // On, as `serve` defaults; `CRD_APISERVER_WATCH_CACHE=false` runs the suite without.
             watch_cache: std::env::var("CRD_APISERVER_WATCH_CACHE").map_or(true, |v| v != "false"),
-            runtime_config: crd_server::runtime_config::RuntimeConfig::default(),
+            ..ServerConfig::loopback(&data)
         };
         if !wait_ready {
             // The address must be known before the server reports it: a port free just now.
