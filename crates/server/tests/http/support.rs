@@ -317,6 +317,40 @@ pub fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a str> {
         .and_then(|c| c["status"].as_str())
 }
 
+/// Waits until the history up to resourceVersion 1 under `base` is compacted (a list at it is
+/// refused with 410), then asserts that a watch from it answers one `ERROR` event: 410
+/// `Expired` with upstream's "too old resource version" text.
+pub async fn watch_from_1_expires(api: &Api<'_>, base: &str) {
+    eventually("history up to resourceVersion 1 is compacted", || async {
+        api.get(&format!(
+            "{base}?resourceVersion=1&resourceVersionMatch=Exact"
+        ))
+        .await
+        .status
+            == 410
+    })
+    .await;
+    let r = api
+        .get(&format!(
+            "{base}?watch=true&resourceVersion=1&timeoutSeconds=1"
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let events = r.lines();
+    assert_eq!(events.len(), 1, "{}", r.text);
+    assert_eq!(events[0]["type"], "ERROR");
+    assert_eq!(events[0]["object"]["code"], 410);
+    assert_eq!(events[0]["object"]["reason"], "Expired");
+    assert!(
+        events[0]["object"]["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("too old resource version: 1 ("),
+        "{}",
+        r.text
+    );
+}
+
 /// Polls `check` until it returns true; fails the test after [`TIMEOUT`] naming `what`.
 pub async fn eventually<F, Fut>(what: &str, mut check: F)
 where

@@ -6,7 +6,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{CRDS, HttpVersion, TestServer, crd_json, eventually};
+use crate::support::{CRDS, HttpVersion, TestServer, crd_json, eventually, watch_from_1_expires};
 
 #[tokio::test]
 async fn watch_streams_events_and_times_out() {
@@ -140,32 +140,5 @@ async fn metadata_only_responses_and_watch_details() {
 
     // The compactor (every second) drops history up to the revision of its previous run: wait
     // until a list at resourceVersion 1 is refused as too old, then watch from there.
-    eventually("history up to resourceVersion 1 is compacted", || async {
-        api.get(&format!(
-            "{base}?resourceVersion=1&resourceVersionMatch=Exact"
-        ))
-        .await
-        .status
-            == 410
-    })
-    .await;
-    let r = api
-        .get(&format!(
-            "{base}?watch=true&resourceVersion=1&timeoutSeconds=1"
-        ))
-        .await;
-    assert_eq!(r.status, 200, "{}", r.text);
-    let events = r.lines();
-    assert_eq!(events.len(), 1, "{}", r.text);
-    assert_eq!(events[0]["type"], "ERROR");
-    assert_eq!(events[0]["object"]["code"], 410);
-    assert_eq!(events[0]["object"]["reason"], "Expired");
-    assert!(
-        events[0]["object"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("too old resource version: 1 ("),
-        "{}",
-        r.text
-    );
+    watch_from_1_expires(&api, &base).await;
 }

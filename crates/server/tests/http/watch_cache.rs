@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{HttpVersion, TestServer, crd_json, eventually};
+use crate::support::{HttpVersion, TestServer, crd_json, eventually, watch_from_1_expires};
 
 fn names(list: &Value) -> Vec<&str> {
     list["items"]
@@ -117,33 +117,7 @@ async fn selectors_paging_and_watches_through_the_cache() {
     assert_eq!(events[0]["object"]["metadata"]["name"], "w2");
 
     // Compacted history leaves the cache's window too: 410 with upstream's text.
-    eventually("history up to resourceVersion 1 is compacted", || async {
-        api.get(&format!(
-            "{base}?resourceVersion=1&resourceVersionMatch=Exact"
-        ))
-        .await
-        .status
-            == 410
-    })
-    .await;
-    let r = api
-        .get(&format!(
-            "{base}?watch=true&resourceVersion=1&timeoutSeconds=1"
-        ))
-        .await;
-    assert_eq!(r.status, 200, "{}", r.text);
-    let events = r.lines();
-    assert_eq!(events.len(), 1, "{}", r.text);
-    assert_eq!(events[0]["object"]["code"], 410);
-    assert_eq!(events[0]["object"]["reason"], "Expired");
-    assert!(
-        events[0]["object"]["message"]
-            .as_str()
-            .expect("message")
-            .starts_with("too old resource version: 1 ("),
-        "{}",
-        r.text
-    );
+    watch_from_1_expires(&api, &base).await;
 }
 
 /// The value of the sample `name{labels}` in a `/metrics` text, if present.
