@@ -3,7 +3,7 @@
 //! kubectl prints, the warning once the binding warns instead, the audit annotation the `Audit`
 //! action leaves in the audit log, and the type-checking status the policy gets.
 
-use crate::support::{TestServer, eventually};
+use crate::support::{TestServer, eventually, header};
 
 const MANIFESTS: &str = "apiVersion: v1
 kind: ConfigMap
@@ -46,15 +46,6 @@ spec:
     namespace: default
     parameterNotFoundAction: Deny
 ";
-
-fn header(listed: &str) -> Vec<&str> {
-    listed
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect()
-}
 
 #[test]
 fn a_validating_admission_policy_with_a_param_config_map_denies_warns_and_audits() {

@@ -2,7 +2,7 @@
 //! events in both groups, leases), driven with the real kubectl as a user types it. The server
 //! stores them only: no workload controller runs, as in envtest.
 
-use crate::support::TestServer;
+use crate::support::{TestServer, header};
 
 /// kubectl's stderr.
 fn stderr(out: &std::process::Output) -> String {
@@ -18,16 +18,6 @@ fn kubectl_err(s: &TestServer, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stdout)
     );
     stderr(&out)
-}
-
-/// The header cells of `kubectl get` output.
-fn header(out: &str) -> Vec<String> {
-    out.lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .map(String::from)
-        .collect()
 }
 
 const DEPLOYMENT: &str = "apiVersion: apps/v1

@@ -4,7 +4,7 @@
 //! and defaults a spec field, and a JSON patch (with `jsonpatch.escapeKey`) that labels a
 //! `ConfigMap`.
 
-use crate::support::{TestServer, crontab_crd, eventually, my_crontab};
+use crate::support::{TestServer, crontab_crd, eventually, header, my_crontab};
 
 const MANIFESTS: &str = "apiVersion: v1
 kind: ConfigMap
@@ -82,15 +82,6 @@ metadata:
 spec:
   policyName: team-label
 ";
-
-fn header(listed: &str) -> Vec<&str> {
-    listed
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect()
-}
 
 #[test]
 fn a_mutating_admission_policy_sets_a_default() {

@@ -96,26 +96,29 @@ impl TestServer {
         self.data_dir().join("kubeconfig")
     }
 
-    /// Runs kubectl against the server, as a user would type it, in the data dir's parent.
-    pub fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
+    /// kubectl against the server, as a user would type it, in the data dir's parent, with no
+    /// stdin.
+    fn kubectl_command(&self, args: &[&str]) -> Command {
+        let mut kubectl = Command::new("kubectl");
+        kubectl
             .args(args)
             .env("KUBECONFIG", self.kubeconfig())
             .env("HOME", self.dir.path())
             .current_dir(self.dir.path())
-            .stdin(Stdio::null())
+            .stdin(Stdio::null());
+        kubectl
+    }
+
+    /// Runs kubectl against the server, as a user would type it, in the data dir's parent.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_command(args)
             .output()
             .expect("running kubectl")
     }
 
     /// Starts kubectl (for a command that runs on, like `get -w`) with stdout piped.
     pub fn kubectl_spawn(&self, args: &[&str]) -> Child {
-        Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", self.kubeconfig())
-            .env("HOME", self.dir.path())
-            .current_dir(self.dir.path())
-            .stdin(Stdio::null())
+        self.kubectl_command(args)
             .stdout(Stdio::piped())
             .spawn()
             .expect("running kubectl")
@@ -270,6 +273,15 @@ pub fn stdout_lines(child: &mut Child) -> mpsc::Receiver<String> {
         }
     });
     rx
+}
+
+/// The header cells of `kubectl get` output (its first line, split at white space).
+pub fn header(out: &str) -> Vec<&str> {
+    out.lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect()
 }
 
 /// Which HTTP version a client speaks.
