@@ -140,5 +140,5 @@ async fn metadata_only_responses_and_watch_details() {
 
     // The compactor (every second) drops history up to the revision of its previous run: wait
     // until a list at resourceVersion 1 is refused as too old, then watch from there.
-    watch_from_1_expires(&api, &base).await;
+    watch_from_1_expires(&api, base).await;
 }

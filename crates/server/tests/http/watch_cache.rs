@@ -117,7 +117,7 @@ async fn selectors_paging_and_watches_through_the_cache() {
     assert_eq!(events[0]["object"]["metadata"]["name"], "w2");
 
     // Compacted history leaves the cache's window too: 410 with upstream's text.
-    watch_from_1_expires(&api, &base).await;
+    watch_from_1_expires(&api, base).await;
 }
 
 /// The value of the sample `name{labels}` in a `/metrics` text, if present.
