@@ -72,18 +72,7 @@ async fn get_latencies(
 ) -> anyhow::Result<Vec<Duration>> {
     let mut lat = Vec::with_capacity(n);
     for _ in 0..n {
-        let t = Instant::now();
-        let r = client
-            .get(format!("{}{path}", server.url))
-            .bearer_auth(&server.token)
-            .send()
-            .await?;
-        let ok = r.status().is_success();
-        let _ = r.bytes().await?;
-        if !ok {
-            bail!("GET {path} failed");
-        }
-        lat.push(t.elapsed());
+        lat.push(timed_get(server, client, path).await?.0);
     }
     lat.sort();
     Ok(lat)

@@ -357,32 +357,7 @@ async fn etcd_limit(endpoints: &[String], prefix: &str, n: usize) -> anyhow::Res
         ..crd_storage::etcd::EtcdConfig::default()
     })
     .await?;
-    let value = Bytes::from(object("x").to_string());
-    let t = Instant::now();
-    for i in 0..n {
-        store
-            .create(&format!("/registry/raw/seq/{i}"), value.clone())
-            .await?;
-    }
-    let seq = n as f64 / t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let mut tasks = Vec::new();
-    for c in 0..64 {
-        let store = store.clone();
-        let value = value.clone();
-        tasks.push(tokio::spawn(async move {
-            for i in (c..n * 4).step_by(64) {
-                store
-                    .create(&format!("/registry/raw/par/{i}"), value.clone())
-                    .await?;
-            }
-            Ok::<_, crd_storage::StorageError>(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    Ok((seq, (n * 4) as f64 / t.elapsed().as_secs_f64()))
+    raw_create_rate(store, "/registry/raw", n).await
 }
 
 #[cfg(not(feature = "etcd"))]
@@ -395,11 +370,21 @@ async fn etcd_limit(_: &[String], _: &str, _: usize) -> anyhow::Result<(f64, f64
 /// each) and 64 concurrent writers (group commit).
 async fn sqlite_limit(dir: &Path, n: usize) -> anyhow::Result<(f64, f64)> {
     let store = crd_storage::sqlite::SqliteStore::open(&dir.join("raw.db"))?;
+    raw_create_rate(store, "/raw", n).await
+}
+
+/// Creates/s of an engine without the server, with keys under `root`: `n` sequential creates,
+/// then `4n` from 64 concurrent writers.
+async fn raw_create_rate(
+    store: std::sync::Arc<dyn Store>,
+    root: &str,
+    n: usize,
+) -> anyhow::Result<(f64, f64)> {
     let value = Bytes::from(object("x").to_string());
     let t = Instant::now();
     for i in 0..n {
         store
-            .create(&format!("/raw/seq/{i}"), value.clone())
+            .create(&format!("{root}/seq/{i}"), value.clone())
             .await?;
     }
     let seq = n as f64 / t.elapsed().as_secs_f64();
@@ -408,10 +393,11 @@ async fn sqlite_limit(dir: &Path, n: usize) -> anyhow::Result<(f64, f64)> {
     for c in 0..64 {
         let store = store.clone();
         let value = value.clone();
+        let root = root.to_string();
         tasks.push(tokio::spawn(async move {
             for i in (c..n * 4).step_by(64) {
                 store
-                    .create(&format!("/raw/par/{i}"), value.clone())
+                    .create(&format!("{root}/par/{i}"), value.clone())
                     .await?;
             }
             Ok::<_, crd_storage::StorageError>(())
@@ -420,8 +406,7 @@ async fn sqlite_limit(dir: &Path, n: usize) -> anyhow::Result<(f64, f64)> {
     for t in tasks {
         t.await??;
     }
-    let par = (n * 4) as f64 / t.elapsed().as_secs_f64();
-    Ok((seq, par))
+    Ok((seq, (n * 4) as f64 / t.elapsed().as_secs_f64()))
 }
 
 async fn wait_ready(server: &Server) -> anyhow::Result<()> {
