@@ -397,12 +397,7 @@ async fn config_maps_warnings_plain_denials_and_dry_run() {
 
     let r = api.post(CMS, cm("c1")).await;
     assert_eq!(r.status, 201, "{}", r.text);
-    let warnings: Vec<&str> = r
-        .headers
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap_or(""))
-        .collect();
+    let warnings = r.warnings();
     assert_eq!(
         warnings,
         vec![

@@ -241,12 +241,7 @@ async fn warn_and_audit_actions() {
         .post(CMS, cm("warned", &json!({"forbidden": "1"})))
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
-    let warnings: Vec<&str> = r
-        .headers
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap_or(""))
-        .collect();
+    let warnings = r.warnings();
     assert_eq!(
         warnings,
         [

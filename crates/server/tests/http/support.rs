@@ -197,6 +197,15 @@ impl Resp {
         serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
     }
 
+    /// The `Warning` headers' values, in order.
+    pub fn warnings(&self) -> Vec<String> {
+        self.headers
+            .get_all("warning")
+            .iter()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .collect()
+    }
+
     /// The body's lines as JSON values (a watch stream).
     pub fn lines(&self) -> Vec<Value> {
         self.text

@@ -37,14 +37,6 @@ async fn seed(api: &Api<'_>) {
     }
 }
 
-fn warnings(r: &Resp) -> Vec<String> {
-    r.headers
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().expect("ASCII warning").to_string())
-        .collect()
-}
-
 async fn dry_run_put(api: &Api<'_>, mut new: Value) -> Resp {
     let current = api.get(&format!("{CRDS}/{NAME}")).await.json();
     new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
@@ -66,7 +58,7 @@ async fn a_dry_run_crd_update_warns_about_stored_objects_and_changes_nothing() {
     let r = dry_run_put(&api, crd(10, false)).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
-        warnings(&r),
+        r.warnings(),
         vec![
             "299 - \"upgrade check: 2 stored object(s) would be invalid at v1: spec.replicas: Invalid value: spec.replicas in body should be less than or equal to 10 (e.g. default/b)\"",
             "299 - \"upgrade check: 3 stored object(s) hold data at spec.color that would be pruned at v1 (e.g. default/a)\"",
@@ -83,7 +75,7 @@ async fn a_dry_run_crd_update_warns_about_stored_objects_and_changes_nothing() {
     // A harmless change: no warnings.
     let r = dry_run_put(&api, crd(30, true)).await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(warnings(&r), Vec::<String>::new());
+    assert_eq!(r.warnings(), Vec::<String>::new());
 }
 
 #[tokio::test]
@@ -104,9 +96,9 @@ async fn a_real_crd_update_is_not_checked() {
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert!(
-        warnings(&r).iter().all(|w| !w.contains("upgrade check")),
+        r.warnings().iter().all(|w| !w.contains("upgrade check")),
         "{:?}",
-        warnings(&r)
+        r.warnings()
     );
 }
 

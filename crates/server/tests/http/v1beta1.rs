@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{HttpVersion, Resp, TestServer, condition, eventually};
+use crate::support::{HttpVersion, TestServer, condition, eventually};
 
 const V1BETA1: &str = "/apis/apiextensions.k8s.io/v1beta1/customresourcedefinitions";
 const V1: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -13,14 +13,6 @@ const WARNING: &str = "299 - \"apiextensions.k8s.io/v1beta1 CustomResourceDefini
 
 async fn with_flag() -> TestServer {
     TestServer::start_with(|c| c.runtime_config.crd_v1beta1 = true).await
-}
-
-fn warnings(r: &Resp) -> Vec<String> {
-    r.headers
-        .get_all("warning")
-        .iter()
-        .filter_map(|v| v.to_str().ok().map(String::from))
-        .collect()
 }
 
 fn crontab_v1beta1() -> Value {
@@ -50,7 +42,7 @@ async fn create_and_read_at_both_versions() {
         let api = server.api(version);
         let r = api.post(V1BETA1, crontab_v1beta1()).await;
         assert_eq!(r.status, 201, "{}", r.text);
-        assert_eq!(warnings(&r), [WARNING]);
+        assert_eq!(r.warnings(), [WARNING]);
         let created = r.json();
         assert_eq!(created["apiVersion"], "apiextensions.k8s.io/v1beta1");
         // v1beta1's defaults.
@@ -72,7 +64,7 @@ async fn create_and_read_at_both_versions() {
         })
         .await;
         let v1 = api.get(&path).await;
-        assert!(warnings(&v1).is_empty(), "{:?}", warnings(&v1));
+        assert!(v1.warnings().is_empty(), "{:?}", v1.warnings());
         let v1 = v1.json();
         assert_eq!(v1["spec"]["preserveUnknownFields"], true);
         assert!(v1["spec"].get("validation").is_none());
@@ -90,7 +82,7 @@ async fn create_and_read_at_both_versions() {
         let beta = api
             .get(&format!("{V1BETA1}/crontabs.stable.example.com"))
             .await;
-        assert_eq!(warnings(&beta), [WARNING]);
+        assert_eq!(beta.warnings(), [WARNING]);
         let beta = beta.json();
         for field in [
             "validation",
@@ -140,7 +132,7 @@ async fn create_and_read_at_both_versions() {
             .delete(&format!("{V1BETA1}/crontabs.stable.example.com"))
             .await;
         assert_eq!(r.status, 200, "{}", r.text);
-        assert_eq!(warnings(&r), [WARNING]);
+        assert_eq!(r.warnings(), [WARNING]);
         eventually("the CRD is gone", || async {
             api.get(&path).await.status == 404
         })
@@ -160,7 +152,7 @@ async fn v1beta1_checks_have_upstreams_messages() {
     both["spec"]["version"] = json!("v2");
     let r = api.post(V1BETA1, both).await;
     assert_eq!(r.status, 422, "{}", r.text);
-    assert_eq!(warnings(&r), [WARNING]);
+    assert_eq!(r.warnings(), [WARNING]);
     let causes: Vec<String> = r.json()["details"]["causes"]
         .as_array()
         .unwrap()
