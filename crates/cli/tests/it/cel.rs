@@ -1,7 +1,7 @@
 //! CEL validation rules through kubectl: the seed's replicas example, messages, transition
 //! rules, ratcheting warnings, and rules refused when the CRD is written.
 
-use crate::support::{TestServer, crd_yaml, eventually};
+use crate::support::{TestServer, crd_yaml, eventually, widgets_yaml};
 
 /// The schema of `crontabs.stable.example.com` ([`crd`]).
 const SCHEMA: &str = "type: object
@@ -132,13 +132,7 @@ properties:
     properties:
 {props}"
     );
-    crd_yaml(
-        "example.com",
-        "widgets",
-        "singular: widget, kind: Widget",
-        &[("v1", true, &schema)],
-        "",
-    )
+    widgets_yaml(&schema)
 }
 
 /// The seed's three compilation errors and its cost rejection, as kubectl prints them.

@@ -275,6 +275,17 @@ pub fn stdout_lines(child: &mut Child) -> mpsc::Receiver<String> {
     rx
 }
 
+/// [`crd_yaml`] of `widgets.example.com` (kind `Widget`) with one version, `v1`, of `schema`.
+pub fn widgets_yaml(schema: &str) -> String {
+    crd_yaml(
+        "example.com",
+        "widgets",
+        "singular: widget, kind: Widget",
+        &[("v1", true, schema)],
+        "",
+    )
+}
+
 /// The header cells of `kubectl get` output (its first line, split at white space).
 pub fn header(out: &str) -> Vec<&str> {
     out.lines()

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::support::{TestServer, crd_yaml};
+use crate::support::{TestServer, widgets_yaml};
 
 /// `widgets.example.com` at v1 with `spec.replicas` (maximum `max`), `spec.color` when
 /// `color`, plus extra `spec` YAML (a `required` list, CEL rules) indented four spaces.
@@ -27,13 +27,7 @@ properties:
       replicas: {{type: integer, maximum: {max}}}
       size: {{type: string}}{color}"
     );
-    crd_yaml(
-        "example.com",
-        "widgets",
-        "singular: widget, kind: Widget",
-        &[("v1", true, &schema)],
-        "",
-    )
+    widgets_yaml(&schema)
 }
 
 const WIDGETS: &str = "apiVersion: example.com/v1
