@@ -133,12 +133,8 @@ spec:
     }
 
     fn get_json(&self, resource: &str, name: &str) -> Value {
-        serde_json::from_str(
-            &self
-                .server
-                .kubectl_ok(&["get", resource, name, "-o", "json"]),
-        )
-        .unwrap()
+        self.server
+            .kubectl_json(&["get", resource, name, "-o", "json"])
     }
 
     /// Runs a kubectl command that must fail; returns its stderr.
@@ -182,12 +178,11 @@ fn webhook_converts_reads_and_writes_in_batches() {
         f.create(&format!("c{i}"), "v1beta1", &format!("hostPort: h{i}:{i}"));
     }
     let before = f.webhook().requests();
-    let list: Value = serde_json::from_str(&f.server.kubectl_ok(&[
+    let list: Value = f.server.kubectl_json(&[
         "get",
         "--raw",
         "/apis/example.com/v1/namespaces/default/crontabs",
-    ]))
-    .unwrap();
+    ]);
     assert_eq!(list["items"].as_array().unwrap().len(), 22);
     assert!(
         list["items"]

@@ -69,7 +69,7 @@ spec: {{firstName: Ada, timeoutSeconds: 5430, legacy: punch cards}}
 }
 
 fn get_json(server: &TestServer, what: &str) -> Value {
-    serde_json::from_str(&server.kubectl_ok(&["get", what, "-o", "json"])).expect("JSON")
+    server.kubectl_json(&["get", what, "-o", "json"])
 }
 
 #[test]

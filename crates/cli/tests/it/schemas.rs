@@ -142,9 +142,7 @@ fn pruning_and_field_validation() {
         warn.contains("Warning: unknown field \"spec.someRandomField\""),
         "{warn}"
     );
-    let got: Value =
-        serde_json::from_str(&s.kubectl_ok(&["get", "ct", "my-new-cron-object", "-o", "json"]))
-            .unwrap();
+    let got: Value = s.kubectl_json(&["get", "ct", "my-new-cron-object", "-o", "json"]);
     assert!(got["spec"].get("someRandomField").is_none(), "{got}");
     assert_eq!(
         got["free"]["anything"],
@@ -204,8 +202,7 @@ fn int_or_string_embedded_resources_defaults_and_nullable() {
     );
     // `kubectl create` sends the nulls as written (client-side apply would drop them).
     s.kubectl_ok(&["create", "-f", "ct.yaml", "--validate=false"]);
-    let got: Value =
-        serde_json::from_str(&s.kubectl_ok(&["get", "ct", "a", "-o", "json"])).unwrap();
+    let got: Value = s.kubectl_json(&["get", "ct", "a", "-o", "json"]);
     let spec = &got["spec"];
     assert_eq!(spec["port"], 8080);
     assert_eq!(spec["other"], "http");

@@ -14,7 +14,7 @@ fn get_json(s: &TestServer, args: &[&str]) -> Value {
     let mut all = vec!["get"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["-o", "json", "--show-managed-fields"]);
-    serde_json::from_str(&s.kubectl_ok(&all)).expect("kubectl prints JSON")
+    s.kubectl_json(&all)
 }
 
 fn managers(obj: &Value) -> Vec<(String, String)> {

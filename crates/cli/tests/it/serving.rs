@@ -149,12 +149,11 @@ fn status_and_scale_subresources() {
     );
     assert_eq!(get("{.spec.replicas}"), "5");
     assert_eq!(get("{.metadata.generation}"), "3");
-    let scale: Value = serde_json::from_str(&s.kubectl_ok(&[
+    let scale: Value = s.kubectl_json(&[
         "get",
         "--raw",
         "/apis/stable.example.com/v1/namespaces/default/crontabs/my-new-cron-object/scale",
-    ]))
-    .unwrap();
+    ]);
     assert_eq!(scale["kind"], "Scale");
     assert_eq!(scale["apiVersion"], "autoscaling/v1");
     assert_eq!(scale["spec"]["replicas"], 5);
@@ -188,8 +187,7 @@ fn finalizers_keep_objects_until_emptied() {
     );
     s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
     s.kubectl_ok(&["delete", "ct", "held", "--wait=false"]);
-    let obj: Value =
-        serde_json::from_str(&s.kubectl_ok(&["get", "ct", "held", "-o", "json"])).unwrap();
+    let obj: Value = s.kubectl_json(&["get", "ct", "held", "-o", "json"]);
     assert!(obj["metadata"]["deletionTimestamp"].is_string(), "{obj}");
     assert_eq!(obj["metadata"]["deletionGracePeriodSeconds"], 0);
     assert_eq!(obj["metadata"]["generation"], 2);
@@ -265,23 +263,21 @@ fn selectors_paging_and_dry_run() {
     );
     // Paging: kubectl's chunked lists, and a raw limit/continue walk.
     assert_eq!(names(&["--chunk-size=1"]), "a b c");
-    let page: Value = serde_json::from_str(&s.kubectl_ok(&[
+    let page: Value = s.kubectl_json(&[
         "get",
         "--raw",
         "/apis/stable.example.com/v1/namespaces/default/crontabs?limit=2",
-    ]))
-    .unwrap();
+    ]);
     assert_eq!(page["items"].as_array().unwrap().len(), 2);
     assert_eq!(page["metadata"]["remainingItemCount"], 1);
     let token = page["metadata"]["continue"].as_str().unwrap();
-    let rest: Value = serde_json::from_str(&s.kubectl_ok(&[
+    let rest: Value = s.kubectl_json(&[
         "get",
         "--raw",
         &format!(
             "/apis/stable.example.com/v1/namespaces/default/crontabs?limit=2&continue={token}"
         ),
-    ]))
-    .unwrap();
+    ]);
     assert_eq!(rest["items"][0]["metadata"]["name"], "c");
     assert!(rest["metadata"].get("continue").is_none_or(|c| c == ""));
 
@@ -337,7 +333,7 @@ fn openapi_v2_and_metadata_only_lists() {
     let s = setup();
     s.write("ct.yaml", &crontab("m", "  labels:\n    a: b\n"));
     s.kubectl_ok(&["apply", "-f", "ct.yaml"]);
-    let v2: Value = serde_json::from_str(&s.kubectl_ok(&["get", "--raw", "/openapi/v2"])).unwrap();
+    let v2: Value = s.kubectl_json(&["get", "--raw", "/openapi/v2"]);
     assert_eq!(v2["swagger"], "2.0");
     let def = &v2["definitions"]["com.example.stable.v1.CronTab"];
     assert_eq!(

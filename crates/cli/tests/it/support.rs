@@ -136,6 +136,13 @@ impl TestServer {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Runs kubectl and asserts success; returns stdout as JSON (for `-o json` and `get --raw`).
+    pub fn kubectl_json(&self, args: &[&str]) -> Value {
+        let out = self.kubectl_ok(args);
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("kubectl {args:?}: not JSON ({e}): {out}"))
+    }
+
     /// Applies a CRD manifest with kubectl and waits until the CRD is Established.
     pub fn apply_crd(&self, file: &str, text: &str, crd: &str) {
         self.write(file, text);

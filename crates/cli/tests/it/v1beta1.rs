@@ -48,8 +48,7 @@ fn contains(got: &Value, want: &Value, at: &str) {
 }
 
 fn get_json(server: &TestServer, resource: &str) -> Value {
-    let out = server.kubectl_ok(&["get", resource, "crontabs.example.com", "-o", "json"]);
-    serde_json::from_str(&out).expect("kubectl prints JSON")
+    server.kubectl_json(&["get", resource, "crontabs.example.com", "-o", "json"])
 }
 
 #[test]

@@ -97,22 +97,20 @@ fn the_seeds_hypothetical_series_of_events() {
     // 3. Reading at v1beta1 and at v1 gives the same object but for apiVersion; nothing is
     //    written back.
     let rv_before = stored(&s, "first")["modRevision"].clone();
-    let mut a: Value = serde_json::from_str(&s.kubectl_ok(&[
+    let mut a: Value = s.kubectl_json(&[
         "get",
         "crontabs.v1beta1.stable.example.com",
         "first",
         "-o",
         "json",
-    ]))
-    .unwrap();
-    let mut b: Value = serde_json::from_str(&s.kubectl_ok(&[
+    ]);
+    let mut b: Value = s.kubectl_json(&[
         "get",
         "crontabs.v1.stable.example.com",
         "first",
         "-o",
         "json",
-    ]))
-    .unwrap();
+    ]);
     assert_eq!(a["apiVersion"], "stable.example.com/v1beta1");
     assert_eq!(b["apiVersion"], "stable.example.com/v1");
     a.as_object_mut().unwrap().remove("apiVersion");
@@ -202,8 +200,7 @@ fn version_priority_orders_discovery_and_kubectl() {
     let versions: Vec<(&str, bool, bool, Option<&str>)> =
         names.iter().map(|n| (*n, true, *n == "v1", None)).collect();
     apply_crd(&s, &crd_yaml(&versions));
-    let group: Value =
-        serde_json::from_str(&s.kubectl_ok(&["get", "--raw", "/apis/stable.example.com"])).unwrap();
+    let group: Value = s.kubectl_json(&["get", "--raw", "/apis/stable.example.com"]);
     let listed: Vec<&str> = group["versions"]
         .as_array()
         .unwrap()
