@@ -43,7 +43,7 @@ async fn hooks_run_before_lists_and_updates_and_the_rest_is_forwarded() {
         }));
 
     let created = store.create("/a/x", Bytes::from("1")).await.unwrap();
-    let updated = store
+    let rev_after_update = store
         .update("/a/x", Bytes::from("2"), created)
         .await
         .unwrap();
@@ -51,7 +51,7 @@ async fn hooks_run_before_lists_and_updates_and_the_rest_is_forwarded() {
         *updates.lock().unwrap(),
         [("/a/x".to_string(), Bytes::from("2"))]
     );
-    assert_eq!(store.current_revision().await.unwrap(), updated);
+    assert_eq!(store.current_revision().await.unwrap(), rev_after_update);
     assert_eq!(
         inner.get("/a/x").await.unwrap().expect("written").value,
         Bytes::from("2")
@@ -59,7 +59,7 @@ async fn hooks_run_before_lists_and_updates_and_the_rest_is_forwarded() {
 
     let listed = store.list(list("/a/")).await.unwrap();
     assert_eq!(listed.items.len(), 1);
-    assert_eq!(listed.revision, updated);
+    assert_eq!(listed.revision, rev_after_update);
     let refused = store.list(list("/refused/")).await;
     assert!(
         matches!(&refused, Err(StorageError::Unavailable(m)) if m == "held back"),
