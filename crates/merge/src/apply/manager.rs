@@ -393,6 +393,7 @@ impl<'a> FieldManager<'a> {
                     Entry::new(set, self.api_version.to_owned(), Some(now.to_owned())),
                 );
             }
+            managed.cap_update_managers(self.max_update_managers);
             return;
         }
         reconcile_all(self.schema, managed, live);
