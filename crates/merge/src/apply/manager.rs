@@ -379,6 +379,23 @@ impl<'a> FieldManager<'a> {
         id: ManagerId,
         now: &str,
     ) {
+        if managed.entries.is_empty() && live.as_object().is_some_and(Map::is_empty) {
+            // A create (or the fields set before a first apply): nothing to reconcile, nobody
+            // to take fields from, and the changed fields are `new`'s own.
+            let mut set = typed::added(self.schema, new);
+            if let Some(reset) = self.reset_fields {
+                set = set.recursive_difference(reset);
+            }
+            let _ = set.difference_in_place(strip_set());
+            if !set.is_empty() {
+                managed.entries.insert(
+                    id,
+                    Entry::new(set, self.api_version.to_owned(), Some(now.to_owned())),
+                );
+            }
+            managed.cap_update_managers(self.max_update_managers);
+            return;
+        }
         reconcile_all(self.schema, managed, live);
         let Ok(cmp) = update_others(
             self.schema,

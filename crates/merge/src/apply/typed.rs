@@ -437,6 +437,73 @@ pub(crate) fn compare(schema: &Schema, old: &Value, new: &Value) -> Comparison {
     cmp
 }
 
+/// Returns what a create adds: `compare(schema, &{}, new).added` built in one walk of `new`,
+/// without the comparison's bookkeeping for modified and removed fields (a create's field
+/// manager calls it on every POST).
+pub(crate) fn added(schema: &Schema, new: &Value) -> FieldSet {
+    added_below(schema, schema.root(), new)
+}
+
+/// The added fields below `val` of type `ty` (`compare_children` with nothing on the left).
+fn added_below(schema: &Schema, ty: TypeId, val: &Value) -> FieldSet {
+    let mut members = Vec::new();
+    let mut children = Vec::new();
+    match pair_shape(schema, ty, None, Some(val)) {
+        Shape::Leaf => {}
+        Shape::Map(mt) => {
+            if let Some(o) = val.as_object() {
+                members.reserve(o.len());
+                for (k, v) in o {
+                    if is_managed_fields(mt, k) {
+                        continue;
+                    }
+                    let (ct, _) = schema.field(mt, k);
+                    added_child(
+                        schema,
+                        ct,
+                        PathElement::Field(k.clone()),
+                        v,
+                        &mut members,
+                        &mut children,
+                    );
+                }
+            }
+        }
+        Shape::List(et, kind) => {
+            let Ok((order, items)) = index_items(kind, Some(val), false) else {
+                return FieldSet::new();
+            };
+            for pe in order {
+                if let Some(item) = items.get(&pe).copied() {
+                    added_child(schema, et, pe, item, &mut members, &mut children);
+                }
+            }
+        }
+    }
+    FieldSet::from_parts(members, children)
+}
+
+/// One added child (`compare_child` with nothing on the left): a leaf is a member; a map or list
+/// is a member as a whole and a child with what lies below it.
+fn added_child(
+    schema: &Schema,
+    ty: TypeId,
+    pe: PathElement,
+    val: &Value,
+    members: &mut Vec<PathElement>,
+    children: &mut Vec<(PathElement, FieldSet)>,
+) {
+    if let Shape::Leaf = pair_shape(schema, ty, None, Some(val)) {
+        members.push(pe);
+        return;
+    }
+    let below = added_below(schema, ty, val);
+    if !below.is_empty() {
+        children.push((pe.clone(), below));
+    }
+    members.push(pe);
+}
+
 fn compare_children(
     schema: &Schema,
     ty: TypeId,

@@ -8,7 +8,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use super::managed::{self, Ownership};
-use super::{Ctx, Reply, invalid, read_object, render_object, storage_bytes};
+use super::{Ctx, Reply, invalid, read_decoded, render_object, storage_encoding};
 use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::registry::{Strategy, Subresource, meta};
@@ -145,7 +145,13 @@ pub async fn create_object(
     let stored = loop {
         let current = meta::name(&obj).to_string();
         let key = info.key(Some(meta::namespace(&obj)), &current);
-        let value = storage_bytes(ctx, strategy, &obj).await?;
+        // Only a generated name may be tried again; otherwise the object is not needed after.
+        let input = if generate {
+            obj.clone()
+        } else {
+            std::mem::take(&mut obj)
+        };
+        let (value, stored) = storage_encoding(ctx, strategy, input).await?;
         if ctx.dry_run() {
             if ctx.store().get(&key).await.ok().flatten().is_some() {
                 return Err(Status::already_exists(&info.group_resource(), &current).into());
@@ -155,15 +161,8 @@ pub async fn create_object(
                 Reply::value(201, render_object(ctx, strategy, out)?).with_warnings(warnings)
             );
         }
-        match ctx.store().create(&key, value.clone()).await {
-            Ok(rev) => {
-                break crd_storage::KeyValue {
-                    key,
-                    value,
-                    create_revision: rev,
-                    mod_revision: rev,
-                };
-            }
+        match ctx.store().create(&key, value).await {
+            Ok(rev) => break (stored, rev),
             Err(StorageError::AlreadyExists { existing, .. }) => {
                 if generate && attempt + 1 < GENERATE_NAME_ATTEMPTS {
                     attempt += 1;
@@ -187,7 +186,10 @@ pub async fn create_object(
             Err(e) => return Err(ApiError::storage(&info.group_resource(), &current, e)),
         }
     };
-    let out = read_object(strategy, &stored).await?;
+    let out = read_decoded(strategy, vec![stored], false)
+        .await?
+        .pop()
+        .ok_or_else(|| ApiError::from(Status::internal("conversion returned no object")))?;
     Ok(Reply::value(201, render_object(ctx, strategy, out)?).with_warnings(warnings))
 }
 

@@ -333,12 +333,29 @@ pub async fn read_objects(
 ) -> Result<Vec<Value>, ApiError> {
     let mut objs = Vec::with_capacity(kvs.len());
     for kv in kvs {
-        let mut obj: Value = serde_json::from_slice(&kv.value)
+        let obj: Value = serde_json::from_slice(&kv.value)
             .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
-        meta::set_resource_version(&mut obj, kv.mod_revision);
-        strategy.read_shape(&mut obj);
-        objs.push(obj);
+        objs.push((obj, kv.mod_revision));
     }
+    read_decoded(strategy, objs, is_list).await
+}
+
+/// [`read_objects`] of stored objects already decoded, each with its revision: a write that
+/// just encoded an object reads it back without decoding the bytes it stored (the same value:
+/// JSON encoding and decoding of a value are each other's inverse).
+pub async fn read_decoded(
+    strategy: &dyn Strategy,
+    stored: Vec<(Value, crd_storage::Revision)>,
+    is_list: bool,
+) -> Result<Vec<Value>, ApiError> {
+    let objs = stored
+        .into_iter()
+        .map(|(mut obj, revision)| {
+            meta::set_resource_version(&mut obj, revision);
+            strategy.read_shape(&mut obj);
+            obj
+        })
+        .collect();
     match strategy.conversion() {
         Some(plan) => pipeline::read_stored(&plan, objs, is_list).await,
         None => Ok(objs),
@@ -359,9 +376,19 @@ pub async fn storage_bytes(
     strategy: &dyn Strategy,
     obj: &Value,
 ) -> Result<Bytes, ApiError> {
+    Ok(storage_encoding(ctx, strategy, obj.clone()).await?.0)
+}
+
+/// [`storage_bytes`], also returning the stored object those bytes encode (for
+/// [`read_decoded`]).
+pub async fn storage_encoding(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    obj: Value,
+) -> Result<(Bytes, Value), ApiError> {
     let converted = match strategy.conversion() {
-        Some(plan) => pipeline::to_storage(&plan, obj.clone()).await?,
-        None => obj.clone(),
+        Some(plan) => pipeline::to_storage(&plan, obj).await?,
+        None => obj,
     };
     let mut stored = strategy.write_shape(converted);
     meta::clear_resource_version(&mut stored);
@@ -371,7 +398,7 @@ pub async fn storage_bytes(
         // What a cluster answers when an object passes etcd's request limit.
         return Err(Status::failure(500, "", "etcdserver: request is too large").into());
     }
-    Ok(Bytes::from(bytes))
+    Ok((Bytes::from(bytes), stored))
 }
 
 /// Renders one object in the negotiated output (Table, metadata-only, or as is).

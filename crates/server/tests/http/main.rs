@@ -8,6 +8,7 @@ mod admission_policy;
 mod api;
 mod conversion_rules;
 mod crd_scale;
+mod create_answer;
 mod discovery_cache;
 mod gc;
 mod hostile;
