@@ -8,7 +8,7 @@
 //!   and until the cache is ready again every request goes to the engine.
 //! - Consistent reads (`resourceVersion=""`, [`Store::get`]) read the engine's current revision
 //!   and wait until the cache has caught up to it (KEP-2340 `ConsistentListFromCache`); concurrent
-//!   readers share one revision request. A read the cache cannot answer in time goes to the
+//!   readers share one revision request, and a new batch is sent while one is in flight. A read the cache cannot answer in time goes to the
 //!   engine. `NotOlderThan`/`0` lists wait only for their revision; a list at an exact revision
 //!   is answered from the cache when it is the cache's revision, else by the engine (as are
 //!   continue tokens of older snapshots).
