@@ -194,7 +194,7 @@ async fn measure(
     let cpu_before = cpu(&pids);
     let started = Instant::now();
     create_load(&server, 64, creates, "c").await?;
-    let created = creates as f64 / started.elapsed().as_secs_f64();
+    let create_rate = creates as f64 / started.elapsed().as_secs_f64();
     let cpu_after = cpu(&pids);
     let after_creates = storage_requests(&server, &client).await?;
     let base = format!("{}/apis/{GROUP}/v1/namespaces/default/widgets", server.url);
@@ -204,7 +204,7 @@ async fn measure(
     let _ = std::fs::remove_dir_all(data);
     let per_create = |i: usize| (cpu_after[i] - cpu_before[i]) / creates as f64;
     Ok(Figures {
-        creates: created,
+        creates: create_rate,
         gets: got,
         requests_per_create: delta(&requests, &after_creates, None) / creates as f64,
         revisions_per_get: delta(&after_creates, &after_gets, Some("current_revision"))
