@@ -50,7 +50,7 @@ use window::Window;
 const LIST_PAGE: usize = 10_000;
 /// How often the feed asks the engine for progress while idle, so that a consistent read whose
 /// revision no cached key reached (a write outside the root) still completes quickly.
-const FEED_PROGRESS: Duration = Duration::from_millis(200);
+const FEED_PROGRESS: Duration = Duration::from_millis(50);
 /// How long a read waits for the cache to catch up before it goes to the engine.
 const CATCH_UP: Duration = Duration::from_secs(3);
 /// At most this many events already waiting are applied before readers are woken.
