@@ -8,10 +8,10 @@
 //!   and until the cache is ready again every request goes to the engine.
 //! - Consistent reads (`resourceVersion=""`, [`Store::get`]) read the engine's current revision
 //!   and wait until the cache has caught up to it (KEP-2340 `ConsistentListFromCache`); concurrent
-//!   readers share one revision request, and a new batch is sent while one is in flight. A read the cache cannot answer in time goes to the
-//!   engine. `NotOlderThan`/`0` lists wait only for their revision; a list at an exact revision
-//!   is answered from the cache when it is the cache's revision, else by the engine (as are
-//!   continue tokens of older snapshots).
+//!   readers share one revision request, and a new batch is sent while one is in flight. A read
+//!   the cache cannot answer in time goes to the engine. `NotOlderThan`/`0` lists wait only for
+//!   their revision; a list at an exact revision is answered from the cache when it is the
+//!   cache's revision, else by the engine (as are continue tokens of older snapshots).
 //! - Secondary indexes (`index.rs`) from the [`Indexer`] the cache is built with: a list with
 //!   [`ListRequest::index_terms`] visits only the keys that have them.
 //! - A bounded event window (`window.rs`, upstream's capacity policy); a watch from before it
@@ -367,7 +367,7 @@ const REVISION_PIPELINE: usize = 2;
 
 /// Shares "current revision" requests among concurrent consistent readers. A reader joins only
 /// a request sent after it arrived, so the revision it gets is at least the store's revision
-/// when its read began (linearizable: the engine's revision read is, for etcd a quorum read).
+/// when its read began (linearizable: for etcd the revision read is a quorum read).
 /// Requests are pipelined ([`REVISION_PIPELINE`]): a new batch starts while one is in flight.
 struct Oracle {
     inner: Arc<dyn Store>,
