@@ -8,10 +8,10 @@
 //!   and until the cache is ready again every request goes to the engine.
 //! - Consistent reads (`resourceVersion=""`, [`Store::get`]) read the engine's current revision
 //!   and wait until the cache has caught up to it (KEP-2340 `ConsistentListFromCache`); concurrent
-//!   readers share one revision request. A read the cache cannot answer in time goes to the
-//!   engine. `NotOlderThan`/`0` lists wait only for their revision; a list at an exact revision
-//!   is answered from the cache when it is the cache's revision, else by the engine (as are
-//!   continue tokens of older snapshots).
+//!   readers share one revision request, and a new batch is sent while one is in flight. A read
+//!   the cache cannot answer in time goes to the engine. `NotOlderThan`/`0` lists wait only for
+//!   their revision; a list at an exact revision is answered from the cache when it is the
+//!   cache's revision, else by the engine (as are continue tokens of older snapshots).
 //! - Secondary indexes (`index.rs`) from the [`Indexer`] the cache is built with: a list with
 //!   [`ListRequest::index_terms`] visits only the keys that have them.
 //! - A bounded event window (`window.rs`, upstream's capacity policy); a watch from before it
@@ -50,7 +50,7 @@ use window::Window;
 const LIST_PAGE: usize = 10_000;
 /// How often the feed asks the engine for progress while idle, so that a consistent read whose
 /// revision no cached key reached (a write outside the root) still completes quickly.
-const FEED_PROGRESS: Duration = Duration::from_millis(200);
+const FEED_PROGRESS: Duration = Duration::from_millis(50);
 /// How long a read waits for the cache to catch up before it goes to the engine.
 const CATCH_UP: Duration = Duration::from_secs(3);
 /// At most this many events already waiting are applied before readers are woken.
@@ -105,6 +105,9 @@ pub struct CacheConfig {
     pub watcher_buffer: usize,
     /// Told what the cache does (metrics); `None` tells nobody.
     pub observer: Option<Arc<dyn CacheObserver>>,
+    /// How many revision requests of consistent reads may be in flight at once (at least 1;
+    /// see [`REVISION_PIPELINE`]).
+    pub revision_pipeline: usize,
 }
 
 impl CacheConfig {
@@ -115,8 +118,18 @@ impl CacheConfig {
             indexer,
             watcher_buffer: 100,
             observer: None,
+            revision_pipeline: revision_pipeline_from_env(),
         }
     }
+}
+
+/// [`REVISION_PIPELINE`], or `CRD_APISERVER_REVISION_PIPELINE` when set to a number (a knob
+/// for the benchmarks, which compare depths with one build).
+fn revision_pipeline_from_env() -> usize {
+    std::env::var("CRD_APISERVER_REVISION_PIPELINE")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(REVISION_PIPELINE, |n| n.max(1))
 }
 
 /// One cached key.
@@ -209,7 +222,7 @@ impl CacheStore {
         });
         let feed = tokio::spawn(feed(inner.clone(), Arc::downgrade(&shared))).abort_handle();
         Arc::new(CacheStore {
-            oracle: Arc::new(Oracle::new(inner.clone())),
+            oracle: Arc::new(Oracle::new(inner.clone(), config.revision_pipeline)),
             inner,
             shared,
             feed,
@@ -264,6 +277,14 @@ impl CacheStore {
     }
 
     async fn caught_up_inner(&self, target: Revision) -> bool {
+        // Usually the cache is already there (no writes in flight): answer without subscribing
+        // or arming a timer.
+        {
+            let st = self.read();
+            if st.ready && st.revision >= target {
+                return true;
+            }
+        }
         let mut rx = self.shared.revision.subscribe();
         let wait = async {
             loop {
@@ -338,67 +359,99 @@ impl CacheStore {
 /// A reader waiting for a revision (or the engine's error text).
 type Waiter = oneshot::Sender<Result<Revision, String>>;
 
-/// Shares one "current revision" request among concurrent consistent readers. A reader joins
-/// only a request sent after it arrived, so the revision it gets is at least the store's
-/// revision when its read began.
+/// How many revision requests may be in flight at once. With one, a reader that arrives while a
+/// request is out waits for it to return and then for a whole second round trip; with two, the
+/// next batch is sent at once and waits only for its own answer (upstream's etcd client
+/// pipelines its ranges the same way). More would only split the readers into smaller batches.
+const REVISION_PIPELINE: usize = 2;
+
+/// Shares "current revision" requests among concurrent consistent readers. A reader joins only
+/// a request sent after it arrived, so the revision it gets is at least the store's revision
+/// when its read began (linearizable: for etcd the revision read is a quorum read).
+/// Requests are pipelined ([`REVISION_PIPELINE`]): a new batch starts while one is in flight.
 struct Oracle {
     inner: Arc<dyn Store>,
-    /// Readers waiting for the next request, and whether a leader is running.
-    queue: Mutex<(Vec<Waiter>, bool)>,
+    /// At most this many requests in flight.
+    pipeline: usize,
+    queue: Mutex<Queue>,
+}
+
+/// The readers waiting for the next request, and the requests started.
+#[derive(Default)]
+struct Queue {
+    waiting: Vec<Waiter>,
+    /// Requests sent and not yet answered.
+    in_flight: usize,
+    /// A sender task will take `waiting` (it is scheduled, or yielding before it takes them).
+    scheduled: bool,
 }
 
 impl Oracle {
-    fn new(inner: Arc<dyn Store>) -> Self {
+    fn new(inner: Arc<dyn Store>, pipeline: usize) -> Self {
         Oracle {
             inner,
-            queue: Mutex::new((Vec::new(), false)),
+            pipeline: pipeline.max(1),
+            queue: Mutex::new(Queue::default()),
         }
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     async fn current(self: &Arc<Self>) -> Result<Revision, StorageError> {
         let (tx, rx) = oneshot::channel();
-        let lead = {
-            let mut q = self
-                .queue
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            q.0.push(tx);
-            !std::mem::replace(&mut q.1, true)
+        let start = {
+            let mut q = self.queue();
+            q.waiting.push(tx);
+            let start = !q.scheduled && q.in_flight < self.pipeline;
+            q.scheduled |= start;
+            start
         };
-        if lead {
-            let oracle = self.clone();
-            tokio::spawn(async move {
-                loop {
-                    // Requests already runnable join this batch first: a task spawned from a
-                    // worker runs next (tokio's LIFO slot), before the readers queued behind
-                    // it have asked; yielding once sends one revision request for all of them.
-                    tokio::task::yield_now().await;
-                    let batch = {
-                        let mut q = oracle
-                            .queue
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner);
-                        if q.0.is_empty() {
-                            q.1 = false;
-                            return;
-                        }
-                        std::mem::take(&mut q.0)
-                    };
-                    let result = oracle
-                        .inner
-                        .current_revision()
-                        .await
-                        .map_err(|e| e.to_string());
-                    for tx in batch {
-                        let _ = tx.send(result.clone());
-                    }
-                }
-            });
+        if start {
+            tokio::spawn(self.clone().send_batches());
         }
         match rx.await {
             Ok(Ok(rev)) => Ok(rev),
             Ok(Err(e)) => Err(StorageError::Unavailable(e)),
             Err(_) => Err(StorageError::Unavailable("revision request dropped".into())),
+        }
+    }
+
+    /// Sends one request for the readers waiting now, answers them, and goes on with the readers
+    /// that queued meanwhile when no other sender took them.
+    async fn send_batches(self: Arc<Self>) {
+        loop {
+            // Requests already runnable join this batch first: a task spawned from a worker
+            // runs next (tokio's LIFO slot), before the readers queued behind it have asked;
+            // yielding once sends one revision request for all of them.
+            tokio::task::yield_now().await;
+            let batch = {
+                let mut q = self.queue();
+                q.scheduled = false;
+                if q.waiting.is_empty() {
+                    return;
+                }
+                q.in_flight += 1;
+                std::mem::take(&mut q.waiting)
+            };
+            let result = self
+                .inner
+                .current_revision()
+                .await
+                .map_err(|e| e.to_string());
+            for tx in batch {
+                let _ = tx.send(result.clone());
+            }
+            let mut q = self.queue();
+            q.in_flight -= 1;
+            // Readers that arrived while both requests were out queued without a sender.
+            if q.waiting.is_empty() || q.scheduled {
+                return;
+            }
+            q.scheduled = true;
         }
     }
 }

@@ -23,6 +23,13 @@ use crate::{
 
 /// How many events the shared stream buffers for slow subscribers before they lag.
 const BUFFER: usize = 16_384;
+/// How often the shared engine watch asks for progress while no event arrives. A write outside
+/// the root (another `--etcd-prefix`, another program) moves the engine's revision without an
+/// event here; a consistent read through the watch cache waits until progress vouches for that
+/// revision. etcd 3.4 needs two answers before one is trusted (`etcd.rs`), so a read after such
+/// a write waits about three intervals: with 1 s it waited 2–3 s (and then went to the engine).
+/// Only an idle watch asks; one request each interval costs etcd next to nothing.
+const PROGRESS: Duration = Duration::from_millis(100);
 
 #[derive(Clone, Debug)]
 enum Item {
@@ -71,7 +78,7 @@ async fn pump(
             .watch(WatchRequest {
                 prefix: root.clone(),
                 after,
-                progress_interval: Some(Duration::from_secs(1)),
+                progress_interval: Some(PROGRESS),
             })
             .await;
         let mut stream = match stream {

@@ -8,6 +8,7 @@ mod cache;
 mod conversion_rules;
 mod crds;
 mod create;
+mod etcd_parity;
 mod memory;
 
 use std::path::Path;
@@ -102,6 +103,8 @@ pub struct BenchArgs {
     cache: cache::CacheArgs,
     #[command(flatten)]
     memory: memory::MemoryArgs,
+    #[command(flatten)]
+    parity: etcd_parity::ParityArgs,
 }
 
 /// Extra `serve` flags for every server a run starts (the storage engine).
@@ -547,6 +550,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if args.memory.only_memory {
         return memory::run(args.objects).await;
+    }
+    if args.parity.only_etcd_parity {
+        return etcd_parity::run(&args.parity, &args.etcd_servers).await;
     }
     let etcd_prefix = format!(
         "/bench-{}",

@@ -1,0 +1,335 @@
+//! `crd-apiserver bench --only-etcd-parity --etcd-servers <url>`: the etcd engine against its
+//! own limits in one run (issue 19). Each round measures etcd's own put rate through the engine
+//! (1 and 64 writers, without the server), then a server on etcd and a server on `SQLite`
+//! (alternating which goes first), both with the watch cache: creates/s from 64 clients and
+//! consistent gets/s from 64 clients. Beside the rates it reports what each create and get cost:
+//! the storage requests the server made (its `etcd_request_duration_seconds` counts, so
+//! `current_revision` is the revision requests of consistent reads) and the CPU time the server,
+//! etcd and this load generator spent per create. Figures are the best of the rounds.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::bail;
+
+use super::{GROUP, Report, Server, create_load, etcd_limit, gets, setup_crd, wait_ready};
+
+/// Options of the etcd parity figures.
+#[derive(clap::Args, Debug)]
+pub struct ParityArgs {
+    /// Measure only the etcd parity figures ("etcd parity" section; needs `--etcd-servers`).
+    #[arg(long)]
+    pub only_etcd_parity: bool,
+    /// Rounds of the etcd parity figures (best of).
+    #[arg(id = "parity_rounds", long = "parity-rounds", default_value_t = 3)]
+    pub rounds: usize,
+    /// Creates per server and round in the etcd parity figures.
+    #[arg(
+        id = "parity_creates",
+        long = "parity-creates",
+        default_value_t = 20_000
+    )]
+    pub creates: usize,
+    /// Gets per server and round in the etcd parity figures.
+    #[arg(id = "parity_gets", long = "parity-gets", default_value_t = 40_000)]
+    pub gets: usize,
+}
+
+/// etcd's 64-writer put rate through the engine while one watch with previous values (the watch
+/// cache's feed, as the server runs it) drains every event under the prefix: etcd reads each
+/// event's previous value for it, so this is the limit a server with a watch cache can reach.
+async fn watched_limit(endpoints: &[String], prefix: &str, n: usize) -> anyhow::Result<f64> {
+    use crd_storage::Store;
+    let engine = crd_storage::etcd::EtcdStore::connect(crd_storage::etcd::EtcdConfig {
+        endpoints: endpoints.to_vec(),
+        prefix: format!("{prefix}-watched"),
+        ..crd_storage::etcd::EtcdConfig::default()
+    })
+    .await?;
+    let shared = crd_storage::fanout::FanoutStore::new(engine, "/registry/").await?;
+    let cache = crd_storage::cache::CacheStore::new(
+        shared,
+        crd_storage::cache::CacheConfig::new("/registry/", None),
+    );
+    cache.wait_ready().await;
+    let value = bytes::Bytes::from(super::object("x").to_string());
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..64 {
+        let store = cache.clone();
+        let value = value.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (c..n).step_by(64) {
+                store
+                    .create(&format!("/registry/raw/watched/{i}"), value.clone())
+                    .await?;
+            }
+            Ok::<_, crd_storage::StorageError>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    // Every event reached the cache (a consistent read waits for the feed to catch up).
+    let listed = cache
+        .list(crd_storage::ListRequest {
+            prefix: "/registry/raw/watched/".into(),
+            ..crd_storage::ListRequest::default()
+        })
+        .await?;
+    if listed.items.len() != n {
+        bail!("the cache holds {} of {n} objects", listed.items.len());
+    }
+    Ok(rate)
+}
+
+/// What one server measured.
+#[derive(Clone, Copy, Default)]
+struct Figures {
+    creates: f64,
+    gets: f64,
+    /// Storage requests per create (all operations) and revision requests per get.
+    requests_per_create: f64,
+    revisions_per_get: f64,
+    /// CPU microseconds per create: server, etcd, load generator.
+    cpu: [f64; 3],
+}
+
+/// CPU time (user + system) of a process so far, in microseconds (`/proc/<pid>/stat`).
+fn cpu_micros(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name and state.
+    (ticks(11) + ticks(12)) * 1e6 / 100.0
+}
+
+/// The pid of the etcd serving `endpoint` (its command line names the client URL's port).
+fn etcd_pid(endpoint: &str) -> Option<String> {
+    let port = endpoint.rsplit(':').next()?.trim_end_matches('/');
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let pid = entry.file_name().to_string_lossy().to_string();
+        if !pid.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let first = cmdline.split_whitespace().next().unwrap_or("");
+        if first.ends_with("etcd") && cmdline.contains(&format!(":{port}")) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// The server's storage request counts by operation (`etcd_request_duration_seconds_count`).
+async fn storage_requests(
+    server: &Server,
+    client: &reqwest::Client,
+) -> anyhow::Result<BTreeMap<String, f64>> {
+    let text = client
+        .get(format!("{}/metrics", server.url))
+        .bearer_auth(&server.token)
+        .send()
+        .await?
+        .text()
+        .await?;
+    let mut counts = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("etcd_request_duration_seconds_count{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let operation = labels
+            .split(',')
+            .find_map(|l| l.strip_prefix("operation=\""))
+            .map_or("", |v| v.trim_end_matches('"'));
+        *counts.entry(operation.to_string()).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
+    }
+    Ok(counts)
+}
+
+fn delta(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>, op: Option<&str>) -> f64 {
+    after
+        .iter()
+        .filter(|(k, _)| op.is_none_or(|o| o == k.as_str()))
+        .map(|(k, v)| v - before.get(k).copied().unwrap_or(0.0))
+        .sum()
+}
+
+/// Creates, then gets, on a fresh server started with `extra`.
+async fn measure(
+    data: &Path,
+    extra: &[String],
+    etcd: Option<&str>,
+    creates: usize,
+    total_gets: usize,
+) -> anyhow::Result<Figures> {
+    let (server, _) = Server::start_with(data, extra)?;
+    wait_ready(&server).await?;
+    let client = server.client(true)?;
+    setup_crd(&server, &client).await?;
+    create_load(&server, 64, 640, "warm").await?;
+    let pids = [
+        Some(server.child.id().to_string()),
+        etcd.map(str::to_string),
+        Some("self".to_string()),
+    ];
+    let cpu = |pids: &[Option<String>; 3]| {
+        pids.each_ref()
+            .map(|p| p.as_deref().map_or(0.0, cpu_micros))
+    };
+    let requests = storage_requests(&server, &client).await?;
+    let cpu_before = cpu(&pids);
+    let started = Instant::now();
+    create_load(&server, 64, creates, "c").await?;
+    let create_rate = creates as f64 / started.elapsed().as_secs_f64();
+    let cpu_after = cpu(&pids);
+    let after_creates = storage_requests(&server, &client).await?;
+    let base = format!("{}/apis/{GROUP}/v1/namespaces/default/widgets", server.url);
+    let got = gets(&server, &base, "c", creates, total_gets).await?;
+    let after_gets = storage_requests(&server, &client).await?;
+    drop(server);
+    let _ = std::fs::remove_dir_all(data);
+    let per_create = |i: usize| (cpu_after[i] - cpu_before[i]) / creates as f64;
+    Ok(Figures {
+        creates: create_rate,
+        gets: got,
+        requests_per_create: delta(&requests, &after_creates, None) / creates as f64,
+        revisions_per_get: delta(&after_creates, &after_gets, Some("current_revision"))
+            / total_gets as f64,
+        cpu: [per_create(0), per_create(1), per_create(2)],
+    })
+}
+
+/// Keeps the better figures of two rounds (each figure on its own).
+fn best(a: Figures, b: Figures) -> Figures {
+    let (c, g) = (
+        if b.creates > a.creates { b } else { a },
+        if b.gets > a.gets { b } else { a },
+    );
+    Figures {
+        creates: c.creates,
+        requests_per_create: c.requests_per_create,
+        cpu: c.cpu,
+        gets: g.gets,
+        revisions_per_get: g.revisions_per_get,
+    }
+}
+
+/// Runs the section.
+pub async fn run(args: &ParityArgs, endpoints: &[String]) -> anyhow::Result<()> {
+    let Some(endpoint) = endpoints.first() else {
+        bail!("--only-etcd-parity needs --etcd-servers");
+    };
+    let etcd = etcd_pid(endpoint);
+    let dir = tempfile::tempdir()?;
+    let mut report = Report { rows: Vec::new() };
+    println!("| figure | value | note |");
+    println!("| --- | --- | --- |");
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let (mut seq, mut par, mut watched) = (0.0_f64, 0.0_f64, 0.0_f64);
+    let (mut on_etcd, mut on_sqlite) = (Figures::default(), Figures::default());
+    for round in 0..args.rounds.max(1) {
+        let prefix = format!("/bench-parity-{stamp}-{round}");
+        let (s, p) = etcd_limit(endpoints, &prefix, 2000).await?;
+        seq = seq.max(s);
+        par = par.max(p);
+        watched = watched.max(watched_limit(endpoints, &prefix, 8000).await?);
+        let etcd_flags = vec![
+            "--etcd-servers".to_string(),
+            endpoints.join(","),
+            "--etcd-prefix".to_string(),
+            prefix,
+        ];
+        for first in [round % 2 == 0, round % 2 != 0] {
+            if first {
+                let f = measure(
+                    &dir.path().join(format!("etcd-{round}")),
+                    &etcd_flags,
+                    etcd.as_deref(),
+                    args.creates,
+                    args.gets,
+                )
+                .await?;
+                on_etcd = best(on_etcd, f);
+            } else {
+                let f = measure(
+                    &dir.path().join(format!("sqlite-{round}")),
+                    &[],
+                    None,
+                    args.creates,
+                    args.gets,
+                )
+                .await?;
+                on_sqlite = best(on_sqlite, f);
+            }
+        }
+    }
+    let rounds = args.rounds.max(1);
+    report.row(
+        "etcd puts/s without the server (1 writer / 64 writers)",
+        format!("{seq:.0} / {par:.0}"),
+        format!("the engine's own limit, best of {rounds} rounds"),
+    );
+    report.row(
+        "etcd puts/s without the server, 64 writers, one watch with previous values open",
+        format!("{watched:.0}"),
+        format!(
+            "{:.2}x the unwatched rate: etcd's cost of the watch cache's feed",
+            watched / par
+        ),
+    );
+    report.row(
+        "creates/s, 64 clients, etcd (watch cache on)",
+        format!("{:.0}", on_etcd.creates),
+        format!(
+            "{:.2}x of etcd's 64-writer put rate (target ≥ 0.8x); {:.2} storage requests per create",
+            on_etcd.creates / par,
+            on_etcd.requests_per_create
+        ),
+    );
+    report.row(
+        "CPU per create on etcd: server / etcd / load generator",
+        format!(
+            "{:.0} / {:.0} / {:.0} µs",
+            on_etcd.cpu[0], on_etcd.cpu[1], on_etcd.cpu[2]
+        ),
+        if etcd.is_some() {
+            "user + system time over the 64-client creates".into()
+        } else {
+            "etcd's process was not found on this machine (etcd column 0)".into()
+        },
+    );
+    report.row(
+        "creates/s, 64 clients, SQLite (watch cache on)",
+        format!("{:.0}", on_sqlite.creates),
+        format!(
+            "same run; CPU per create: server {:.0} µs, load generator {:.0} µs",
+            on_sqlite.cpu[0], on_sqlite.cpu[2]
+        ),
+    );
+    report.row(
+        "consistent gets/s, 64 clients: etcd / SQLite (watch cache on)",
+        format!("{:.0} / {:.0}", on_etcd.gets, on_sqlite.gets),
+        format!(
+            "etcd {:.2}x SQLite (target parity); {:.3} etcd revision requests per get",
+            on_etcd.gets / on_sqlite.gets,
+            on_etcd.revisions_per_get
+        ),
+    );
+    Ok(())
+}
