@@ -328,9 +328,9 @@ async fn verbatim_list(
     let slow: Vec<usize> = (0..items.len()).filter(|&i| items[i].is_none()).collect();
     if !slow.is_empty() {
         let kvs: Vec<crd_storage::KeyValue> = slow.iter().map(|&i| resp.items[i].clone()).collect();
-        let objs = read_objects(strategy, &kvs, true).await?;
-        for (i, obj) in slow.into_iter().zip(objs) {
-            items[i] = Some(serde_json::to_vec(&obj).map_err(Status::internal)?);
+        let encoded = super::read_objects_encoded(strategy, &kvs, true).await?;
+        for (i, bytes) in slow.into_iter().zip(encoded) {
+            items[i] = Some(bytes);
         }
     }
     let mut list_meta = json!({ "resourceVersion": resp.revision.to_string() });

@@ -24,7 +24,7 @@ use crd_storage::{Freshness, KeyValue, ListRequest, Revision, Store};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::{Ctx, Reply, ReplyBody, read_objects};
+use super::{Ctx, Reply, ReplyBody};
 use crate::body::BodyError;
 use crate::error::ApiError;
 use crate::registry::Strategy;
@@ -222,15 +222,16 @@ async fn encode_page(
         }
         encoded.push(spliced);
     }
-    let mut decoded = read_objects(strategy, &slow, true).await?.into_iter();
+    let mut decoded = super::read_objects_encoded(strategy, &slow, true)
+        .await?
+        .into_iter();
     for (i, item) in encoded.into_iter().enumerate() {
         let bytes = if let Some(b) = item {
             b
         } else {
-            let obj = decoded
+            decoded
                 .next()
-                .ok_or_else(|| Status::internal("conversion returned too few objects"))?;
-            serde_json::to_vec(&obj).map_err(Status::internal)?
+                .ok_or_else(|| Status::internal("conversion returned too few objects"))?
         };
         if i > 0 || !opens {
             out.push(b',');
