@@ -558,7 +558,11 @@ fn restore_object_meta(original: &Value, converted: &mut Value) -> Result<(), St
 
 /// The checks of a converted `metadata.labels` or `metadata.annotations` (`value`, absent when
 /// `null`) against the original's (`original`): string values, and valid when changed.
-fn check_meta_map(field: &str, value: Option<&Value>, original: Option<&Value>) -> Result<(), String> {
+fn check_meta_map(
+    field: &str,
+    value: Option<&Value>,
+    original: Option<&Value>,
+) -> Result<(), String> {
     if let Some(map) = value.and_then(Value::as_object) {
         for (k, v) in map {
             if !v.is_string() {
@@ -673,7 +677,11 @@ mod tests {
     }
 
     /// A CRD of group `example.com`, v1 (storage) and v2, with `spec` properties and rules.
-    fn rules_of(v1_spec: &Value, v2_spec: &Value, rules: &Value) -> crd_cel::conversion::ConversionRules {
+    fn rules_of(
+        v1_spec: &Value,
+        v2_spec: &Value,
+        rules: &Value,
+    ) -> crd_cel::conversion::ConversionRules {
         let version = |name: &str, spec: &Value| {
             json!({"name": name, "served": true, "storage": name == "v1", "schema": {"openAPIV3Schema": {
                 "type": "object", "properties": {"spec": {"type": "object", "properties": spec}}}}})
@@ -708,7 +716,9 @@ mod tests {
         let rule = |from: &str, to: &str| json!([{"from": "v1", "to": "v2", "rules": [{"fromField": from, "toField": to}]}]);
         let obj = |spec: Value, meta: Value| {
             let mut m = json!({"name": "w", "namespace": "default", "uid": "u-1", "generation": 2});
-            m.as_object_mut().unwrap().extend(meta.as_object().cloned().unwrap_or_default());
+            m.as_object_mut()
+                .unwrap()
+                .extend(meta.as_object().cloned().unwrap_or_default());
             json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": m, "spec": spec})
         };
         let cases: Vec<(&str, Value, Value, Result<Value, &str>)> = vec![
@@ -716,7 +726,10 @@ mod tests {
                 // No rule reaches metadata: it is the original's, null maps removed.
                 "nothing",
                 rule(".spec.a", ".spec.b"),
-                obj(json!({"a": "x"}), json!({"labels": null, "annotations": {"k": "v"}})),
+                obj(
+                    json!({"a": "x"}),
+                    json!({"labels": null, "annotations": {"k": "v"}}),
+                ),
                 Ok(json!({"apiVersion": "example.com/v2", "kind": "Widget",
                           "metadata": {"name": "w", "namespace": "default", "uid": "u-1", "generation": 2, "annotations": {"k": "v"}},
                           "spec": {"b": "x"}})),
@@ -734,7 +747,9 @@ mod tests {
                 "an invalid label value",
                 rule(".spec.a", ".metadata.labels['app']"),
                 obj(json!({"a": "not a label!"}), json!({})),
-                Err("metadata.labels: Invalid value: \"not a label!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"),
+                Err(
+                    "metadata.labels: Invalid value: \"not a label!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                ),
             ),
             (
                 "a number in an annotation",
