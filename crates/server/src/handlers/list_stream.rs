@@ -86,7 +86,7 @@ pub async fn respond(
         serde_json::to_string(&info.list_kind).map_err(Status::internal)?,
         json!({ "resourceVersion": revision.to_string() })
     );
-    encode_page(strategy.as_ref(), &first.items, &mut head, true).await?;
+    encode_page(&strategy, &first.items, &mut head, true).await?;
     if first.remaining == 0 {
         head.extend_from_slice(tail.as_bytes());
         return Ok(Reply {
@@ -157,7 +157,7 @@ impl Rest {
                 })
                 .await?;
             let mut chunk = Vec::new();
-            encode_page(self.strategy.as_ref(), &resp.items, &mut chunk, false)
+            encode_page(&self.strategy, &resp.items, &mut chunk, false)
                 .await
                 .map_err(|e| format!("{e:?}"))?;
             if resp.remaining > 0 {
@@ -180,7 +180,7 @@ impl Rest {
 /// the stored layout get their `resourceVersion` spliced in straight into `out`; a page with any
 /// other item is decoded and converted (one batch per page), as the unstreamed path does.
 async fn encode_page(
-    strategy: &dyn Strategy,
+    strategy: &Arc<dyn Strategy>,
     items: &[KeyValue],
     out: &mut Vec<u8>,
     opens: bool,
@@ -222,7 +222,7 @@ async fn encode_page(
         }
         encoded.push(spliced);
     }
-    let mut decoded = super::read_objects_encoded(strategy, &slow, true)
+    let mut decoded = super::read_objects_encoded(strategy, slow, true)
         .await?
         .into_iter();
     for (i, item) in encoded.into_iter().enumerate() {

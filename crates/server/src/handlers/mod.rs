@@ -345,70 +345,61 @@ pub async fn read_objects(
     }
 }
 
-/// Objects below which a batch is converted on one thread (a thread costs tens of
-/// microseconds; an object a few).
-const OBJECTS_PER_THREAD: usize = 128;
-
 /// [`read_objects`], each object encoded as JSON: what list bodies are made of. When the CRD's
 /// converter runs in process (`None`, `ConversionRules`), every object goes from stored bytes to
 /// encoded bytes on its own (no batch of decoded objects is held), and a large batch is split
-/// over the machine's cores. Webhook conversions go through [`read_objects`] (one call).
+/// over the machine's cores on the blocking pool (whose threads, and their allocator arenas,
+/// stay warm between requests). Webhook conversions go through [`read_objects`] (one call).
 pub async fn read_objects_encoded(
-    strategy: &dyn Strategy,
-    kvs: &[KeyValue],
+    strategy: &Arc<dyn Strategy>,
+    kvs: Vec<KeyValue>,
     is_list: bool,
 ) -> Result<Vec<Vec<u8>>, ApiError> {
-    let encode = |o: &Value| -> Result<Vec<u8>, ApiError> {
-        serde_json::to_vec(o).map_err(|e| Status::internal(e).into())
-    };
     let plan = match strategy.conversion() {
         Some(plan) if plan.converter.in_process() => plan,
         _ => {
-            let objs = read_objects(strategy, kvs, is_list).await?;
-            return objs.iter().map(encode).collect();
+            let objs = read_objects(strategy.as_ref(), &kvs, is_list).await?;
+            return objs.iter().map(encode_json).collect();
         }
-    };
-    let one = |index: usize, kv: &KeyValue| -> Result<Vec<u8>, ApiError> {
-        let mut obj: Value = serde_json::from_slice(&kv.value)
-            .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
-        meta::set_resource_version(&mut obj, kv.mod_revision);
-        strategy.read_shape(&mut obj);
-        let obj = pipeline::read_stored_in_process(&plan, obj, is_list, index)
-            .ok_or_else(|| Status::internal("the converter does not run in process"))??;
-        encode(&obj)
-    };
-    let run = |offset: usize, part: &[KeyValue]| -> Result<Vec<Vec<u8>>, ApiError> {
-        part.iter()
-            .enumerate()
-            .map(|(i, kv)| one(offset + i, kv))
-            .collect()
     };
     let threads = (kvs.len() / OBJECTS_PER_THREAD).clamp(1, cores());
     if threads == 1 {
-        return run(0, kvs);
+        return encode_in_process(strategy.as_ref(), &plan, is_list, 0, &kvs);
     }
     let size = kvs.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let run = &run;
-        let others: Vec<_> = kvs
-            .chunks(size)
-            .enumerate()
-            .skip(1)
-            .map(|(n, part)| scope.spawn(move || run(n * size, part)))
-            .collect();
-        // The first part on this thread; the first failure in index order wins, as in a batch.
-        let mut out = run(0, &kvs[..size]);
-        for handle in others {
-            let part = handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            if let Ok(items) = &mut out {
-                items.extend(part?);
-            }
-        }
-        out
-    })
+    let mut parts = Vec::with_capacity(threads);
+    let mut rest = kvs;
+    while rest.len() > size {
+        let tail = rest.split_off(size);
+        parts.push(rest);
+        rest = tail;
+    }
+    parts.push(rest);
+    let handles: Vec<_> = parts
+        .into_iter()
+        .enumerate()
+        .map(|(n, part)| {
+            let (strategy, plan) = (strategy.clone(), plan.clone());
+            tokio::task::spawn_blocking(move || {
+                encode_in_process(strategy.as_ref(), &plan, is_list, n * size, &part)
+            })
+        })
+        .collect();
+    // The first failure in index order wins, as in one batch.
+    let mut out = Vec::new();
+    for handle in handles {
+        let part = handle.await.map_err(|e| match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => ApiError::from(Status::internal(e)),
+        })??;
+        out.extend(part);
+    }
+    Ok(out)
 }
+
+/// Objects below which a batch is converted on one thread (a thread hop costs tens of
+/// microseconds; an object a few).
+const OBJECTS_PER_THREAD: usize = 128;
 
 /// The cores a batch of conversions may use.
 fn cores() -> usize {
@@ -416,6 +407,37 @@ fn cores() -> usize {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
     *CORES
+}
+
+fn encode_json(o: &Value) -> Result<Vec<u8>, ApiError> {
+    let mut out = Vec::with_capacity(1024);
+    serde_json::to_writer(&mut out, o).map_err(Status::internal)?;
+    Ok(out)
+}
+
+/// Stored bytes to encoded bytes in the request version, one object at a time (the object at
+/// `kvs[i]` is at `offset + i` of its batch), with a converter that runs in process.
+fn encode_in_process(
+    strategy: &dyn Strategy,
+    plan: &pipeline::ConversionPlan,
+    is_list: bool,
+    offset: usize,
+    kvs: &[KeyValue],
+) -> Result<Vec<Vec<u8>>, ApiError> {
+    kvs.iter()
+        .enumerate()
+        .map(|(i, kv)| {
+            let mut obj: Value = serde_json::from_slice(&kv.value)
+                .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
+            meta::set_resource_version(&mut obj, kv.mod_revision);
+            strategy.read_shape(&mut obj);
+            let obj = pipeline::read_stored_in_process(plan, obj, is_list, offset + i)
+                .ok_or_else(|| Status::internal("the converter does not run in process"))??;
+            let mut out = Vec::with_capacity(kv.value.len() + 256);
+            serde_json::to_writer(&mut out, &obj).map_err(Status::internal)?;
+            Ok(out)
+        })
+        .collect()
 }
 
 /// Decodes one stored value into the request version, with its resourceVersion set.
