@@ -2,8 +2,9 @@
 //! `pkg/apiserver/conversion`): the `None` strategy changes only `apiVersion`; the `Webhook`
 //! strategy sends one ConversionReview per batch and checks the answer as Kubernetes does; the
 //! `ConversionRules` strategy (KEP-3945) applies the CRD's compiled rules in process
-//! (`crd_cel::conversion`), with the webhook's checks of the converted objects (same kind,
-//! name, namespace, uid; original metadata restored but for labels and annotations).
+//! (`crd_cel::conversion`), object by object and in place, with the webhook's checks of the
+//! converted objects (same kind, name, namespace, uid on every object; labels and annotations
+//! checked, and the original metadata restored, as far as the rules can reach).
 //!
 //! Main types: [`Converter`] (built once per CRD revision), [`ConversionOptions`] (server flags),
 //! [`ConversionError`].
