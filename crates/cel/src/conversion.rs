@@ -8,7 +8,7 @@
 //! list); `transformation` is a CEL expression over `self` (the value at `fromField`, typed by
 //! the `from` version's schema), `self` when absent. Conversion of one object for one
 //! `(from, to)` pair:
-//! 1. the object is copied (fields without a rule are copied);
+//! 1. fields without a rule are kept (the object is converted in place, not copied);
 //! 2. every `fromField` is removed from the copy (parents left empty by the removal go too,
 //!    except top-level fields), unless the rule's `toField` lies at or below it;
 //! 3. every rule whose `fromField` is set in the original writes its transformation's result at
@@ -20,7 +20,8 @@
 //! Versions without a direct pair are converted through the shortest chain of pairs (the CRD
 //! write requires every served version to be reachable from the storage version and back).
 //!
-//! Main items: [`ConversionRules`] (compile, [`ConversionRules::convert`]),
+//! Main items: [`ConversionRules`] (compile, [`ConversionRules::convert`],
+//! [`ConversionRules::metadata_reach`]),
 //! [`check_conversion_rules`] (the CRD-write checks), [`round_trip_losses`] (the round-trip
 //! check over a sample of each version's schema).
 //!
@@ -148,6 +149,8 @@ struct Pair {
     from: String,
     to: String,
     rules: Vec<Rule>,
+    /// The widest [`MetadataReach`] of the rules' paths.
+    reach: MetadataReach,
 }
 
 /// A CRD's `conversionRules`, compiled once per CRD revision.
@@ -211,7 +214,7 @@ impl ConversionRules {
             let Some(from_root) = schemas.get(from) else {
                 continue;
             };
-            let rules = p
+            let rules: Vec<Rule> = p
                 .get("rules")
                 .and_then(Value::as_array)
                 .into_iter()
@@ -240,10 +243,17 @@ impl ConversionRules {
                     })
                 })
                 .collect();
+            let reach = rules
+                .iter()
+                .flat_map(|r| std::iter::once(&r.from).chain(r.to.as_ref()))
+                .map(|p| path_reach(p))
+                .max()
+                .unwrap_or(MetadataReach::Nothing);
             pairs.push(Pair {
                 from: from.to_string(),
                 to: to.to_string(),
                 rules,
+                reach,
             });
         }
         ConversionRules { group, pairs }
@@ -261,27 +271,73 @@ impl ConversionRules {
     /// Converts one object to `target` (a version name). The object's own `apiVersion` names
     /// the source version. `Err` is the reason, prefixed by the failing field.
     pub fn convert(&self, obj: &Value, target: &str) -> Result<Value, String> {
-        let api_version = str_of(obj, "apiVersion");
-        let source = api_version.rsplit('/').next().unwrap_or("");
+        self.convert_owned(obj.clone(), target)
+    }
+
+    /// [`ConversionRules::convert`] of an object the caller gives up: the object is converted
+    /// in place (fields without a rule are moved, never copied), so a list pays for the values
+    /// its rules read, not for a copy of every object.
+    pub fn convert_owned(&self, mut obj: Value, target: &str) -> Result<Value, String> {
+        let source = str_of(&obj, "apiVersion")
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_string();
         let steps = self
-            .chain(source, target)
+            .chain(&source, target)
             .ok_or_else(|| format!("no conversion rules from {source} to {target}"))?;
-        // Each pair builds a new object from the previous one; the input is never copied.
-        let mut converted: Option<Value> = None;
         for i in steps {
-            converted = Some(apply_pair(
-                &self.pairs[i],
-                converted.as_ref().unwrap_or(obj),
-            )?);
+            obj = apply_pair(&self.pairs[i], obj)?;
         }
-        let mut cur = converted.unwrap_or_else(|| obj.clone());
-        if let Some(m) = cur.as_object_mut() {
+        if let Some(m) = obj.as_object_mut() {
             m.insert(
                 "apiVersion".into(),
                 Value::String(format!("{}/{target}", self.group)),
             );
         }
-        Ok(cur)
+        Ok(obj)
+    }
+
+    /// What the rules converting `from` to `to` can write under `metadata` (through every pair
+    /// of the chain): what a caller must check and restore of an object's metadata afterwards.
+    pub fn metadata_reach(&self, from: &str, to: &str) -> MetadataReach {
+        let Some(steps) = self.chain(from, to) else {
+            return MetadataReach::Any;
+        };
+        steps
+            .into_iter()
+            .map(|i| self.pairs[i].reach)
+            .max()
+            .unwrap_or(MetadataReach::Nothing)
+    }
+}
+
+/// What a conversion's rules can change of an object's identity and metadata, decided once per
+/// CRD revision from the rules' paths (the CRD write refuses paths outside the schemas, and
+/// `metadata` holds only `labels` and `annotations` for rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MetadataReach {
+    /// No rule reads or writes `metadata`, `kind` or `apiVersion`: the converted object's
+    /// metadata is the original's.
+    Nothing,
+    /// Rules read or write only inside `metadata.labels` and `metadata.annotations`.
+    LabelsAndAnnotations,
+    /// A rule reads or writes `metadata` as a whole, `kind` or `apiVersion`: the converted
+    /// object needs every check a webhook's answer gets.
+    Any,
+}
+
+/// The reach of one rule path.
+fn path_reach(steps: &[Step]) -> MetadataReach {
+    match steps {
+        [Step::Field(top), ..] if top == "kind" || top == "apiVersion" => MetadataReach::Any,
+        [Step::Field(top), Step::Field(map), ..]
+            if top == "metadata" && (map == "labels" || map == "annotations") =>
+        {
+            MetadataReach::LabelsAndAnnotations
+        }
+        [Step::Field(top), ..] if top == "metadata" => MetadataReach::Any,
+        _ => MetadataReach::Nothing,
     }
 }
 
@@ -295,6 +351,10 @@ fn chain<'a>(
         return Some(Vec::new());
     }
     let edges: Vec<(&str, &str)> = edges.collect();
+    // A direct pair is the shortest chain (the first such edge, as the search finds it).
+    if let Some(i) = edges.iter().position(|&(a, b)| a == from && b == to) {
+        return Some(vec![i]);
+    }
     let mut prev: HashMap<&str, (usize, &str)> = HashMap::new();
     let mut queue = VecDeque::from([from]);
     while let Some(v) = queue.pop_front() {
@@ -343,44 +403,49 @@ fn compile_program(
     Ok((lower(expr, &checked), result, estimate))
 }
 
-fn apply_pair(pair: &Pair, src: &Value) -> Result<Value, String> {
-    let mut out = src.clone();
+/// Applies one pair's rules to `obj` in place. Every rule reads the object as it was before the
+/// pair (the values at its `fromField` are taken first), then `fromField`s are removed and the
+/// results written, rule by rule.
+fn apply_pair(pair: &Pair, mut obj: Value) -> Result<Value, String> {
+    let mut inputs: Vec<Vec<(Vec<usize>, Value)>> = Vec::with_capacity(pair.rules.len());
+    for r in &pair.rules {
+        let mut values = Vec::new();
+        if r.to.is_some() {
+            for_each_value(&obj, &r.from, &mut Vec::new(), &mut |indices, v| {
+                values.push((indices.to_vec(), v.clone()));
+            });
+        }
+        inputs.push(values);
+    }
     for r in &pair.rules {
         // A toField at or below its fromField (an in-place transformation, or a field built
         // from its parent object) keeps the rest of the fromField.
         let within = r.to.as_ref().is_some_and(|to| to.starts_with(&r.from));
         if !within {
-            remove_at(&mut out, &r.from, true);
+            remove_at(&mut obj, &r.from, true);
         }
     }
-    for r in &pair.rules {
+    for (r, values) in pair.rules.iter().zip(inputs) {
         let Some(to) = &r.to else {
             continue;
         };
-        let mut failure = None;
-        for_each_value(src, &r.from, &mut Vec::new(), &mut |indices, v| {
-            if failure.is_some() {
-                return;
-            }
+        for (indices, v) in values {
             match transform(r, v) {
-                Ok(Some(value)) => set_at(&mut out, to, indices, value),
+                Ok(Some(value)) => set_at(&mut obj, to, &indices, value),
                 Ok(None) => {}
-                Err(e) => failure = Some(e),
+                Err(e) => return Err(format!("{}: {e}", display_path(&r.from))),
             }
-        });
-        if let Some(e) = failure {
-            return Err(format!("{}: {e}", display_path(&r.from)));
         }
     }
-    Ok(out)
+    Ok(obj)
 }
 
 /// Runs a rule's transformation on one value; `None` writes nothing.
-fn transform(rule: &Rule, v: &Value) -> Result<Option<Value>, String> {
+fn transform(rule: &Rule, v: Value) -> Result<Option<Value>, String> {
     let Some(program) = &rule.program else {
-        return Ok(Some(v.clone()));
+        return Ok(Some(v));
     };
-    let input = to_cel(v, &rule.from_schema, is_embedded(&rule.from_schema));
+    let input = to_cel(&v, &rule.from_schema, is_embedded(&rule.from_schema));
     match run(program, &[("self", input)], PER_CALL_LIMIT).0 {
         Ok(out) => Ok(from_cel(&out)),
         Err(EvalError::CostLimit) => Err(crate::eval::COST_LIMIT_EXCEEDED.to_string()),

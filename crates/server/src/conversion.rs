@@ -2,8 +2,9 @@
 //! `pkg/apiserver/conversion`): the `None` strategy changes only `apiVersion`; the `Webhook`
 //! strategy sends one ConversionReview per batch and checks the answer as Kubernetes does; the
 //! `ConversionRules` strategy (KEP-3945) applies the CRD's compiled rules in process
-//! (`crd_cel::conversion`), with the webhook's checks of the converted objects (same kind,
-//! name, namespace, uid; original metadata restored but for labels and annotations).
+//! (`crd_cel::conversion`), object by object and in place, with the webhook's checks of the
+//! converted objects (same kind, name, namespace, uid on every object; labels and annotations
+//! checked, and the original metadata restored, as far as the rules can reach).
 //!
 //! Main types: [`Converter`] (built once per CRD revision), [`ConversionOptions`] (server flags),
 //! [`ConversionError`].
@@ -18,6 +19,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crd_cel::conversion::MetadataReach;
 use crd_core::Path;
 use crd_core::validation::{validate_annotations, validate_labels};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceConversion;
@@ -111,7 +113,8 @@ impl Converter {
             Converter::None => None,
             Converter::Rules(rules) => {
                 for i in pending {
-                    objects[i] = convert_by_rules(rules, &objects[i], target, is_list, i)?;
+                    let obj = std::mem::take(&mut objects[i]);
+                    objects[i] = convert_by_rules(rules, obj, target, is_list, i)?;
                 }
                 return Ok(objects);
             }
@@ -139,18 +142,51 @@ impl Converter {
         }
         Ok(objects)
     }
+
+    /// Whether objects are converted in process, without awaiting anything (`None` and
+    /// `ConversionRules`): such conversions may run on worker threads, one object at a time
+    /// ([`Converter::convert_in_process`]).
+    pub fn in_process(&self) -> bool {
+        matches!(self, Converter::None | Converter::Rules(_))
+    }
+
+    /// Converts one object (at `index` of a batch) in process; `None` for a converter that is
+    /// not [`Converter::in_process`]. The result is the one [`Converter::convert`] gives.
+    pub fn convert_in_process(
+        &self,
+        mut obj: Value,
+        target: &str,
+        is_list: bool,
+        index: usize,
+    ) -> Option<Result<Value, ConversionError>> {
+        if api_version(&obj) == target {
+            return Some(Ok(obj));
+        }
+        match self {
+            Converter::None => {
+                set_api_version(&mut obj, target);
+                Some(Ok(obj))
+            }
+            Converter::Rules(rules) => Some(convert_by_rules(rules, obj, target, is_list, index)),
+            Converter::Webhook(_) | Converter::Broken(_) => None,
+        }
+    }
 }
 
-/// Converts one object by rules, then checks and restores its metadata as a webhook's answer
-/// is checked (a rule may change labels and annotations only).
+/// Converts one object by rules. Metadata is checked and restored as a webhook's answer is
+/// (a rule may change labels and annotations only), as far as the rules can reach it: rules
+/// that touch neither `metadata` nor `kind` cannot change the identity or the metadata, and
+/// rules inside labels and annotations get those two checked; only rules that reach further
+/// pay for a copy of the original and the webhook's full checks. Name, namespace, UID and kind
+/// are compared on every path.
 fn convert_by_rules(
     rules: &crd_cel::conversion::ConversionRules,
-    original: &Value,
+    obj: Value,
     target: &str,
     is_list: bool,
     index: usize,
 ) -> Result<Value, ConversionError> {
-    let for_gvk = gvk(original);
+    let for_gvk = gvk(&obj);
     let fail = |e: String| {
         let at = if is_list {
             format!(" at index {index}")
@@ -160,11 +196,94 @@ fn convert_by_rules(
         ConversionError(format!("conversion rules for {for_gvk} failed{at}: {e}"))
     };
     let version = target.rsplit('/').next().unwrap_or(target);
-    let mut obj = rules.convert(original, version).map_err(fail)?;
-    set_api_version(&mut obj, target);
-    validate_converted(original, &obj).map_err(fail)?;
-    restore_object_meta(original, &mut obj).map_err(fail)?;
-    Ok(obj)
+    let source = api_version(&obj).rsplit('/').next().unwrap_or("");
+    match rules.metadata_reach(source, version) {
+        MetadataReach::Any => {
+            let original = obj.clone();
+            let mut out = rules.convert_owned(obj, version).map_err(fail)?;
+            set_api_version(&mut out, target);
+            validate_converted(&original, &out).map_err(fail)?;
+            restore_object_meta(&original, &mut out).map_err(fail)?;
+            Ok(out)
+        }
+        reach => {
+            let identity = Identity::of(&obj);
+            let maps = (reach == MetadataReach::LabelsAndAnnotations).then(|| {
+                META_MAPS.map(|field| obj.get("metadata").and_then(|m| m.get(field)).cloned())
+            });
+            let mut out = rules.convert_owned(obj, version).map_err(fail)?;
+            set_api_version(&mut out, target);
+            identity.check(&out).map_err(fail)?;
+            if let Some(originals) = maps {
+                for (field, original) in META_MAPS.into_iter().zip(&originals) {
+                    let value = out
+                        .get("metadata")
+                        .and_then(|m| m.get(field))
+                        .filter(|v| !v.is_null());
+                    check_meta_map(field, value, original.as_ref()).map_err(fail)?;
+                }
+            }
+            // What the restore does to metadata the rules left alone: it is an object, and a
+            // `null` label or annotation map goes.
+            if let Some(m) = out.as_object_mut()
+                && !m.get("metadata").is_some_and(Value::is_object)
+            {
+                m.insert("metadata".into(), json!({}));
+            }
+            if let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
+                for field in META_MAPS {
+                    if meta.get(field).is_some_and(Value::is_null) {
+                        meta.remove(field);
+                    }
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// The metadata a conversion may change: labels and annotations.
+const META_MAPS: [&str; 2] = ["labels", "annotations"];
+
+/// What a converted object must keep of its original (`validateConvertedObject`).
+struct Identity {
+    kind: String,
+    name: String,
+    namespace: String,
+    uid: String,
+}
+
+impl Identity {
+    fn of(o: &Value) -> Self {
+        Identity {
+            kind: kind(o).to_string(),
+            name: meta_str(o, "name").to_string(),
+            namespace: meta_str(o, "namespace").to_string(),
+            uid: meta_str(o, "uid").to_string(),
+        }
+    }
+
+    /// `validateConvertedObject`'s checks and texts.
+    fn check(&self, converted: &Value) -> Result<(), String> {
+        if self.kind != kind(converted) {
+            return Err(format!(
+                "must have the same kind: {} != {}",
+                self.kind,
+                kind(converted)
+            ));
+        }
+        for (key, what, before) in [
+            ("name", "name", &self.name),
+            ("namespace", "namespace", &self.namespace),
+            ("uid", "UID", &self.uid),
+        ] {
+            let after = meta_str(converted, key);
+            if before != after {
+                return Err(format!("must have the same {what}: {before} != {after}"));
+            }
+        }
+        Ok(())
+    }
 }
 
 fn api_version(o: &Value) -> &str {
@@ -402,27 +521,15 @@ fn objects_from_review(review: &Value, version: &str, uid: &str) -> Result<Vec<V
 }
 
 fn meta_str<'a>(o: &'a Value, key: &str) -> &'a str {
-    o.pointer(&format!("/metadata/{key}"))
+    o.get("metadata")
+        .and_then(|m| m.get(key))
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
 /// `validateConvertedObject`.
 fn validate_converted(original: &Value, converted: &Value) -> Result<(), String> {
-    if kind(original) != kind(converted) {
-        return Err(format!(
-            "must have the same kind: {} != {}",
-            kind(original),
-            kind(converted)
-        ));
-    }
-    for (key, what) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
-        let (a, b) = (meta_str(original, key), meta_str(converted, key));
-        if a != b {
-            return Err(format!("must have the same {what}: {a} != {b}"));
-        }
-    }
-    Ok(())
+    Identity::of(original).check(converted)
 }
 
 /// `restoreObjectMeta`: the original metadata wins, except labels and annotations, which the
@@ -433,28 +540,10 @@ fn restore_object_meta(original: &Value, converted: &mut Value) -> Result<(), St
         .cloned()
         .unwrap_or_else(|| json!({}));
     let new_meta = converted.get("metadata").cloned().unwrap_or(Value::Null);
-    for field in ["labels", "annotations"] {
+    for field in META_MAPS {
         let value = new_meta.get(field).filter(|v| !v.is_null()).cloned();
-        if let Some(map) = value.as_ref().and_then(Value::as_object) {
-            for (k, v) in map {
-                if !v.is_string() {
-                    return Err(format!(
-                        "metadata.{field}[{k}] must be a string, but is {} in converted object",
-                        go_type(v)
-                    ));
-                }
-            }
-        }
-        if value.as_ref() != original.pointer(&format!("/metadata/{field}")) {
-            let errs = if field == "labels" {
-                validate_labels(value.as_ref(), &Path::new("metadata").child("labels"))
-            } else {
-                validate_annotations(value.as_ref(), &Path::new("metadata").child("annotation"))
-            };
-            if !errs.is_empty() {
-                return Err(errs.aggregate());
-            }
-        }
+        let before = original.get("metadata").and_then(|m| m.get(field));
+        check_meta_map(field, value.as_ref(), before)?;
         if let Some(m) = meta.as_object_mut() {
             match value {
                 Some(v) => m.insert(field.into(), v),
@@ -464,6 +553,36 @@ fn restore_object_meta(original: &Value, converted: &mut Value) -> Result<(), St
     }
     if let Some(m) = converted.as_object_mut() {
         m.insert("metadata".into(), meta);
+    }
+    Ok(())
+}
+
+/// The checks of a converted `metadata.labels` or `metadata.annotations` (`value`, absent when
+/// `null`) against the original's (`original`): string values, and valid when changed.
+fn check_meta_map(
+    field: &str,
+    value: Option<&Value>,
+    original: Option<&Value>,
+) -> Result<(), String> {
+    if let Some(map) = value.and_then(Value::as_object) {
+        for (k, v) in map {
+            if !v.is_string() {
+                return Err(format!(
+                    "metadata.{field}[{k}] must be a string, but is {} in converted object",
+                    go_type(v)
+                ));
+            }
+        }
+    }
+    if value != original {
+        let errs = if field == "labels" {
+            validate_labels(value, &Path::new("metadata").child("labels"))
+        } else {
+            validate_annotations(value, &Path::new("metadata").child("annotation"))
+        };
+        if !errs.is_empty() {
+            return Err(errs.aggregate());
+        }
     }
     Ok(())
 }
@@ -556,6 +675,121 @@ mod tests {
             restore_object_meta(&original, &mut bad_label),
             Err("metadata.labels[x] must be a string, but is int64 in converted object".into())
         );
+    }
+
+    /// A CRD of group `example.com`, v1 (storage) and v2, with `spec` properties and rules.
+    fn rules_of(
+        v1_spec: &Value,
+        v2_spec: &Value,
+        rules: &Value,
+    ) -> crd_cel::conversion::ConversionRules {
+        let version = |name: &str, spec: &Value| {
+            json!({"name": name, "served": true, "storage": name == "v1", "schema": {"openAPIV3Schema": {
+                "type": "object", "properties": {"spec": {"type": "object", "properties": spec}}}}})
+        };
+        crd_cel::conversion::ConversionRules::compile(&json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "widgets", "kind": "Widget"},
+                     "versions": [version("v1", v1_spec), version("v2", v2_spec)],
+                     "conversion": {"strategy": "ConversionRules", "conversionRules": rules}}
+        }))
+    }
+
+    /// What every conversion by rules must equal: the webhook's checks of the converted object
+    /// against a copy of the original (`validateConvertedObject`, `restoreObjectMeta`).
+    fn with_webhook_checks(
+        rules: &crd_cel::conversion::ConversionRules,
+        original: &Value,
+    ) -> Result<Value, String> {
+        let mut out = rules.convert(original, "v2")?;
+        validate_converted(original, &out)?;
+        restore_object_meta(original, &mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn rules_keep_the_webhook_checks_of_identity_and_metadata() {
+        let v1 = json!({"a": {"type": "string"}, "n": {"type": "integer"},
+                        "meta": {"type": "object", "properties": {"name": {"type": "string"}}}});
+        let v2 = json!({"b": {"type": "string"}});
+        let rule = |from: &str, to: &str| json!([{"from": "v1", "to": "v2", "rules": [{"fromField": from, "toField": to}]}]);
+        let obj = |spec: Value, meta: Value| {
+            let mut m = json!({"name": "w", "namespace": "default", "uid": "u-1", "generation": 2});
+            m.as_object_mut()
+                .unwrap()
+                .extend(meta.as_object().cloned().unwrap_or_default());
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": m, "spec": spec})
+        };
+        let cases: Vec<(&str, Value, Value, Result<Value, &str>)> = vec![
+            (
+                // No rule reaches metadata: it is the original's, null maps removed.
+                "nothing",
+                rule(".spec.a", ".spec.b"),
+                obj(
+                    json!({"a": "x"}),
+                    json!({"labels": null, "annotations": {"k": "v"}}),
+                ),
+                Ok(json!({"apiVersion": "example.com/v2", "kind": "Widget",
+                          "metadata": {"name": "w", "namespace": "default", "uid": "u-1", "generation": 2, "annotations": {"k": "v"}},
+                          "spec": {"b": "x"}})),
+            ),
+            (
+                "an annotation",
+                rule(".spec.a", ".metadata.annotations['example.com/a']"),
+                obj(json!({"a": "x"}), json!({"labels": {"app": "w"}})),
+                Ok(json!({"apiVersion": "example.com/v2", "kind": "Widget",
+                          "metadata": {"name": "w", "namespace": "default", "uid": "u-1", "generation": 2,
+                                       "labels": {"app": "w"}, "annotations": {"example.com/a": "x"}},
+                          "spec": {}})),
+            ),
+            (
+                "an invalid label value",
+                rule(".spec.a", ".metadata.labels['app']"),
+                obj(json!({"a": "not a label!"}), json!({})),
+                Err(
+                    "metadata.labels: Invalid value: \"not a label!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                ),
+            ),
+            (
+                "a number in an annotation",
+                rule(".spec.n", ".metadata.annotations['n']"),
+                obj(json!({"n": 3}), json!({})),
+                Err("metadata.annotations[n] must be a string, but is int64 in converted object"),
+            ),
+            (
+                "a rule that writes the whole metadata cannot rename",
+                rule(".spec.meta", ".metadata"),
+                obj(json!({"meta": {"name": "other"}}), json!({})),
+                Err("must have the same name: w != other"),
+            ),
+            (
+                "a rule that writes the kind",
+                rule(".spec.a", ".kind"),
+                obj(json!({"a": "Other"}), json!({})),
+                Err("must have the same kind: Widget != Other"),
+            ),
+        ];
+        for (name, raw, original, want) in cases {
+            let rules = rules_of(&v1, &v2, &raw);
+            let checked = with_webhook_checks(&rules, &original);
+            let got = convert_by_rules(&rules, original, "example.com/v2", true, 4);
+            let prefix = "conversion rules for example.com/v1, Kind=Widget failed at index 4: ";
+            match &want {
+                Ok(w) => assert_eq!(got.as_ref().ok(), Some(w), "{name}: {got:?}"),
+                Err(e) => assert_eq!(got, Err(ConversionError(format!("{prefix}{e}"))), "{name}"),
+            }
+            // The fast paths give what the webhook's checks give.
+            assert_eq!(
+                got.map_err(|e| e.0.trim_start_matches(prefix).to_string()),
+                checked.map(|mut o| {
+                    set_api_version(&mut o, "example.com/v2");
+                    o
+                }),
+                "{name}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -432,3 +432,67 @@ fn go_duration_texts() {
         assert_eq!(go_duration(nanos), want);
     }
 }
+
+#[test]
+fn metadata_reach_follows_the_rules_paths() {
+    let v1 = "{a: {type: string}, n: {type: integer}, meta: {type: object, properties: {name: {type: string}}}}";
+    let v2 = "{b: {type: string}}";
+    let cases = [
+        (
+            "[{from: v1, to: v2, rules: [{fromField: .spec.a, toField: .spec.b}]}]",
+            MetadataReach::Nothing,
+        ),
+        (
+            "[{from: v1, to: v2, rules: [{fromField: .spec.a, toField: '.metadata.annotations[''x'']'}]}]",
+            MetadataReach::LabelsAndAnnotations,
+        ),
+        (
+            "[{from: v1, to: v2, rules: [{fromField: '.metadata.labels[''x'']', toField: .spec.b}]}]",
+            MetadataReach::LabelsAndAnnotations,
+        ),
+        (
+            "[{from: v1, to: v2, rules: [{fromField: .spec.meta, toField: .metadata}]}]",
+            MetadataReach::Any,
+        ),
+        (
+            "[{from: v1, to: v2, rules: [{fromField: .spec.a, toField: .kind}]}]",
+            MetadataReach::Any,
+        ),
+        // Through a chain, the widest pair counts.
+        (
+            "[{from: v1, to: v3, rules: [{fromField: .spec.a, toField: '.metadata.labels[''x'']'}]}, {from: v3, to: v2, rules: []}]",
+            MetadataReach::LabelsAndAnnotations,
+        ),
+    ];
+    for (rules, want) in cases {
+        let mut crd = crd(v1, v2, rules);
+        crd["spec"]["versions"]
+            .as_array_mut()
+            .expect("versions")
+            .push(json!({"name": "v3", "served": true, "storage": false}));
+        let compiled = ConversionRules::compile(&crd);
+        assert_eq!(compiled.metadata_reach("v1", "v2"), want, "{rules}");
+        assert_eq!(
+            compiled.metadata_reach("v2", "v1"),
+            MetadataReach::Any,
+            "no chain: {rules}"
+        );
+    }
+}
+
+#[test]
+fn values_are_read_before_any_rule_removes_them() {
+    // Two rules read one field (a split); the removal of the field by the first does not hide
+    // it from the second, and the owned conversion equals the borrowed one.
+    let rules = ConversionRules::compile(&crd(
+        "{image: {type: string}}",
+        "{name: {type: string}, tag: {type: string}}",
+        r#"[{from: v1, to: v2, rules: [
+            {fromField: .spec.image, toField: .spec.name, transformation: "self.split(':')[0]"},
+            {fromField: .spec.image, toField: .spec.tag, transformation: "self.split(':')[1]"}]}]"#,
+    ));
+    let v1 = object("v1", "spec: {image: 'nginx:1.27'}");
+    let want = object("v2", "spec: {name: nginx, tag: '1.27'}");
+    assert_eq!(rules.convert(&v1, "v2").unwrap(), want);
+    assert_eq!(rules.convert_owned(v1, "v2").unwrap(), want);
+}

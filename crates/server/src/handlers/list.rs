@@ -228,7 +228,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &Arc<dyn Strategy>) -> Result<Reply
             )
             .await;
         }
-        return verbatim_list(ctx, strategy.as_ref(), &opts).await;
+        return verbatim_list(ctx, strategy, &opts).await;
     }
     let strategy = strategy.as_ref();
     let page = read_page(ctx, strategy, &opts).await?;
@@ -288,12 +288,12 @@ pub fn splice_resource_version(
 /// stored at another version still go through the pipeline (one conversion batch per page).
 async fn verbatim_list(
     ctx: &Ctx<'_>,
-    strategy: &dyn Strategy,
+    strategy: &Arc<dyn Strategy>,
     opts: &ListOptions,
 ) -> Result<Reply, ApiError> {
     let info = strategy.info();
     let gr = info.group_resource();
-    let prefix = opts.prefix(ctx, strategy);
+    let prefix = opts.prefix(ctx, strategy.as_ref());
     // As in `read_page`: the token carries the last key sent (exclusive) and the snapshot.
     let (start_after, revision) = match &opts.continue_token {
         Some(t) => (
@@ -328,9 +328,9 @@ async fn verbatim_list(
     let slow: Vec<usize> = (0..items.len()).filter(|&i| items[i].is_none()).collect();
     if !slow.is_empty() {
         let kvs: Vec<crd_storage::KeyValue> = slow.iter().map(|&i| resp.items[i].clone()).collect();
-        let objs = read_objects(strategy, &kvs, true).await?;
-        for (i, obj) in slow.into_iter().zip(objs) {
-            items[i] = Some(serde_json::to_vec(&obj).map_err(Status::internal)?);
+        let encoded = super::read_objects_encoded(strategy, kvs, true).await?;
+        for (i, bytes) in slow.into_iter().zip(encoded) {
+            items[i] = Some(bytes);
         }
     }
     let mut list_meta = json!({ "resourceVersion": resp.revision.to_string() });

@@ -24,7 +24,7 @@ use crd_storage::{Freshness, KeyValue, ListRequest, Revision, Store};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::{Ctx, Reply, ReplyBody, read_objects};
+use super::{Ctx, Reply, ReplyBody};
 use crate::body::BodyError;
 use crate::error::ApiError;
 use crate::registry::Strategy;
@@ -86,7 +86,7 @@ pub async fn respond(
         serde_json::to_string(&info.list_kind).map_err(Status::internal)?,
         json!({ "resourceVersion": revision.to_string() })
     );
-    encode_page(strategy.as_ref(), &first.items, &mut head, true).await?;
+    encode_page(&strategy, &first.items, &mut head, true).await?;
     if first.remaining == 0 {
         head.extend_from_slice(tail.as_bytes());
         return Ok(Reply {
@@ -157,7 +157,7 @@ impl Rest {
                 })
                 .await?;
             let mut chunk = Vec::new();
-            encode_page(self.strategy.as_ref(), &resp.items, &mut chunk, false)
+            encode_page(&self.strategy, &resp.items, &mut chunk, false)
                 .await
                 .map_err(|e| format!("{e:?}"))?;
             if resp.remaining > 0 {
@@ -180,7 +180,7 @@ impl Rest {
 /// the stored layout get their `resourceVersion` spliced in straight into `out`; a page with any
 /// other item is decoded and converted (one batch per page), as the unstreamed path does.
 async fn encode_page(
-    strategy: &dyn Strategy,
+    strategy: &Arc<dyn Strategy>,
     items: &[KeyValue],
     out: &mut Vec<u8>,
     opens: bool,
@@ -222,15 +222,16 @@ async fn encode_page(
         }
         encoded.push(spliced);
     }
-    let mut decoded = read_objects(strategy, &slow, true).await?.into_iter();
+    let mut decoded = super::read_objects_encoded(strategy, slow, true)
+        .await?
+        .into_iter();
     for (i, item) in encoded.into_iter().enumerate() {
         let bytes = if let Some(b) = item {
             b
         } else {
-            let obj = decoded
+            decoded
                 .next()
-                .ok_or_else(|| Status::internal("conversion returned too few objects"))?;
-            serde_json::to_vec(&obj).map_err(Status::internal)?
+                .ok_or_else(|| Status::internal("conversion returned too few objects"))?
         };
         if i > 0 || !opens {
             out.push(b',');

@@ -312,6 +312,45 @@ pub async fn to_storage(plan: &ConversionPlan, obj: Value) -> Result<Value, ApiE
         .ok_or_else(|| Status::internal("conversion returned no object").into())
 }
 
+/// [`read_stored`] of one object (at `index` of its batch) when the CRD's converter runs in
+/// process ([`Converter::in_process`]), so that a list converts its objects one at a time, on
+/// several threads; `None` for a webhook, which converts a batch in one call.
+pub fn read_stored_in_process(
+    plan: &ConversionPlan,
+    mut obj: Value,
+    is_list: bool,
+    index: usize,
+) -> Option<Result<Value, ApiError>> {
+    let own = version_of(&obj);
+    if let Some(schema) = own.as_ref().and_then(|v| plan.schemas.get(v)) {
+        crd_schema::default::apply_defaults(&mut obj, schema);
+    }
+    let request = plan.request.rsplit_once('/').map(|(_, v)| v);
+    let converted = own.as_deref() != request;
+    let mut out = match plan
+        .converter
+        .convert_in_process(obj, &plan.request, is_list, index)?
+    {
+        Ok(out) => out,
+        Err(e) => return Some(Err(Status::internal(e.0).into())),
+    };
+    if let Some(schema) = request
+        .and_then(|v| plan.schemas.get(v))
+        .filter(|_| plan.prune && converted)
+    {
+        crd_schema::prune::prune(&mut out, schema, true);
+    }
+    Some(Ok(out))
+}
+
+/// The version (`v1`) an object's `apiVersion` names.
+fn version_of(o: &Value) -> Option<String> {
+    o.get("apiVersion")
+        .and_then(Value::as_str)
+        .and_then(|av| av.rsplit_once('/'))
+        .map(|(_, v)| v.to_string())
+}
+
 /// Turns stored objects (at whatever versions they were stored) into the request version, in one
 /// batch. A failure is an `InternalError`, as on Kubernetes' decode path.
 pub async fn read_stored(
@@ -319,12 +358,6 @@ pub async fn read_stored(
     objs: Vec<Value>,
     is_list: bool,
 ) -> Result<Vec<Value>, ApiError> {
-    let version_of = |o: &Value| -> Option<String> {
-        o.get("apiVersion")
-            .and_then(Value::as_str)
-            .and_then(|av| av.rsplit_once('/'))
-            .map(|(_, v)| v.to_string())
-    };
     let mut objs = objs;
     let mut converted = Vec::with_capacity(objs.len());
     for obj in &mut objs {

@@ -234,3 +234,97 @@ async fn invalid_rules_are_refused_and_a_lossy_round_trip_warns() {
         ["299 - \"conversion from v1 to v2 and back loses spec.legacy\""]
     );
 }
+
+/// A list long enough to be converted on several threads: items stay in key order, both on the
+/// paged path and the streamed one, and a failure names the index of the first failing item,
+/// as one batch conversion does.
+#[tokio::test]
+async fn a_long_list_is_converted_in_order_and_names_its_first_failure() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let schema = |field: &str| {
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            field: {"type": "string"}}}}})
+    };
+    api.create_crd(json!({
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": format!("tags.{GROUP}")},
+                "spec": {
+                    "group": GROUP, "scope": "Namespaced",
+                    "names": {"plural": "tags", "singular": "tag", "kind": "Tag"},
+                    "versions": [
+                        {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema("image")}},
+                        {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema("tag")}},
+                    ],
+                    "conversion": {"strategy": "ConversionRules", "conversionRules": [
+                        {"from": "v1", "to": "v2", "rules": [{"fromField": ".spec.image", "toField": ".spec.tag",
+                            "transformation": "self.split(':')[1]"}]},
+                        {"from": "v2", "to": "v1", "rules": [{"fromField": ".spec.tag", "toField": ".spec.image"}]},
+                    ]},
+                }
+            }))
+        .await;
+    let tags = |version: &str| format!("/apis/{GROUP}/{version}/namespaces/default/tags");
+    let n = 300;
+    let image = |i: usize| match i {
+        10 | 260 => "no-tag".to_string(),
+        i => format!("nginx:{i}"),
+    };
+    for i in 0..n {
+        let r = api
+            .post(
+                &tags("v1"),
+                json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Tag",
+                       "metadata": {"name": format!("t-{i:03}")}, "spec": {"image": image(i)}}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    let failure = |index: usize| {
+        format!(
+            "conversion rules for {GROUP}/v1, Kind=Tag failed at index {index}: .spec.image: transformation \"self.split(':')[1]\" failed: index out of bounds: 1"
+        )
+    };
+    // Paged (`limit`) and streamed (no limit) lists; two items fail, the first one is named.
+    for query in ["?limit=1000", ""] {
+        let r = api.get(&format!("{}{query}", tags("v2"))).await;
+        assert_eq!(r.status, 500, "{}", r.text);
+        let st = r.json();
+        assert_eq!(st["reason"], "InternalError", "{st}");
+        assert!(
+            st["message"].as_str().unwrap().contains(&failure(10)),
+            "{query}: {st}"
+        );
+    }
+    let r = api.delete(&format!("{}/t-010", tags("v1"))).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // t-260 is now the item at index 259, in the second half of the list.
+    let r = api.get(&format!("{}?limit=1000", tags("v2"))).await;
+    assert_eq!(r.status, 500, "{}", r.text);
+    let message = r.json()["message"].as_str().unwrap().to_string();
+    assert!(message.contains(&failure(259)), "{message}");
+    let r = api.delete(&format!("{}/t-260", tags("v1"))).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    for query in ["?limit=1000", ""] {
+        let r = api.get(&format!("{}{query}", tags("v2"))).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        let list = r.json();
+        let items = list["items"].as_array().unwrap();
+        let want: Vec<(String, String)> = (0..n)
+            .filter(|i| *i != 10 && *i != 260)
+            .map(|i| (format!("t-{i:03}"), i.to_string()))
+            .collect();
+        let got: Vec<(String, String)> = items
+            .iter()
+            .map(|o| {
+                assert_eq!(o["apiVersion"], format!("{GROUP}/v2"), "{o}");
+                assert_eq!(o["kind"], "Tag", "{o}");
+                (
+                    o["metadata"]["name"].as_str().unwrap().to_string(),
+                    o["spec"]["tag"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "{query}");
+    }
+}
