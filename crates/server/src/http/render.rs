@@ -37,8 +37,15 @@ pub fn render(reply: Reply, output: Output) -> Response<BoxBody> {
             }
         }
         ReplyBody::Status(s) => status_response(&s, &[]),
-        ReplyBody::Stream(body) => with_type(Response::new(body), "application/json"),
-        ReplyBody::RawJson(bytes) => with_type(Response::new(full(bytes)), "application/json"),
+        // A streamed or assembled list says its own type (a Table, YAML); JSON otherwise.
+        ReplyBody::Stream(body) => with_type(
+            Response::new(body),
+            reply.content_type.unwrap_or("application/json"),
+        ),
+        ReplyBody::RawJson(bytes) => with_type(
+            Response::new(full(bytes)),
+            reply.content_type.unwrap_or("application/json"),
+        ),
     };
     *resp.status_mut() = code;
     add_warnings(resp.headers_mut(), &reply.warnings);
