@@ -18,6 +18,10 @@
 //! chunk; HTTP/2: the stream is reset), so that no client takes the partial list for a whole one.
 //! Upstream appends the error Status to the partial body, which clients fail to decode; aborting
 //! also fails clients that would not decode it.
+//!
+//! Memory: a list holds one storage page of items (for the cache, references to its values;
+//! decoded objects when a form or selector needs them) and encodes it in chunks of [`CHUNK`]
+//! items, one waiting in the channel while the next is encoded.
 
 use std::sync::{Arc, LazyLock};
 
@@ -38,6 +42,15 @@ use crate::table;
 /// Items per storage read of a streamed list (upstream's cacher pages its own lists from etcd
 /// by 10,000; a smaller page bounds a list's memory to well under a megabyte of 1 KiB objects).
 pub const PAGE: usize = 500;
+
+/// Items per chunk handed to the socket (about 64 KiB of 1 KiB objects).
+const CHUNK: usize = 64;
+
+/// A chunk's items: stored bytes (verbatim lists) or decoded objects.
+enum Group<'a> {
+    Stored(&'a [KeyValue]),
+    Decoded(&'a [Value]),
+}
 
 /// The content type of Tables, as the unstreamed renderer sends it.
 const TABLE_TYPE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -218,19 +231,37 @@ impl Lister {
             let resp = self
                 .read(Some(after), Some(revision), Freshness::Consistent)
                 .await?;
-            let mut chunk = Vec::new();
-            self.encode(&resp.items, &mut chunk, wrote)
-                .await
-                .map_err(|e| format!("{e:?}"))?;
             if resp.remaining > 0 {
                 start_after = resp.items.last().map(|kv| kv.key.clone());
             }
-            drop(resp);
-            if chunk.is_empty() {
-                continue;
-            }
-            if tx.send(Ok(Bytes::from(chunk))).await.is_err() {
-                return Ok(false);
+            // A page goes out in chunks of [`CHUNK`] items, each encoded only when the one
+            // before has left: a list holds its page's items and a few chunks, not a page of
+            // encoded bytes in every buffer on the way.
+            let decoded;
+            let groups: Box<dyn Iterator<Item = Group<'_>> + Send> = if self.verbatim() {
+                Box::new(resp.items.chunks(CHUNK).map(Group::Stored))
+            } else {
+                decoded = self
+                    .decode(&resp.items)
+                    .await
+                    .map_err(|e| format!("{e:?}"))?;
+                Box::new(decoded.chunks(CHUNK).map(Group::Decoded))
+            };
+            for group in groups {
+                let mut chunk = Vec::new();
+                match group {
+                    Group::Stored(items) => {
+                        encode_verbatim(self.strategy.as_ref(), items, &mut chunk, wrote).await
+                    }
+                    Group::Decoded(objs) => self.write(objs, &mut chunk, wrote),
+                }
+                .map_err(|e| format!("{e:?}"))?;
+                if chunk.is_empty() {
+                    continue;
+                }
+                if tx.send(Ok(Bytes::from(chunk))).await.is_err() {
+                    return Ok(false);
+                }
             }
         }
         Ok(true)
@@ -286,6 +317,25 @@ impl Lister {
         }
     }
 
+    /// Whether items are sent as stored (the resource's JSON list, no selectors, reads that add
+    /// nothing): no decoding.
+    fn verbatim(&self) -> bool {
+        matches!(self.form, Form::Items)
+            && self.selectors.is_none()
+            && self.strategy.verbatim_reads()
+    }
+
+    /// The objects of one storage page that pass the selectors, decoded and converted (one
+    /// conversion batch per page).
+    async fn decode(&self, items: &[KeyValue]) -> Result<Vec<Value>, ApiError> {
+        let strategy = self.strategy.as_ref();
+        let mut objs = read_objects(strategy, items, true).await?;
+        if let Some(s) = &self.selectors {
+            objs.retain(|o| s.matches(strategy, o));
+        }
+        Ok(objs)
+    }
+
     /// Appends the items of one storage page that pass the selectors to `out`; `wrote` says
     /// whether any item was written before (JSON separates items by commas; YAML opens the
     /// `items:` sequence once).
@@ -295,42 +345,42 @@ impl Lister {
         out: &mut Vec<u8>,
         wrote: &mut bool,
     ) -> Result<(), ApiError> {
-        let strategy = self.strategy.as_ref();
-        if matches!(self.form, Form::Items) && self.selectors.is_none() && strategy.verbatim_reads()
-        {
-            let before = out.len();
-            encode_verbatim(strategy, items, out, !*wrote).await?;
-            *wrote |= out.len() > before;
-            return Ok(());
+        if self.verbatim() {
+            encode_verbatim(self.strategy.as_ref(), items, out, wrote).await
+        } else {
+            let objs = self.decode(items).await?;
+            self.write(&objs, out, wrote)
         }
-        let mut objs = read_objects(strategy, items, true).await?;
-        if let Some(s) = &self.selectors {
-            objs.retain(|o| s.matches(strategy, o));
-        }
+    }
+
+    /// Appends decoded objects to `out` in the list's form.
+    fn write(&self, objs: &[Value], out: &mut Vec<u8>, wrote: &mut bool) -> Result<(), ApiError> {
         if objs.is_empty() {
             return Ok(());
         }
-        let mut comma = |out: &mut Vec<u8>, wrote: &mut bool| {
+        let comma = |out: &mut Vec<u8>, wrote: &mut bool| {
             if std::mem::replace(wrote, true) {
                 out.push(b',');
             }
         };
         match self.form {
             Form::Items => {
-                for o in &objs {
+                for o in objs {
                     comma(out, wrote);
                     serde_json::to_writer(&mut *out, o).map_err(Status::internal)?;
                 }
             }
             Form::Metadata => {
-                for o in &objs {
+                for o in objs {
                     comma(out, wrote);
                     serde_json::to_writer(&mut *out, &table::partial_object_metadata(o))
                         .map_err(Status::internal)?;
                 }
             }
             Form::Table(t) => {
-                let mut table = strategy.render_table(&objs, t.include_object, false, json!({}));
+                let mut table =
+                    self.strategy
+                        .render_table(objs, t.include_object, false, json!({}));
                 let rows = match table.get_mut("rows").map(Value::take) {
                     Some(Value::Array(rows)) => rows,
                     _ => return Err(Status::internal("a Table without rows").into()),
@@ -342,7 +392,7 @@ impl Lister {
             }
             Form::Yaml => {
                 let items = yaml(&json!({ "items": objs }))?;
-                // Later pages continue the sequence the first one opened.
+                // Later chunks continue the sequence the first one opened.
                 let items = if std::mem::replace(wrote, true) {
                     items
                         .strip_prefix("items:\n")
@@ -361,15 +411,18 @@ fn yaml(v: &Value) -> Result<String, ApiError> {
     serde_saphyr::to_string(v).map_err(|e| Status::internal(e).into())
 }
 
-/// Appends a page's items to `out`, each preceded by a comma unless it opens the list. Items in
+/// Appends stored items to `out`, each preceded by a comma unless it opens the list (`wrote`
+/// says whether an item was written before, and becomes true when one is). Items in
 /// the stored layout get their `resourceVersion` spliced in straight into `out`; a page with any
 /// other item is decoded and converted (one batch per page), as the unstreamed path does.
 async fn encode_verbatim(
     strategy: &dyn Strategy,
     items: &[KeyValue],
     out: &mut Vec<u8>,
-    opens: bool,
+    wrote: &mut bool,
 ) -> Result<(), ApiError> {
+    let opens = !*wrote;
+    *wrote |= !items.is_empty();
     let info = strategy.info();
     let api_version = info.api_version();
     let head = format!(
