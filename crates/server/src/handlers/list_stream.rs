@@ -46,12 +46,6 @@ pub const PAGE: usize = 500;
 /// Items per chunk handed to the socket (about 64 KiB of 1 KiB objects).
 const CHUNK: usize = 64;
 
-/// A chunk's items: stored bytes (verbatim lists) or decoded objects.
-enum Group<'a> {
-    Stored(&'a [KeyValue]),
-    Decoded(&'a [Value]),
-}
-
 /// The content type of Tables, as the unstreamed renderer sends it.
 const TABLE_TYPE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 /// The content type of metadata-only lists, as the unstreamed renderer sends it.
@@ -128,6 +122,9 @@ pub async fn respond(
     let index_terms = selectors.as_ref().map_or_else(Vec::new, |o| {
         crate::watch_cache::index_terms(&o.labels, &o.fields)
     });
+    let webhook = strategy
+        .conversion()
+        .is_some_and(|plan| matches!(plan.converter, crate::conversion::Converter::Webhook(_)));
     let lister = Lister {
         store,
         strategy,
@@ -136,6 +133,7 @@ pub async fn respond(
         selectors,
         form,
         page,
+        decode_batch: if webhook { page } else { CHUNK },
     };
     let first = lister
         .read(None, scan.revision, scan.freshness)
@@ -197,6 +195,9 @@ struct Lister {
     selectors: Option<ListOptions>,
     form: Form,
     page: usize,
+    /// Stored items decoded (and sent) at once: [`CHUNK`], or the page when a conversion
+    /// webhook may be called (the architecture's one call per batch of a list).
+    decode_batch: usize,
 }
 
 impl Lister {
@@ -234,28 +235,14 @@ impl Lister {
             if resp.remaining > 0 {
                 start_after = resp.items.last().map(|kv| kv.key.clone());
             }
-            // A page goes out in chunks of [`CHUNK`] items, each encoded only when the one
-            // before has left: a list holds its page's items and a few chunks, not a page of
-            // encoded bytes in every buffer on the way.
-            let decoded;
-            let groups: Box<dyn Iterator<Item = Group<'_>> + Send> = if self.verbatim() {
-                Box::new(resp.items.chunks(CHUNK).map(Group::Stored))
-            } else {
-                decoded = self
-                    .decode(&resp.items)
+            // A page goes out in chunks of [`CHUNK`] items, each decoded and encoded only when
+            // the one before has left: a list holds its page's items (for the cache, references
+            // to its values) and a few chunks, not a page of decoded objects or encoded bytes.
+            for items in resp.items.chunks(self.decode_batch) {
+                let mut chunk = Vec::new();
+                self.encode(items, &mut chunk, wrote)
                     .await
                     .map_err(|e| format!("{e:?}"))?;
-                Box::new(decoded.chunks(CHUNK).map(Group::Decoded))
-            };
-            for group in groups {
-                let mut chunk = Vec::new();
-                match group {
-                    Group::Stored(items) => {
-                        encode_verbatim(self.strategy.as_ref(), items, &mut chunk, wrote).await
-                    }
-                    Group::Decoded(objs) => self.write(objs, &mut chunk, wrote),
-                }
-                .map_err(|e| format!("{e:?}"))?;
                 if chunk.is_empty() {
                     continue;
                 }
@@ -271,7 +258,9 @@ impl Lister {
     fn frame(&self, revision: Revision) -> Result<(Vec<u8>, Vec<u8>), ApiError> {
         let info = self.strategy.info();
         let list_meta = json!({ "resourceVersion": revision.to_string() });
-        let json = |v: &Value| serde_json::to_string(v).map_err(Status::internal);
+        let json = |v: &Value| -> Result<String, ApiError> {
+            serde_json::to_string(v).map_err(|e| Status::internal(e).into())
+        };
         let (head, tail) = match self.form {
             Form::Items => (
                 format!(
@@ -336,9 +325,10 @@ impl Lister {
         Ok(objs)
     }
 
-    /// Appends the items of one storage page that pass the selectors to `out`; `wrote` says
-    /// whether any item was written before (JSON separates items by commas; YAML opens the
-    /// `items:` sequence once).
+    /// Appends the stored items that pass the selectors to `out`; `wrote` says whether any item
+    /// was written before (JSON separates items by commas; YAML opens the `items:` sequence
+    /// once). Items are decoded [`CHUNK`] at a time, so that no more than a chunk of decoded
+    /// objects is alive, except through a conversion webhook: one call per page.
     async fn encode(
         &self,
         items: &[KeyValue],
@@ -346,11 +336,15 @@ impl Lister {
         wrote: &mut bool,
     ) -> Result<(), ApiError> {
         if self.verbatim() {
-            encode_verbatim(self.strategy.as_ref(), items, out, wrote).await
-        } else {
-            let objs = self.decode(items).await?;
-            self.write(&objs, out, wrote)
+            return encode_verbatim(self.strategy.as_ref(), items, out, wrote).await;
         }
+        for batch in items.chunks(self.decode_batch) {
+            let objs = self.decode(batch).await?;
+            for group in objs.chunks(CHUNK) {
+                self.write(group, out, wrote)?;
+            }
+        }
+        Ok(())
     }
 
     /// Appends decoded objects to `out` in the list's form.
@@ -381,9 +375,8 @@ impl Lister {
                 let mut table =
                     self.strategy
                         .render_table(objs, t.include_object, false, json!({}));
-                let rows = match table.get_mut("rows").map(Value::take) {
-                    Some(Value::Array(rows)) => rows,
-                    _ => return Err(Status::internal("a Table without rows").into()),
+                let Some(Value::Array(rows)) = table.get_mut("rows").map(Value::take) else {
+                    return Err(Status::internal("a Table without rows").into());
                 };
                 for r in &rows {
                     comma(out, wrote);
