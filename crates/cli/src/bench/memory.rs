@@ -4,8 +4,8 @@
 //! resident memory (sampled every 10 ms) while 8 clients each read the full list at once, and
 //! after they finish, for each form a list takes (JSON, the Table `kubectl get` asks for, the
 //! `PartialObjectMetadataList` of metadata informers, and a label selector matching half);
-//! the latency of a label selector matching 1% and of a `metadata.name` selector; then the
-//! memory while 200 watchers that never read are open, and after they close.
+//! the latency of a label selector matching 1% and of a `metadata.name` selector. Before the
+//! lists: the memory while 200 watchers that never read are open, and after they close.
 //!
 //! The allocator is the one the binary was built with (features `jemalloc`, `mimalloc`;
 //! glibc's by default); `CRD_APISERVER_STREAM_LISTS=false` in the environment measures the
@@ -99,6 +99,21 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
         bail!("the full list has {items} items, expected {objects}");
     }
     drop(client);
+    // The watchers first, on the server as the cache load left it, so that their growth and
+    // what stays after they close are not mixed with what the lists leave in the allocator.
+    let watchers = CacheArgs {
+        only_cache: false,
+        objects,
+        gets: 0,
+        slow_watchers: 200,
+    };
+    slow_watchers(&server, &mut report, &label, &watchers, rss0).await?;
+    let after_watchers = settled_rss(&server).await;
+    report.row(
+        &format!("RSS 5 s after the watchers closed ({label})"),
+        mb(after_watchers),
+        format!("after the cache load: {}", mb(rss0)),
+    );
     let forms = [
         ("JSON", "application/json", String::new(), size),
         (
@@ -172,13 +187,6 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
         ms(by_name),
         "median of 20; must not scan".into(),
     );
-    let watchers = CacheArgs {
-        only_cache: false,
-        objects,
-        gets: 0,
-        slow_watchers: 200,
-    };
-    slow_watchers(&server, &mut report, &label, &watchers, rss0).await?;
     let end = settled_rss(&server).await;
     report.row(
         &format!("RSS at the end ({label})"),
