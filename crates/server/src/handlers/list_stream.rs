@@ -46,11 +46,6 @@ pub const PAGE: usize = 500;
 /// Items per chunk handed to the socket (about 64 KiB of 1 KiB objects).
 const CHUNK: usize = 64;
 
-/// The content type of Tables, as the unstreamed renderer sends it.
-const TABLE_TYPE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
-/// The content type of metadata-only lists, as the unstreamed renderer sends it.
-const METADATA_TYPE: &str = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io";
-
 /// Whether full lists are streamed: `CRD_APISERVER_STREAM_LISTS=false` turns it off, so that a
 /// benchmark can measure the server with and without it in one build.
 pub fn enabled() -> bool {
@@ -89,8 +84,8 @@ impl Form {
     fn content_type(self) -> Option<&'static str> {
         match self {
             Form::Items => None,
-            Form::Metadata => Some(METADATA_TYPE),
-            Form::Table(_) => Some(TABLE_TYPE),
+            Form::Metadata => Some(table::METADATA_CONTENT_TYPE),
+            Form::Table(_) => Some(table::TABLE_CONTENT_TYPE),
             Form::Yaml => Some("application/yaml"),
         }
     }

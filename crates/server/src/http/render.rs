@@ -21,10 +21,8 @@ pub fn render(reply: Reply, output: Output) -> Response<BoxBody> {
     let mut resp = match reply.body {
         ReplyBody::Value(v) => {
             let ct = reply.content_type.unwrap_or(match output {
-                Output::Table => "application/json;as=Table;v=v1;g=meta.k8s.io",
-                Output::PartialObjectMetadata => {
-                    "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
-                }
+                Output::Table => crate::table::TABLE_CONTENT_TYPE,
+                Output::PartialObjectMetadata => crate::table::METADATA_CONTENT_TYPE,
                 _ => "application/json",
             });
             if output == Output::Yaml {
