@@ -19,7 +19,8 @@
 //!   version").
 //! - Every watcher has a bounded buffer; the dispatcher waits for a full one only within a
 //!   shared time budget, then closes it (upstream's "Forcing watcher close due to
-//!   unresponsiveness"): the client re-watches from its last revision. Nothing is kept for a
+//!   unresponsiveness", `forget(false)`): what its buffer held is dropped at once and its
+//!   stream ends, and the client re-watches from its last revision. Nothing is kept for a
 //!   watcher that went away.
 //!
 //! Architecture Invariant: the cache never invents or reorders events, and never answers a
@@ -37,7 +38,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::{
     Event, Freshness, KeyValue, ListRequest, ListResponse, Pages, Revision, StorageError, Store,
@@ -144,6 +145,17 @@ struct WatcherSlot {
     id: u64,
     prefix: String,
     tx: mpsc::Sender<Arc<Event>>,
+    /// Ends the watcher at once, dropping what its buffer holds (a forced close).
+    stop: Arc<Notify>,
+}
+
+impl WatcherSlot {
+    /// Closes the watcher without delivering what is still buffered, as upstream's
+    /// `cacheWatcher.forget(false)`: its client re-watches from the last event it got, and the
+    /// watcher's buffered events are freed now rather than when a stuck client reads again.
+    fn force_close(&self) {
+        self.stop.notify_one();
+    }
 }
 
 /// Everything behind the lock.
@@ -688,21 +700,22 @@ impl Shared {
                     Ok(Ok(())) => {}
                     // The watcher went away.
                     Ok(Err(_)) => dead.push((id, false)),
-                    Err(_) => {
-                        tracing::debug!(
-                            watcher = id,
-                            "watch cache: closing an unresponsive watcher"
-                        );
-                        dead.push((id, true));
-                    }
+                    Err(_) => dead.push((id, true)),
                 }
             }
             budget.give_back(available);
             if !dead.is_empty() {
                 let mut st = self.write();
-                if let Some(o) = &self.observer {
-                    for w in &st.watchers {
-                        if dead.contains(&(w.id, true)) {
+                for w in &st.watchers {
+                    if dead.contains(&(w.id, true)) {
+                        tracing::info!(
+                            prefix = w.prefix,
+                            watcher = w.id,
+                            "Forcing watcher close due to unresponsiveness: len(input) = {}",
+                            self.watcher_buffer - w.tx.capacity()
+                        );
+                        w.force_close();
+                        if let Some(o) = &self.observer {
                             o.watcher_terminated(&w.prefix);
                         }
                     }
@@ -740,7 +753,9 @@ impl Shared {
     fn reset(&self) {
         let mut st = self.write();
         st.ready = false;
-        st.watchers.clear();
+        for w in st.watchers.drain(..) {
+            w.force_close();
+        }
         st.items = BTreeMap::new();
         st.indexes = Indexes::default();
         st.window = Window::new(st.revision);
@@ -779,6 +794,23 @@ impl Budget {
 /// Forwards a watcher's history, then its live events, to its client; ends when its buffer is
 /// closed (too slow, or the cache reset) or the client goes away.
 async fn run_watcher(
+    history: Vec<Arc<Event>>,
+    input: mpsc::Receiver<Arc<Event>>,
+    out: mpsc::Sender<Result<Event, StorageError>>,
+    after: Revision,
+    progress: Option<Duration>,
+    shared: Weak<Shared>,
+    stop: Arc<Notify>,
+) {
+    // A forced close ends the watcher wherever it waits (for an event, or for its client),
+    // and its buffers are dropped with it.
+    tokio::select! {
+        () = stop.notified() => {}
+        () = forward(history, input, out, after, progress, shared) => {}
+    }
+}
+
+async fn forward(
     history: Vec<Arc<Event>>,
     mut input: mpsc::Receiver<Arc<Event>>,
     out: mpsc::Sender<Result<Event, StorageError>>,
@@ -901,6 +933,7 @@ impl Store for CacheStore {
             return self.inner.watch(request).await;
         }
         let (tx, input) = mpsc::channel(self.shared.watcher_buffer);
+        let stop = Arc::new(Notify::new());
         let registered = {
             let mut st = self.shared.write();
             if st.ready {
@@ -912,6 +945,7 @@ impl Store for CacheStore {
                         id,
                         prefix: request.prefix.clone(),
                         tx,
+                        stop: stop.clone(),
                     });
                 }
                 Some(history)
@@ -945,6 +979,7 @@ impl Store for CacheStore {
             request.after,
             request.progress_interval.filter(|d| !d.is_zero()),
             Arc::downgrade(&self.shared),
+            stop,
         ));
         Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }

@@ -54,7 +54,7 @@ fn stored(i: usize) -> Bytes {
     Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
 }
 
-fn name(i: usize) -> String {
+pub(super) fn name(i: usize) -> String {
     format!("w-{i:07}")
 }
 
@@ -193,7 +193,7 @@ async fn get_json(client: &reqwest::Client, server: &Server, url: &str) -> anyho
 }
 
 /// The median latency of `rounds` sequential GETs of `url`, checking the item count.
-async fn latency(
+pub(super) async fn latency(
     client: &reqwest::Client,
     server: &Server,
     url: &str,

@@ -2,7 +2,10 @@
 //! BENCHMARKS.md). Objects of about 1 KiB are loaded straight into `SQLite`, a server (with the
 //! watch cache, as `serve` defaults) is started on them, and the bench reports the server's
 //! resident memory (sampled every 10 ms) while 8 clients each read the full list at once, and
-//! after they finish; then while 200 watchers that never read are open, and after they close.
+//! after they finish, for each form a list takes (JSON, the Table `kubectl get` asks for, the
+//! `PartialObjectMetadataList` of metadata informers, and a label selector matching half);
+//! the latency of a label selector matching 1% and of a `metadata.name` selector. Before the
+//! lists: the memory while 200 watchers that never read are open, and after they close.
 //!
 //! The allocator is the one the binary was built with (features `jemalloc`, `mimalloc`;
 //! glibc's by default); `CRD_APISERVER_STREAM_LISTS=false` in the environment measures the
@@ -14,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 
-use super::cache::{CacheArgs, ensure_crd, load, slow_watchers};
+use super::cache::{CacheArgs, ensure_crd, latency, load, name, slow_watchers};
 use super::{GROUP, Report, Server, ms, wait_ready};
 
 /// Options of the memory figures.
@@ -84,10 +87,9 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
         rss0 = now;
     }
     let base = format!("{}/apis/{GROUP}/v1/namespaces/default/widgets", server.url);
-    // One list first: its size, and the item count checked.
+    // One list first: the item count checked.
     let one = client.get(&base).bearer_auth(&server.token).send().await?;
     let body = one.bytes().await?;
-    let size = body.len();
     let items = serde_json::from_slice::<serde_json::Value>(&body)?["items"]
         .as_array()
         .map_or(0, Vec::len);
@@ -95,8 +97,107 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     if items != objects {
         bail!("the full list has {items} items, expected {objects}");
     }
-    let before = settled_rss(&server).await;
+    drop(client);
+    // The watchers first, on the server as the cache load left it, so that their growth and
+    // what stays after they close are not mixed with what the lists leave in the allocator.
+    let watchers = CacheArgs {
+        only_cache: false,
+        objects,
+        gets: 0,
+        slow_watchers: 200,
+    };
+    slow_watchers(&server, &mut report, &label, &watchers, rss0).await?;
+    let after_watchers = settled_rss(&server).await;
+    report.row(
+        &format!("RSS 5 s after the watchers closed ({label})"),
+        mb(after_watchers),
+        format!("after the cache load: {}", mb(rss0)),
+    );
+    let forms = [
+        ("JSON", "application/json", String::new()),
+        (
+            "Table",
+            "application/json;as=Table;g=meta.k8s.io;v=v1",
+            String::new(),
+        ),
+        (
+            "PartialObjectMetadataList",
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+            String::new(),
+        ),
+        (
+            "JSON, labelSelector matching 50%",
+            "application/json",
+            // Shards 0..49 of 100.
+            format!(
+                "?labelSelector=shard+in+({})",
+                (0..50).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+            ),
+        ),
+    ];
+    // (The watchers' updates changed the objects: a list's size is what all 8 agree on.)
+    for (what, accept, query) in forms {
+        let before = settled_rss(&server).await;
+        let (peak, took, got) =
+            concurrent_lists(&server, &format!("{base}{query}"), accept).await?;
+        let after = settled_rss(&server).await;
+        report.row(
+            &format!("8 concurrent full lists of {objects} objects, {what} ({label})"),
+            format!("peak {} (+{})", mb(peak), mb(peak.saturating_sub(before))),
+            format!(
+                "{} before, {} after; response {:.1} MB each; took {}",
+                mb(before),
+                mb(after),
+                got as f64 / 1_048_576.0,
+                ms(took)
+            ),
+        );
+    }
+    let client = server.client(true)?;
+    let expected = (0..objects).filter(|i| i % 100 == 7).count();
+    let sel = latency(
+        &client,
+        &server,
+        &format!("{base}?labelSelector=shard%3D7"),
+        expected,
+        20,
+    )
+    .await?;
+    report.row(
+        &format!("list labelSelector matching 1% ({label})"),
+        ms(sel),
+        format!("median of 20; {expected} of {objects} items; target < 100 ms"),
+    );
+    let by_name = latency(
+        &client,
+        &server,
+        &format!("{base}?fieldSelector=metadata.name%3D{}", name(objects / 2)),
+        1,
+        20,
+    )
+    .await?;
+    report.row(
+        &format!("list fieldSelector metadata.name ({label})"),
+        ms(by_name),
+        "median of 20; must not scan".into(),
+    );
+    let end = settled_rss(&server).await;
+    report.row(
+        &format!("RSS at the end ({label})"),
+        mb(end),
+        format!("after the cache load: {}", mb(rss0)),
+    );
+    Ok(())
+}
 
+/// Peak resident memory of the server (KiB) while 8 clients each read `url` whole at once, each
+/// on its own connection, chunk by chunk as a client reads; the time it took and the bytes of
+/// one response.
+async fn concurrent_lists(
+    server: &Server,
+    url: &str,
+    accept: &str,
+) -> anyhow::Result<(u64, Duration, usize)> {
     let peak = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let pid = server.child.id();
@@ -119,11 +220,16 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     let t = Instant::now();
     let mut lists = Vec::new();
     for _ in 0..8 {
-        // Each list on its own connection, read as a client reads it (chunk by chunk).
         let c = server.client(false)?;
-        let (url, token) = (base.clone(), server.token.clone());
+        let (url, token, accept) = (url.to_string(), server.token.clone(), accept.to_string());
         lists.push(tokio::spawn(async move {
-            let mut r = c.get(url).bearer_auth(token).send().await?;
+            let mut r = c
+                .get(url)
+                .bearer_auth(token)
+                .header("Accept", accept)
+                .send()
+                .await?
+                .error_for_status()?;
             let mut n = 0;
             while let Some(chunk) = r.chunk().await? {
                 n += chunk.len();
@@ -131,43 +237,16 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
             Ok::<_, reqwest::Error>(n)
         }));
     }
+    let mut sizes = Vec::new();
     for l in lists {
-        let n = l.await??;
-        if n != size {
-            bail!("a concurrent list returned {n} bytes, expected {size}");
-        }
+        sizes.push(l.await??);
     }
     let took = t.elapsed();
     done.store(true, Ordering::Relaxed);
     sampler.await?;
-    let after = settled_rss(&server).await;
-    report.row(
-        &format!("8 concurrent full lists of {objects} objects ({label})"),
-        format!(
-            "peak {} (+{})",
-            mb(peak.load(Ordering::Relaxed)),
-            mb(peak.load(Ordering::Relaxed).saturating_sub(before))
-        ),
-        format!(
-            "{} before, {} after; response {:.0} MB each; took {}",
-            mb(before),
-            mb(after),
-            size as f64 / 1_048_576.0,
-            ms(took)
-        ),
-    );
-    let watchers = CacheArgs {
-        only_cache: false,
-        objects,
-        gets: 0,
-        slow_watchers: 200,
-    };
-    slow_watchers(&server, &mut report, &label, &watchers, rss0).await?;
-    let end = settled_rss(&server).await;
-    report.row(
-        &format!("RSS at the end ({label})"),
-        mb(end),
-        format!("after the cache load: {}", mb(rss0)),
-    );
-    Ok(())
+    sizes.dedup();
+    if sizes.len() != 1 {
+        bail!("the concurrent lists returned different sizes: {sizes:?}");
+    }
+    Ok((peak.load(Ordering::Relaxed), took, sizes[0]))
 }

@@ -213,21 +213,27 @@ pub fn list_options(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<ListOption
 /// Lists a collection.
 pub async fn handle(ctx: &Ctx<'_>, strategy: &Arc<dyn Strategy>) -> Result<Reply, ApiError> {
     let opts = list_options(ctx, strategy.as_ref())?;
+    if opts.limit == 0
+        && opts.continue_token.is_none()
+        && super::list_stream::enabled()
+        && let Some(form) = super::list_stream::Form::of(ctx.output, ctx.opts.table)
+    {
+        let scan = super::list_stream::Scan {
+            prefix: opts.prefix(ctx, strategy.as_ref()),
+            revision: snapshot_revision(ctx, &opts).await?,
+            freshness: opts.freshness(),
+            selectors: Some(opts),
+        };
+        return super::list_stream::respond(
+            ctx.store().clone(),
+            strategy.clone(),
+            scan,
+            form,
+            super::list_stream::PAGE,
+        )
+        .await;
+    }
     if ctx.output == Output::Json && !opts.has_selectors() && strategy.verbatim_reads() {
-        if opts.limit == 0 && opts.continue_token.is_none() && super::list_stream::enabled() {
-            let scan = super::list_stream::Scan {
-                prefix: opts.prefix(ctx, strategy.as_ref()),
-                revision: snapshot_revision(ctx, &opts).await?,
-                freshness: opts.freshness(),
-            };
-            return super::list_stream::respond(
-                ctx,
-                strategy.clone(),
-                scan,
-                super::list_stream::PAGE,
-            )
-            .await;
-        }
         return verbatim_list(ctx, strategy, &opts).await;
     }
     let strategy = strategy.as_ref();

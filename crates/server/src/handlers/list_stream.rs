@@ -2,7 +2,14 @@
 //! holds a page or two in memory instead of the whole response (issue 19; upstream streams the
 //! encoding of lists it already holds, KEP-5116 `StreamingCollectionEncodingToJSON`).
 //!
-//! The body is byte for byte the one the unstreamed path builds:
+//! Every list without `limit`/`continue` is streamed, in each form the server renders
+//! ([`Form`]): the resource's own JSON list, `PartialObjectMetadataList` (metadata-only
+//! informers), `Table` (`kubectl get`) and YAML; with or without label and field selectors
+//! (read through the watch cache's indexes, page by page, and filtered as they are read).
+//! Protobuf is never rendered (such requests get JSON).
+//!
+//! The body is byte for byte the one the unstreamed path (`list::read_page`, then the renderer)
+//! builds, for example
 //! `{"apiVersion":..,"items":[..],"kind":"XList","metadata":{"resourceVersion":".."}}`. Every
 //! page is read at the first page's revision, so the list is one snapshot. The first page is read
 //! before the response starts: an error there is an ordinary Status. An error on a later page
@@ -12,26 +19,32 @@
 //! Upstream appends the error Status to the partial body, which clients fail to decode; aborting
 //! also fails clients that would not decode it.
 //!
-//! Only what can be streamed without decoding is streamed: JSON output of a full list without
-//! selectors. Tables, `PartialObjectMetadata`, YAML and selector lists go through
-//! `list::read_page` (the server renders no protobuf).
+//! Memory: a list holds one storage page of items (for the cache, references to its values;
+//! decoded objects when a form or selector needs them) and encodes it in chunks of [`CHUNK`]
+//! items, one waiting in the channel while the next is encoded.
 
 use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
 use crd_core::Status;
-use crd_storage::{Freshness, KeyValue, ListRequest, Revision, Store};
-use serde_json::json;
+use crd_storage::{Freshness, KeyValue, ListRequest, ListResponse, Revision, Store};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Ctx, Reply, ReplyBody};
+use super::{Reply, ReplyBody, read_objects};
 use crate::body::BodyError;
 use crate::error::ApiError;
 use crate::registry::Strategy;
+use crate::request::negotiate::Output;
+use crate::request::options::{ListOptions, TableOptions};
+use crate::table;
 
 /// Items per storage read of a streamed list (upstream's cacher pages its own lists from etcd
 /// by 10,000; a smaller page bounds a list's memory to well under a megabyte of 1 KiB objects).
 pub const PAGE: usize = 500;
+
+/// Items per chunk handed to the socket (about 64 KiB of 1 KiB objects).
+const CHUNK: usize = 64;
 
 /// Whether full lists are streamed: `CRD_APISERVER_STREAM_LISTS=false` turns it off, so that a
 /// benchmark can measure the server with and without it in one build.
@@ -42,7 +55,43 @@ pub fn enabled() -> bool {
     *ON
 }
 
-/// Where a streamed list reads.
+/// What a streamed list's body is: each of the forms the unstreamed renderer produces for a
+/// list.
+#[derive(Clone, Copy, Debug)]
+pub enum Form {
+    /// The resource's own list kind, as JSON.
+    Items,
+    /// `meta.k8s.io/v1 PartialObjectMetadataList`.
+    Metadata,
+    /// `meta.k8s.io/v1 Table`, with its `includeObject` and `noHeaders` options.
+    Table(TableOptions),
+    /// The resource's own list kind, as YAML.
+    Yaml,
+}
+
+impl Form {
+    /// The form of a list rendered in `output`; `None` for outputs a list never has.
+    pub fn of(output: Output, table: TableOptions) -> Option<Form> {
+        match output {
+            Output::Json => Some(Form::Items),
+            Output::PartialObjectMetadata => Some(Form::Metadata),
+            Output::Table => Some(Form::Table(table)),
+            Output::Yaml => Some(Form::Yaml),
+            Output::AggregatedDiscovery => None,
+        }
+    }
+
+    fn content_type(self) -> Option<&'static str> {
+        match self {
+            Form::Items => None,
+            Form::Metadata => Some(table::METADATA_CONTENT_TYPE),
+            Form::Table(_) => Some(table::TABLE_CONTENT_TYPE),
+            Form::Yaml => Some("application/yaml"),
+        }
+    }
+}
+
+/// Where a streamed list reads, and which objects it keeps.
 pub struct Scan {
     /// The storage prefix of the collection.
     pub prefix: String,
@@ -50,73 +99,76 @@ pub struct Scan {
     pub revision: Option<Revision>,
     /// How fresh a read of the latest state must be.
     pub freshness: Freshness,
+    /// The request's selectors; `None` or empty selectors keep every object.
+    pub selectors: Option<ListOptions>,
 }
 
-/// Lists the collection under `scan` in pages of `page` items: one whole body when everything
-/// fits in the first page, else a streamed one.
+/// Lists the collection under `scan` in `form`, reading storage `page` items at a time: one
+/// whole body when the first page is everything, else a streamed one.
 pub async fn respond(
-    ctx: &Ctx<'_>,
+    store: Arc<dyn Store>,
     strategy: Arc<dyn Strategy>,
     scan: Scan,
+    form: Form,
     page: usize,
 ) -> Result<Reply, ApiError> {
-    let info = strategy.info();
-    let gr = info.group_resource();
-    let store = ctx.store().clone();
-    let first = store
-        .list(ListRequest {
-            prefix: scan.prefix.clone(),
-            start_after: None,
-            limit: Some(page),
-            revision: scan.revision,
-            freshness: scan.freshness,
-            index_terms: Vec::new(),
-        })
+    let gr = strategy.info().group_resource();
+    let selectors = scan.selectors.filter(ListOptions::has_selectors);
+    let index_terms = selectors.as_ref().map_or_else(Vec::new, |o| {
+        crate::watch_cache::index_terms(&o.labels, &o.fields)
+    });
+    let webhook = strategy
+        .conversion()
+        .is_some_and(|plan| matches!(plan.converter, crate::conversion::Converter::Webhook(_)));
+    let lister = Lister {
+        store,
+        strategy,
+        prefix: scan.prefix,
+        index_terms,
+        selectors,
+        form,
+        page,
+        decode_batch: if webhook { page } else { CHUNK },
+    };
+    let first = lister
+        .read(None, scan.revision, scan.freshness)
         .await
         .map_err(|e| ApiError::storage(&gr, "", e))?;
     let revision = first.revision;
-    let api_version = info.api_version();
-    let mut head = format!(
-        r#"{{"apiVersion":{},"items":["#,
-        serde_json::to_string(&api_version).map_err(Status::internal)?
-    )
-    .into_bytes();
-    let tail = format!(
-        r#"],"kind":{},"metadata":{}}}"#,
-        serde_json::to_string(&info.list_kind).map_err(Status::internal)?,
-        json!({ "resourceVersion": revision.to_string() })
-    );
-    encode_page(&strategy, &first.items, &mut head, true).await?;
+    let (mut head, tail) = lister.frame(revision)?;
+    let mut wrote = false;
+    lister.encode(&first.items, &mut head, &mut wrote).await?;
+    let content_type = form.content_type();
     if first.remaining == 0 {
-        head.extend_from_slice(tail.as_bytes());
+        head.extend_from_slice(&lister.close(wrote)?);
+        head.extend_from_slice(&tail);
         return Ok(Reply {
             code: 200,
             body: ReplyBody::RawJson(Bytes::from(head)),
             warnings: Vec::new(),
-            content_type: None,
+            content_type,
         });
     }
     let last = first.items.last().map(|kv| kv.key.clone());
     drop(first);
     // One chunk waits in the channel while the next page is read and encoded: two pages at most.
     let (tx, rx) = mpsc::channel::<Result<Bytes, BodyError>>(1);
-    let rest = Rest {
-        store,
-        strategy,
-        prefix: scan.prefix,
-        revision,
-        page,
-    };
     tokio::spawn(async move {
         if tx.send(Ok(Bytes::from(head))).await.is_err() {
             return;
         }
-        match rest.send_pages(last, &tx).await {
-            Ok(()) => {
-                let _ = tx.send(Ok(Bytes::from(tail))).await;
+        match lister.send_pages(last, revision, &mut wrote, &tx).await {
+            Ok(true) => {
+                let end = lister.close(wrote).map(|mut end| {
+                    end.extend_from_slice(&tail);
+                    Bytes::from(end)
+                });
+                let _ = tx.send(end.map_err(|e| format!("{e:?}").into())).await;
             }
+            // The client went away.
+            Ok(false) => {}
             Err(e) => {
-                tracing::warn!(error = %e, prefix = rest.prefix, "streamed list aborted midway");
+                tracing::warn!(error = %e, prefix = lister.prefix, "streamed list aborted midway");
                 let _ = tx.send(Err(e)).await;
             }
         }
@@ -125,66 +177,240 @@ pub async fn respond(
         code: 200,
         body: ReplyBody::Stream(crate::body::fallible_stream_body(rx)),
         warnings: Vec::new(),
-        content_type: None,
+        content_type,
     })
 }
 
-/// The pages after the first, read at its revision.
-struct Rest {
+/// Reads and encodes the pages of one list.
+struct Lister {
     store: Arc<dyn Store>,
     strategy: Arc<dyn Strategy>,
     prefix: String,
-    revision: Revision,
+    index_terms: Vec<(String, String)>,
+    selectors: Option<ListOptions>,
+    form: Form,
     page: usize,
+    /// Stored items decoded (and sent) at once: [`CHUNK`], or the page when a conversion
+    /// webhook may be called (the architecture's one call per batch of a list).
+    decode_batch: usize,
 }
 
-impl Rest {
+impl Lister {
+    async fn read(
+        &self,
+        start_after: Option<String>,
+        revision: Option<Revision>,
+        freshness: Freshness,
+    ) -> Result<ListResponse, crd_storage::StorageError> {
+        self.store
+            .list(ListRequest {
+                prefix: self.prefix.clone(),
+                start_after,
+                limit: Some(self.page),
+                revision,
+                freshness,
+                index_terms: self.index_terms.clone(),
+            })
+            .await
+    }
+
+    /// Sends the pages after the first, read at its revision. Returns `false` when the client
+    /// went away.
     async fn send_pages(
         &self,
         mut start_after: Option<String>,
+        revision: Revision,
+        wrote: &mut bool,
         tx: &mpsc::Sender<Result<Bytes, BodyError>>,
-    ) -> Result<(), BodyError> {
+    ) -> Result<bool, BodyError> {
         while let Some(after) = start_after.take() {
             let resp = self
-                .store
-                .list(ListRequest {
-                    prefix: self.prefix.clone(),
-                    start_after: Some(after),
-                    limit: Some(self.page),
-                    revision: Some(self.revision),
-                    freshness: Freshness::Consistent,
-                    index_terms: Vec::new(),
-                })
+                .read(Some(after), Some(revision), Freshness::Consistent)
                 .await?;
-            let mut chunk = Vec::new();
-            encode_page(&self.strategy, &resp.items, &mut chunk, false)
-                .await
-                .map_err(|e| format!("{e:?}"))?;
             if resp.remaining > 0 {
                 start_after = resp.items.last().map(|kv| kv.key.clone());
             }
-            drop(resp);
-            if chunk.is_empty() {
-                continue;
+            // A page goes out in chunks of [`CHUNK`] items, each decoded and encoded only when
+            // the one before has left: a list holds its page's items (for the cache, references
+            // to its values) and a few chunks, not a page of decoded objects or encoded bytes.
+            for items in resp.items.chunks(self.decode_batch) {
+                let mut chunk = Vec::new();
+                self.encode(items, &mut chunk, wrote)
+                    .await
+                    .map_err(|e| format!("{e:?}"))?;
+                if chunk.is_empty() {
+                    continue;
+                }
+                if tx.send(Ok(Bytes::from(chunk))).await.is_err() {
+                    return Ok(false);
+                }
             }
-            if tx.send(Ok(Bytes::from(chunk))).await.is_err() {
-                // The client went away.
-                return Ok(());
+        }
+        Ok(true)
+    }
+
+    /// The bytes before the first item and after the last one, for a list at `revision`.
+    fn frame(&self, revision: Revision) -> Result<(Vec<u8>, Vec<u8>), ApiError> {
+        let info = self.strategy.info();
+        let list_meta = json!({ "resourceVersion": revision.to_string() });
+        let json = |v: &Value| -> Result<String, ApiError> {
+            serde_json::to_string(v).map_err(|e| Status::internal(e).into())
+        };
+        let (head, tail) = match self.form {
+            Form::Items => (
+                format!(
+                    r#"{{"apiVersion":{},"items":["#,
+                    json(&info.api_version().into())?
+                ),
+                format!(
+                    r#"],"kind":{},"metadata":{}}}"#,
+                    json(&info.list_kind.as_str().into())?,
+                    list_meta
+                ),
+            ),
+            Form::Metadata => (
+                r#"{"apiVersion":"meta.k8s.io/v1","items":["#.to_string(),
+                format!(r#"],"kind":"PartialObjectMetadataList","metadata":{list_meta}}}"#),
+            ),
+            Form::Table(t) => {
+                // The Table of no rows ends with its rows (keys are sorted): cut there.
+                let empty = json(&self.strategy.render_table(
+                    &[],
+                    t.include_object,
+                    t.with_headers,
+                    list_meta,
+                ))?;
+                let head = empty
+                    .strip_suffix(r#""rows":[]}"#)
+                    .ok_or_else(|| Status::internal("a Table does not end with its rows"))?;
+                (format!(r#"{head}"rows":["#), "]}".to_string())
+            }
+            Form::Yaml => (
+                yaml(&json!({ "apiVersion": info.api_version() }))?,
+                yaml(&json!({ "kind": info.list_kind, "metadata": list_meta }))?,
+            ),
+        };
+        Ok((head.into_bytes(), tail.into_bytes()))
+    }
+
+    /// What ends the items: YAML writes `items: []` for a list that had none.
+    fn close(&self, wrote: bool) -> Result<Vec<u8>, ApiError> {
+        match self.form {
+            Form::Yaml if !wrote => Ok(yaml(&json!({ "items": [] }))?.into_bytes()),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Whether items are sent as stored (the resource's JSON list, no selectors, reads that add
+    /// nothing): no decoding.
+    fn verbatim(&self) -> bool {
+        matches!(self.form, Form::Items)
+            && self.selectors.is_none()
+            && self.strategy.verbatim_reads()
+    }
+
+    /// The objects of one storage page that pass the selectors, decoded and converted (one
+    /// conversion batch per page).
+    async fn decode(&self, items: &[KeyValue]) -> Result<Vec<Value>, ApiError> {
+        let strategy = self.strategy.as_ref();
+        let mut objs = read_objects(strategy, items, true).await?;
+        if let Some(s) = &self.selectors {
+            objs.retain(|o| s.matches(strategy, o));
+        }
+        Ok(objs)
+    }
+
+    /// Appends the stored items that pass the selectors to `out`; `wrote` says whether any item
+    /// was written before (JSON separates items by commas; YAML opens the `items:` sequence
+    /// once). Items are decoded [`CHUNK`] at a time, so that no more than a chunk of decoded
+    /// objects is alive, except through a conversion webhook: one call per page.
+    async fn encode(
+        &self,
+        items: &[KeyValue],
+        out: &mut Vec<u8>,
+        wrote: &mut bool,
+    ) -> Result<(), ApiError> {
+        if self.verbatim() {
+            return encode_verbatim(&self.strategy, items, out, wrote).await;
+        }
+        for batch in items.chunks(self.decode_batch) {
+            let objs = self.decode(batch).await?;
+            for group in objs.chunks(CHUNK) {
+                self.write(group, out, wrote)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends decoded objects to `out` in the list's form.
+    fn write(&self, objs: &[Value], out: &mut Vec<u8>, wrote: &mut bool) -> Result<(), ApiError> {
+        if objs.is_empty() {
+            return Ok(());
+        }
+        let comma = |out: &mut Vec<u8>, wrote: &mut bool| {
+            if std::mem::replace(wrote, true) {
+                out.push(b',');
+            }
+        };
+        match self.form {
+            Form::Items => {
+                for o in objs {
+                    comma(out, wrote);
+                    serde_json::to_writer(&mut *out, o).map_err(Status::internal)?;
+                }
+            }
+            Form::Metadata => {
+                for o in objs {
+                    comma(out, wrote);
+                    serde_json::to_writer(&mut *out, &table::partial_object_metadata(o))
+                        .map_err(Status::internal)?;
+                }
+            }
+            Form::Table(t) => {
+                let mut table =
+                    self.strategy
+                        .render_table(objs, t.include_object, false, json!({}));
+                let Some(Value::Array(rows)) = table.get_mut("rows").map(Value::take) else {
+                    return Err(Status::internal("a Table without rows").into());
+                };
+                for r in &rows {
+                    comma(out, wrote);
+                    serde_json::to_writer(&mut *out, r).map_err(Status::internal)?;
+                }
+            }
+            Form::Yaml => {
+                let items = yaml(&json!({ "items": objs }))?;
+                // Later chunks continue the sequence the first one opened.
+                let items = if std::mem::replace(wrote, true) {
+                    items
+                        .strip_prefix("items:\n")
+                        .ok_or_else(|| Status::internal("unexpected YAML layout of items"))?
+                } else {
+                    &items
+                };
+                out.extend_from_slice(items.as_bytes());
             }
         }
         Ok(())
     }
 }
 
-/// Appends a page's items to `out`, each preceded by a comma unless it opens the list. Items in
+fn yaml(v: &Value) -> Result<String, ApiError> {
+    serde_saphyr::to_string(v).map_err(|e| Status::internal(e).into())
+}
+
+/// Appends stored items to `out`, each preceded by a comma unless it opens the list (`wrote`
+/// says whether an item was written before, and becomes true when one is). Items in
 /// the stored layout get their `resourceVersion` spliced in straight into `out`; a page with any
 /// other item is decoded and converted (one batch per page), as the unstreamed path does.
-async fn encode_page(
+async fn encode_verbatim(
     strategy: &Arc<dyn Strategy>,
     items: &[KeyValue],
     out: &mut Vec<u8>,
-    opens: bool,
+    wrote: &mut bool,
 ) -> Result<(), ApiError> {
+    let opens = !*wrote;
+    *wrote |= !items.is_empty();
     let info = strategy.info();
     let api_version = info.api_version();
     let head = format!(
@@ -239,4 +465,58 @@ async fn encode_page(
         out.extend_from_slice(&bytes);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    /// The YAML of a list is the concatenation the streamed path writes: the head, the first
+    /// page's `items:` sequence, later pages' items without the key, and the tail.
+    #[test]
+    fn yaml_pages_concatenate_to_the_whole_document() {
+        let item = |n: &str, extra: Value| {
+            json!({"apiVersion": "g/v1", "kind": "K",
+                   "metadata": {"name": n, "labels": {"a": "1", "b": "yes"}},
+                   "spec": {"text": "line one\nline two\n", "empty": {}, "list": [], "n": 1.5,
+                            "quoted": "null", "x": extra}})
+        };
+        let pages = [
+            vec![
+                item("a", json!([1, {"k": "v"}])),
+                item("b", json!("- not a list")),
+            ],
+            vec![item("c", json!(null))],
+            vec![item("d", json!({"nested": [[1, 2], []]}))],
+        ];
+        let all: Vec<Value> = pages.iter().flatten().cloned().collect();
+        let meta = json!({"resourceVersion": "7"});
+        let whole = serde_saphyr::to_string(
+            &json!({"apiVersion": "g/v1", "items": all, "kind": "KList", "metadata": meta}),
+        )
+        .unwrap();
+        let mut streamed = super::yaml(&json!({"apiVersion": "g/v1"})).unwrap();
+        for (i, p) in pages.iter().enumerate() {
+            let s = super::yaml(&json!({ "items": p })).unwrap();
+            if i == 0 {
+                streamed.push_str(&s);
+            } else {
+                streamed.push_str(s.strip_prefix("items:\n").unwrap());
+            }
+        }
+        streamed.push_str(&super::yaml(&json!({"kind": "KList", "metadata": meta})).unwrap());
+        assert_eq!(streamed, whole);
+
+        let empty = serde_saphyr::to_string(
+            &json!({"apiVersion": "g/v1", "items": [], "kind": "KList", "metadata": meta}),
+        )
+        .unwrap();
+        let streamed = [
+            super::yaml(&json!({"apiVersion": "g/v1"})).unwrap(),
+            super::yaml(&json!({ "items": [] })).unwrap(),
+            super::yaml(&json!({"kind": "KList", "metadata": meta})).unwrap(),
+        ]
+        .concat();
+        assert_eq!(streamed, empty);
+    }
 }

@@ -199,7 +199,8 @@ pub enum ReplyBody {
     Status(Box<Status>),
     /// A streaming response (watch).
     Stream(crate::body::BoxBody),
-    /// JSON bytes assembled by the handler (the verbatim list path).
+    /// Bytes assembled by the handler (lists), of the reply's `content_type` (JSON unless
+    /// it says otherwise).
     RawJson(Bytes),
 }
 

@@ -31,8 +31,11 @@ const BOOKMARK_INTERVAL: Duration = Duration::from_mins(1);
 /// Objects read per store page while sending a watch's initial events.
 const INITIAL_PAGE: usize = 500;
 
-/// Events buffered per watcher before the writer waits for the client.
-const BUFFER: usize = 256;
+/// Encoded events buffered per watcher before the writer waits for the client. Small: the
+/// bounded buffer that decides when a watcher is too slow is the watch cache's (upstream's
+/// `cacheWatcher` input); every encoded line waiting here is memory a stuck client holds
+/// (256 lines were 0.3 MB per watcher of 1 KiB objects).
+const BUFFER: usize = 8;
 
 /// Everything the streaming task needs, detached from the request.
 struct WatchTask {

@@ -112,7 +112,12 @@ pub async fn serve(
                 .http1()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT);
-            builder.http2().max_concurrent_streams(1000);
+            // A stream whose client does not read holds at most 64 KiB here (hyper's default is
+            // 400 KiB per stream); the watch cache closes a watcher that stays behind.
+            builder
+                .http2()
+                .max_concurrent_streams(1000)
+                .max_send_buf_size(64 * 1024);
             let conn = builder.serve_connection(TokioIo::new(tls), service);
             let _ = watcher.watch(conn.into_owned()).await;
         });

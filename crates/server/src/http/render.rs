@@ -21,10 +21,8 @@ pub fn render(reply: Reply, output: Output) -> Response<BoxBody> {
     let mut resp = match reply.body {
         ReplyBody::Value(v) => {
             let ct = reply.content_type.unwrap_or(match output {
-                Output::Table => "application/json;as=Table;v=v1;g=meta.k8s.io",
-                Output::PartialObjectMetadata => {
-                    "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
-                }
+                Output::Table => crate::table::TABLE_CONTENT_TYPE,
+                Output::PartialObjectMetadata => crate::table::METADATA_CONTENT_TYPE,
                 _ => "application/json",
             });
             if output == Output::Yaml {
@@ -37,8 +35,15 @@ pub fn render(reply: Reply, output: Output) -> Response<BoxBody> {
             }
         }
         ReplyBody::Status(s) => status_response(&s, &[]),
-        ReplyBody::Stream(body) => with_type(Response::new(body), "application/json"),
-        ReplyBody::RawJson(bytes) => with_type(Response::new(full(bytes)), "application/json"),
+        // A streamed or assembled list says its own type (a Table, YAML); JSON otherwise.
+        ReplyBody::Stream(body) => with_type(
+            Response::new(body),
+            reply.content_type.unwrap_or("application/json"),
+        ),
+        ReplyBody::RawJson(bytes) => with_type(
+            Response::new(full(bytes)),
+            reply.content_type.unwrap_or("application/json"),
+        ),
     };
     *resp.status_mut() = code;
     add_warnings(resp.headers_mut(), &reply.warnings);

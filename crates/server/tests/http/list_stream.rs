@@ -1,6 +1,7 @@
 //! Full lists streamed page by page (`handlers::list_stream`): a list spanning several storage
-//! pages is byte for byte the list the unstreamed path renders, and a storage error after the
-//! first page aborts the response instead of ending it as if it were whole.
+//! pages is byte for byte the list the unstreamed path renders, in every form (JSON, Table,
+//! `PartialObjectMetadataList`, YAML) and with selectors, and a storage error after the first
+//! page aborts the response instead of ending it as if it were whole.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,10 +15,14 @@ use crate::support::{Api, BeforeList, HttpVersion, TestServer, crd_json, list_ho
 
 const BASE: &str = "/apis/s.example.com/v1/namespaces/default/widgets";
 
-/// Creates `n` widgets, 32 at a time, each labelled `app=all`.
+/// Creates `n` widgets, 32 at a time, each labelled `app=all` and `parity=even|odd`. The CRD's
+/// printer columns have no age, so that Tables read at different times are equal.
 async fn create_widgets(api: &Api<'_>, n: usize) {
-    api.create_crd(crd_json("s.example.com", "widgets", "Widget", "Namespaced"))
-        .await;
+    let mut crd = crd_json("s.example.com", "widgets", "Widget", "Namespaced");
+    crd["spec"]["versions"][0]["additionalPrinterColumns"] = json!([
+        {"name": "I", "type": "integer", "jsonPath": ".spec.i"},
+        {"name": "Text", "type": "string", "jsonPath": ".spec.text", "priority": 1}]);
+    api.create_crd(crd).await;
     let mut start = 0;
     while start < n {
         let end = (start + 32).min(n);
@@ -25,7 +30,9 @@ async fn create_widgets(api: &Api<'_>, n: usize) {
             api.post(
                 BASE,
                 json!({"apiVersion": "s.example.com/v1", "kind": "Widget",
-                       "metadata": {"name": format!("w-{i:05}"), "labels": {"app": "all"}},
+                       "metadata": {"name": format!("w-{i:05}"),
+                                    "labels": {"app": "all",
+                                               "parity": if i % 2 == 0 { "even" } else { "odd" }}},
                        "spec": {"i": i, "text": "x\"y\u{e9}"}}),
             )
         });
@@ -107,6 +114,115 @@ async fn a_full_list_spanning_pages_is_the_unstreamed_list_byte_for_byte() {
     assert!(small.headers.contains_key("content-length"));
 }
 
+/// Asserts that two bodies are equal, showing where they first differ.
+fn assert_same_body(what: &str, streamed: &str, unstreamed: &str) {
+    let at = streamed
+        .bytes()
+        .zip(unstreamed.bytes())
+        .position(|(a, b)| a != b);
+    assert!(
+        streamed == unstreamed,
+        "{what}: the streamed list differs from the unstreamed one ({} vs {} bytes) at {at:?}: \
+         {:?} vs {:?}",
+        streamed.len(),
+        unstreamed.len(),
+        at.map(|i| &streamed[i.saturating_sub(80)..(i + 80).min(streamed.len())]),
+        at.map(|i| &unstreamed[i.saturating_sub(80)..(i + 80).min(unstreamed.len())]),
+    );
+}
+
+const TABLE: &str = "application/json;as=Table;g=meta.k8s.io;v=v1";
+const METADATA: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+
+#[tokio::test]
+async fn tables_metadata_yaml_and_selector_lists_stream_the_unstreamed_bytes() {
+    let s = TestServer::start().await;
+    let n = 2 * PAGE + 100;
+    create_widgets(&s.api(HttpVersion::Http2), n).await;
+    let by_name = format!("fieldSelector=metadata.name%3Dw-{:05}", 2 * PAGE + 2);
+    let by_name = by_name.as_str();
+    // (query, Accept, items expected): every form, with and without selectors; the indexed
+    // selectors (`parity=even`, `metadata.name`) and one the index cannot answer (`!=`).
+    let cases = [
+        ("", TABLE, n),
+        ("includeObject=Object", TABLE, n),
+        ("includeObject=None&noHeaders=true", TABLE, n),
+        ("", METADATA, n),
+        ("", "application/yaml", n),
+        ("labelSelector=parity%3Deven", "application/json", n / 2),
+        ("labelSelector=parity%21%3Deven", "application/json", n / 2),
+        ("labelSelector=parity%3Deven", TABLE, n / 2),
+        ("labelSelector=parity%3Dodd", METADATA, n / 2),
+        (
+            "labelSelector=parity%3Dodd,app%3Dall",
+            "application/yaml",
+            n / 2,
+        ),
+        ("labelSelector=app%3Dnone", "application/json", 0),
+        ("labelSelector=app%3Dnone", "application/yaml", 0),
+        ("labelSelector=app%3Dnone", TABLE, 0),
+        (by_name, "application/json", 1),
+        (by_name, TABLE, 1),
+        (
+            "fieldSelector=metadata.namespace%3Ddefault&labelSelector=parity%3Deven",
+            METADATA,
+            n / 2,
+        ),
+    ];
+    for version in [HttpVersion::Http1, HttpVersion::Http2] {
+        let api = s.api(version);
+        for (query, accept, want) in &cases {
+            let what = format!("{version:?} {accept} ?{query}");
+            let sep = if query.is_empty() { "" } else { "&" };
+            let streamed = api.get_as(&format!("{BASE}?{query}"), accept).await;
+            assert_eq!(streamed.status, 200, "{what}: {}", streamed.text);
+            // A limit above the count is the unstreamed path: one body built at once. The same
+            // snapshot (nothing was written since) gives the same bytes.
+            let unstreamed = api
+                .get_as(&format!("{BASE}?{query}{sep}limit={}", 10 * n), accept)
+                .await;
+            assert_eq!(unstreamed.status, 200, "{what}: {}", unstreamed.text);
+            assert_eq!(
+                streamed.headers["content-type"], unstreamed.headers["content-type"],
+                "{what}"
+            );
+            assert_same_body(&what, &streamed.text, &unstreamed.text);
+            let count = if *accept == "application/yaml" {
+                // Each item's kind (the list's is `WidgetList`).
+                streamed.text.matches("kind: Widget\n").count()
+            } else {
+                let v = streamed.json();
+                let key = if *accept == TABLE { "rows" } else { "items" };
+                v[key].as_array().map_or(0, Vec::len)
+            };
+            assert_eq!(count, *want, "{what}: item count");
+        }
+    }
+    // The Table names its columns once, with the rows of every page in order.
+    let table = s.api(HttpVersion::Http1).get_as(BASE, TABLE).await.json();
+    assert_eq!(table["kind"], "Table");
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(columns, ["Name", "I", "Text"]);
+    let rows = table["rows"].as_array().expect("rows");
+    assert_eq!(
+        rows[PAGE + 1]["cells"],
+        json!([format!("w-{:05}", PAGE + 1), PAGE + 1, "x\"y\u{e9}"])
+    );
+    assert_eq!(rows[n - 1]["object"]["kind"], "PartialObjectMetadata");
+    let meta = s.api(HttpVersion::Http1).get_as(BASE, METADATA).await;
+    assert_eq!(meta.json()["kind"], "PartialObjectMetadataList");
+    assert_eq!(
+        meta.json()["items"][n - 1]["metadata"]["name"],
+        format!("w-{:05}", n - 1)
+    );
+    assert!(meta.json()["items"][0].get("spec").is_none());
+}
+
 #[tokio::test]
 async fn a_storage_error_after_the_first_page_aborts_the_response() {
     let armed = Arc::new(AtomicBool::new(false));
@@ -150,6 +266,25 @@ async fn a_storage_error_after_the_first_page_aborts_the_response() {
             "{version:?}: a list whose second page failed ended as if whole: {} bytes",
             body.map(|b| b.len()).unwrap_or_default()
         );
+        // Every form and selector lists abort the same way.
+        for (query, accept) in [
+            ("", TABLE),
+            ("", METADATA),
+            ("", "application/yaml"),
+            ("?labelSelector=app%3Dall", "application/json"),
+        ] {
+            let r = api
+                .request(Method::GET, &format!("{BASE}{query}"))
+                .header("Accept", accept)
+                .send()
+                .await
+                .expect("headers");
+            assert_eq!(r.status(), 200);
+            assert!(
+                r.bytes().await.is_err(),
+                "{version:?} {accept} {query}: a failed list ended as if whole"
+            );
+        }
         // Paging with a continue token is not streamed: its failure is an ordinary Status.
         let first = api.get(&format!("{BASE}?limit=5")).await.json();
         let token = first["metadata"]["continue"].as_str().expect("continue");

@@ -316,6 +316,45 @@ async fn a_watcher_that_never_reads_is_closed_and_forgotten() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_forced_close_drops_what_the_watcher_had_buffered() {
+    // A large buffer: without the forced close, the watcher would hand its client all of it
+    // (16 + 50 + the one in flight) before ending, and hold it until the client reads.
+    let (_dir, store) = cache("/r/", 50).await;
+    let now = store.current_revision().await.expect("rev");
+    let mut slow = store
+        .watch(WatchRequest {
+            prefix: "/r/".into(),
+            after: now,
+            progress_interval: None,
+        })
+        .await
+        .expect("watch");
+    for i in 0..200 {
+        store
+            .create(&format!("/r/{i:03}"), b(""))
+            .await
+            .expect("create");
+    }
+    assert_eq!(store.stats().watchers, 0, "the slow watcher was closed");
+    let mut got = Vec::new();
+    while let Some(item) = tokio::time::timeout(Duration::from_secs(10), slow.next())
+        .await
+        .expect("the closed watch ends")
+    {
+        got.push(item.expect("event").revision());
+    }
+    // Only what had reached the stream's own 16-event channel is delivered, in order, from
+    // the first event on: the client re-watches from the last one.
+    assert!(
+        !got.is_empty() && got.len() <= 17,
+        "a closed watcher delivered {} events",
+        got.len()
+    );
+    assert!(got.windows(2).all(|w| w[0] + 1 == w[1]), "{got:?}");
+    assert_eq!(got[0], now + 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn dropped_watchers_are_forgotten_on_the_next_event() {
     let (_dir, store) = cache("/r/", 100).await;
     let now = store.current_revision().await.expect("rev");
