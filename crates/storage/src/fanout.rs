@@ -102,9 +102,13 @@ async fn pump(
                     head.fetch_max(revision, Ordering::AcqRel);
                 }
                 Ok(event) => {
+                    // The position moves before the event is published: a watch that reads the
+                    // position after subscribing either receives the event or, seeing the
+                    // position past its start, replays from the engine. The other order lost
+                    // events published between a watch's subscribe and its read of the position.
                     let revision = event.revision();
-                    let _ = live.send(Item::Event(Arc::new(event)));
                     head.fetch_max(revision, Ordering::AcqRel);
+                    let _ = live.send(Item::Event(Arc::new(event)));
                 }
                 Err(_) => break,
             }
@@ -242,6 +246,37 @@ mod tests {
             .await
             .expect("fanout");
         crate::conformance::run_all(store).await;
+    }
+
+    /// Regression: a watch from the revision before a just-acknowledged write always gets it,
+    /// also when the write's event is being published as the watch starts (the position used to
+    /// move after the publish, so such a watch took the shared stream and missed the event).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_watch_from_just_before_a_write_gets_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let inner = crate::sqlite::SqliteStore::open(&dir.path().join("s.db")).expect("open");
+        let store = FanoutStore::new(inner, "/registry/").await.expect("fanout");
+        for i in 0..300 {
+            let key = format!("/registry/race/{i}");
+            let revision = store
+                .create(&key, Bytes::from_static(b"x"))
+                .await
+                .expect("create");
+            let mut stream = store
+                .watch(WatchRequest {
+                    prefix: "/registry/race/".into(),
+                    after: revision - 1,
+                    progress_interval: None,
+                })
+                .await
+                .expect("watch");
+            let event = tokio::time::timeout(Duration::from_secs(10), stream.next())
+                .await
+                .unwrap_or_else(|_| panic!("write {i} at {revision} never arrived"))
+                .expect("open")
+                .expect("event");
+            assert_eq!(event.revision(), revision, "write {i}");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread")]
