@@ -7,33 +7,21 @@
 //! no storage) on the same server, and the CPU time the server and the load generator each
 //! spent per request: client and server share the machine's cores, so the floor and the CPU
 //! split say which create rate is reachable at all.
+//!
+//! With `--pin` every round measures a second, pinned placement (`pin.rs`): the server on one
+//! core, this load generator on the other, and the engine's 64-writer rate (and its CPU per
+//! commit) on the server's core alone, so the ratio compares the server with the engine on the
+//! same core.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
 
-use super::{Report, Server, create_load, ms, percentile, setup_crd, sqlite_limit, wait_ready};
+use crd_storage::Store;
 
-/// Linux's `USER_HZ`: the unit of the CPU times in `/proc/<pid>/stat` (100 on every Linux ABI).
-const TICKS_PER_SECOND: f64 = 100.0;
-
-/// User plus system CPU seconds of a process so far (`/proc/<pid>/stat` fields 14 and 15), of
-/// all its threads.
-fn cpu_seconds(pid: &str) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The command name (field 2) may hold spaces; the fields after it are space-separated.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // `rest` starts at field 3 (state), so fields 14 and 15 are at 11 and 12.
-    (tick(11) + tick(12)) / TICKS_PER_SECOND
-}
+use super::pin::{self, Placement, cpu_seconds};
+use super::{Report, Server, create_load, ms, percentile, setup_crd, wait_ready};
 
 /// One measured load: requests per second, latency percentiles, and CPU seconds per request
 /// spent by the server and by the load generator (this process).
@@ -76,12 +64,33 @@ impl Load {
         )
     }
 
-    /// The CPU split per request, and the rate both processes' CPU allows on `cores` cores.
-    fn cpu(&self, cores: usize) -> String {
+    /// The CPU split per request, and the rate the CPU allows under `placement`: on a shared
+    /// placement both processes share the machine's cores (cores / (server + load generator));
+    /// pinned, the server has its core alone (1 / server).
+    fn cpu(&self, placement: Placement) -> String {
         let both = self.server_cpu + self.bench_cpu;
+        let allowed = match placement {
+            Placement::Shared => format!(
+                "{} cores allow {:.0}/s at this cost",
+                pin::cores(),
+                if both > 0.0 {
+                    pin::cores() as f64 / both
+                } else {
+                    0.0
+                }
+            ),
+            Placement::Pinned => format!(
+                "the server's core allows {:.0}/s at this cost",
+                if self.server_cpu > 0.0 {
+                    1.0 / self.server_cpu
+                } else {
+                    0.0
+                }
+            ),
+        };
         format!(
             "CPU per request: server {:.0} µs, load generator {:.0} µs ({:.0}% of the total); \
-             {cores} cores allow {:.0}/s at this cost",
+             {allowed}",
             self.server_cpu * 1e6,
             self.bench_cpu * 1e6,
             if both > 0.0 {
@@ -89,7 +98,6 @@ impl Load {
             } else {
                 0.0
             },
-            if both > 0.0 { cores as f64 / both } else { 0.0 },
         )
     }
 }
@@ -156,70 +164,161 @@ async fn creates_64(
     Ok((load, floor))
 }
 
-/// Runs the section.
+/// The embedded engine's own limit: commits/s of 64 concurrent writers (group commit) without
+/// the server, and the CPU seconds this process spent per commit. Under the pinned placement
+/// this process runs on the system's core alone while it measures (nothing else of the run is
+/// running), so the engine gets exactly the core the server will have.
+async fn engine_limit(
+    dir: &Path,
+    placement: Placement,
+    pinned: bool,
+    n: usize,
+) -> anyhow::Result<(f64, f64)> {
+    if pinned {
+        pin::move_self((placement == Placement::Pinned).then_some(pin::SYSTEM_CORE))?;
+    }
+    let store = crd_storage::sqlite::SqliteStore::open(&dir.join("raw.db"))?;
+    let value = bytes::Bytes::from(super::object("x").to_string());
+    // Warm-up: the first pages of the database, the writer thread.
+    for i in 0..64 {
+        store
+            .create(&format!("/raw/warm/{i}"), value.clone())
+            .await?;
+    }
+    let cpu = cpu_seconds("self");
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..64 {
+        let store = store.clone();
+        let value = value.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (c..n).step_by(64) {
+                store
+                    .create(&format!("/raw/par/{i}"), value.clone())
+                    .await?;
+            }
+            Ok::<_, crd_storage::StorageError>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    let per_commit = (cpu_seconds("self") - cpu) / n as f64;
+    drop(store);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok((rate, per_commit))
+}
+
+/// The best figures of one placement over the rounds.
+#[derive(Clone, Copy, Default)]
+struct Best {
+    /// The engine's 64-writer commits/s and its CPU seconds per commit.
+    limit: (f64, f64),
+    floor: Load,
+    creates: [Load; 2],
+}
+
+/// Runs the section: each round measures every placement (shared, and pinned with `--pin`),
+/// the engine's limit first under that placement, then the servers.
 pub async fn run(
     dir: &Path,
     report: &mut Report,
     creates: usize,
     rounds: usize,
+    pinned: bool,
 ) -> anyhow::Result<()> {
+    if pinned {
+        pin::check()?;
+    }
     let variants: [(&str, Vec<String>); 2] = [
         ("watch cache on", Vec::new()),
         ("watch cache off", vec!["--watch-cache=false".to_string()]),
     ];
-    let mut best = [Load::default(); 2];
-    let mut floor = Load::default();
-    let mut limit = 0.0_f64;
+    let placements = Placement::all(pinned);
+    let mut best = vec![Best::default(); placements.len()];
     for round in 0..rounds.max(1) {
-        let (_, par) = sqlite_limit(&dir.join(format!("limit-{round}")), 2000).await?;
-        let _ = std::fs::remove_dir_all(dir.join(format!("limit-{round}")));
-        limit = limit.max(par);
-        let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for i in order {
-            let name = format!("create-{round}-{i}");
-            let (r, f) = creates_64(dir, &name, &variants[i].1, creates, i == 0).await?;
-            if r.rate > best[i].rate {
-                best[i] = r;
+        for (p, &placement) in placements.iter().enumerate() {
+            let limit_dir = dir.join(format!("limit-{round}-{p}"));
+            let limit = engine_limit(&limit_dir, placement, pinned, 8000).await?;
+            if pinned {
+                pin::apply(placement, None)?;
             }
-            if let Some(f) = f
-                && f.rate > floor.rate
-            {
-                floor = f;
+            let best = &mut best[p];
+            if limit.0 > best.limit.0 {
+                best.limit = limit;
+            }
+            let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for i in order {
+                let name = format!("create-{round}-{p}-{i}");
+                let (r, f) = creates_64(dir, &name, &variants[i].1, creates, i == 0).await?;
+                if r.rate > best.creates[i].rate {
+                    best.creates[i] = r;
+                }
+                if let Some(f) = f
+                    && f.rate > best.floor.rate
+                {
+                    best.floor = f;
+                }
             }
         }
     }
-    report.row(
-        "SQLite commits/s without the server, 64 writers (best of the rounds)",
-        format!("{limit:.0}"),
-        "physical limit, same run".into(),
-    );
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    report.row(
-        "HTTPS floor: authenticated GET /version/s, 64 clients (best of the rounds)",
-        floor.figure(),
-        format!(
-            "{:.2}x of the 64-writer limit; {}",
-            floor.rate / limit,
-            floor.cpu(cores)
-        ),
-    );
-    for (i, (name, _)) in variants.iter().enumerate() {
-        let load = best[i];
+    if pinned {
+        pin::apply(Placement::Shared, None)?;
+    }
+    for (p, &placement) in placements.iter().enumerate() {
+        let Best {
+            limit: (limit, per_commit),
+            floor,
+            creates: loads,
+        } = best[p];
+        let where_ = placement.label();
         report.row(
-            &format!("creates/s, 64 clients, {name}"),
-            load.figure(),
+            &format!(
+                "SQLite commits/s without the server, 64 writers, {where_} (best of the rounds)"
+            ),
+            format!("{limit:.0}"),
             format!(
-                "{:.2}x of the 64-writer limit (target ≥ 0.5x), {:.2}x of the floor; {}",
-                load.rate / limit,
-                load.rate / floor.rate,
-                load.cpu(cores)
+                "physical limit, same run{}; engine CPU per commit {:.0} µs",
+                if placement == Placement::Pinned {
+                    ", on the server's core alone"
+                } else {
+                    ""
+                },
+                per_commit * 1e6
             ),
         );
+        report.row(
+            &format!(
+                "HTTPS floor: authenticated GET /version/s, 64 clients, {where_} (best of the rounds)"
+            ),
+            floor.figure(),
+            format!(
+                "{:.2}x of the 64-writer limit; {}",
+                floor.rate / limit,
+                floor.cpu(placement)
+            ),
+        );
+        for (i, (name, _)) in variants.iter().enumerate() {
+            let load = loads[i];
+            report.row(
+                &format!("creates/s, 64 clients, {name}, {where_}"),
+                load.figure(),
+                format!(
+                    "{:.2}x of the 64-writer limit (target ≥ 0.5x), {:.2}x of the floor; \
+                     server CPU per create {:.1}x the engine's per commit; {}",
+                    load.rate / limit,
+                    load.rate / floor.rate,
+                    load.server_cpu / per_commit,
+                    load.cpu(placement)
+                ),
+            );
+        }
+        report.row(
+            &format!("watch cache cost on creates, {where_}"),
+            format!("{:.1}%", (1.0 - loads[0].rate / loads[1].rate) * 100.0),
+            format!("best of {} rounds each", rounds.max(1)),
+        );
     }
-    report.row(
-        "watch cache cost on creates",
-        format!("{:.1}%", (1.0 - best[0].rate / best[1].rate) * 100.0),
-        format!("best of {} rounds each", rounds.max(1)),
-    );
     Ok(())
 }

@@ -6,6 +6,11 @@
 //! the storage requests the server made (its `etcd_request_duration_seconds` counts, so
 //! `current_revision` is the revision requests of consistent reads) and the CPU time the server,
 //! etcd and this load generator spent per create. Figures are the best of the rounds.
+//!
+//! With `--pin` each round also measures a pinned placement (`pin.rs`): etcd and the server on
+//! one core, this load generator on the other; etcd's own put rate is then measured from this
+//! process (a thin client) on the other core, and the servers' creates with etcd on the same
+//! core as during its own rate.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,6 +18,7 @@ use std::time::Instant;
 
 use anyhow::bail;
 
+use super::pin::Placement;
 use super::{GROUP, Report, Server, create_load, etcd_limit, gets, setup_crd, wait_ready};
 
 /// Options of the etcd parity figures.
@@ -228,12 +234,32 @@ fn best(a: Figures, b: Figures) -> Figures {
     }
 }
 
-/// Runs the section.
-pub async fn run(args: &ParityArgs, endpoints: &[String]) -> anyhow::Result<()> {
+/// The best figures of one placement over the rounds.
+#[derive(Clone, Copy, Default)]
+struct PlacementFigures {
+    /// etcd puts/s without the server: 1 writer, 64 writers, 64 writers with a watch open.
+    seq: f64,
+    par: f64,
+    watched: f64,
+    /// etcd's CPU microseconds per put of the 64-writer run with the watch open.
+    etcd_cpu_per_put: f64,
+    on_etcd: Figures,
+    on_sqlite: Figures,
+}
+
+/// Runs the section: each round measures every placement (shared, and pinned with `--pin`:
+/// etcd and the server on one core, this load generator and thin client on the other).
+pub async fn run(args: &ParityArgs, endpoints: &[String], pinned: bool) -> anyhow::Result<()> {
     let Some(endpoint) = endpoints.first() else {
         bail!("--only-etcd-parity needs --etcd-servers");
     };
     let etcd = etcd_pid(endpoint);
+    if pinned {
+        super::pin::check()?;
+        if etcd.is_none() {
+            bail!("--pin needs etcd's process on this machine (none serves {endpoint})");
+        }
+    }
     let dir = tempfile::tempdir()?;
     let mut report = Report { rows: Vec::new() };
     println!("| figure | value | note |");
@@ -241,81 +267,132 @@ pub async fn run(args: &ParityArgs, endpoints: &[String]) -> anyhow::Result<()> 
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let (mut seq, mut par, mut watched) = (0.0_f64, 0.0_f64, 0.0_f64);
-    let (mut on_etcd, mut on_sqlite) = (Figures::default(), Figures::default());
+    let placements = Placement::all(pinned);
+    let mut all = vec![PlacementFigures::default(); placements.len()];
     for round in 0..args.rounds.max(1) {
-        let prefix = format!("/bench-parity-{stamp}-{round}");
-        let (s, p) = etcd_limit(endpoints, &prefix, 2000).await?;
-        seq = seq.max(s);
-        par = par.max(p);
-        watched = watched.max(watched_limit(endpoints, &prefix, 8000).await?);
-        let etcd_flags = vec![
-            "--etcd-servers".to_string(),
-            endpoints.join(","),
-            "--etcd-prefix".to_string(),
-            prefix,
-        ];
-        for first in [round % 2 == 0, round % 2 != 0] {
-            if first {
-                let f = measure(
-                    &dir.path().join(format!("etcd-{round}")),
-                    &etcd_flags,
-                    etcd.as_deref(),
-                    args.creates,
-                    args.gets,
-                )
-                .await?;
-                on_etcd = best(on_etcd, f);
-            } else {
-                let f = measure(
-                    &dir.path().join(format!("sqlite-{round}")),
-                    &[],
-                    None,
-                    args.creates,
-                    args.gets,
-                )
-                .await?;
-                on_sqlite = best(on_sqlite, f);
+        for (p, &placement) in placements.iter().enumerate() {
+            if pinned {
+                super::pin::apply(placement, etcd.as_deref())?;
+            }
+            let best_of = &mut all[p];
+            let prefix = format!("/bench-parity-{stamp}-{round}-{p}");
+            let (s, par) = etcd_limit(endpoints, &prefix, 2000).await?;
+            best_of.seq = best_of.seq.max(s);
+            best_of.par = best_of.par.max(par);
+            let etcd_cpu = etcd.as_deref().map_or(0.0, cpu_micros);
+            let watched = watched_limit(endpoints, &prefix, 8000).await?;
+            if watched > best_of.watched {
+                best_of.watched = watched;
+                best_of.etcd_cpu_per_put =
+                    (etcd.as_deref().map_or(0.0, cpu_micros) - etcd_cpu) / 8000.0;
+            }
+            let etcd_flags = vec![
+                "--etcd-servers".to_string(),
+                endpoints.join(","),
+                "--etcd-prefix".to_string(),
+                prefix,
+            ];
+            for first in [round % 2 == 0, round % 2 != 0] {
+                if first {
+                    let f = measure(
+                        &dir.path().join(format!("etcd-{round}-{p}")),
+                        &etcd_flags,
+                        etcd.as_deref(),
+                        args.creates,
+                        args.gets,
+                    )
+                    .await?;
+                    best_of.on_etcd = best(best_of.on_etcd, f);
+                } else {
+                    let f = measure(
+                        &dir.path().join(format!("sqlite-{round}-{p}")),
+                        &[],
+                        None,
+                        args.creates,
+                        args.gets,
+                    )
+                    .await?;
+                    best_of.on_sqlite = best(best_of.on_sqlite, f);
+                }
             }
         }
     }
+    if pinned {
+        super::pin::apply(Placement::Shared, etcd.as_deref())?;
+    }
     let rounds = args.rounds.max(1);
+    for (p, &placement) in placements.iter().enumerate() {
+        report_placement(&mut report, placement, &all[p], etcd.is_some(), rounds);
+    }
+    Ok(())
+}
+
+/// The rows of one placement.
+fn report_placement(
+    report: &mut Report,
+    placement: Placement,
+    figures: &PlacementFigures,
+    etcd_found: bool,
+    rounds: usize,
+) {
+    let PlacementFigures {
+        seq,
+        par,
+        watched,
+        etcd_cpu_per_put,
+        on_etcd,
+        on_sqlite,
+    } = *figures;
+    let where_ = placement.label();
     report.row(
-        "etcd puts/s without the server (1 writer / 64 writers)",
+        &format!("etcd puts/s without the server (1 writer / 64 writers), {where_}"),
         format!("{seq:.0} / {par:.0}"),
-        format!("the engine's own limit, best of {rounds} rounds"),
+        format!(
+            "the engine's own limit, best of {rounds} rounds{}",
+            if placement == Placement::Pinned {
+                "; etcd on its own core, this process (a thin client) on the other"
+            } else {
+                ""
+            }
+        ),
     );
     report.row(
-        "etcd puts/s without the server, 64 writers, one watch with previous values open",
+        &format!(
+            "etcd puts/s without the server, 64 writers, one watch with previous values open, \
+             {where_}"
+        ),
         format!("{watched:.0}"),
         format!(
-            "{:.2}x the unwatched rate: etcd's cost of the watch cache's feed",
+            "{:.2}x the unwatched rate: etcd's cost of the watch cache's feed; etcd CPU per put \
+             {etcd_cpu_per_put:.0} µs",
             watched / par
         ),
     );
     report.row(
-        "creates/s, 64 clients, etcd (watch cache on)",
+        &format!("creates/s, 64 clients, etcd (watch cache on), {where_}"),
         format!("{:.0}", on_etcd.creates),
         format!(
-            "{:.2}x of etcd's 64-writer put rate (target ≥ 0.8x); {:.2} storage requests per create",
+            "{:.2}x of etcd's 64-writer put rate (target ≥ 0.8x), {:.2}x of the rate with the \
+             watch open; {:.2} storage requests per create",
             on_etcd.creates / par,
+            on_etcd.creates / watched,
             on_etcd.requests_per_create
         ),
     );
     report.row(
-        "CPU per create on etcd: server / etcd / load generator",
+        &format!("CPU per create on etcd: server / etcd / load generator, {where_}"),
         format!(
             "{:.0} / {:.0} / {:.0} µs",
             on_etcd.cpu[0], on_etcd.cpu[1], on_etcd.cpu[2]
         ),
-        if etcd.is_some() {
+        if etcd_found {
             "user + system time over the 64-client creates".into()
         } else {
             "etcd's process was not found on this machine (etcd column 0)".into()
         },
     );
     report.row(
-        "creates/s, 64 clients, SQLite (watch cache on)",
+        &format!("creates/s, 64 clients, SQLite (watch cache on), {where_}"),
         format!("{:.0}", on_sqlite.creates),
         format!(
             "same run; CPU per create: server {:.0} µs, load generator {:.0} µs",
@@ -323,7 +400,7 @@ pub async fn run(args: &ParityArgs, endpoints: &[String]) -> anyhow::Result<()> 
         ),
     );
     report.row(
-        "consistent gets/s, 64 clients: etcd / SQLite (watch cache on)",
+        &format!("consistent gets/s, 64 clients: etcd / SQLite (watch cache on), {where_}"),
         format!("{:.0} / {:.0}", on_etcd.gets, on_sqlite.gets),
         format!(
             "etcd {:.2}x SQLite (target parity); {:.3} etcd revision requests per get",
@@ -331,5 +408,4 @@ pub async fn run(args: &ParityArgs, endpoints: &[String]) -> anyhow::Result<()> 
             on_etcd.revisions_per_get
         ),
     );
-    Ok(())
 }

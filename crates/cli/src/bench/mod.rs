@@ -10,6 +10,7 @@ mod crds;
 mod create;
 mod etcd_parity;
 mod memory;
+mod pin;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -78,6 +79,10 @@ pub struct BenchArgs {
     /// clients with the watch cache on and off, beside SQLite's 64-writer commit rate).
     #[arg(long)]
     only_create_path: bool,
+    /// Also measure the create-path and etcd-parity figures under a core-pinned placement
+    /// (`pin.rs`: the system under test on one core, the load generator on the other).
+    #[arg(long)]
+    pin: bool,
     /// Rounds of the create-path section (best of).
     #[arg(long, default_value_t = 3)]
     create_rounds: usize,
@@ -130,7 +135,7 @@ impl Server {
             Some(p) => p.into(),
             None => std::env::current_exe()?,
         };
-        let mut child = Command::new(exe)
+        let mut child = pin::server_command(&exe)
             .args(["serve", "--secure-port", "0", "--data-dir"])
             .arg(data)
             .args(SERVE_FLAGS.get().into_iter().flatten())
@@ -552,7 +557,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         return memory::run(args.objects).await;
     }
     if args.parity.only_etcd_parity {
-        return etcd_parity::run(&args.parity, &args.etcd_servers).await;
+        return etcd_parity::run(&args.parity, &args.etcd_servers, args.pin).await;
     }
     let etcd_prefix = format!(
         "/bench-{}",
@@ -590,7 +595,14 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
 
     if args.only_create_path {
-        return create::run(dir.path(), &mut report, args.creates, args.create_rounds).await;
+        return create::run(
+            dir.path(),
+            &mut report,
+            args.creates,
+            args.create_rounds,
+            args.pin,
+        )
+        .await;
     }
     if args.only_audit {
         return audit_overhead(dir.path(), &mut report, args.creates).await;
