@@ -54,9 +54,11 @@ impl Placement {
     }
 }
 
-/// The machine's cores.
+/// The machine's cores, as this process first saw them: later calls may run while this
+/// process is pinned to one core, which `available_parallelism` would report.
 pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
 }
 
 /// Fails unless the machine has the two cores a pinned placement needs and `taskset` works.
