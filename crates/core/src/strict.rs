@@ -32,6 +32,83 @@ pub fn scan(bytes: &[u8]) -> Option<FieldScan> {
     Some(scan)
 }
 
+/// Whether a JSON document repeats a field in any object: `Some(false)` for the common body
+/// without duplicates, `None` when it is not valid JSON. Cheaper than [`scan`] (no paths, no
+/// order map, keys borrowed from the body), so a create checks with it first and scans only a
+/// body that has a duplicate.
+pub fn has_duplicates(bytes: &[u8]) -> Option<bool> {
+    let mut found = false;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    Dup { found: &mut found }.deserialize(&mut de).ok()?;
+    Some(found)
+}
+
+/// The visitor of [`has_duplicates`].
+struct Dup<'a> {
+    found: &'a mut bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Dup<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Dup<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq
+            .next_element_seed(Dup {
+                found: &mut *self.found,
+            })?
+            .is_some()
+        {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        // Objects in bodies are small: a linear search over the keys so far beats hashing.
+        let mut keys: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if keys.contains(&key) {
+                *self.found = true;
+            } else {
+                keys.push(key);
+            }
+            map.next_value_seed(Dup {
+                found: &mut *self.found,
+            })?;
+        }
+        Ok(())
+    }
+}
+
 struct Node<'a> {
     path: String,
     scan: &'a mut FieldScan,
@@ -141,6 +218,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn has_duplicates_agrees_with_the_scan() {
+        let cases: &[(&str, Option<bool>)] = &[
+            (r#"{"a":1,"b":{"c":[{"d":1},{"d":2}]}}"#, Some(false)),
+            (r#"{"a":1,"a":2}"#, Some(true)),
+            (r#"{"a":{"b":1,"b":1}}"#, Some(true)),
+            (r#"{"a":[{"x":1,"y":2,"x":3}]}"#, Some(true)),
+            // The same key in sibling objects or list items is no duplicate.
+            (
+                r#"{"a":{"k":1},"b":{"k":1},"l":[{"k":1},{"k":1}]}"#,
+                Some(false),
+            ),
+            // Escaped keys are compared decoded, as the scan compares them.
+            (r#"{"a":1,"\u0061":2}"#, Some(true)),
+            (r#"{"a\"b":1,"a\"b":2}"#, Some(true)),
+            (r#"[1,"x",null,true,{"k":{}}]"#, Some(false)),
+            ("{not json", None),
+            // What follows the document is not looked at, as by the scan.
+            (r#"{"a":1}} trailing"#, Some(false)),
+        ];
+        for (body, want) in cases {
+            assert_eq!(has_duplicates(body.as_bytes()), *want, "{body}");
+            if let Some(want) = want {
+                let scan = super::scan(body.as_bytes()).expect("valid JSON");
+                assert_eq!(!scan.duplicates.is_empty(), *want, "{body}");
+            }
+        }
+    }
+
+    #[test]
     fn duplicates_and_unknowns_in_document_order() {
         // The case of upstream's field-validation integration test, shortened.
         let body = br#"{"metadata":{"name":"a","name":"b","unknownMeta":1},
@@ -157,6 +263,7 @@ mod tests {
             r#"duplicate field "metadata.name", unknown field "metadata.unknownMeta", unknown field "spec.unknown1", duplicate field "spec.paused", unknown field "spec.template.spec.containers[0].unknownNested", duplicate field "spec.template.spec.containers[0].imagePullPolicy""#
         );
         assert!(super::scan(b"{not json").is_none());
+        assert_eq!(has_duplicates(body), Some(true));
         assert!(
             super::scan(br#"{"a":1}"#)
                 .expect("valid")

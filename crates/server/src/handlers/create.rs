@@ -48,6 +48,11 @@ pub(super) fn duplicate_fields(
     {
         return Ok(Vec::new());
     }
+    // Most bodies repeat no field: a cheap check first, the full scan (paths, document order)
+    // only for a body that has a duplicate.
+    if crd_core::strict::has_duplicates(&ctx.body) != Some(true) {
+        return Ok(Vec::new());
+    }
     let Some(scan) = crd_core::strict::scan(&ctx.body) else {
         return Ok(Vec::new());
     };
