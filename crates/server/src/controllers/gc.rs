@@ -438,20 +438,20 @@ struct GraphObject {
     metadata: Option<GraphMetadata>,
 }
 
-#[derive(serde::Deserialize, serde::Serialize)]
+#[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct GraphMetadata {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     uid: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     name: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     namespace: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     owner_references: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     deletion_timestamp: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     finalizers: Option<Value>,
 }
 
@@ -460,8 +460,25 @@ struct GraphMetadata {
 /// informers for the same reason).
 fn decode_metadata(kv: &crd_storage::KeyValue) -> Option<Value> {
     let obj: GraphObject = serde_json::from_slice(&kv.value).ok()?;
-    let meta = serde_json::to_value(obj.metadata?).ok()?;
-    Some(serde_json::json!({ "metadata": meta }))
+    let m = obj.metadata?;
+    // The decoded values move into the result (no second serialization pass); absent and null
+    // fields stay absent.
+    let mut meta = serde_json::Map::new();
+    for (field, value) in [
+        ("deletionTimestamp", m.deletion_timestamp),
+        ("finalizers", m.finalizers),
+        ("name", m.name),
+        ("namespace", m.namespace),
+        ("ownerReferences", m.owner_references),
+        ("uid", m.uid),
+    ] {
+        if let Some(value) = value {
+            meta.insert(field.to_owned(), value);
+        }
+    }
+    let mut obj = serde_json::Map::new();
+    obj.insert("metadata".to_owned(), Value::Object(meta));
+    Some(Value::Object(obj))
 }
 
 /// Waits until `due`, or forever without one.
