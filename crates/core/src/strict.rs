@@ -94,8 +94,8 @@ impl<'de> Visitor<'de> for Dup<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         // Objects in bodies are small: a linear search over the keys so far beats hashing.
-        let mut keys: Vec<std::borrow::Cow<'de, str>> = Vec::new();
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        let mut keys: Vec<Key<'de>> = Vec::new();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
             if keys.contains(&key) {
                 *self.found = true;
             } else {
@@ -106,6 +106,31 @@ impl<'de> Visitor<'de> for Dup<'_> {
             })?;
         }
         Ok(())
+    }
+}
+
+/// An object key of [`has_duplicates`], borrowed from the body unless it holds an escape.
+/// (serde's own `Cow<str>` always allocates.)
+#[derive(PartialEq, Eq)]
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
+            }
+        }
+        de.deserialize_str(KeyVisitor)
     }
 }
 

@@ -503,18 +503,24 @@ fn observe(
         }
         Notification::Changed(change) => change,
     };
-    let Some(resource) = shared.resources().by_root.get(root).cloned() else {
+    // Only the kind is needed: the rest of the resource (strategy, key root, CRD) is not cloned.
+    let Some(kind) = shared
+        .resources()
+        .by_root
+        .get(root)
+        .map(|resource| resource.kind.clone())
+    else {
         return Vec::new();
     };
     let mut graph = shared.graph_mut();
     match change {
-        Change::Added { key, new } => graph.upsert(&resource.kind, &key, None, &new),
+        Change::Added { key, new } => graph.upsert(&kind, &key, None, &new),
         Change::Modified { key, old, new } => {
             if meta::uid(&old) == meta::uid(&new) {
-                graph.upsert(&resource.kind, &key, Some(&old), &new)
+                graph.upsert(&kind, &key, Some(&old), &new)
             } else {
                 let mut work = graph.remove(meta::uid(&old));
-                work.extend(graph.upsert(&resource.kind, &key, None, &new));
+                work.extend(graph.upsert(&kind, &key, None, &new));
                 work
             }
         }
