@@ -106,13 +106,33 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
         gets: 0,
         slow_watchers: 200,
     };
+    // The live heap (a jemalloc build) before, at its peak while the watchers are open, and
+    // after they closed: whether what stays is live memory or the allocator's.
+    let scraper = server.client(true)?;
+    let heap_before = heap(&server, &scraper).await;
+    let cpu_before = server_cpu(&server);
     slow_watchers(&server, &mut report, &label, &watchers, rss0).await?;
+    let cpu = server_cpu(&server) - cpu_before;
+    let heap_peak = heap(&server, &scraper).await;
     let after_watchers = settled_rss(&server).await;
     report.row(
         &format!("RSS 5 s after the watchers closed ({label})"),
         mb(after_watchers),
-        format!("after the cache load: {}", mb(rss0)),
+        format!(
+            "after the cache load: {}; server CPU during the watchers phase {cpu:.1} s",
+            mb(rss0)
+        ),
     );
+    if let (Some((before, _)), Some((_, peak)), Some((after, _))) =
+        (heap_before, heap_peak, heap(&server, &scraper).await)
+    {
+        let m = |b: u64| format!("{:.1} MB", b as f64 / 1_048_576.0);
+        report.row(
+            &format!("live heap: before the watchers / peak while open / 5 s after ({label})"),
+            format!("{} / {} / {}", m(before), m(peak), m(after)),
+            "jemalloc stats.allocated".into(),
+        );
+    }
     let forms = [
         ("JSON", "application/json", String::new()),
         (
@@ -208,6 +228,26 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
         format!("after the cache load: {}", mb(rss0)),
     );
     Ok(())
+}
+
+/// The server's CPU time so far (user + system, seconds, from `/proc/<pid>/stat`).
+fn server_cpu(server: &Server) -> f64 {
+    let stat =
+        std::fs::read_to_string(format!("/proc/{}/stat", server.child.id())).unwrap_or_default();
+    // The fields after the command name (which may hold spaces) start at its closing ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime, in clock ticks of 1/100 s on Linux.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// The heap's growth at its peak, in bytes and against one 500-object page of the response
