@@ -176,6 +176,10 @@ static HEAP: OnceLock<Heap> = OnceLock::new();
 /// `crd_apiserver_heap_allocated_peak_bytes` (the highest sample since the previous scrape), so
 /// that a benchmark can show what one request form holds at its peak, independent of what the
 /// allocator keeps resident.
+///
+/// # Panics
+///
+/// Never: the two gauges' names are valid and registered once.
 pub fn heap_sample(bytes: u64) {
     let heap = HEAP.get_or_init(|| {
         let gauge = |name: &str, help: &str| {

@@ -285,10 +285,10 @@ async fn concurrent_lists(
         let (url, token) = (server.url.clone(), server.token.clone());
         let scrape = heap_before.is_some();
         tokio::spawn(async move {
-            let mut scraped = Instant::now();
+            let mut last_scrape = Instant::now();
             while !done.load(Ordering::Relaxed) {
-                if scrape && scraped.elapsed() >= Duration::from_millis(50) {
-                    scraped = Instant::now();
+                if scrape && last_scrape.elapsed() >= Duration::from_millis(50) {
+                    last_scrape = Instant::now();
                     if let Some((_, p)) = heap_at(&url, &token, &scraper).await {
                         heap_peak.fetch_max(p, Ordering::Relaxed);
                     }
