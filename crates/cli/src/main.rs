@@ -23,6 +23,8 @@ mod check_upgrade;
 mod client;
 mod conversion_webhook;
 mod crd_dir;
+#[cfg(feature = "jemalloc")]
+mod heap;
 mod migrate;
 
 use anyhow::Context;
@@ -313,6 +315,8 @@ fn admin(args: AdminArgs, migrate: bool) -> anyhow::Result<()> {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    #[cfg(feature = "jemalloc")]
+    heap::start();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

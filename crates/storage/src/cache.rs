@@ -690,20 +690,26 @@ impl Shared {
         if !blocked.is_empty() {
             // Readers need not wait for slow watchers.
             self.publish();
-            let mut dead = Vec::new();
-            let mut available = budget.take();
-            for (id, tx, e) in blocked {
-                let started = Instant::now();
-                let sent = tokio::time::timeout(available, tx.send(e)).await;
-                available = available.saturating_sub(started.elapsed());
-                match sent {
-                    Ok(Ok(())) => {}
+            // Every blocked watcher waits at once, until the same deadline (upstream's shared
+            // timer): one that drains its own buffer in time gets the event, however long the
+            // others stay stuck; only a watcher whose own buffer is still full then is closed.
+            let available = budget.take();
+            let started = Instant::now();
+            let deadline = tokio::time::Instant::from_std(started + available);
+            let sends = blocked.into_iter().map(|(id, tx, e)| async move {
+                match tokio::time::timeout_at(deadline, tx.send(e)).await {
+                    Ok(Ok(())) => None,
                     // The watcher went away.
-                    Ok(Err(_)) => dead.push((id, false)),
-                    Err(_) => dead.push((id, true)),
+                    Ok(Err(_)) => Some((id, false)),
+                    Err(_) => Some((id, true)),
                 }
-            }
-            budget.give_back(available);
+            });
+            let dead: Vec<_> = futures::future::join_all(sends)
+                .await
+                .into_iter()
+                .flatten()
+                .collect();
+            budget.give_back(available.saturating_sub(started.elapsed()));
             if !dead.is_empty() {
                 let mut st = self.write();
                 for w in &st.watchers {

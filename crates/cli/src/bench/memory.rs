@@ -106,13 +106,33 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
         gets: 0,
         slow_watchers: 200,
     };
+    // The live heap (a jemalloc build) before, at its peak while the watchers are open, and
+    // after they closed: whether what stays is live memory or the allocator's.
+    let scraper = server.client(true)?;
+    let heap_before = heap(&server, &scraper).await;
+    let cpu_before = server_cpu(&server);
     slow_watchers(&server, &mut report, &label, &watchers, rss0).await?;
+    let cpu = server_cpu(&server) - cpu_before;
+    let heap_peak = heap(&server, &scraper).await;
     let after_watchers = settled_rss(&server).await;
     report.row(
         &format!("RSS 5 s after the watchers closed ({label})"),
         mb(after_watchers),
-        format!("after the cache load: {}", mb(rss0)),
+        format!(
+            "after the cache load: {}; server CPU during the watchers phase {cpu:.1} s",
+            mb(rss0)
+        ),
     );
+    if let (Some((before, _)), Some((_, peak)), Some((after, _))) =
+        (heap_before, heap_peak, heap(&server, &scraper).await)
+    {
+        let m = |b: u64| format!("{:.1} MB", b as f64 / 1_048_576.0);
+        report.row(
+            &format!("live heap: before the watchers / peak while open / 5 s after ({label})"),
+            format!("{} / {} / {}", m(before), m(peak), m(after)),
+            "jemalloc stats.allocated".into(),
+        );
+    }
     let forms = [
         ("JSON", "application/json", String::new()),
         (
@@ -137,9 +157,29 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     ];
     // (The watchers' updates changed the objects: a list's size is what all 8 agree on.)
     for (what, accept, query) in forms {
+        // One list alone, then 8 at once: the live heap's peak against one page (a jemalloc
+        // build reports it; the target is under 2× a page per list).
+        let (_, _, got, heap) =
+            concurrent_lists(&server, &format!("{base}{query}"), accept, 1).await?;
+        if let Some(heap) = heap {
+            report.row(
+                &format!("1 full list of {objects} objects, {what}: live heap peak ({label})"),
+                heap_growth(heap, got, objects, 1),
+                "jemalloc stats.allocated, sampled every 5 ms".into(),
+            );
+        }
         let before = settled_rss(&server).await;
-        let (peak, took, got) =
-            concurrent_lists(&server, &format!("{base}{query}"), accept).await?;
+        let (peak, took, got, heap) =
+            concurrent_lists(&server, &format!("{base}{query}"), accept, 8).await?;
+        if let Some(heap) = heap {
+            report.row(
+                &format!(
+                    "8 concurrent full lists of {objects} objects, {what}: live heap peak ({label})"
+                ),
+                heap_growth(heap, got, objects, 8),
+                "jemalloc stats.allocated, sampled every 5 ms".into(),
+            );
+        }
         let after = settled_rss(&server).await;
         report.row(
             &format!("8 concurrent full lists of {objects} objects, {what} ({label})"),
@@ -190,21 +230,69 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Peak resident memory of the server (KiB) while 8 clients each read `url` whole at once, each
-/// on its own connection, chunk by chunk as a client reads; the time it took and the bytes of
-/// one response.
+/// The server's CPU time so far (user + system, seconds, from `/proc/<pid>/stat`).
+fn server_cpu(server: &Server) -> f64 {
+    let stat =
+        std::fs::read_to_string(format!("/proc/{}/stat", server.child.id())).unwrap_or_default();
+    // The fields after the command name (which may hold spaces) start at its closing ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime, in clock ticks of 1/100 s on Linux.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The heap's growth at its peak, in bytes and against one 500-object page of the response
+/// per list (`got` bytes for `objects` objects).
+fn heap_growth((before, peak): (u64, u64), got: usize, objects: usize, lists: usize) -> String {
+    let growth = peak.saturating_sub(before) as f64;
+    let page = got as f64 / objects.max(1) as f64 * 500.0;
+    format!(
+        "+{:.2} MB = {:.2} pages per list (page {:.0} KB; target < 2)",
+        growth / 1_048_576.0,
+        growth / page / lists as f64,
+        page / 1024.0
+    )
+}
+
+/// Peak resident memory of the server (KiB) while `clients` clients each read `url` whole at
+/// once, each on its own connection, chunk by chunk as a client reads; the time it took, the
+/// bytes of one response, and the live heap before and at its peak (bytes) when the server
+/// reports it.
 async fn concurrent_lists(
     server: &Server,
     url: &str,
     accept: &str,
-) -> anyhow::Result<(u64, Duration, usize)> {
+    clients: usize,
+) -> anyhow::Result<(u64, Duration, usize, Option<(u64, u64)>)> {
     let peak = Arc::new(AtomicU64::new(0));
+    let heap_peak = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let pid = server.child.id();
+    let scraper = server.client(true)?;
+    // The heap before (this scrape also starts the server's peak over).
+    let heap_before = heap(server, &scraper).await.map(|(now, _)| now);
     let sampler = {
-        let (peak, done) = (peak.clone(), done.clone());
+        let (peak, heap_peak, done) = (peak.clone(), heap_peak.clone(), done.clone());
+        let (url, token) = (server.url.clone(), server.token.clone());
+        let scrape = heap_before.is_some();
         tokio::spawn(async move {
+            let mut last_scrape = Instant::now();
             while !done.load(Ordering::Relaxed) {
+                if scrape && last_scrape.elapsed() >= Duration::from_millis(50) {
+                    last_scrape = Instant::now();
+                    if let Some((_, p)) = heap_at(&url, &token, &scraper).await {
+                        heap_peak.fetch_max(p, Ordering::Relaxed);
+                    }
+                }
                 let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
                     .unwrap_or_default()
                     .lines()
@@ -219,7 +307,7 @@ async fn concurrent_lists(
     };
     let t = Instant::now();
     let mut lists = Vec::new();
-    for _ in 0..8 {
+    for _ in 0..clients {
         let c = server.client(false)?;
         let (url, token, accept) = (url.to_string(), server.token.clone(), accept.to_string());
         lists.push(tokio::spawn(async move {
@@ -244,9 +332,50 @@ async fn concurrent_lists(
     let took = t.elapsed();
     done.store(true, Ordering::Relaxed);
     sampler.await?;
+    let heap = match heap_before {
+        Some(before) => {
+            let last = heap(server, &server.client(true)?)
+                .await
+                .map_or(0, |(_, p)| p);
+            Some((before, heap_peak.load(Ordering::Relaxed).max(last)))
+        }
+        None => None,
+    };
     sizes.dedup();
     if sizes.len() != 1 {
         bail!("the concurrent lists returned different sizes: {sizes:?}");
     }
-    Ok((peak.load(Ordering::Relaxed), took, sizes[0]))
+    Ok((peak.load(Ordering::Relaxed), took, sizes[0], heap))
+}
+
+/// The server's live heap and its peak since the previous scrape, in bytes, from `/metrics`
+/// (`crd_apiserver_heap_allocated_bytes`, `..._peak_bytes`: a jemalloc build); `None` when the
+/// server does not report them.
+async fn heap(server: &Server, client: &reqwest::Client) -> Option<(u64, u64)> {
+    heap_at(&server.url, &server.token, client).await
+}
+
+async fn heap_at(url: &str, token: &str, client: &reqwest::Client) -> Option<(u64, u64)> {
+    let text = client
+        .get(format!("{url}/metrics"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    let value = |name: &str| {
+        text.lines().find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+    };
+    Some((
+        value("crd_apiserver_heap_allocated_bytes")?,
+        value("crd_apiserver_heap_allocated_peak_bytes")?,
+    ))
 }

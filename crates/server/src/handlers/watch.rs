@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use crd_core::Status;
-use crd_storage::{Event, StorageError, WatchRequest};
+use crd_storage::{Event, KeyValue, StorageError, WatchRequest};
 use futures::StreamExt;
 use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Ctx, Reply, ReplyBody, read_object, read_objects};
+use super::{Ctx, Reply, ReplyBody, read_object, read_objects, watch_lines};
 use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
 use crate::request::negotiate::Output;
@@ -167,7 +167,23 @@ impl WatchTask {
                     return;
                 }
             };
+            let shared = self.shares_lines();
             let ok = match event {
+                // Without selectors every watcher of the strategy sends the same line: it is
+                // decoded and encoded once per event (`watch_lines`), and the previous object
+                // only tells ADDED from MODIFIED.
+                Event::Put { kv, prev } if shared => {
+                    let kind = if prev.is_some() {
+                        EventType::Modified
+                    } else {
+                        EventType::Added
+                    };
+                    self.send_shared(&tx, kind, &kv, kv.mod_revision).await
+                }
+                Event::Delete { prev, revision } if shared => {
+                    self.send_shared(&tx, EventType::Deleted, &prev, revision)
+                        .await
+                }
                 Event::Progress { revision } => {
                     if self.bookmarks {
                         send_line(
@@ -283,6 +299,57 @@ impl WatchTask {
                "metadata": {"resourceVersion": revision.to_string()}})
     }
 
+    /// Whether this watcher's lines are the same as every other unselective watcher's of the
+    /// strategy in its output form (no selectors; a Table's first line differs per watcher).
+    fn shares_lines(&self) -> bool {
+        self.opts.labels.is_empty() && self.opts.fields.is_empty() && self.output != Output::Table
+    }
+
+    /// Sends the shared line of `kv`'s object as a `kind` event at `revision` (the object's
+    /// resourceVersion). Returns false when the watch ended.
+    async fn send_shared(
+        &self,
+        tx: &mpsc::Sender<Bytes>,
+        kind: EventType,
+        kv: &KeyValue,
+        revision: i64,
+    ) -> bool {
+        let line = watch_lines::shared_line(
+            &self.strategy,
+            self.output,
+            kind,
+            &kv.key,
+            revision,
+            || async {
+                let mut obj = read_object(self.strategy.as_ref(), kv).await?;
+                meta::set_resource_version(&mut obj, revision);
+                encode_line(&watch_event(kind, self.shape(obj))).ok_or_else(|| {
+                    ApiError::from(Status::internal("watch event could not be encoded"))
+                })
+            },
+        )
+        .await;
+        match line {
+            Ok(line) => {
+                let info = self.strategy.info();
+                crate::metrics::watch_event(&info.group, &info.version, &info.kind);
+                tx.send(line).await.is_ok()
+            }
+            Err(e) => {
+                self.send_api_error(tx, &e).await;
+                false
+            }
+        }
+    }
+
+    /// The object as this watch's output form shows it (not for Tables).
+    fn shape(&self, obj: Value) -> Value {
+        match self.output {
+            Output::PartialObjectMetadata => table::partial_object_metadata(&obj),
+            _ => obj,
+        }
+    }
+
     async fn send(
         &self,
         tx: &mpsc::Sender<Bytes>,
@@ -368,10 +435,16 @@ fn watch_event(kind: EventType, object: Value) -> Value {
     Value::Object(m)
 }
 
+/// One event as a line of the stream.
+fn encode_line(event: &Value) -> Option<Bytes> {
+    let mut line = serde_json::to_vec(event).ok()?;
+    line.push(b'\n');
+    Some(Bytes::from(line))
+}
+
 async fn send_line(tx: &mpsc::Sender<Bytes>, event: &Value) -> bool {
-    let Ok(mut line) = serde_json::to_vec(event) else {
+    let Some(line) = encode_line(event) else {
         return false;
     };
-    line.push(b'\n');
-    tx.send(Bytes::from(line)).await.is_ok()
+    tx.send(line).await.is_ok()
 }

@@ -142,3 +142,110 @@ async fn metadata_only_responses_and_watch_details() {
     // until a list at resourceVersion 1 is refused as too old, then watch from there.
     watch_from_1_expires(&api, base).await;
 }
+
+/// Watchers without selectors share each event's encoded line (`handlers/watch_lines.rs`): every
+/// watcher still gets its own form (full objects, metadata only), selectors still filter, and
+/// two plain watchers get the same bytes with the right types and resourceVersions.
+#[tokio::test]
+async fn watchers_sharing_encoded_events_each_get_their_own_form() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    api.create_crd(crd_json(
+        "shared.example.com",
+        "things",
+        "Thing",
+        "Namespaced",
+    ))
+    .await;
+    let base = "/apis/shared.example.com/v1/namespaces/default/things";
+    let rv = api.get(base).await.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let watch = |query: &str, accept: &str| {
+        api.request(
+            Method::GET,
+            &format!("{base}?watch=true&resourceVersion={rv}&timeoutSeconds=3{query}"),
+        )
+        .header("Accept", accept.to_string())
+        .send()
+    };
+    let json = "application/json";
+    let metadata = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+    let mut streams = Vec::new();
+    for (query, accept) in [
+        ("", json),
+        ("", json),
+        ("", metadata),
+        ("&labelSelector=keep%3Dyes", json),
+    ] {
+        let r = watch(query, accept).await.unwrap();
+        assert_eq!(r.status(), 200);
+        streams.push(r);
+    }
+    let thing = |keep: &str, n: i64| {
+        json!({"apiVersion": "shared.example.com/v1", "kind": "Thing",
+               "metadata": {"name": "t1", "labels": {"keep": keep}}, "spec": {"n": n}})
+    };
+    let created = api.post(base, thing("yes", 1)).await;
+    assert_eq!(created.status, 201);
+    let updated = api
+        .request(Method::PUT, &format!("{base}/t1"))
+        .json(&{
+            let mut t = thing("no", 2);
+            t["metadata"]["resourceVersion"] =
+                created.json()["metadata"]["resourceVersion"].clone();
+            t
+        })
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(updated.status(), 200);
+    let updated: Value = updated.json().await.unwrap();
+    assert_eq!(api.delete(&format!("{base}/t1")).await.status, 200);
+    let mut bodies = Vec::new();
+    for mut r in streams {
+        let mut buf = Vec::new();
+        while let Some(chunk) = r.chunk().await.unwrap() {
+            buf.extend_from_slice(&chunk);
+        }
+        bodies.push(String::from_utf8(buf).unwrap());
+    }
+    let events = |text: &str| -> Vec<Value> {
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    // The two plain watchers: the same bytes.
+    assert_eq!(bodies[0], bodies[1]);
+    let plain = events(&bodies[0]);
+    let types: Vec<&str> = plain.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["ADDED", "MODIFIED", "DELETED"], "{}", bodies[0]);
+    assert_eq!(plain[0]["object"]["spec"]["n"], 1);
+    assert_eq!(
+        plain[0]["object"]["metadata"]["resourceVersion"],
+        created.json()["metadata"]["resourceVersion"]
+    );
+    assert_eq!(plain[1]["object"]["spec"]["n"], 2);
+    assert_eq!(
+        plain[1]["object"]["metadata"]["resourceVersion"],
+        updated["metadata"]["resourceVersion"]
+    );
+    assert_eq!(plain[2]["object"]["kind"], "Thing");
+    // Metadata only: the same events, without the spec.
+    let meta = events(&bodies[2]);
+    let types: Vec<&str> = meta.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["ADDED", "MODIFIED", "DELETED"], "{}", bodies[2]);
+    for e in &meta {
+        assert_eq!(e["object"]["kind"], "PartialObjectMetadata", "{e}");
+        assert!(e["object"].get("spec").is_none(), "{e}");
+    }
+    // The selector: the object stops matching at the update (a DELETED), then nothing.
+    let selected = events(&bodies[3]);
+    let types: Vec<&str> = selected
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["ADDED", "DELETED"], "{}", bodies[3]);
+    assert_eq!(selected[1]["object"]["metadata"]["labels"]["keep"], "yes");
+}

@@ -356,6 +356,50 @@ async fn a_forced_close_drops_what_the_watcher_had_buffered() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_stuck_watcher_does_not_close_a_prompt_one_beside_it() {
+    // A small buffer, so that the prompt watcher's fills too whenever the feed outruns it.
+    let (_dir, store) = cache("/r/", 2).await;
+    let now = store.current_revision().await.expect("rev");
+    let watch = || {
+        store.watch(WatchRequest {
+            prefix: "/r/".into(),
+            after: now,
+            progress_interval: None,
+        })
+    };
+    // The stuck watcher registers first, so that the dispatcher meets it first.
+    let stuck = watch().await.expect("watch");
+    let mut prompt = watch().await.expect("watch");
+    let reader = tokio::spawn(async move {
+        let mut got = Vec::new();
+        while got.len() < 300 {
+            match tokio::time::timeout(Duration::from_secs(20), prompt.next()).await {
+                Ok(Some(Ok(e))) => got.push(e.revision()),
+                other => panic!(
+                    "the prompt watcher ended after {} events: {other:?}",
+                    got.len()
+                ),
+            }
+        }
+        got
+    });
+    for i in 0..300 {
+        store
+            .create(&format!("/r/{i:03}"), b(""))
+            .await
+            .expect("create");
+    }
+    let got = reader.await.expect("reader");
+    assert_eq!(got, (now + 1..=now + 300).collect::<Vec<_>>());
+    // The stuck one was closed; the prompt one is still registered.
+    eventually("the stuck watcher is closed", || {
+        store.stats().watchers == 1
+    })
+    .await;
+    drop(stuck);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn dropped_watchers_are_forgotten_on_the_next_event() {
     let (_dir, store) = cache("/r/", 100).await;
     let now = store.current_revision().await.expect("rev");
