@@ -50,8 +50,10 @@ const OWNER_REFERENCE_FIELDS: [&str; 6] = [
     "blockOwnerDeletion",
 ];
 
-/// The JSON fields of `ManagedFieldsEntry`.
-const MANAGED_FIELDS_FIELDS: [&str; 7] = [
+/// The JSON fields of `ManagedFieldsEntry`: pruning a resource root drops any other key of a
+/// `metadata.managedFields` entry (public so that a reader skipping the pruning of that list
+/// can tell when it would be a no-op).
+pub const MANAGED_FIELDS_FIELDS: [&str; 7] = [
     "manager",
     "operation",
     "apiVersion",

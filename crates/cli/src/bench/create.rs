@@ -20,7 +20,7 @@ const TICKS_PER_SECOND: f64 = 100.0;
 
 /// User plus system CPU seconds of a process so far (`/proc/<pid>/stat` fields 14 and 15), of
 /// all its threads.
-fn cpu_seconds(pid: &str) -> f64 {
+pub(super) fn cpu_seconds(pid: &str) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // The command name (field 2) may hold spaces; the fields after it are space-separated.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
