@@ -7,8 +7,9 @@
 //! encode) unchanged.
 //!
 //! Which fields: scalar properties (`string`, `integer`, `number`, `boolean`) the target schema
-//! declares through nested `properties`, and `metadata.managedFields` when the rules reach no
-//! further into `metadata` than labels and annotations. Each field is checked again on every
+//! declares through nested `properties`, and `metadata.managedFields`, `creationTimestamp`,
+//! `generation` and the other scalar `ObjectMeta` fields no check reads, when the rules reach
+//! no further into `metadata` than labels and annotations. Each field is checked again on every
 //! object, where the schema cannot tell: a scalar field must hold a string, number or boolean
 //! (not `null`, an object or a list), and every `managedFields` entry must have only the keys
 //! pruning keeps; a field failing its check is decoded into the `Value` as usual.
@@ -58,6 +59,17 @@ pub struct Plan {
     root: Node,
 }
 
+/// The scalar `ObjectMeta` fields nothing of a read by rules looks at (the converted object's
+/// identity is name, namespace, UID and kind; the read sets `resourceVersion`), when the rules
+/// reach no further into `metadata` than labels and annotations.
+const META_SCALARS: [&str; 5] = [
+    "creationTimestamp",
+    "deletionGracePeriodSeconds",
+    "deletionTimestamp",
+    "generateName",
+    "generation",
+];
+
 /// Schema keywords a scalar field may have and still be kept out.
 const SCALAR_TYPES: [&str; 4] = ["string", "integer", "number", "boolean"];
 
@@ -73,14 +85,17 @@ impl Plan {
     ) -> Option<Plan> {
         let (from, to) = (schemas.get(source)?, schemas.get(target)?);
         let mut root = Node::default();
-        if rules.metadata_reach(source, target) != MetadataReach::Any
-            && rules.leaves_alone(source, target, &["metadata", "managedFields"])
-        {
-            insert(
-                &mut root,
-                &["metadata", "managedFields"],
-                Slot::ManagedFields,
-            );
+        if rules.metadata_reach(source, target) != MetadataReach::Any {
+            let meta = META_SCALARS
+                .iter()
+                .map(|k| (*k, Slot::Scalar))
+                .chain([("managedFields", Slot::ManagedFields)]);
+            for (k, slot) in meta {
+                let path = ["metadata", k];
+                if !defaults_at(from, &path) && rules.leaves_alone(source, target, &path) {
+                    insert(&mut root, &path, slot);
+                }
+            }
         }
         let mut leaves = Vec::new();
         scalar_leaves(to, &mut Vec::new(), &mut leaves);

@@ -12,6 +12,10 @@ use crate::registry::pipeline::{ConversionPlan, read_stored_in_process};
 
 const GROUP: &str = "example.com";
 
+/// The `metadata` fields kept when rules reach no further than labels and annotations (the
+/// tests list them as one entry).
+const META: &str = "metadata.*";
+
 struct Case {
     name: &'static str,
     v1: Value,
@@ -67,6 +71,18 @@ fn kept(plan: &super::Plan) -> Vec<String> {
     }
     let mut out = Vec::new();
     walk(&plan.root, "", &mut out);
+    let all_meta = [
+        "metadata.creationTimestamp",
+        "metadata.deletionGracePeriodSeconds",
+        "metadata.deletionTimestamp",
+        "metadata.generateName",
+        "metadata.generation",
+        "metadata.managedFields",
+    ];
+    if all_meta.iter().all(|m| out.iter().any(|o| o == m)) {
+        out.retain(|o| !o.starts_with("metadata."));
+        out.insert(0, META.to_string());
+    }
     out
 }
 
@@ -104,7 +120,7 @@ fn same(c: &Case, stored: &[u8], from: &str, to: &str) -> bool {
 fn object(version: &str, rest: &Value) -> Value {
     let mut o = json!({"apiVersion": format!("{GROUP}/{version}"), "kind": "Widget",
         "metadata": {"name": "w", "namespace": "default", "uid": "u-1", "resourceVersion": "7",
-            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "creationTimestamp": "2026-01-01T00:00:00Z", "generation": 2,
             "managedFields": [{"apiVersion": format!("{GROUP}/{version}"), "fieldsType": "FieldsV1",
                 "fieldsV1": {"f:spec": {".": {}, "f:note": {}}}, "manager": "kubectl",
                 "operation": "Update", "time": "2026-01-01T00:00:00Z"}]}});
@@ -125,7 +141,7 @@ fn cases() -> Vec<Case> {
             rules: json!([{"from": "v1", "to": "v2", "rules": [
                 {"fromField": ".spec.firstName", "toField": ".spec.givenName"}]}]),
             stored: json!({"spec": {"firstName": "Ada", "note": "kept as it is"}}),
-            kept: &["metadata.managedFields", "spec.note"],
+            kept: &[META, "spec.note"],
         },
         Case {
             name: "relocate into a sub-object; the rule's parents are not kept",
@@ -136,7 +152,7 @@ fn cases() -> Vec<Case> {
             rules: json!([{"from": "v1", "to": "v2", "rules": [
                 {"fromField": ".spec.firstName", "toField": ".spec.name.first"}]}]),
             stored: json!({"spec": {"firstName": "Ada", "note": "n"}}),
-            kept: &["metadata.managedFields", "spec.note"],
+            kept: &[META, "spec.note"],
         },
         Case {
             name: "a sibling below a nested parent a rule empties is not kept",
@@ -149,7 +165,7 @@ fn cases() -> Vec<Case> {
             rules: json!([{"from": "v1", "to": "v2", "rules": [
                 {"fromField": ".spec.a.x", "toField": ".spec.x"}]}]),
             stored: json!({"spec": {"a": {"x": "moved", "y": "stays"}}}),
-            kept: &["metadata.managedFields"],
+            kept: &[META],
         },
         Case {
             name: "split a field into two",
@@ -162,7 +178,7 @@ fn cases() -> Vec<Case> {
                 {"fromField": ".spec.image", "toField": ".spec.repository", "transformation": "self.split(':')[0]"},
                 {"fromField": ".spec.image", "toField": ".spec.tag", "transformation": "self.split(':')[1]"}]}]),
             stored: json!({"spec": {"image": "nginx:1.25", "size": 3}}),
-            kept: &["metadata.managedFields", "spec.size"],
+            kept: &[META, "spec.size"],
         },
         Case {
             name: "join: a rule on the whole spec keeps nothing of it",
@@ -175,7 +191,7 @@ fn cases() -> Vec<Case> {
                 {"fromField": ".spec", "toField": ".spec.image", "transformation": "self.repository + ':' + self.tag"},
                 {"fromField": ".spec.repository"}, {"fromField": ".spec.tag"}]}]),
             stored: json!({"spec": {"repository": "nginx", "tag": "1.25", "size": 3}}),
-            kept: &["metadata.managedFields"],
+            kept: &[META],
         },
         Case {
             name: "scalar to list",
@@ -187,7 +203,7 @@ fn cases() -> Vec<Case> {
             rules: json!([{"from": "v1", "to": "v2", "rules": [
                 {"fromField": ".spec.command", "toField": ".spec.commands", "transformation": "[self]"}]}]),
             stored: json!({"spec": {"command": "run", "on": true}}),
-            kept: &["metadata.managedFields", "spec.on"],
+            kept: &[META, "spec.on"],
         },
         Case {
             name: "conditional conversion",
@@ -200,7 +216,7 @@ fn cases() -> Vec<Case> {
                 {"fromField": ".spec.replicas", "toField": ".spec.scale.replicas",
                  "transformation": "self > 0 ? optional.of(self) : optional.none()"}]}]),
             stored: json!({"spec": {"replicas": 0, "ratio": 0.25}}),
-            kept: &["metadata.managedFields", "spec.ratio"],
+            kept: &[META, "spec.ratio"],
         },
         Case {
             name: "type change: seconds to a duration string",
@@ -212,7 +228,7 @@ fn cases() -> Vec<Case> {
                 {"fromField": ".spec.timeoutSeconds", "toField": ".spec.timeout",
                  "transformation": "duration(string(self) + 's')"}]}]),
             stored: json!({"spec": {"timeoutSeconds": 90, "payload": "x\"y\\z \u{e9}"}}),
-            kept: &["metadata.managedFields", "spec.payload"],
+            kept: &[META, "spec.payload"],
         },
         Case {
             name: "field to annotation (lossy, kept for the way back)",
@@ -221,7 +237,7 @@ fn cases() -> Vec<Case> {
             rules: json!([{"from": "v1", "to": "v2", "rules": [
                 {"fromField": ".spec.legacy", "toField": ".metadata.annotations['example.com/legacy']"}]}]),
             stored: json!({"spec": {"legacy": "kept", "payload": "p"}}),
-            kept: &["metadata.managedFields", "spec.payload"],
+            kept: &[META, "spec.payload"],
         },
         Case {
             name: "a rule writing metadata as a whole keeps no metadata field",
@@ -238,7 +254,7 @@ fn cases() -> Vec<Case> {
             v2: spec(&json!({"payload": {"type": "string"}})),
             rules: json!([{"from": "v1", "to": "v2", "rules": [{"fromField": ".spec.old"}]}]),
             stored: json!({"spec": {"old": "gone", "payload": "p"}}),
-            kept: &["metadata.managedFields", "spec.payload"],
+            kept: &[META, "spec.payload"],
         },
         Case {
             name: "a transform on every element of a list",
@@ -253,7 +269,7 @@ fn cases() -> Vec<Case> {
             rules: json!([{"from": "v1", "to": "v2", "rules": [
                 {"fromField": ".spec.ports[*].port", "toField": ".spec.ports[*].port", "transformation": "string(self)"}]}]),
             stored: json!({"spec": {"ports": [{"port": 80}, {"port": 443}], "note": "n"}}),
-            kept: &["metadata.managedFields", "spec.note"],
+            kept: &[META, "spec.note"],
         },
         Case {
             name: "a default in the source schema, and a field the target drops, are not kept",
@@ -265,7 +281,7 @@ fn cases() -> Vec<Case> {
             rules: json!([{"from": "v1", "to": "v2", "rules": [
                 {"fromField": ".spec.x", "toField": ".spec.y"}]}]),
             stored: json!({"spec": {"gone": "pruned", "x": 1}}),
-            kept: &["metadata.managedFields"],
+            kept: &[META],
         },
     ]
 }
@@ -300,6 +316,9 @@ fn objects_failing_a_kept_fields_check_are_decoded_as_usual() {
         json!({"metadata": {"name": "w", "uid": "u", "managedFields": [{"manager": "m", "junk": 1}]},
                "spec": {"timeoutSeconds": 1, "payload": "p"}}),
         json!({"metadata": {"name": "w", "uid": "u", "managedFields": null},
+               "spec": {"timeoutSeconds": 1, "payload": "p"}}),
+        // Kept metadata scalars holding null (pruning drops it) and a string.
+        json!({"metadata": {"name": "w", "uid": "u", "creationTimestamp": null, "generation": "x"},
                "spec": {"timeoutSeconds": 1, "payload": "p"}}),
         // No spec at all, and a spec without the kept field.
         json!({"spec": {"timeoutSeconds": 1}}),
@@ -346,4 +365,53 @@ fn no_plan_without_rules_or_at_the_same_version() {
         none.partial_plan(&BTreeMap::new(), GROUP, "v1", "v2")
             .is_none()
     );
+}
+
+#[test]
+fn the_benchmark_crd_both_ways() {
+    // `crd-apiserver bench --only-conversion-rules`: a rename into a sub-object, seconds to a
+    // duration, a field kept in an annotation, a large untouched payload.
+    let c = Case {
+        name: "bench",
+        v1: spec(
+            &json!({"firstName": {"type": "string"}, "timeoutSeconds": {"type": "integer"},
+            "legacy": {"type": "string"}, "payload": {"type": "string"}}),
+        ),
+        v2: spec(
+            &json!({"name": {"type": "object", "properties": {"first": {"type": "string"}}},
+            "timeout": {"type": "string", "format": "duration"}, "payload": {"type": "string"}}),
+        ),
+        rules: json!([
+            {"from": "v1", "to": "v2", "rules": [
+                {"fromField": ".spec.firstName", "toField": ".spec.name.first"},
+                {"fromField": ".spec.timeoutSeconds", "toField": ".spec.timeout",
+                 "transformation": "duration(string(self) + 's')"},
+                {"fromField": ".spec.legacy", "toField": ".metadata.annotations['v1.example.com/legacy']"}]},
+            {"from": "v2", "to": "v1", "rules": [
+                {"fromField": ".spec.name.first", "toField": ".spec.firstName"},
+                {"fromField": ".spec.timeout", "toField": ".spec.timeoutSeconds",
+                 "transformation": "self.getSeconds()"},
+                {"fromField": ".metadata.annotations['v1.example.com/legacy']", "toField": ".spec.legacy"}]}]),
+        stored: json!({}),
+        kept: &[META, "spec.payload"],
+    };
+    for (from, to, rest) in [
+        (
+            "v1",
+            "v2",
+            json!({"spec": {"firstName": "n", "timeoutSeconds": 7, "legacy": "kept", "payload": "x".repeat(900)}}),
+        ),
+        (
+            "v2",
+            "v1",
+            json!({"metadata": {"name": "w", "uid": "u", "generation": 1,
+                "annotations": {"v1.example.com/legacy": "kept", "other": "o"}},
+                "spec": {"name": {"first": "n"}, "timeout": "1m30s", "payload": "p"}}),
+        ),
+    ] {
+        let plan = plan_of(&c, from, to).partial();
+        assert_eq!(plan.as_ref().map(kept).unwrap_or_default(), c.kept);
+        let stored = serde_json::to_vec(&object(from, &rest)).expect("encodes");
+        assert!(same(&c, &stored, from, to), "{from} to {to}");
+    }
 }
