@@ -210,12 +210,13 @@ impl Pruner {
                 if embedded && self.clean_meta {
                     self.clean_metadata(map, path);
                 }
-                let keys: Vec<String> = map.keys().cloned().collect();
-                for k in keys {
+                // Keys are removed after the walk, so that no key is copied unless it goes.
+                let mut unknown = Vec::new();
+                for (k, v) in map.iter_mut() {
                     if embedded && META_FIELDS.contains(&k.as_str()) {
                         continue;
                     }
-                    let child_schema = if let Some(prop) = property(sv, &k) {
+                    let child_schema = if let Some(prop) = property(sv, k) {
                         Some(Some(prop))
                     } else {
                         match additional(sv) {
@@ -224,18 +225,19 @@ impl Pruner {
                         }
                     };
                     if let Some(cs) = child_schema {
-                        if let Some(v) = map.get_mut(&k) {
-                            append_key(path, &k);
-                            let emb = cs.is_some_and(|c| flag(c, EMBEDDED));
-                            self.prune(v, cs, emb, path);
-                            path.truncate(origin);
-                        }
+                        append_key(path, k);
+                        let emb = cs.is_some_and(|c| flag(c, EMBEDDED));
+                        self.prune(v, cs, emb, path);
+                        path.truncate(origin);
                     } else {
                         if !META_FIELDS.contains(&k.as_str()) || !path.is_empty() {
-                            self.record(path, &k);
+                            self.record(path, k);
                         }
-                        map.remove(&k);
+                        unknown.push(k.clone());
                     }
+                }
+                for k in unknown {
+                    map.remove(&k);
                 }
             }
             Value::Array(list) => {

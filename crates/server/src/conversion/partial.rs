@@ -15,6 +15,7 @@
 //! pruning keeps; a field failing its check is decoded into the `Value` as usual.
 //!
 //! Architecture Invariant: the bytes [`Plan::encode`] writes are the bytes the full path writes
+//! (`serde_json`'s compact encoding of the `Value`)
 //! for the same stored object. Anything unexpected (a stored object at another version, a
 //! repeated key, a non-object where the plan expects one, invalid JSON) makes [`Plan::decode`]
 //! refuse, and the caller takes the full path.
@@ -25,7 +26,6 @@ use std::fmt;
 
 use crd_cel::conversion::{ConversionRules, MetadataReach};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Number, Value};
 
 /// What a kept field must hold, checked on every object.
@@ -133,14 +133,14 @@ impl Plan {
 
     /// Encodes the converted object with the fields [`Plan::decode`] kept out put back in their
     /// place (fields whose object the read removed go with it).
-    pub fn encode(&self, value: &Value, slots: &[Filled<'_>]) -> serde_json::Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(1024);
-        let spliced = Spliced {
-            value,
-            node: &self.root,
-            slots,
-        };
-        serde_json::to_writer(&mut out, &spliced)?;
+    pub fn encode(
+        &self,
+        value: &Value,
+        slots: &[Filled<'_>],
+        size_hint: usize,
+    ) -> serde_json::Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(size_hint);
+        write_spliced(&mut out, value, &self.root, slots)?;
         Ok(out)
     }
 }
@@ -274,29 +274,54 @@ impl Held<'_> {
     }
 }
 
-impl Serialize for Held<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Held::Null => s.serialize_unit(),
-            Held::Bool(b) => s.serialize_bool(*b),
-            Held::Number(n) => n.serialize(s),
-            Held::Str(v) => s.serialize_str(v),
-            Held::Array(items) => {
-                let mut seq = s.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(item)?;
+/// Writes a string as `serde_json` encodes it: a string borrowed from the stored bytes had no
+/// escape there, so it holds no quote, backslash or control character (`serde_json` refuses
+/// raw control characters in strings) and needs none now.
+fn write_str(out: &mut Vec<u8>, s: &Cow<'_, str>) -> serde_json::Result<()> {
+    match s {
+        Cow::Borrowed(b) => {
+            out.reserve(b.len() + 2);
+            out.push(b'"');
+            out.extend_from_slice(b.as_bytes());
+            out.push(b'"');
+            Ok(())
+        }
+        Cow::Owned(o) => serde_json::to_writer(&mut *out, o),
+    }
+}
+
+/// Writes a held value as `serde_json` encodes the `Value` it stands for (compact).
+fn write_held(out: &mut Vec<u8>, held: &Held<'_>) -> serde_json::Result<()> {
+    match held {
+        Held::Null => out.extend_from_slice(b"null"),
+        Held::Bool(true) => out.extend_from_slice(b"true"),
+        Held::Bool(false) => out.extend_from_slice(b"false"),
+        Held::Number(n) => serde_json::to_writer(&mut *out, n)?,
+        Held::Str(v) => write_str(out, v)?,
+        Held::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
                 }
-                seq.end()
+                write_held(out, item)?;
             }
-            Held::Object(entries) => {
-                let mut map = s.serialize_map(Some(entries.len()))?;
-                for (k, v) in entries {
-                    map.serialize_entry(k.as_ref(), v)?;
+            out.push(b']');
+        }
+        Held::Object(entries) => {
+            out.push(b'{');
+            for (i, (k, v)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
                 }
-                map.end()
+                write_str(out, k)?;
+                out.push(b':');
+                write_held(out, v)?;
             }
+            out.push(b'}');
         }
     }
+    Ok(())
 }
 
 impl<'de> de::Deserialize<'de> for Held<'de> {
@@ -348,7 +373,7 @@ impl<'de> Visitor<'de> for HeldVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Held<'de>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(4));
         while let Some(item) = seq.next_element()? {
             items.push(item);
         }
@@ -356,7 +381,7 @@ impl<'de> Visitor<'de> for HeldVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Held<'de>, A::Error> {
-        let mut entries: Vec<(Cow<'de, str>, Held<'de>)> = Vec::new();
+        let mut entries: Vec<(Cow<'de, str>, Held<'de>)> = Vec::with_capacity(8);
         let mut sorted = true;
         while let Some(key) = map.next_key_seed(KeySeed)? {
             let value = map.next_value()?;
@@ -467,48 +492,54 @@ impl<'p> Visitor<'p> for NodeSeed<'p, '_> {
     }
 }
 
-/// A converted object with the kept fields put back.
-struct Spliced<'x> {
-    value: &'x Value,
-    node: &'x Node,
-    slots: &'x [Filled<'x>],
-}
-
-impl Serialize for Spliced<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let Value::Object(map) = self.value else {
-            return self.value.serialize(s);
-        };
-        let mut own: Vec<(&str, &Held)> = self
-            .slots
-            .iter()
-            .filter(|f| f.node == self.node.id && !map.contains_key(f.key))
-            .map(|f| (f.key, &f.held))
-            .collect();
-        own.sort_unstable_by_key(|(k, _)| *k);
-        let mut own = own.into_iter().peekable();
-        let mut out = s.serialize_map(None)?;
-        for (k, v) in map {
-            while let Some((sk, sv)) = own.next_if(|(sk, _)| *sk < k.as_str()) {
-                out.serialize_entry(sk, sv)?;
-            }
-            match self.node.children.get(k.as_str()) {
-                Some(Child::Node(child)) => out.serialize_entry(
-                    k,
-                    &Spliced {
-                        value: v,
-                        node: child,
-                        slots: self.slots,
-                    },
-                )?,
-                _ => out.serialize_entry(k, v)?,
-            }
+/// Writes a converted object (compact, as `serde_json` writes its `Value`) with the kept fields
+/// of `node` and below put back in key order.
+fn write_spliced(
+    out: &mut Vec<u8>,
+    value: &Value,
+    node: &Node,
+    slots: &[Filled<'_>],
+) -> serde_json::Result<()> {
+    let Value::Object(map) = value else {
+        return serde_json::to_writer(&mut *out, value);
+    };
+    let mut own: Vec<(&str, &Held)> = slots
+        .iter()
+        .filter(|f| f.node == node.id && !map.contains_key(f.key))
+        .map(|f| (f.key, &f.held))
+        .collect();
+    own.sort_unstable_by_key(|(k, _)| *k);
+    let mut own = own.into_iter().peekable();
+    let mut first = true;
+    let mut sep = |out: &mut Vec<u8>| {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
         }
-        for (sk, sv) in own {
-            out.serialize_entry(sk, sv)?;
+    };
+    out.push(b'{');
+    for (k, v) in map {
+        while let Some((sk, sv)) = own.next_if(|(sk, _)| *sk < k.as_str()) {
+            sep(out);
+            serde_json::to_writer(&mut *out, sk)?;
+            out.push(b':');
+            write_held(out, sv)?;
         }
-        out.end()
+        sep(out);
+        serde_json::to_writer(&mut *out, k)?;
+        out.push(b':');
+        match node.children.get(k.as_str()) {
+            Some(Child::Node(child)) => write_spliced(out, v, child, slots)?,
+            _ => serde_json::to_writer(&mut *out, v)?,
+        }
     }
+    for (sk, sv) in own {
+        sep(out);
+        serde_json::to_writer(&mut *out, sk)?;
+        out.push(b':');
+        write_held(out, sv)?;
+    }
+    out.push(b'}');
+    Ok(())
 }
 
 #[cfg(test)]

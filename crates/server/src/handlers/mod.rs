@@ -460,7 +460,7 @@ fn encode_in_process(
                     && let Some(f) = fast
                 {
                     return f
-                        .encode(&obj, &decoded.slots)
+                        .encode(&obj, &decoded.slots, kv.value.len() + 256)
                         .map_err(|e| Status::internal(e).into());
                 }
             }

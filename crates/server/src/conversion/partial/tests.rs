@@ -103,7 +103,9 @@ fn same(c: &Case, stored: &[u8], from: &str, to: &str) -> bool {
     let out = read_stored_in_process(&plan, decoded.value, true, 0).expect("in process");
     match (full, out) {
         (Some(Ok(full)), Ok(obj)) => {
-            let partial = fast.encode(&obj, &decoded.slots).expect("encodes");
+            let partial = fast
+                .encode(&obj, &decoded.slots, stored.len())
+                .expect("encodes");
             assert_eq!(
                 String::from_utf8_lossy(&partial),
                 String::from_utf8_lossy(&full),
@@ -309,6 +311,9 @@ fn objects_failing_a_kept_fields_check_are_decoded_as_usual() {
         json!({"spec": {"timeoutSeconds": 1, "payload": null}}),
         json!({"spec": {"timeoutSeconds": 1, "payload": {"a": 1, "b": [1, 2]}}}),
         json!({"spec": {"timeoutSeconds": 1, "payload": [1, "x"]}}),
+        // Strings written back without escaping, and with it.
+        json!({"spec": {"timeoutSeconds": 1, "payload": "\u{e9} \u{65e5}\u{672c} \u{1f600}"}}),
+        json!({"spec": {"timeoutSeconds": 1, "payload": "tab\tquote\"nul\u{0}del\u{7f}"}}),
         // Numbers as Value decodes them.
         json!({"spec": {"timeoutSeconds": 1, "payload": 1.5e300}}),
         json!({"spec": {"timeoutSeconds": 1, "payload": -12}}),
