@@ -274,20 +274,18 @@ impl Held<'_> {
     }
 }
 
-/// Writes a string as `serde_json` encodes it: a string borrowed from the stored bytes had no
-/// escape there, so it holds no quote, backslash or control character (`serde_json` refuses
-/// raw control characters in strings) and needs none now.
-fn write_str(out: &mut Vec<u8>, s: &Cow<'_, str>) -> serde_json::Result<()> {
-    match s {
-        Cow::Borrowed(b) => {
-            out.reserve(b.len() + 2);
-            out.push(b'"');
-            out.extend_from_slice(b.as_bytes());
-            out.push(b'"');
-            Ok(())
-        }
-        Cow::Owned(o) => serde_json::to_writer(&mut *out, o),
+/// Writes a string as `serde_json` encodes it. A `borrowed` string (taken from the stored bytes
+/// as is) had no escape there, so it holds no quote, backslash or control character
+/// (`serde_json` refuses raw control characters in strings) and needs none now.
+fn write_str(out: &mut Vec<u8>, s: &str, borrowed: bool) -> serde_json::Result<()> {
+    if !borrowed {
+        return serde_json::to_writer(&mut *out, s);
     }
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(s.as_bytes());
+    out.push(b'"');
+    Ok(())
 }
 
 /// Writes a held value as `serde_json` encodes the `Value` it stands for (compact).
@@ -297,7 +295,7 @@ fn write_held(out: &mut Vec<u8>, held: &Held<'_>) -> serde_json::Result<()> {
         Held::Bool(true) => out.extend_from_slice(b"true"),
         Held::Bool(false) => out.extend_from_slice(b"false"),
         Held::Number(n) => serde_json::to_writer(&mut *out, n)?,
-        Held::Str(v) => write_str(out, v)?,
+        Held::Str(v) => write_str(out, v, matches!(v, Cow::Borrowed(_)))?,
         Held::Array(items) => {
             out.push(b'[');
             for (i, item) in items.iter().enumerate() {
@@ -314,7 +312,7 @@ fn write_held(out: &mut Vec<u8>, held: &Held<'_>) -> serde_json::Result<()> {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_str(out, k)?;
+                write_str(out, k, matches!(k, Cow::Borrowed(_)))?;
                 out.push(b':');
                 write_held(out, v)?;
             }
@@ -542,5 +540,23 @@ fn write_spliced(
     Ok(())
 }
 
+/// The kept fields' dotted paths (`spec.payload`), for tests.
 #[cfg(test)]
-mod tests;
+pub(crate) fn kept_paths(plan: &Plan) -> Vec<String> {
+    fn walk(node: &Node, prefix: &str, out: &mut Vec<String>) {
+        for (k, c) in &node.children {
+            let path = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            match c {
+                Child::Slot(_) => out.push(path),
+                Child::Node(n) => walk(n, &path, out),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&plan.root, "", &mut out);
+    out
+}

@@ -457,3 +457,6 @@ mod tests {
         assert_eq!(back[0]["apiVersion"], "stable.example.com/v1beta1");
     }
 }
+
+#[cfg(test)]
+mod partial_tests;

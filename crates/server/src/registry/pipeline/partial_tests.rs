@@ -1,4 +1,5 @@
-//! The partial path equals the full path, byte for byte, for every KEP-3945 use case and for
+//! `conversion::partial` through the real read (`read_stored_in_process`): the partial path
+//! equals the full path, byte for byte, for every KEP-3945 use case and for
 //! objects and CRDs where its preconditions fail.
 
 use std::collections::BTreeMap;
@@ -7,6 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceConversion;
 use serde_json::{Value, json};
 
+use crate::conversion::partial::{Plan, kept_paths};
 use crate::conversion::{ConversionOptions, Converter};
 use crate::registry::pipeline::{ConversionPlan, read_stored_in_process};
 
@@ -54,23 +56,9 @@ fn plan_of(c: &Case, from: &str, to: &str) -> ConversionPlan {
     }
 }
 
-/// The kept fields' dotted paths.
-fn kept(plan: &super::Plan) -> Vec<String> {
-    fn walk(node: &super::Node, prefix: &str, out: &mut Vec<String>) {
-        for (k, c) in &node.children {
-            let path = if prefix.is_empty() {
-                k.clone()
-            } else {
-                format!("{prefix}.{k}")
-            };
-            match c {
-                super::Child::Slot(_) => out.push(path),
-                super::Child::Node(n) => walk(n, &path, out),
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&plan.root, "", &mut out);
+/// The kept fields' dotted paths, the `metadata` ones as one entry when all are kept.
+fn kept(plan: &Plan) -> Vec<String> {
+    let mut out = kept_paths(plan);
     let all_meta = [
         "metadata.creationTimestamp",
         "metadata.deletionGracePeriodSeconds",
