@@ -45,6 +45,7 @@ pub struct ParityArgs {
 /// etcd's 64-writer put rate through the engine while one watch with previous values (the watch
 /// cache's feed, as the server runs it) drains every event under the prefix: etcd reads each
 /// event's previous value for it, so this is the limit a server with a watch cache can reach.
+#[cfg(feature = "etcd")]
 async fn watched_limit(endpoints: &[String], prefix: &str, n: usize) -> anyhow::Result<f64> {
     use crd_storage::Store;
     let engine = crd_storage::etcd::EtcdStore::connect(crd_storage::etcd::EtcdConfig {
@@ -89,6 +90,13 @@ async fn watched_limit(endpoints: &[String], prefix: &str, n: usize) -> anyhow::
         bail!("the cache holds {} of {n} objects", listed.items.len());
     }
     Ok(rate)
+}
+
+/// Without the etcd engine there is no etcd to measure (`--only-etcd-parity` needs `--features etcd`).
+#[cfg(not(feature = "etcd"))]
+#[allow(clippy::unused_async)] // Same signature as the etcd build's.
+async fn watched_limit(_: &[String], _: &str, _: usize) -> anyhow::Result<f64> {
+    anyhow::bail!("the etcd figures need a build with `--features etcd`")
 }
 
 /// What one server measured.

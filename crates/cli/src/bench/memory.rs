@@ -230,24 +230,9 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The server's CPU time so far (user + system, seconds, from `/proc/<pid>/stat`).
+/// The server's CPU time so far (user + system, seconds).
 fn server_cpu(server: &Server) -> f64 {
-    let stat =
-        std::fs::read_to_string(format!("/proc/{}/stat", server.child.id())).unwrap_or_default();
-    // The fields after the command name (which may hold spaces) start at its closing ')'.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or("", |(_, rest)| rest)
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime, in clock ticks of 1/100 s on Linux.
-    (ticks(11) + ticks(12)) / 100.0
+    super::pin::cpu_seconds(&server.child.id().to_string())
 }
 
 /// The heap's growth at its peak, in bytes and against one 500-object page of the response
