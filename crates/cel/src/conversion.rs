@@ -310,58 +310,6 @@ impl ConversionRules {
             .max()
             .unwrap_or(MetadataReach::Nothing)
     }
-
-    /// Whether converting `from` to `to` (through every pair of the chain) leaves the field at
-    /// `path` (property names from the root) and everything below it alone: no rule reads or
-    /// writes at, above or below it, and no rule works below its parent when that parent is not
-    /// a top-level field (a removal could leave the parent empty, and an emptied parent goes).
-    /// A reader may then keep the field out of the converted object and put it back afterwards.
-    /// `false` when there is no chain.
-    pub fn leaves_alone(&self, from: &str, to: &str, path: &[&str]) -> bool {
-        let Some(chain) = self.chain(from, to) else {
-            return false;
-        };
-        let parent = &path[..path.len().saturating_sub(1)];
-        chain
-            .into_iter()
-            .flat_map(|i| &self.pairs[i].rules)
-            .flat_map(|r| std::iter::once(&r.from).chain(r.to.as_ref()))
-            .all(|steps| {
-                // A `[*]` covers everything below the list: the rule is taken as working on
-                // the whole field before it.
-                let fields = steps_prefix(steps);
-                !(is_prefix(fields, path)
-                    || is_prefix_of_steps(path, fields)
-                    || (parent.len() >= 2 && is_prefix_of_steps(parent, fields)))
-            })
-    }
-}
-
-/// Whether the property steps `steps` are a prefix of (or equal to) `path`.
-fn is_prefix(steps: &[Step], path: &[&str]) -> bool {
-    steps.len() <= path.len()
-        && steps
-            .iter()
-            .zip(path)
-            .all(|(s, p)| matches!(s, Step::Field(f) if f == p))
-}
-
-/// Whether `path` is a prefix of (or equal to) the property steps `steps`.
-fn is_prefix_of_steps(path: &[&str], steps: &[Step]) -> bool {
-    path.len() <= steps.len()
-        && path
-            .iter()
-            .zip(steps)
-            .all(|(p, s)| matches!(s, Step::Field(f) if f == p))
-}
-
-/// The leading property names of a rule path (up to its first `[*]`).
-fn steps_prefix(steps: &[Step]) -> &[Step] {
-    let n = steps
-        .iter()
-        .position(|s| matches!(s, Step::Each))
-        .unwrap_or(steps.len());
-    &steps[..n]
 }
 
 /// What a conversion's rules can change of an object's identity and metadata, decided once per

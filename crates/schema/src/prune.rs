@@ -50,10 +50,8 @@ const OWNER_REFERENCE_FIELDS: [&str; 6] = [
     "blockOwnerDeletion",
 ];
 
-/// The JSON fields of `ManagedFieldsEntry`: pruning a resource root drops any other key of a
-/// `metadata.managedFields` entry (public so that a reader skipping the pruning of that list
-/// can tell when it would be a no-op).
-pub const MANAGED_FIELDS_FIELDS: [&str; 7] = [
+/// The JSON fields of `ManagedFieldsEntry`.
+const MANAGED_FIELDS_FIELDS: [&str; 7] = [
     "manager",
     "operation",
     "apiVersion",
@@ -210,13 +208,12 @@ impl Pruner {
                 if embedded && self.clean_meta {
                     self.clean_metadata(map, path);
                 }
-                // Keys are removed after the walk, so that no key is copied unless it goes.
-                let mut unknown = Vec::new();
-                for (k, v) in map.iter_mut() {
+                let keys: Vec<String> = map.keys().cloned().collect();
+                for k in keys {
                     if embedded && META_FIELDS.contains(&k.as_str()) {
                         continue;
                     }
-                    let child_schema = if let Some(prop) = property(sv, k) {
+                    let child_schema = if let Some(prop) = property(sv, &k) {
                         Some(Some(prop))
                     } else {
                         match additional(sv) {
@@ -225,19 +222,18 @@ impl Pruner {
                         }
                     };
                     if let Some(cs) = child_schema {
-                        append_key(path, k);
-                        let emb = cs.is_some_and(|c| flag(c, EMBEDDED));
-                        self.prune(v, cs, emb, path);
-                        path.truncate(origin);
+                        if let Some(v) = map.get_mut(&k) {
+                            append_key(path, &k);
+                            let emb = cs.is_some_and(|c| flag(c, EMBEDDED));
+                            self.prune(v, cs, emb, path);
+                            path.truncate(origin);
+                        }
                     } else {
                         if !META_FIELDS.contains(&k.as_str()) || !path.is_empty() {
-                            self.record(path, k);
+                            self.record(path, &k);
                         }
-                        unknown.push(k.clone());
+                        map.remove(&k);
                     }
-                }
-                for k in unknown {
-                    map.remove(&k);
                 }
             }
             Value::Array(list) => {

@@ -12,10 +12,8 @@
 //! Architecture Invariant: a batch of N objects is at most one webhook call; objects already at
 //! the target version are never sent (nor converted by rules).
 
-pub mod partial;
-
 use crate::metrics::ConversionFailure as Failure;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -150,24 +148,6 @@ impl Converter {
     /// ([`Converter::convert_in_process`]).
     pub fn in_process(&self) -> bool {
         matches!(self, Converter::None | Converter::Rules(_))
-    }
-
-    /// The plan of a list read converting objects stored at `source` to `target` (version names
-    /// of `group`) that keeps the fields the rules leave alone out of the decoded objects
-    /// ([`partial::Plan`]); `None` for other strategies and when no field can be kept out.
-    pub fn partial_plan(
-        &self,
-        schemas: &BTreeMap<String, Arc<Value>>,
-        group: &str,
-        source: &str,
-        target: &str,
-    ) -> Option<partial::Plan> {
-        match self {
-            Converter::Rules(rules) if source != target => {
-                partial::Plan::build(rules, schemas, group, source, target)
-            }
-            _ => None,
-        }
     }
 
     /// Converts one object (at `index` of a batch) in process; `None` for a converter that is

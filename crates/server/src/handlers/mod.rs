@@ -28,7 +28,6 @@ use serde_json::Value;
 
 use crate::admission::{Attributes, Operation};
 use crate::auth::User;
-use crate::conversion::partial;
 use crate::error::ApiError;
 use crate::registry::{Scope, Strategy, Subresource, meta, pipeline};
 use crate::request::negotiate::Output;
@@ -382,10 +381,9 @@ pub async fn read_objects_encoded(
             return objs.iter().map(encode_json).collect();
         }
     };
-    let fast = plan.partial().map(Arc::new);
     let threads = (kvs.len() / OBJECTS_PER_THREAD).clamp(1, cores());
     if threads == 1 {
-        return encode_in_process(strategy.as_ref(), &plan, fast.as_deref(), is_list, 0, &kvs);
+        return encode_in_process(strategy.as_ref(), &plan, is_list, 0, &kvs);
     }
     let size = kvs.len().div_ceil(threads);
     let mut parts = Vec::with_capacity(threads);
@@ -400,10 +398,9 @@ pub async fn read_objects_encoded(
         .into_iter()
         .enumerate()
         .map(|(n, part)| {
-            let (strategy, plan, fast) = (strategy.clone(), plan.clone(), fast.clone());
+            let (strategy, plan) = (strategy.clone(), plan.clone());
             tokio::task::spawn_blocking(move || {
-                let fast = fast.as_deref();
-                encode_in_process(strategy.as_ref(), &plan, fast, is_list, n * size, &part)
+                encode_in_process(strategy.as_ref(), &plan, is_list, n * size, &part)
             })
         })
         .collect();
@@ -438,14 +435,10 @@ fn encode_json(o: &Value) -> Result<Vec<u8>, ApiError> {
 }
 
 /// Stored bytes to encoded bytes in the request version, one object at a time (the object at
-/// `kvs[i]` is at `offset + i` of its batch), with a converter that runs in process. With a
-/// partial-decoding plan (`fast`), the fields the conversion leaves alone are kept out of the
-/// decoded object and written back as they were; any object the plan refuses, and any
-/// conversion failure, takes the full path.
+/// `kvs[i]` is at `offset + i` of its batch), with a converter that runs in process.
 fn encode_in_process(
     strategy: &dyn Strategy,
     plan: &pipeline::ConversionPlan,
-    fast: Option<&partial::Plan>,
     is_list: bool,
     offset: usize,
     kvs: &[KeyValue],
@@ -453,18 +446,6 @@ fn encode_in_process(
     kvs.iter()
         .enumerate()
         .map(|(i, kv)| {
-            if let Some(mut decoded) = fast.and_then(|f| f.decode(&kv.value)) {
-                meta::set_resource_version(&mut decoded.value, kv.mod_revision);
-                strategy.read_shape(&mut decoded.value);
-                if let Some(Ok(obj)) =
-                    pipeline::read_stored_in_process(plan, decoded.value, is_list, offset + i)
-                    && let Some(f) = fast
-                {
-                    return f
-                        .encode(&obj, &decoded.slots, kv.value.len() + 256)
-                        .map_err(|e| Status::internal(e).into());
-                }
-            }
             let mut obj: Value = serde_json::from_slice(&kv.value)
                 .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
             meta::set_resource_version(&mut obj, kv.mod_revision);

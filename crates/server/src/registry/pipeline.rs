@@ -300,18 +300,6 @@ impl ConversionPlan {
     }
 }
 
-impl ConversionPlan {
-    /// The partial-decoding plan of a read of objects stored at the storage version
-    /// ([`crate::conversion::partial`]): `None` when no field can be kept out of the decoded
-    /// objects. Built per list read (a walk over the request version's schema).
-    pub fn partial(&self) -> Option<crate::conversion::partial::Plan> {
-        let (group, source) = self.storage.rsplit_once('/')?;
-        let (_, target) = self.request.rsplit_once('/')?;
-        self.converter
-            .partial_plan(&self.schemas, group, source, target)
-    }
-}
-
 /// Converts an object in the request version to the storage version. A failure here is
 /// Kubernetes' plain 500 (no reason), as on its encode path.
 pub async fn to_storage(plan: &ConversionPlan, obj: Value) -> Result<Value, ApiError> {
@@ -457,6 +445,3 @@ mod tests {
         assert_eq!(back[0]["apiVersion"], "stable.example.com/v1beta1");
     }
 }
-
-#[cfg(test)]
-mod partial_tests;
