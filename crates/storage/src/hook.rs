@@ -1,5 +1,5 @@
-//! [`HookStore`]: a [`Store`] decorator that runs caller-supplied hooks before lists and updates
-//! and forwards every call to another store. It is how tests hold back, fail or interleave
+//! [`HookStore`]: a [`Store`] decorator that runs caller-supplied hooks around lists, updates and
+//! revision requests and forwards every call to another store. It is how tests hold back, fail or interleave
 //! storage calls (a write in the middle of a paged list, a list that waits) without writing out
 //! the whole trait each time.
 
@@ -20,11 +20,16 @@ pub type BeforeList =
 /// What a [`HookStore`] runs with each update's key and value before the update is forwarded.
 pub type BeforeUpdate = Box<dyn Fn(&str, &Bytes) + Send + Sync>;
 
+/// What a [`HookStore`] runs with each revision the inner store answered, before answering it:
+/// the future may wait (a slow round trip whose revision was read when the request was sent).
+pub type AfterRevision = Box<dyn Fn(Revision) -> BoxFuture<'static, ()> + Send + Sync>;
+
 /// A store that forwards everything to `inner`, running its hooks first.
 pub struct HookStore {
     inner: Arc<dyn Store>,
     before_list: Option<BeforeList>,
     before_update: Option<BeforeUpdate>,
+    after_revision: Option<AfterRevision>,
 }
 
 impl HookStore {
@@ -35,6 +40,7 @@ impl HookStore {
             inner,
             before_list: None,
             before_update: None,
+            after_revision: None,
         }
     }
 
@@ -49,6 +55,13 @@ impl HookStore {
     #[must_use]
     pub fn before_update(mut self, hook: BeforeUpdate) -> Self {
         self.before_update = Some(hook);
+        self
+    }
+
+    /// Runs `hook` with each revision read, before it is answered.
+    #[must_use]
+    pub fn after_revision(mut self, hook: AfterRevision) -> Self {
+        self.after_revision = Some(hook);
         self
     }
 }
@@ -99,7 +112,11 @@ impl Store for HookStore {
     }
 
     async fn current_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.current_revision().await
+        let revision = self.inner.current_revision().await?;
+        if let Some(hook) = &self.after_revision {
+            hook(revision).await;
+        }
+        Ok(revision)
     }
 
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {

@@ -11,8 +11,8 @@
 //!   `SQLite`, group commit).
 //! - `etcd::EtcdStore` (feature `etcd`): etcd, with kube-apiserver's key layout.
 //! - [`fanout::FanoutStore`]: serves many watches from one engine watch.
-//! - [`hook::HookStore`]: forwards to another store, running hooks before lists and updates
-//!   (how tests interleave or hold back storage calls).
+//! - [`hook::HookStore`]: forwards to another store, running hooks around lists, updates and
+//!   revision requests (how tests interleave or hold back storage calls).
 //! - [`cache::CacheStore`]: the watch cache (kube-apiserver's cacher): gets, lists and watches
 //!   served from memory, with secondary indexes.
 //! - [`conformance`]: the suite every engine must pass (feature `conformance`, and in tests).

@@ -441,69 +441,26 @@ async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
-/// A store whose revision requests read the revision when sent, then wait for a permit before
-/// answering (a slow round trip), counting the requests sent.
-struct SlowRevision {
-    inner: Arc<dyn Store>,
-    sent: std::sync::atomic::AtomicUsize,
-    answers: tokio::sync::Semaphore,
-}
-
-#[async_trait]
-impl Store for SlowRevision {
-    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        self.inner.get(key).await
-    }
-    async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
-        self.inner.list(request).await
-    }
-    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
-        self.inner.count(prefix).await
-    }
-    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError> {
-        self.inner.create(key, value).await
-    }
-    async fn update(
-        &self,
-        key: &str,
-        value: Bytes,
-        expected: Revision,
-    ) -> Result<Revision, StorageError> {
-        self.inner.update(key, value, expected).await
-    }
-    async fn delete(
-        &self,
-        key: &str,
-        expected: Option<Revision>,
-    ) -> Result<(KeyValue, Revision), StorageError> {
-        self.inner.delete(key, expected).await
-    }
-    async fn watch(&self, request: WatchRequest) -> Result<WatchStream, StorageError> {
-        self.inner.watch(request).await
-    }
-    async fn current_revision(&self) -> Result<Revision, StorageError> {
-        let revision = self.inner.current_revision().await?;
-        self.sent.fetch_add(1, Ordering::SeqCst);
-        let permit = self.answers.acquire().await.expect("semaphore open");
-        permit.forget();
-        Ok(revision)
-    }
-    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        self.inner.compact(revision).await
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn revision_requests_are_pipelined_and_never_answer_a_reader_from_before_it_arrived() {
     let dir = tempfile::tempdir().expect("tempdir");
     let sqlite = SqliteStore::open(&dir.path().join("s.db")).expect("open");
-    let slow = Arc::new(SlowRevision {
-        inner: sqlite.clone(),
-        sent: std::sync::atomic::AtomicUsize::new(0),
-        answers: tokio::sync::Semaphore::new(0),
-    });
-    let oracle = Arc::new(Oracle::new(slow.clone(), 2));
-    let sent = || slow.sent.load(Ordering::SeqCst);
+    // Revision requests read the revision when sent, then wait for a permit before answering
+    // (a slow round trip); `sent` counts the requests.
+    let sent_count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let answers = Arc::new(tokio::sync::Semaphore::new(0));
+    let slow = crate::hook::HookStore::new(sqlite.clone()).after_revision(Box::new({
+        let (sent_count, answers) = (sent_count.clone(), answers.clone());
+        move |_| {
+            sent_count.fetch_add(1, Ordering::SeqCst);
+            let answers = answers.clone();
+            Box::pin(async move {
+                answers.acquire().await.expect("semaphore open").forget();
+            })
+        }
+    }));
+    let oracle = Arc::new(Oracle::new(Arc::new(slow), 2));
+    let sent = || sent_count.load(Ordering::SeqCst);
 
     let before = sqlite.create("/r/a", b("1")).await.expect("create");
     let first = tokio::spawn({
@@ -523,13 +480,13 @@ async fn revision_requests_are_pipelined_and_never_answer_a_reader_from_before_i
         let oracle = oracle.clone();
         async move { oracle.current().await }
     });
-    slow.answers.add_permits(2);
+    answers.add_permits(2);
     assert_eq!(first.await.expect("join").expect("revision"), before);
     assert!(second.await.expect("join").expect("revision") >= written);
     // The third reader arrived while two requests were out: it waited for a third, sent after
     // one of them returned.
     eventually("the third request is sent", || sent() == 3).await;
-    slow.answers.add_permits(1);
+    answers.add_permits(1);
     assert!(third.await.expect("join").expect("revision") >= written);
     assert_eq!(sent(), 3, "one request per batch");
 }
