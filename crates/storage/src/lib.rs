@@ -35,6 +35,8 @@ pub mod fanout;
 pub mod hook;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(test)]
+mod test_support;
 
 // The crate's tests run the conformance suite on SQLite; they must never compile to nothing.
 // (The self dev-dependency in Cargo.toml turns the feature on for `cargo test`.)

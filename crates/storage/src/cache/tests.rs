@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use super::*;
 use crate::sqlite::SqliteStore;
+use crate::test_support::eventually;
 
 /// Indexes `l:<label>` from values written as `label=value,label=value` and `name` from the
 /// key's last segment.
@@ -426,18 +427,6 @@ async fn dropped_watchers_are_forgotten_on_the_next_event() {
         }
         assert!(i < 1000, "watchers were never forgotten");
         tokio::task::yield_now().await;
-    }
-}
-
-/// Polls `condition` every few milliseconds until it holds; panics after ten seconds.
-async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 

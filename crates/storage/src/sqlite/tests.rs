@@ -5,6 +5,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use super::{Capacities, MAX_VALUE_BYTES, SqliteStore};
+use crate::test_support::eventually;
 use crate::{Event, ListRequest, StorageError, Store, WatchRequest, conformance};
 
 fn temp() -> tempfile::TempDir {
@@ -158,18 +159,6 @@ async fn concurrent_creates_are_group_committed() {
         "{commits} commits for {WRITES} writes: no batching"
     );
     assert_eq!(store.count("/c/").await.expect("count"), WRITES as u64);
-}
-
-/// Polls `condition` every few milliseconds until it holds; panics after ten seconds.
-async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 /// Takes the database's write lock from another connection, so the writer thread blocks on
