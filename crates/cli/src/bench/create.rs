@@ -186,24 +186,7 @@ async fn engine_limit(
             .await?;
     }
     let cpu = cpu_seconds("self");
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for c in 0..64 {
-        let store = store.clone();
-        let value = value.clone();
-        tasks.push(tokio::spawn(async move {
-            for i in (c..n).step_by(64) {
-                store
-                    .create(&format!("/raw/par/{i}"), value.clone())
-                    .await?;
-            }
-            Ok::<_, crd_storage::StorageError>(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    let rate = n as f64 / started.elapsed().as_secs_f64();
+    let rate = super::parallel_creates(store.clone(), "/raw/par", n).await?;
     let per_commit = (cpu_seconds("self") - cpu) / n as f64;
     drop(store);
     let _ = std::fs::remove_dir_all(dir);

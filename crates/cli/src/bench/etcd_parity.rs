@@ -60,25 +60,7 @@ async fn watched_limit(endpoints: &[String], prefix: &str, n: usize) -> anyhow::
         crd_storage::cache::CacheConfig::new("/registry/", None),
     );
     cache.wait_ready().await;
-    let value = bytes::Bytes::from(super::object("x").to_string());
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for c in 0..64 {
-        let store = cache.clone();
-        let value = value.clone();
-        tasks.push(tokio::spawn(async move {
-            for i in (c..n).step_by(64) {
-                store
-                    .create(&format!("/registry/raw/watched/{i}"), value.clone())
-                    .await?;
-            }
-            Ok::<_, crd_storage::StorageError>(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    let rate = n as f64 / started.elapsed().as_secs_f64();
+    let rate = super::parallel_creates(cache.clone(), "/registry/raw/watched", n).await?;
     // Every event reached the cache (a consistent read waits for the feed to catch up).
     let listed = cache
         .list(crd_storage::ListRequest {
