@@ -141,6 +141,10 @@ struct Rule {
     /// `None` for the identity (`self` or no transformation): the value is copied as JSON.
     program: Option<Program>,
     source: String,
+    /// Whether the values at `from` may be moved out of the object instead of copied: the
+    /// conversion removes `from` anyway (`to` is not at or below it) and no other rule of the
+    /// pair reads a path at, above or below it.
+    take: bool,
 }
 
 /// The compiled rules of one `(from, to)` pair.
@@ -158,6 +162,115 @@ struct Pair {
 pub struct ConversionRules {
     group: String,
     pairs: Vec<Pair>,
+    /// The route between every two versions the pairs connect, found once here rather than by
+    /// a search per converted object.
+    routes: Vec<Route>,
+}
+
+/// How one version converts to another: the chain of pairs, and what it can write of
+/// `metadata` (the widest of its pairs).
+#[derive(Debug)]
+struct Route {
+    from: String,
+    to: String,
+    steps: Vec<usize>,
+    reach: MetadataReach,
+    writes: MetadataWrites,
+}
+
+/// The route from a version to itself: nothing to apply, nothing written.
+static SAME_VERSION: Route = Route {
+    from: String::new(),
+    to: String::new(),
+    steps: Vec::new(),
+    reach: MetadataReach::Nothing,
+    writes: MetadataWrites {
+        labels: MapWrites::Nothing,
+        annotations: MapWrites::Nothing,
+    },
+};
+
+/// What a conversion's rules write in `metadata.labels` and `metadata.annotations`, decided
+/// once per CRD revision from the `toField`s: a caller checks those entries of a converted
+/// object (the others are the stored object's, validated when it was written).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetadataWrites {
+    /// What the rules write in `metadata.labels`.
+    pub labels: MapWrites,
+    /// What the rules write in `metadata.annotations`.
+    pub annotations: MapWrites,
+}
+
+/// What the rules write in one string map of `metadata`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum MapWrites {
+    /// No entry (removals only, which cannot make the map invalid).
+    #[default]
+    Nothing,
+    /// These keys only, sorted.
+    Keys(Vec<String>),
+    /// The map as a whole (a `toField` naming the map itself).
+    Whole,
+}
+
+impl MapWrites {
+    /// The writes of one `toField` into this map (`rest`: the steps below the map; none for
+    /// the map itself).
+    fn of(rest: &[Step]) -> Self {
+        match rest {
+            [Step::Field(key)] => MapWrites::Keys(vec![key.clone()]),
+            _ => MapWrites::Whole,
+        }
+    }
+
+    /// The writes of both `self` and `other`.
+    fn union(self, other: &MapWrites) -> Self {
+        match (self, other) {
+            (MapWrites::Whole, _) | (_, MapWrites::Whole) => MapWrites::Whole,
+            (MapWrites::Nothing, o) => o.clone(),
+            (s, MapWrites::Nothing) => s,
+            (MapWrites::Keys(mut a), MapWrites::Keys(b)) => {
+                a.extend(b.iter().cloned());
+                a.sort_unstable();
+                a.dedup();
+                MapWrites::Keys(a)
+            }
+        }
+    }
+}
+
+impl MetadataWrites {
+    /// What one pair's rules write.
+    fn of(rules: &[Rule]) -> Self {
+        let mut out = MetadataWrites::default();
+        for to in rules.iter().filter_map(|r| r.to.as_deref()) {
+            if let [Step::Field(top), Step::Field(map), rest @ ..] = to
+                && top == "metadata"
+            {
+                let writes = MapWrites::of(rest);
+                match map.as_str() {
+                    "labels" => out.labels = std::mem::take(&mut out.labels).union(&writes),
+                    "annotations" => {
+                        out.annotations = std::mem::take(&mut out.annotations).union(&writes);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    fn union(self, other: &MetadataWrites) -> Self {
+        MetadataWrites {
+            labels: self.labels.union(&other.labels),
+            annotations: self.annotations.union(&other.annotations),
+        }
+    }
+}
+
+/// Whether one path is at or below the other.
+fn overlaps(a: &[Step], b: &[Step]) -> bool {
+    a.starts_with(b) || b.starts_with(a)
 }
 
 /// The raw `spec.conversion.conversionRules` entries.
@@ -240,9 +353,20 @@ impl ConversionRules {
                         from_schema,
                         program,
                         source: transformation(r).unwrap_or("self").to_string(),
+                        take: false,
                     })
                 })
                 .collect();
+            let mut rules = rules;
+            for i in 0..rules.len() {
+                let r = &rules[i];
+                let removed = r.to.as_ref().is_some_and(|to| !to.starts_with(&r.from));
+                let shared = rules
+                    .iter()
+                    .enumerate()
+                    .any(|(j, o)| j != i && overlaps(&o.from, &r.from));
+                rules[i].take = removed && !shared;
+            }
             let reach = rules
                 .iter()
                 .flat_map(|r| std::iter::once(&r.from).chain(r.to.as_ref()))
@@ -256,16 +380,20 @@ impl ConversionRules {
                 reach,
             });
         }
-        ConversionRules { group, pairs }
+        let routes = routes(&pairs);
+        ConversionRules {
+            group,
+            pairs,
+            routes,
+        }
     }
 
-    /// The chain of pair indices converting `from` to `to` (shortest; empty when equal).
-    fn chain(&self, from: &str, to: &str) -> Option<Vec<usize>> {
-        chain(
-            self.pairs.iter().map(|p| (p.from.as_str(), p.to.as_str())),
-            from,
-            to,
-        )
+    /// The route converting `from` to `to` (the shortest chain; empty when equal).
+    fn route(&self, from: &str, to: &str) -> Option<&Route> {
+        if from == to {
+            return Some(&SAME_VERSION);
+        }
+        self.routes.iter().find(|r| r.from == from && r.to == to)
     }
 
     /// Converts one object to `target` (a version name). The object's own `apiVersion` names
@@ -283,12 +411,7 @@ impl ConversionRules {
             .next()
             .unwrap_or("")
             .to_string();
-        let steps = self
-            .chain(&source, target)
-            .ok_or_else(|| format!("no conversion rules from {source} to {target}"))?;
-        for i in steps {
-            obj = apply_pair(&self.pairs[i], obj)?;
-        }
+        self.convert_in_place(&mut obj, &source, target)?;
         if let Some(m) = obj.as_object_mut() {
             m.insert(
                 "apiVersion".into(),
@@ -298,17 +421,30 @@ impl ConversionRules {
         Ok(obj)
     }
 
+    /// Applies the rules converting `source` to `target` (version names) to `obj` in place,
+    /// leaving `apiVersion` to the caller, who knows it already: what a list pays per object.
+    /// On `Err` the object is partly converted (its `apiVersion` and what the rules cannot
+    /// reach are unchanged, so the caller can still name it in the message).
+    pub fn convert_in_place(&self, obj: &mut Value, source: &str, target: &str) -> Result<(), String> {
+        let route = self
+            .route(source, target)
+            .ok_or_else(|| format!("no conversion rules from {source} to {target}"))?;
+        for &i in &route.steps {
+            apply_pair(&self.pairs[i], obj)?;
+        }
+        Ok(())
+    }
+
     /// What the rules converting `from` to `to` can write under `metadata` (through every pair
     /// of the chain): what a caller must check and restore of an object's metadata afterwards.
     pub fn metadata_reach(&self, from: &str, to: &str) -> MetadataReach {
-        let Some(steps) = self.chain(from, to) else {
-            return MetadataReach::Any;
-        };
-        steps
-            .into_iter()
-            .map(|i| self.pairs[i].reach)
-            .max()
-            .unwrap_or(MetadataReach::Nothing)
+        self.route(from, to).map_or(MetadataReach::Any, |r| r.reach)
+    }
+
+    /// What the rules converting `from` to `to` write in labels and annotations (through every
+    /// pair of the chain); `None` when there is no such conversion.
+    pub fn metadata_writes(&self, from: &str, to: &str) -> Option<&MetadataWrites> {
+        self.route(from, to).map(|r| &r.writes)
     }
 }
 
@@ -339,6 +475,41 @@ fn path_reach(steps: &[Step]) -> MetadataReach {
         [Step::Field(top), ..] if top == "metadata" => MetadataReach::Any,
         _ => MetadataReach::Nothing,
     }
+}
+
+/// The route between every two distinct versions the pairs name, where there is one.
+fn routes(pairs: &[Pair]) -> Vec<Route> {
+    let mut names: Vec<&str> = pairs
+        .iter()
+        .flat_map(|p| [p.from.as_str(), p.to.as_str()])
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut out = Vec::new();
+    for &from in &names {
+        for &to in names.iter().filter(|&&t| t != from) {
+            let Some(steps) = chain(pairs.iter().map(|p| (p.from.as_str(), p.to.as_str())), from, to)
+            else {
+                continue;
+            };
+            let reach = steps
+                .iter()
+                .map(|&i| pairs[i].reach)
+                .max()
+                .unwrap_or(MetadataReach::Nothing);
+            let writes = steps.iter().fold(MetadataWrites::default(), |w, &i| {
+                w.union(&MetadataWrites::of(&pairs[i].rules))
+            });
+            out.push(Route {
+                from: from.to_string(),
+                to: to.to_string(),
+                steps,
+                reach,
+                writes,
+            });
+        }
+    }
+    out
 }
 
 /// Breadth-first search over `(from, to)` edges.
@@ -406,12 +577,18 @@ fn compile_program(
 /// Applies one pair's rules to `obj` in place. Every rule reads the object as it was before the
 /// pair (the values at its `fromField` are taken first), then `fromField`s are removed and the
 /// results written, rule by rule.
-fn apply_pair(pair: &Pair, mut obj: Value) -> Result<Value, String> {
+fn apply_pair(pair: &Pair, obj: &mut Value) -> Result<(), String> {
     let mut inputs: Vec<Vec<(Vec<usize>, Value)>> = Vec::with_capacity(pair.rules.len());
     for r in &pair.rules {
         let mut values = Vec::new();
-        if r.to.is_some() {
-            for_each_value(&obj, &r.from, &mut Vec::new(), &mut |indices, v| {
+        if r.take {
+            // Removed below anyway, and read by no other rule: moved, not copied (the `null`
+            // left behind goes with the removal).
+            take_each_value(obj, &r.from, &mut Vec::new(), &mut |indices, v| {
+                values.push((indices.to_vec(), v));
+            });
+        } else if r.to.is_some() {
+            for_each_value(obj, &r.from, &mut Vec::new(), &mut |indices, v| {
                 values.push((indices.to_vec(), v.clone()));
             });
         }
@@ -422,7 +599,7 @@ fn apply_pair(pair: &Pair, mut obj: Value) -> Result<Value, String> {
         // from its parent object) keeps the rest of the fromField.
         let within = r.to.as_ref().is_some_and(|to| to.starts_with(&r.from));
         if !within {
-            remove_at(&mut obj, &r.from, true);
+            remove_at(obj, &r.from, true);
         }
     }
     for (r, values) in pair.rules.iter().zip(inputs) {
@@ -431,13 +608,13 @@ fn apply_pair(pair: &Pair, mut obj: Value) -> Result<Value, String> {
         };
         for (indices, v) in values {
             match transform(r, v) {
-                Ok(Some(value)) => set_at(&mut obj, to, &indices, value),
+                Ok(Some(value)) => set_at(obj, to, &indices, value),
                 Ok(None) => {}
                 Err(e) => return Err(format!("{}: {e}", display_path(&r.from))),
             }
         }
     }
-    Ok(obj)
+    Ok(())
 }
 
 /// Runs a rule's transformation on one value; `None` writes nothing.
@@ -496,6 +673,37 @@ fn for_each_value(
                 for (i, item) in items.iter().enumerate() {
                     indices.push(i);
                     for_each_value(item, rest, indices, f);
+                    indices.pop();
+                }
+            }
+        }
+    }
+}
+
+/// [`for_each_value`] that moves every value out of `v` (leaving `null` in its place).
+fn take_each_value(
+    v: &mut Value,
+    steps: &[Step],
+    indices: &mut Vec<usize>,
+    f: &mut dyn FnMut(&[usize], Value),
+) {
+    let Some((first, rest)) = steps.split_first() else {
+        if !v.is_null() {
+            f(indices, v.take());
+        }
+        return;
+    };
+    match first {
+        Step::Field(name) => {
+            if let Some(c) = v.get_mut(name) {
+                take_each_value(c, rest, indices, f);
+            }
+        }
+        Step::Each => {
+            if let Some(items) = v.as_array_mut() {
+                for (i, item) in items.iter_mut().enumerate() {
+                    indices.push(i);
+                    take_each_value(item, rest, indices, f);
                     indices.pop();
                 }
             }

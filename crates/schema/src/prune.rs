@@ -208,12 +208,13 @@ impl Pruner {
                 if embedded && self.clean_meta {
                     self.clean_metadata(map, path);
                 }
-                let keys: Vec<String> = map.keys().cloned().collect();
-                for k in keys {
+                // In place, without a copy of the keys: pruning walks every object read at
+                // another version.
+                map.retain(|k, v| {
                     if embedded && META_FIELDS.contains(&k.as_str()) {
-                        continue;
+                        return true;
                     }
-                    let child_schema = if let Some(prop) = property(sv, &k) {
+                    let child_schema = if let Some(prop) = property(sv, k) {
                         Some(Some(prop))
                     } else {
                         match additional(sv) {
@@ -222,19 +223,18 @@ impl Pruner {
                         }
                     };
                     if let Some(cs) = child_schema {
-                        if let Some(v) = map.get_mut(&k) {
-                            append_key(path, &k);
-                            let emb = cs.is_some_and(|c| flag(c, EMBEDDED));
-                            self.prune(v, cs, emb, path);
-                            path.truncate(origin);
-                        }
+                        append_key(path, k);
+                        let emb = cs.is_some_and(|c| flag(c, EMBEDDED));
+                        self.prune(v, cs, emb, path);
+                        path.truncate(origin);
+                        true
                     } else {
                         if !META_FIELDS.contains(&k.as_str()) || !path.is_empty() {
-                            self.record(path, &k);
+                            self.record(path, k);
                         }
-                        map.remove(&k);
+                        false
                     }
-                }
+                });
             }
             Value::Array(list) => {
                 let is = s.and_then(items);
@@ -257,24 +257,21 @@ impl Pruner {
                 if embedded && self.clean_meta {
                     self.clean_metadata(map, path);
                 }
-                let keys: Vec<String> = map.keys().cloned().collect();
-                for k in keys {
+                for (k, v) in map.iter_mut() {
                     if embedded && META_FIELDS.contains(&k.as_str()) {
                         continue;
                     }
-                    let cs = if let Some(prop) = property(s, &k) {
+                    let cs = if let Some(prop) = property(s, k) {
                         Some(prop)
                     } else if additional(s).is_set() {
                         additional(s).schema()
                     } else {
                         continue;
                     };
-                    if let Some(v) = map.get_mut(&k) {
-                        append_key(path, &k);
-                        let emb = cs.is_some_and(|c| flag(c, EMBEDDED));
-                        self.prune(v, cs, emb, path);
-                        path.truncate(origin);
-                    }
+                    append_key(path, k);
+                    let emb = cs.is_some_and(|c| flag(c, EMBEDDED));
+                    self.prune(v, cs, emb, path);
+                    path.truncate(origin);
                 }
             }
             Value::Array(list) => {
@@ -299,40 +296,39 @@ impl Pruner {
         };
         let mut prefix = path.to_string();
         append_key(&mut prefix, "metadata");
-        let keys: Vec<String> = meta.keys().cloned().collect();
-        for k in keys {
+        // In place, and the paths of list items built only for what is dropped.
+        meta.retain(|k, v| {
             if !OBJECT_META_FIELDS.contains(&k.as_str()) {
-                self.record(&prefix, &k);
-                meta.remove(&k);
-                continue;
+                self.record(&prefix, k);
+                return false;
             }
-            if meta.get(&k).is_some_and(Value::is_null) {
-                meta.remove(&k);
-                continue;
+            if v.is_null() {
+                return false;
             }
             let allowed: &[&str] = match k.as_str() {
                 "ownerReferences" => &OWNER_REFERENCE_FIELDS,
                 "managedFields" => &MANAGED_FIELDS_FIELDS,
-                _ => continue,
+                _ => return true,
             };
-            if let Some(Value::Array(list)) = meta.get_mut(&k) {
+            if let Value::Array(list) = v {
                 for (i, item) in list.iter_mut().enumerate() {
                     let Value::Object(entry) = item else {
                         continue;
                     };
-                    let mut item_path = prefix.clone();
-                    append_key(&mut item_path, &k);
-                    append_index(&mut item_path, i);
-                    let entry_keys: Vec<String> = entry.keys().cloned().collect();
-                    for ek in entry_keys {
-                        if !allowed.contains(&ek.as_str()) {
-                            self.record(&item_path, &ek);
-                            entry.remove(&ek);
+                    entry.retain(|ek, _| {
+                        if allowed.contains(&ek.as_str()) {
+                            return true;
                         }
-                    }
+                        let mut item_path = prefix.clone();
+                        append_key(&mut item_path, k);
+                        append_index(&mut item_path, i);
+                        self.record(&item_path, ek);
+                        false
+                    });
                 }
             }
-        }
+            true
+        });
     }
 }
 

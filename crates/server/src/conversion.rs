@@ -3,8 +3,9 @@
 //! strategy sends one ConversionReview per batch and checks the answer as Kubernetes does; the
 //! `ConversionRules` strategy (KEP-3945) applies the CRD's compiled rules in process
 //! (`crd_cel::conversion`), object by object and in place, with the webhook's checks of the
-//! converted objects (same kind, name, namespace, uid on every object; labels and annotations
-//! checked, and the original metadata restored, as far as the rules can reach).
+//! converted objects as far as the rules can reach (same kind, name, namespace and uid, and the
+//! original metadata restored, when a rule reaches `metadata` or `kind`; the labels and
+//! annotations the rules write checked).
 //!
 //! Main types: [`Converter`] (built once per CRD revision), [`ConversionOptions`] (server flags),
 //! [`ConversionError`].
@@ -19,9 +20,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crd_cel::conversion::MetadataReach;
+use crd_cel::conversion::{MapWrites, MetadataReach};
 use crd_core::Path;
-use crd_core::validation::{validate_annotations, validate_labels};
+use crd_core::validation::{TOTAL_ANNOTATION_SIZE_LIMIT, validate_annotations, validate_labels};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceConversion;
 use serde_json::{Value, json};
 
@@ -176,70 +177,134 @@ impl Converter {
 /// Converts one object by rules. Metadata is checked and restored as a webhook's answer is
 /// (a rule may change labels and annotations only), as far as the rules can reach it: rules
 /// that touch neither `metadata` nor `kind` cannot change the identity or the metadata, and
-/// rules inside labels and annotations get those two checked; only rules that reach further
-/// pay for a copy of the original and the webhook's full checks. Name, namespace, UID and kind
-/// are compared on every path.
+/// rules inside labels and annotations get the entries they write checked (the rest are the
+/// stored object's, validated when it was written); only rules that reach further pay for a
+/// copy of the original and the webhook's full checks. The failure message (the object's
+/// group, version and kind) is built only on failure: a list pays nothing for it.
 fn convert_by_rules(
     rules: &crd_cel::conversion::ConversionRules,
-    obj: Value,
+    mut obj: Value,
     target: &str,
     is_list: bool,
     index: usize,
 ) -> Result<Value, ConversionError> {
-    let for_gvk = gvk(&obj);
-    let fail = |e: String| {
-        let at = if is_list {
-            format!(" at index {index}")
-        } else {
-            String::new()
-        };
-        ConversionError(format!("conversion rules for {for_gvk} failed{at}: {e}"))
-    };
     let version = target.rsplit('/').next().unwrap_or(target);
     let source = api_version(&obj).rsplit('/').next().unwrap_or("");
-    match rules.metadata_reach(source, version) {
-        MetadataReach::Any => {
-            let original = obj.clone();
-            let mut out = rules.convert_owned(obj, version).map_err(fail)?;
-            set_api_version(&mut out, target);
-            validate_converted(&original, &out).map_err(fail)?;
-            restore_object_meta(&original, &mut out).map_err(fail)?;
-            Ok(out)
-        }
-        reach => {
-            let identity = Identity::of(&obj);
-            let maps = (reach == MetadataReach::LabelsAndAnnotations).then(|| {
-                META_MAPS.map(|field| obj.get("metadata").and_then(|m| m.get(field)).cloned())
-            });
-            let mut out = rules.convert_owned(obj, version).map_err(fail)?;
-            set_api_version(&mut out, target);
-            identity.check(&out).map_err(fail)?;
-            if let Some(originals) = maps {
-                for (field, original) in META_MAPS.into_iter().zip(&originals) {
-                    let value = out
-                        .get("metadata")
-                        .and_then(|m| m.get(field))
-                        .filter(|v| !v.is_null());
-                    check_meta_map(field, value, original.as_ref()).map_err(fail)?;
-                }
-            }
-            // What the restore does to metadata the rules left alone: it is an object, and a
-            // `null` label or annotation map goes.
-            if let Some(m) = out.as_object_mut()
-                && !m.get("metadata").is_some_and(Value::is_object)
-            {
-                m.insert("metadata".into(), json!({}));
-            }
-            if let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
-                for field in META_MAPS {
-                    if meta.get(field).is_some_and(Value::is_null) {
-                        meta.remove(field);
-                    }
-                }
-            }
-            Ok(out)
+    let reach = rules.metadata_reach(source, version);
+    if reach == MetadataReach::Any {
+        let original = obj.clone();
+        let fail = |e: String| rules_failure(&original, is_list, index, &e);
+        let mut out = rules.convert_owned(obj, version).map_err(fail)?;
+        set_api_version(&mut out, target);
+        validate_converted(&original, &out).map_err(fail)?;
+        restore_object_meta(&original, &mut out).map_err(fail)?;
+        return Ok(out);
+    }
+    // The rules reach at most labels and annotations: kind, name, namespace and UID (and
+    // `apiVersion`, until set below) are the original's, so the failure can name the object
+    // from the partly converted one.
+    let writes = rules
+        .metadata_writes(source, version)
+        .cloned()
+        .unwrap_or_default();
+    let map_writes = [&writes.labels, &writes.annotations];
+    let originals = [0, 1].map(|i| written_entries(&obj, META_MAPS[i], map_writes[i]));
+    let source = source.to_string();
+    if let Err(e) = rules.convert_in_place(&mut obj, &source, version) {
+        return Err(rules_failure(&obj, is_list, index, &e));
+    }
+    for i in 0..META_MAPS.len() {
+        if let Err(e) = check_written(&obj, META_MAPS[i], map_writes[i], originals[i].as_ref()) {
+            return Err(rules_failure(&obj, is_list, index, &e));
         }
     }
+    set_api_version(&mut obj, target);
+    // What the restore does to metadata the rules left alone: it is an object, and a `null`
+    // label or annotation map goes.
+    if let Some(m) = obj.as_object_mut()
+        && !m.get("metadata").is_some_and(Value::is_object)
+    {
+        m.insert("metadata".into(), json!({}));
+    }
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in META_MAPS {
+            if meta.get(field).is_some_and(Value::is_null) {
+                meta.remove(field);
+            }
+        }
+    }
+    Ok(obj)
+}
+
+/// The message of a failed conversion by rules of `obj` (whose `apiVersion` and kind are the
+/// original's).
+fn rules_failure(obj: &Value, is_list: bool, index: usize, e: &str) -> ConversionError {
+    let at = if is_list {
+        format!(" at index {index}")
+    } else {
+        String::new()
+    };
+    ConversionError(format!(
+        "conversion rules for {} failed{at}: {e}",
+        gvk(obj)
+    ))
+}
+
+/// Before a conversion, what [`check_written`] compares against: the original entries of
+/// `metadata.<field>` the rules write (the whole map for [`MapWrites::Whole`]).
+fn written_entries(obj: &Value, field: &str, writes: &MapWrites) -> Option<Value> {
+    let map = obj.get("metadata").and_then(|m| m.get(field));
+    match writes {
+        MapWrites::Nothing => None,
+        MapWrites::Whole => map.cloned(),
+        MapWrites::Keys(keys) => Some(Value::Object(entries(map, keys))),
+    }
+}
+
+/// The entries of `map` at `keys` that are set.
+fn entries(map: Option<&Value>, keys: &[String]) -> serde_json::Map<String, Value> {
+    keys.iter()
+        .filter_map(|k| Some((k.clone(), map?.get(k)?.clone())))
+        .collect()
+}
+
+/// The webhook's checks of a converted `metadata.<field>` ([`check_meta_map`]) on what the
+/// rules wrote: entries the rules do not write are the stored object's (strings, validated
+/// when it was written), so their checks cannot fail and are skipped, except the annotations'
+/// total size, which every entry counts towards.
+fn check_written(
+    obj: &Value,
+    field: &str,
+    writes: &MapWrites,
+    original: Option<&Value>,
+) -> Result<(), String> {
+    let map = obj
+        .get("metadata")
+        .and_then(|m| m.get(field))
+        .filter(|v| !v.is_null());
+    match writes {
+        MapWrites::Nothing => Ok(()),
+        MapWrites::Whole => check_meta_map(field, map, original),
+        // Over the limit, the map changed (the stored one was valid): all of it is checked.
+        MapWrites::Keys(_)
+            if field == "annotations" && total_size(map) > TOTAL_ANNOTATION_SIZE_LIMIT =>
+        {
+            check_meta_map(field, map, None)
+        }
+        MapWrites::Keys(keys) => {
+            let written = Value::Object(entries(map, keys));
+            check_meta_map(field, Some(&written), original)
+        }
+    }
+}
+
+/// The size `ValidateAnnotations` limits: keys and values of every entry.
+fn total_size(map: Option<&Value>) -> usize {
+    map.and_then(Value::as_object).map_or(0, |m| {
+        m.iter()
+            .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+            .sum()
+    })
 }
 
 /// The metadata a conversion may change: labels and annotations.
