@@ -857,6 +857,92 @@ mod tests {
         }
     }
 
+    #[test]
+    fn checks_of_the_written_entries_equal_the_webhook_checks() {
+        let v1 = json!({"a": {"type": "string"}, "big": {"type": "string"},
+                        "m": {"type": "object", "additionalProperties": {"type": "string"}}});
+        let v2 = json!({"b": {"type": "string"}});
+        let rules = |rules: Value| json!([{"from": "v1", "to": "v2", "rules": rules}]);
+        let obj = |spec: Value, meta: Value| {
+            let mut m = json!({"name": "w", "namespace": "default", "uid": "u-1"});
+            m.as_object_mut()
+                .unwrap()
+                .extend(meta.as_object().cloned().unwrap_or_default());
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": m, "spec": spec})
+        };
+        let near_limit = "x".repeat(TOTAL_ANNOTATION_SIZE_LIMIT - 10);
+        // (case, rules, original, converts)
+        let cases: Vec<(&str, Value, Value, bool)> = vec![
+            (
+                "an invalid annotation key",
+                rules(json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['-bad-']"}])),
+                obj(json!({"a": "x"}), json!({})),
+                false,
+            ),
+            (
+                "a written annotation beside stored ones",
+                rules(json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['example.com/a']"}])),
+                obj(json!({"a": "x"}), json!({"annotations": {"k": "v"}, "labels": {"l": "1"}})),
+                true,
+            ),
+            (
+                "annotations over the total size once written",
+                rules(json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['example.com/a']"}])),
+                obj(json!({"a": "0123456789"}), json!({"annotations": {"k": near_limit}})),
+                false,
+            ),
+            (
+                "an invalid key and the total size",
+                rules(json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['-bad-']"}])),
+                obj(json!({"a": "0123456789"}), json!({"annotations": {"k": near_limit}})),
+                false,
+            ),
+            (
+                "the labels written whole",
+                rules(json!([{"fromField": ".spec.m", "toField": ".metadata.labels"}])),
+                obj(json!({"m": {"app": "w"}}), json!({"labels": {"old": "1"}})),
+                true,
+            ),
+            (
+                "the labels written whole, one invalid",
+                rules(json!([{"fromField": ".spec.m", "toField": ".metadata.labels"}])),
+                obj(json!({"m": {"app": "not valid!"}}), json!({})),
+                false,
+            ),
+            (
+                "a label read and removed",
+                rules(json!([{"fromField": ".metadata.labels['l']", "toField": ".spec.b"}])),
+                obj(json!({}), json!({"labels": {"l": "1", "k": "2"}})),
+                true,
+            ),
+            (
+                "a failing transformation names the original version and kind",
+                rules(json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['a']",
+                               "transformation": "string(int(self))"}])),
+                obj(json!({"a": "x"}), json!({})),
+                false,
+            ),
+        ];
+        let prefix = "conversion rules for example.com/v1, Kind=Widget failed at index 4: ";
+        for (name, raw, original, converts) in cases {
+            let rules = rules_of(&v1, &v2, &raw);
+            let checked = with_webhook_checks(&rules, &original);
+            let got = convert_by_rules(&rules, original, "example.com/v2", true, 4);
+            assert_eq!(got.is_ok(), converts, "{name}: {got:?}");
+            if let Err(e) = &got {
+                assert!(e.0.starts_with(prefix), "{name}: {e}");
+            }
+            assert_eq!(
+                got.map_err(|e| e.0.trim_start_matches(prefix).to_string()),
+                checked.map(|mut o| {
+                    set_api_version(&mut o, "example.com/v2");
+                    o
+                }),
+                "{name}"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn none_strategy_and_passthrough() {
         let c = Converter::None;

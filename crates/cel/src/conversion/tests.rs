@@ -496,3 +496,97 @@ fn values_are_read_before_any_rule_removes_them() {
     assert_eq!(rules.convert(&v1, "v2").unwrap(), want);
     assert_eq!(rules.convert_owned(v1, "v2").unwrap(), want);
 }
+
+#[test]
+fn metadata_writes_name_the_entries_the_rules_write() {
+    let v1 = "{a: {type: string}, b: {type: string}, m: {type: object, additionalProperties: {type: string}}}";
+    let v2 = "{c: {type: string}}";
+    let keys = |k: &[&str]| MapWrites::Keys(k.iter().map(|s| (*s).to_string()).collect());
+    let cases = [
+        (
+            "[{from: v1, to: v2, rules: [{fromField: .spec.a, toField: .spec.c}]}]",
+            MapWrites::Nothing,
+            MapWrites::Nothing,
+        ),
+        (
+            // A key read (and removed) is not written.
+            "[{from: v1, to: v2, rules: [{fromField: '.metadata.annotations[''x'']', toField: .spec.c}]}]",
+            MapWrites::Nothing,
+            MapWrites::Nothing,
+        ),
+        (
+            "[{from: v1, to: v2, rules: [
+               {fromField: .spec.b, toField: '.metadata.annotations[''z'']'},
+               {fromField: .spec.a, toField: '.metadata.annotations[''example.com/a'']'},
+               {fromField: .spec.a, toField: '.metadata.labels[''a'']'}]}]",
+            keys(&["a"]),
+            keys(&["example.com/a", "z"]),
+        ),
+        (
+            "[{from: v1, to: v2, rules: [{fromField: .spec.m, toField: .metadata.labels}]}]",
+            MapWrites::Whole,
+            MapWrites::Nothing,
+        ),
+        // Through a chain, the writes of every pair.
+        (
+            "[{from: v1, to: v3, rules: [{fromField: .spec.a, toField: '.metadata.labels[''x'']'}]},
+              {from: v3, to: v2, rules: [{fromField: .spec.b, toField: '.metadata.labels[''y'']'},
+                                         {fromField: .spec.m, toField: .metadata.annotations}]}]",
+            keys(&["x", "y"]),
+            MapWrites::Whole,
+        ),
+    ];
+    for (rules, labels, annotations) in cases {
+        let mut crd = crd(v1, v2, rules);
+        crd["spec"]["versions"]
+            .as_array_mut()
+            .expect("versions")
+            .push(json!({"name": "v3", "served": true, "storage": false}));
+        let compiled = ConversionRules::compile(&crd);
+        assert_eq!(
+            compiled.metadata_writes("v1", "v2"),
+            Some(&MetadataWrites {
+                labels,
+                annotations
+            }),
+            "{rules}"
+        );
+        assert_eq!(compiled.metadata_writes("v2", "v1"), None, "no chain: {rules}");
+        assert_eq!(
+            compiled.metadata_writes("v1", "v1"),
+            Some(&MetadataWrites::default()),
+            "same version: {rules}"
+        );
+    }
+}
+
+#[test]
+fn values_moved_out_are_the_values_copied() {
+    // Rules whose fromFields overlap read copies; a rule alone on its fromField moves the value
+    // out. Either way every rule reads the object as it was before the pair.
+    let v1 = "{a: {type: string}, o: {type: object, properties: {x: {type: string}, y: {type: string}}},
+               items: {type: array, items: {type: object, properties: {n: {type: string}}}}}";
+    let v2 = "{b: {type: string}, c: {type: string}, p: {type: object, properties: {x: {type: string}, y: {type: string}}},
+               names: {type: array, items: {type: object, properties: {m: {type: string}}}}}";
+    let cases = [
+        (
+            // The parent and one of its fields: both read the original.
+            "[{from: v1, to: v2, rules: [{fromField: .spec.o.x, toField: .spec.c},
+                                         {fromField: .spec.o, toField: .spec.p}]}]",
+            "spec: {o: {x: '1', y: '2'}}",
+            "spec: {c: '1', p: {x: '1', y: '2'}}",
+        ),
+        (
+            // Alone on their fields: moved (lists element by element), parents left empty go.
+            "[{from: v1, to: v2, rules: [{fromField: .spec.a, toField: .spec.b, transformation: 'self + \"!\"'},
+                                         {fromField: '.spec.items[*].n', toField: '.spec.names[*].m'}]}]",
+            "spec: {a: x, items: [{n: one}, {n: two}]}",
+            "spec: {b: x!, items: [{}, {}], names: [{m: one}, {m: two}]}",
+        ),
+    ];
+    for (rules, input, want) in cases {
+        let compiled = ConversionRules::compile(&crd(v1, v2, rules));
+        let got = compiled.convert(&object("v1", input), "v2");
+        assert_eq!(got, Ok(object("v2", want)), "{rules}");
+    }
+}
