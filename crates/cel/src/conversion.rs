@@ -425,7 +425,12 @@ impl ConversionRules {
     /// leaving `apiVersion` to the caller, who knows it already: what a list pays per object.
     /// On `Err` the object is partly converted (its `apiVersion` and what the rules cannot
     /// reach are unchanged, so the caller can still name it in the message).
-    pub fn convert_in_place(&self, obj: &mut Value, source: &str, target: &str) -> Result<(), String> {
+    pub fn convert_in_place(
+        &self,
+        obj: &mut Value,
+        source: &str,
+        target: &str,
+    ) -> Result<(), String> {
         let route = self
             .route(source, target)
             .ok_or_else(|| format!("no conversion rules from {source} to {target}"))?;
@@ -488,8 +493,11 @@ fn routes(pairs: &[Pair]) -> Vec<Route> {
     let mut out = Vec::new();
     for &from in &names {
         for &to in names.iter().filter(|&&t| t != from) {
-            let Some(steps) = chain(pairs.iter().map(|p| (p.from.as_str(), p.to.as_str())), from, to)
-            else {
+            let Some(steps) = chain(
+                pairs.iter().map(|p| (p.from.as_str(), p.to.as_str())),
+                from,
+                to,
+            ) else {
                 continue;
             };
             let reach = steps

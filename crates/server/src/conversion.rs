@@ -244,10 +244,7 @@ fn rules_failure(obj: &Value, is_list: bool, index: usize, e: &str) -> Conversio
     } else {
         String::new()
     };
-    ConversionError(format!(
-        "conversion rules for {} failed{at}: {e}",
-        gvk(obj)
-    ))
+    ConversionError(format!("conversion rules for {} failed{at}: {e}", gvk(obj)))
 }
 
 /// Before a conversion, what [`check_written`] compares against: the original entries of
@@ -875,26 +872,43 @@ mod tests {
         let cases: Vec<(&str, Value, Value, bool)> = vec![
             (
                 "an invalid annotation key",
-                rules(json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['-bad-']"}])),
+                rules(
+                    json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['-bad-']"}]),
+                ),
                 obj(json!({"a": "x"}), json!({})),
                 false,
             ),
             (
                 "a written annotation beside stored ones",
-                rules(json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['example.com/a']"}])),
-                obj(json!({"a": "x"}), json!({"annotations": {"k": "v"}, "labels": {"l": "1"}})),
+                rules(
+                    json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['example.com/a']"}]),
+                ),
+                obj(
+                    json!({"a": "x"}),
+                    json!({"annotations": {"k": "v"}, "labels": {"l": "1"}}),
+                ),
                 true,
             ),
             (
                 "annotations over the total size once written",
-                rules(json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['example.com/a']"}])),
-                obj(json!({"a": "0123456789"}), json!({"annotations": {"k": near_limit}})),
+                rules(
+                    json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['example.com/a']"}]),
+                ),
+                obj(
+                    json!({"a": "0123456789"}),
+                    json!({"annotations": {"k": near_limit}}),
+                ),
                 false,
             ),
             (
                 "an invalid key and the total size",
-                rules(json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['-bad-']"}])),
-                obj(json!({"a": "0123456789"}), json!({"annotations": {"k": near_limit}})),
+                rules(
+                    json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['-bad-']"}]),
+                ),
+                obj(
+                    json!({"a": "0123456789"}),
+                    json!({"annotations": {"k": near_limit}}),
+                ),
                 false,
             ),
             (
@@ -917,8 +931,10 @@ mod tests {
             ),
             (
                 "a failing transformation names the original version and kind",
-                rules(json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['a']",
-                               "transformation": "string(int(self))"}])),
+                rules(
+                    json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['a']",
+                               "transformation": "string(int(self))"}]),
+                ),
                 obj(json!({"a": "x"}), json!({})),
                 false,
             ),

@@ -551,7 +551,11 @@ fn metadata_writes_name_the_entries_the_rules_write() {
             }),
             "{rules}"
         );
-        assert_eq!(compiled.metadata_writes("v2", "v1"), None, "no chain: {rules}");
+        assert_eq!(
+            compiled.metadata_writes("v2", "v1"),
+            None,
+            "no chain: {rules}"
+        );
         assert_eq!(
             compiled.metadata_writes("v1", "v1"),
             Some(&MetadataWrites::default()),
@@ -564,7 +568,8 @@ fn metadata_writes_name_the_entries_the_rules_write() {
 fn values_moved_out_are_the_values_copied() {
     // Rules whose fromFields overlap read copies; a rule alone on its fromField moves the value
     // out. Either way every rule reads the object as it was before the pair.
-    let v1 = "{a: {type: string}, o: {type: object, properties: {x: {type: string}, y: {type: string}}},
+    let v1 =
+        "{a: {type: string}, o: {type: object, properties: {x: {type: string}, y: {type: string}}},
                items: {type: array, items: {type: object, properties: {n: {type: string}}}}}";
     let v2 = "{b: {type: string}, c: {type: string}, p: {type: object, properties: {x: {type: string}, y: {type: string}}},
                names: {type: array, items: {type: object, properties: {m: {type: string}}}}}";
