@@ -589,15 +589,12 @@ fn apply_pair(pair: &Pair, obj: &mut Value) -> Result<(), String> {
     let mut inputs: Vec<Vec<(Vec<usize>, Value)>> = Vec::with_capacity(pair.rules.len());
     for r in &pair.rules {
         let mut values = Vec::new();
-        if r.take {
-            // Removed below anyway, and read by no other rule: moved, not copied (the `null`
-            // left behind goes with the removal).
-            take_each_value(obj, &r.from, &mut Vec::new(), &mut |indices, v| {
-                values.push((indices.to_vec(), v));
-            });
-        } else if r.to.is_some() {
+        if r.to.is_some() {
+            // A value removed below anyway, and read by no other rule, is moved, not copied
+            // (the `null` left behind goes with the removal).
             for_each_value(obj, &r.from, &mut Vec::new(), &mut |indices, v| {
-                values.push((indices.to_vec(), v.clone()));
+                let v = if r.take { v.take() } else { v.clone() };
+                values.push((indices.to_vec(), v));
             });
         }
         inputs.push(values);
@@ -657,12 +654,12 @@ fn display_path(steps: &[Step]) -> String {
 }
 
 /// Calls `f` with every value at `steps` (and the list indices `[*]` stood for); `null` counts
-/// as absent.
+/// as absent. `f` copies the value, or moves it out (leaving `null`) when it goes anyway.
 fn for_each_value(
-    v: &Value,
+    v: &mut Value,
     steps: &[Step],
     indices: &mut Vec<usize>,
-    f: &mut dyn FnMut(&[usize], &Value),
+    f: &mut dyn FnMut(&[usize], &mut Value),
 ) {
     let Some((first, rest)) = steps.split_first() else {
         if !v.is_null() {
@@ -672,46 +669,15 @@ fn for_each_value(
     };
     match first {
         Step::Field(name) => {
-            if let Some(c) = v.get(name) {
-                for_each_value(c, rest, indices, f);
-            }
-        }
-        Step::Each => {
-            if let Some(items) = v.as_array() {
-                for (i, item) in items.iter().enumerate() {
-                    indices.push(i);
-                    for_each_value(item, rest, indices, f);
-                    indices.pop();
-                }
-            }
-        }
-    }
-}
-
-/// [`for_each_value`] that moves every value out of `v` (leaving `null` in its place).
-fn take_each_value(
-    v: &mut Value,
-    steps: &[Step],
-    indices: &mut Vec<usize>,
-    f: &mut dyn FnMut(&[usize], Value),
-) {
-    let Some((first, rest)) = steps.split_first() else {
-        if !v.is_null() {
-            f(indices, v.take());
-        }
-        return;
-    };
-    match first {
-        Step::Field(name) => {
             if let Some(c) = v.get_mut(name) {
-                take_each_value(c, rest, indices, f);
+                for_each_value(c, rest, indices, f);
             }
         }
         Step::Each => {
             if let Some(items) = v.as_array_mut() {
                 for (i, item) in items.iter_mut().enumerate() {
                     indices.push(i);
-                    take_each_value(item, rest, indices, f);
+                    for_each_value(item, rest, indices, f);
                     indices.pop();
                 }
             }

@@ -859,7 +859,8 @@ mod tests {
         let v1 = json!({"a": {"type": "string"}, "big": {"type": "string"},
                         "m": {"type": "object", "additionalProperties": {"type": "string"}}});
         let v2 = json!({"b": {"type": "string"}});
-        let rules = |rules: Value| json!([{"from": "v1", "to": "v2", "rules": rules}]);
+        let rule = |from: &str, to: &str| json!([{"from": "v1", "to": "v2", "rules": [{"fromField": from, "toField": to}]}]);
+        let annotate = |key: &str| rule(".spec.a", &format!(".metadata.annotations['{key}']"));
         let obj = |spec: Value, meta: Value| {
             let mut m = json!({"name": "w", "namespace": "default", "uid": "u-1"});
             m.as_object_mut()
@@ -867,22 +868,21 @@ mod tests {
                 .extend(meta.as_object().cloned().unwrap_or_default());
             json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": m, "spec": spec})
         };
-        let near_limit = "x".repeat(TOTAL_ANNOTATION_SIZE_LIMIT - 10);
+        let near_limit =
+            json!({"annotations": {"k": "x".repeat(TOTAL_ANNOTATION_SIZE_LIMIT - 10)}});
+        let failing = json!([{"from": "v1", "to": "v2", "rules": [{"fromField": ".spec.a",
+            "toField": ".metadata.annotations['a']", "transformation": "string(int(self))"}]}]);
         // (case, rules, original, converts)
         let cases: Vec<(&str, Value, Value, bool)> = vec![
             (
                 "an invalid annotation key",
-                rules(
-                    json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['-bad-']"}]),
-                ),
+                annotate("-bad-"),
                 obj(json!({"a": "x"}), json!({})),
                 false,
             ),
             (
                 "a written annotation beside stored ones",
-                rules(
-                    json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['example.com/a']"}]),
-                ),
+                annotate("example.com/a"),
                 obj(
                     json!({"a": "x"}),
                     json!({"annotations": {"k": "v"}, "labels": {"l": "1"}}),
@@ -891,50 +891,37 @@ mod tests {
             ),
             (
                 "annotations over the total size once written",
-                rules(
-                    json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['example.com/a']"}]),
-                ),
-                obj(
-                    json!({"a": "0123456789"}),
-                    json!({"annotations": {"k": near_limit}}),
-                ),
+                annotate("example.com/a"),
+                obj(json!({"a": "0123456789"}), near_limit.clone()),
                 false,
             ),
             (
                 "an invalid key and the total size",
-                rules(
-                    json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['-bad-']"}]),
-                ),
-                obj(
-                    json!({"a": "0123456789"}),
-                    json!({"annotations": {"k": near_limit}}),
-                ),
+                annotate("-bad-"),
+                obj(json!({"a": "0123456789"}), near_limit),
                 false,
             ),
             (
                 "the labels written whole",
-                rules(json!([{"fromField": ".spec.m", "toField": ".metadata.labels"}])),
+                rule(".spec.m", ".metadata.labels"),
                 obj(json!({"m": {"app": "w"}}), json!({"labels": {"old": "1"}})),
                 true,
             ),
             (
                 "the labels written whole, one invalid",
-                rules(json!([{"fromField": ".spec.m", "toField": ".metadata.labels"}])),
+                rule(".spec.m", ".metadata.labels"),
                 obj(json!({"m": {"app": "not valid!"}}), json!({})),
                 false,
             ),
             (
                 "a label read and removed",
-                rules(json!([{"fromField": ".metadata.labels['l']", "toField": ".spec.b"}])),
+                rule(".metadata.labels['l']", ".spec.b"),
                 obj(json!({}), json!({"labels": {"l": "1", "k": "2"}})),
                 true,
             ),
             (
                 "a failing transformation names the original version and kind",
-                rules(
-                    json!([{"fromField": ".spec.a", "toField": ".metadata.annotations['a']",
-                               "transformation": "string(int(self))"}]),
-                ),
+                failing,
                 obj(json!({"a": "x"}), json!({})),
                 false,
             ),

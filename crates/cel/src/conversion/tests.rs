@@ -433,6 +433,16 @@ fn go_duration_texts() {
     }
 }
 
+/// The rules of [`crd`] with a third served version `v3` (without a schema) to chain through.
+fn with_v3(v1: &str, v2: &str, rules: &str) -> ConversionRules {
+    let mut crd = crd(v1, v2, rules);
+    crd["spec"]["versions"]
+        .as_array_mut()
+        .expect("versions")
+        .push(json!({"name": "v3", "served": true, "storage": false}));
+    ConversionRules::compile(&crd)
+}
+
 #[test]
 fn metadata_reach_follows_the_rules_paths() {
     let v1 = "{a: {type: string}, n: {type: integer}, meta: {type: object, properties: {name: {type: string}}}}";
@@ -465,12 +475,7 @@ fn metadata_reach_follows_the_rules_paths() {
         ),
     ];
     for (rules, want) in cases {
-        let mut crd = crd(v1, v2, rules);
-        crd["spec"]["versions"]
-            .as_array_mut()
-            .expect("versions")
-            .push(json!({"name": "v3", "served": true, "storage": false}));
-        let compiled = ConversionRules::compile(&crd);
+        let compiled = with_v3(v1, v2, rules);
         assert_eq!(compiled.metadata_reach("v1", "v2"), want, "{rules}");
         assert_eq!(
             compiled.metadata_reach("v2", "v1"),
@@ -537,12 +542,7 @@ fn metadata_writes_name_the_entries_the_rules_write() {
         ),
     ];
     for (rules, labels, annotations) in cases {
-        let mut crd = crd(v1, v2, rules);
-        crd["spec"]["versions"]
-            .as_array_mut()
-            .expect("versions")
-            .push(json!({"name": "v3", "served": true, "storage": false}));
-        let compiled = ConversionRules::compile(&crd);
+        let compiled = with_v3(v1, v2, rules);
         assert_eq!(
             compiled.metadata_writes("v1", "v2"),
             Some(&MetadataWrites {
