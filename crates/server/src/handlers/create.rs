@@ -8,9 +8,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use super::managed::{self, Ownership};
-use super::{
-    Ctx, Reply, invalid, read_decoded, render_object, storage_encoding, verbatim_answer,
-};
+use super::{Ctx, Reply, invalid, read_decoded, render_object, storage_encoding, verbatim_answer};
 use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::registry::{Strategy, Subresource, meta};

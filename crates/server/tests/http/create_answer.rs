@@ -10,21 +10,33 @@ const GROUP: &str = "answers.example.com";
 
 /// v1 (storage) and v1beta1 (served, converted by `None`), both defaulting `spec.replicas`.
 fn crd() -> Value {
-    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
-        "replicas": {"type": "integer", "default": 1},
-        "image": {"type": "string"},
-        "ports": {"type": "array", "x-kubernetes-list-type": "map",
-                  "x-kubernetes-list-map-keys": ["name"],
-                  "items": {"type": "object", "required": ["name"], "properties": {
-                      "name": {"type": "string"}, "port": {"type": "integer"}}}}}}}});
+    two_version_crd(
+        "widgets",
+        "Widget",
+        &json!({
+            "replicas": {"type": "integer", "default": 1},
+            "image": {"type": "string"},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                      "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "required": ["name"], "properties": {
+                          "name": {"type": "string"}, "port": {"type": "integer"}}}}}),
+    )
+}
+
+/// A namespaced CRD served at v1 (storage) and v1beta1, with `spec_properties` in both schemas.
+fn two_version_crd(plural: &str, kind: &str, spec_properties: &Value) -> Value {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": spec_properties}}});
+    let version = |name: &str, storage: bool| {
+        json!({"name": name, "served": true, "storage": storage,
+               "schema": {"openAPIV3Schema": schema.clone()}})
+    };
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("widgets.{GROUP}")},
+        "metadata": {"name": format!("{plural}.{GROUP}")},
         "spec": {"group": GROUP, "scope": "Namespaced",
-                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-                 "versions": [
-                    {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}},
-                    {"name": "v1beta1", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema}}]}
+                 "names": {"plural": plural, "singular": plural.trim_end_matches('s'), "kind": kind},
+                 "versions": [version("v1", true), version("v1beta1", false)]}
     })
 }
 
@@ -86,17 +98,11 @@ fn metadata_fields(obj: &Value) -> Value {
 /// A CRD whose reads add nothing (no defaults): at its storage version a create answers with
 /// the bytes it stored and the resourceVersion spliced in (`handlers::verbatim_answer`).
 fn crd_without_defaults() -> Value {
-    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
-        "image": {"type": "string"}, "note": {"type": "string"}}}}});
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("gadgets.{GROUP}")},
-        "spec": {"group": GROUP, "scope": "Namespaced",
-                 "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-                 "versions": [
-                    {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}},
-                    {"name": "v1beta1", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema}}]}
-    })
+    two_version_crd(
+        "gadgets",
+        "Gadget",
+        &json!({"image": {"type": "string"}, "note": {"type": "string"}}),
+    )
 }
 
 #[tokio::test]
@@ -106,7 +112,11 @@ async fn a_creates_answer_is_a_gets_bytes_in_every_output() {
     api.create_crd(crd_without_defaults()).await;
     let cases = [
         // (version, metadata, Accept)
-        ("v1", json!({"name": "a", "labels": {"app": "x"}}), "application/json"),
+        (
+            "v1",
+            json!({"name": "a", "labels": {"app": "x"}}),
+            "application/json",
+        ),
         (
             "v1",
             json!({"name": "f", "annotations": {"example.com/note": "é\n\"q\\"}}),
@@ -115,7 +125,11 @@ async fn a_creates_answer_is_a_gets_bytes_in_every_output() {
         ("v1", json!({"generateName": "gen-"}), "application/json"),
         ("v1beta1", json!({"name": "b"}), "application/json"),
         ("v1", json!({"name": "c"}), "application/yaml"),
-        ("v1", json!({"name": "d"}), "application/json;as=Table;v=v1;g=meta.k8s.io"),
+        (
+            "v1",
+            json!({"name": "d"}),
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
+        ),
         (
             "v1",
             json!({"name": "e"}),
