@@ -72,7 +72,9 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
         let store = crd_storage::sqlite::SqliteStore::open(&data.join("state.db"))?;
         load(store, objects).await?;
     }
-    let (server, _) = Server::start_with(&data, &[])?;
+    // The live heap sampled every 5 ms (a jemalloc build), to catch a list's peak.
+    let sample = ["--heap-sample-interval-ms".to_string(), "5".to_string()];
+    let (server, _) = Server::start_with(&data, &sample)?;
     wait_ready(&server).await?;
     let client = server.client(true)?;
     ensure_crd(&server, &client).await?;

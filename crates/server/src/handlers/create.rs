@@ -8,7 +8,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use super::managed::{self, Ownership};
-use super::{Ctx, Reply, invalid, read_decoded, render_object, storage_encoding};
+use super::{Ctx, Reply, invalid, read_decoded, render_object, storage_encoding, verbatim_answer};
 use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::registry::{Strategy, Subresource, meta};
@@ -156,18 +156,18 @@ pub async fn create_object(
         } else {
             std::mem::take(&mut obj)
         };
-        let (value, stored) = storage_encoding(ctx, strategy, input).await?;
+        let encoded = storage_encoding(ctx, strategy, input).await?;
         if ctx.dry_run() {
             if ctx.store().get(&key).await.ok().flatten().is_some() {
                 return Err(Status::already_exists(&info.group_resource(), &current).into());
             }
-            let out = super::preview(strategy, &key, value, 0).await?;
+            let out = super::preview(strategy, &key, encoded.bytes, 0).await?;
             return Ok(
                 Reply::value(201, render_object(ctx, strategy, out)?).with_warnings(warnings)
             );
         }
-        match ctx.store().create(&key, value).await {
-            Ok(rev) => break (stored, rev),
+        match ctx.store().create(&key, encoded.bytes.clone()).await {
+            Ok(rev) => break (encoded, rev),
             Err(StorageError::AlreadyExists { existing, .. }) => {
                 if generate && attempt + 1 < GENERATE_NAME_ATTEMPTS {
                     attempt += 1;
@@ -191,7 +191,11 @@ pub async fn create_object(
             Err(e) => return Err(ApiError::storage(&info.group_resource(), &current, e)),
         }
     };
-    let out = read_decoded(strategy, vec![stored], false)
+    let (encoded, revision) = stored;
+    if let Some(answer) = verbatim_answer(ctx, strategy, &encoded, revision) {
+        return Ok(Reply::raw_json(201, answer).with_warnings(warnings));
+    }
+    let out = read_decoded(strategy, vec![(encoded.object, revision)], false)
         .await?
         .pop()
         .ok_or_else(|| ApiError::from(Status::internal("conversion returned no object")))?;

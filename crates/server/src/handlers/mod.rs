@@ -8,6 +8,7 @@ pub mod answer;
 pub mod create;
 pub mod delete;
 pub mod delete_collection;
+pub mod encode;
 pub mod get;
 pub mod list;
 pub mod list_stream;
@@ -223,6 +224,17 @@ impl Reply {
         Reply {
             code,
             body: ReplyBody::Value(v),
+            warnings: Vec::new(),
+            content_type: None,
+        }
+    }
+
+    /// A reply of JSON bytes the handler already encoded (a create's stored bytes with their
+    /// resourceVersion), sent as they are.
+    pub fn raw_json(code: u16, bytes: Bytes) -> Self {
+        Reply {
+            code,
+            body: ReplyBody::RawJson(bytes),
             warnings: Vec::new(),
             content_type: None,
         }
@@ -473,29 +485,69 @@ pub async fn storage_bytes(
     strategy: &dyn Strategy,
     obj: &Value,
 ) -> Result<Bytes, ApiError> {
-    Ok(storage_encoding(ctx, strategy, obj.clone()).await?.0)
+    Ok(storage_encoding(ctx, strategy, obj.clone()).await?.bytes)
 }
 
-/// [`storage_bytes`], also returning the stored object those bytes encode (for
-/// [`read_decoded`]).
+/// What [`storage_encoding`] gives: the bytes, the stored object they encode (for
+/// [`read_decoded`]), and where its resourceVersion goes in them (for [`verbatim_answer`]).
+pub struct Encoded {
+    /// The bytes to store.
+    pub bytes: Bytes,
+    /// The object they encode, at the storage version, without resourceVersion.
+    pub object: Value,
+    /// Where `metadata.resourceVersion` goes in `bytes`.
+    pub version_slot: Option<encode::VersionSlot>,
+}
+
+/// [`storage_bytes`], also returning the stored object those bytes encode and the slot of its
+/// resourceVersion.
 pub async fn storage_encoding(
     ctx: &Ctx<'_>,
     strategy: &dyn Strategy,
     obj: Value,
-) -> Result<(Bytes, Value), ApiError> {
+) -> Result<Encoded, ApiError> {
     let converted = match strategy.conversion() {
         Some(plan) => pipeline::to_storage(&plan, obj).await?,
         None => obj,
     };
     let mut stored = strategy.write_shape(converted);
     meta::clear_resource_version(&mut stored);
-    let bytes = serde_json::to_vec(&stored).map_err(Status::internal)?;
+    let (bytes, version_slot) =
+        encode::encode_with_version_slot(&stored).map_err(Status::internal)?;
     let limit = ctx.state.limits.max_object_size();
     if limit > 0 && bytes.len() > limit {
         // What a cluster answers when an object passes etcd's request limit.
         return Err(Status::failure(500, "", "etcdserver: request is too large").into());
     }
-    Ok((Bytes::from(bytes), stored))
+    Ok(Encoded {
+        bytes: Bytes::from(bytes),
+        object: stored,
+        version_slot,
+    })
+}
+
+/// A write's answer as the bytes it stored with the resourceVersion spliced in, when that is
+/// exactly what reading the object back and rendering it would give ([`read_decoded`] then
+/// [`render_object`]): JSON output, reads that add nothing ([`Strategy::verbatim_reads`]), and
+/// an object stored at the request's version. It saves encoding the same object twice.
+pub fn verbatim_answer(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    encoded: &Encoded,
+    revision: crd_storage::Revision,
+) -> Option<Bytes> {
+    if ctx.output != Output::Json || !strategy.verbatim_reads() {
+        return None;
+    }
+    let info = strategy.info();
+    let stored_as = |field: &str| encoded.object.get(field).and_then(Value::as_str);
+    if stored_as("kind") != Some(info.kind.as_str())
+        || stored_as("apiVersion") != Some(info.api_version().as_str())
+    {
+        return None;
+    }
+    let slot = encoded.version_slot?;
+    Some(Bytes::from(slot.splice(&encoded.bytes, revision)))
 }
 
 /// Renders one object in the negotiated output (Table, metadata-only, or as is).

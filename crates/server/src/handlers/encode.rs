@@ -1,0 +1,143 @@
+//! An object's stored bytes, and where its `resourceVersion` goes in them: a create answers
+//! with the bytes it stored plus the revision the engine gave them, instead of serializing the
+//! same object a second time (issue 19's create path).
+//!
+//! The bytes are exactly `serde_json::to_vec` of the object (compact, keys sorted: the map is a
+//! `BTreeMap`), and the slot is the position `metadata.resourceVersion` takes in that order, so
+//! the spliced answer is byte for byte what encoding the object with its resourceVersion set
+//! gives, and what a GET of it returns.
+
+use std::io::Write;
+
+use serde_json::Value;
+
+/// The key whose position in `metadata` the slot records.
+const KEY: &str = "resourceVersion";
+
+/// Where `"resourceVersion":"<rev>"` goes in an object's encoding, with the commas it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VersionSlot {
+    /// Byte offset of the insertion.
+    at: usize,
+    /// A metadata key precedes the slot: the insertion starts with `,`.
+    after_key: bool,
+    /// The slot is first in a non-empty metadata: the insertion ends with `,`.
+    before_key: bool,
+}
+
+impl VersionSlot {
+    /// `bytes` (the encoding the slot was found in) with `metadata.resourceVersion` set to
+    /// `revision`.
+    pub fn splice(self, bytes: &[u8], revision: i64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len() + 40);
+        out.extend_from_slice(&bytes[..self.at]);
+        if self.after_key {
+            out.push(b',');
+        }
+        // Writing to a Vec cannot fail.
+        let _ = write!(out, r#""{KEY}":"{revision}""#);
+        if self.before_key {
+            out.push(b',');
+        }
+        out.extend_from_slice(&bytes[self.at..]);
+        out
+    }
+}
+
+/// `serde_json::to_vec(obj)`, and the [`VersionSlot`] of its `metadata`: `None` when the
+/// object has no `metadata` object, or one that already holds a resourceVersion.
+pub fn encode_with_version_slot(obj: &Value) -> serde_json::Result<(Vec<u8>, Option<VersionSlot>)> {
+    let Some((top, metadata)) = obj.as_object().and_then(|top| {
+        let m = top.get("metadata")?.as_object()?;
+        (!m.contains_key(KEY)).then_some((top, m))
+    }) else {
+        return Ok((serde_json::to_vec(obj)?, None));
+    };
+    // The compact formatter's output, written key by key so the metadata's keys are visited.
+    let mut out = Vec::with_capacity(512);
+    let mut slot = None;
+    out.push(b'{');
+    for (i, (key, value)) in top.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, key)?;
+        out.push(b':');
+        if key != "metadata" {
+            serde_json::to_writer(&mut out, value)?;
+            continue;
+        }
+        out.push(b'{');
+        for (j, (k, v)) in metadata.iter().enumerate() {
+            if slot.is_none() && k.as_str() > KEY {
+                slot = Some(VersionSlot {
+                    at: out.len(),
+                    after_key: j > 0,
+                    before_key: j == 0,
+                });
+            }
+            if j > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut out, k)?;
+            out.push(b':');
+            serde_json::to_writer(&mut out, v)?;
+        }
+        if slot.is_none() {
+            slot = Some(VersionSlot {
+                at: out.len(),
+                after_key: !metadata.is_empty(),
+                before_key: false,
+            });
+        }
+        out.push(b'}');
+    }
+    out.push(b'}');
+    Ok((out, slot))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Objects in, and the bytes `serde_json` gives for them with and without a
+    /// resourceVersion: the slot's bytes must be the same.
+    #[test]
+    fn the_encoding_and_the_spliced_answer_are_serde_jsons_bytes() {
+        let cases = [
+            // The slot in the middle, first, last, alone; escapes and unicode in keys/values.
+            json!({"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "a", "namespace": "n", "uid": "u"}, "spec": {"x": [1, 2.5, null, true]}}),
+            json!({"apiVersion": "g/v1", "kind": "K", "metadata": {"uid": "u", "zz": {"a": 1}}}),
+            json!({"apiVersion": "g/v1", "kind": "K", "metadata": {"annotations": {"a\"b": "c\\d\n"}, "name": "é"}}),
+            json!({"metadata": {}}),
+            json!({"a": 1, "metadata": {"resourceVersionX": "1", "resourceVersio": "2"}, "z": {}}),
+            json!({"metadata": {"managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {}}}], "name": "b"}, "status": {"q": "\u{1}"}}),
+        ];
+        for obj in cases {
+            let (bytes, slot) = encode_with_version_slot(&obj).unwrap();
+            assert_eq!(bytes, serde_json::to_vec(&obj).unwrap(), "{obj}");
+            let mut with = obj.clone();
+            with["metadata"][KEY] = json!("42");
+            assert_eq!(
+                String::from_utf8(slot.expect("a slot").splice(&bytes, 42)).unwrap(),
+                serde_json::to_string(&with).unwrap(),
+                "{obj}"
+            );
+        }
+    }
+
+    #[test]
+    fn objects_without_a_slot_are_still_encoded() {
+        for obj in [
+            json!({"metadata": {"resourceVersion": "1", "name": "a"}}),
+            json!({"metadata": "x"}),
+            json!({"spec": {}}),
+            json!([1, 2]),
+        ] {
+            let (bytes, slot) = encode_with_version_slot(&obj).unwrap();
+            assert_eq!(bytes, serde_json::to_vec(&obj).unwrap(), "{obj}");
+            assert_eq!(slot, None, "{obj}");
+        }
+    }
+}
