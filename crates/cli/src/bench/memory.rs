@@ -57,6 +57,9 @@ async fn settled_rss(server: &Server) -> u64 {
 /// Runs the "memory" section.
 pub async fn run(objects: usize) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
+    // `CRD_APISERVER_BENCH_DATA=<dir>`: the store is loaded there once and kept, so that later
+    // runs (and a server started by hand on it, for heaptrack) skip the minutes of loading.
+    let kept = std::env::var_os("CRD_APISERVER_BENCH_DATA").map(std::path::PathBuf::from);
     let mut report = Report { rows: Vec::new() };
     let streamed = std::env::var("CRD_APISERVER_STREAM_LISTS").map_or(true, |v| v != "false");
     let label = format!(
@@ -66,9 +69,10 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     );
     println!("| figure | value | note |");
     println!("| --- | --- | --- |");
-    let data = dir.path().join("sqlite");
+    let data = kept.unwrap_or_else(|| dir.path().join("sqlite"));
+    let loaded = data.join("state.db").exists();
     std::fs::create_dir_all(&data)?;
-    {
+    if !loaded {
         let store = crd_storage::sqlite::SqliteStore::open(&data.join("state.db"))?;
         load(store, objects).await?;
     }
