@@ -113,6 +113,7 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     // The live heap (a jemalloc build) before, at its peak while the watchers are open, and
     // after they closed: whether what stays is live memory or the allocator's.
     let scraper = server.client(true)?;
+    pause("watchers", &server).await;
     let heap_before = heap(&server, &scraper).await;
     let cpu_before = server_cpu(&server);
     slow_watchers(&server, &mut report, &label, &watchers, rss0).await?;
@@ -137,6 +138,7 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
             "jemalloc stats.allocated".into(),
         );
     }
+    pause("lists", &server).await;
     let forms = [
         ("JSON", "application/json", String::new()),
         (
@@ -232,6 +234,24 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
         format!("after the cache load: {}", mb(rss0)),
     );
     Ok(())
+}
+
+/// `CRD_APISERVER_BENCH_PAUSE=<path>`: waits before a phase until `<path>.<phase>` exists, so
+/// that a profiler (`heaptrack -p <pid>`) can be attached to the server for that phase alone.
+async fn pause(phase: &str, server: &Server) {
+    let Some(path) = std::env::var_os("CRD_APISERVER_BENCH_PAUSE") else {
+        return;
+    };
+    let mut go = path;
+    go.push(format!(".{phase}"));
+    eprintln!(
+        "paused before {phase} (server pid {}): create {} to go on",
+        server.child.id(),
+        go.to_string_lossy()
+    );
+    while !std::path::Path::new(&go).exists() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The server's CPU time so far (user + system, seconds).

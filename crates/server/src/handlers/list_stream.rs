@@ -19,9 +19,10 @@
 //! Upstream appends the error Status to the partial body, which clients fail to decode; aborting
 //! also fails clients that would not decode it.
 //!
-//! Memory: a list holds one storage page of items (for the cache, references to its values;
-//! decoded objects when a form or selector needs them) and encodes it in chunks of [`CHUNK`]
-//! items, one waiting in the channel while the next is encoded.
+//! Memory: a list holds one storage page of items (for the cache, references to its values),
+//! decodes [`DECODE`] of them at a time when a form or selector needs decoded objects, and
+//! encodes them in chunks of [`CHUNK`] items, one waiting in the channel while the next is
+//! encoded. Only the first chunk is encoded before the response starts.
 
 use std::sync::{Arc, LazyLock};
 
@@ -45,6 +46,12 @@ pub const PAGE: usize = 500;
 
 /// Items per chunk handed to the socket (about 64 KiB of 1 KiB objects).
 const CHUNK: usize = 64;
+
+/// Items decoded at once when a form or selector needs decoded objects: a decoded 1 KiB object
+/// is several KiB of `Value`, so 64 of them outweighed the few Table rows or metadata items they
+/// render to (the list's largest buffer in those forms). Encoding still fills [`CHUNK`]-item
+/// chunks.
+const DECODE: usize = 16;
 
 /// Whether full lists are streamed: `CRD_APISERVER_STREAM_LISTS=false` turns it off, so that a
 /// benchmark can measure the server with and without it in one build.
@@ -128,7 +135,8 @@ pub async fn respond(
         selectors,
         form,
         page,
-        decode_batch: if webhook { page } else { CHUNK },
+        send_batch: if webhook { page } else { CHUNK },
+        decode_batch: if webhook { page } else { DECODE },
     };
     let mut first = lister
         .read(None, scan.revision, scan.freshness)
@@ -154,7 +162,7 @@ pub async fn respond(
     // page, so that the head is a chunk, not a whole encoded page.
     let rest = first
         .items
-        .split_off(lister.decode_batch.min(first.items.len()));
+        .split_off(lister.send_batch.min(first.items.len()));
     lister.encode(&first.items, &mut head, &mut wrote).await?;
     let last = rest.last().or(first.items.last()).map(|kv| kv.key.clone());
     drop(first);
@@ -204,8 +212,10 @@ struct Lister {
     selectors: Option<ListOptions>,
     form: Form,
     page: usize,
-    /// Stored items decoded (and sent) at once: [`CHUNK`], or the page when a conversion
-    /// webhook may be called (the architecture's one call per batch of a list).
+    /// Stored items sent at once: [`CHUNK`], or the page when a conversion webhook may be
+    /// called (the architecture's one call per batch of a list).
+    send_batch: usize,
+    /// Stored items decoded at once: [`DECODE`], or the page with a conversion webhook.
     decode_batch: usize,
 }
 
@@ -251,7 +261,7 @@ impl Lister {
         Ok(true)
     }
 
-    /// Sends `items` in chunks of [`CHUNK`] items (or one decode batch), each decoded and
+    /// Sends `items` in chunks of [`CHUNK`] items (or the page, with a conversion webhook), each decoded and
     /// encoded only when the one before has left: a list holds its page's items (for the
     /// cache, references to its values) and a few chunks, not a page of decoded objects or
     /// encoded bytes. Returns `false` when the client went away.
@@ -261,7 +271,7 @@ impl Lister {
         wrote: &mut bool,
         tx: &mpsc::Sender<Result<Bytes, BodyError>>,
     ) -> Result<bool, BodyError> {
-        for items in items.chunks(self.decode_batch) {
+        for items in items.chunks(self.send_batch) {
             let mut chunk = Vec::new();
             self.encode(items, &mut chunk, wrote)
                 .await
@@ -349,8 +359,8 @@ impl Lister {
 
     /// Appends the stored items that pass the selectors to `out`; `wrote` says whether any item
     /// was written before (JSON separates items by commas; YAML opens the `items:` sequence
-    /// once). Items are decoded [`CHUNK`] at a time, so that no more than a chunk of decoded
-    /// objects is alive, except through a conversion webhook: one call per page.
+    /// once). Items are decoded [`DECODE`] at a time, so that no more than that many decoded
+    /// objects are alive, except through a conversion webhook: one call per page.
     async fn encode(
         &self,
         items: &[KeyValue],
