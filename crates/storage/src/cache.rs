@@ -803,14 +803,14 @@ impl Budget {
 /// closed watcher's slot and channel are not kept until an event for its prefix happens to
 /// arrive.
 async fn run_watcher(
-    id: u64,
+    // The watcher's id in the dispatcher's set, and what a forced close notifies.
+    (id, stop): (u64, Arc<Notify>),
     history: Vec<Arc<Event>>,
     input: mpsc::Receiver<Arc<Event>>,
     out: mpsc::Sender<Result<Event, StorageError>>,
     after: Revision,
     progress: Option<Duration>,
     shared: Weak<Shared>,
-    stop: Arc<Notify>,
 ) {
     // A forced close ends the watcher wherever it waits (for an event, or for its client),
     // and its buffers are dropped with it; so does the client going away while the watcher
@@ -990,14 +990,13 @@ impl Store for CacheStore {
             .collect();
         let (out, rx) = mpsc::channel(16);
         tokio::spawn(run_watcher(
-            id,
+            (id, stop),
             history,
             input,
             out,
             request.after,
             request.progress_interval.filter(|d| !d.is_zero()),
             Arc::downgrade(&self.shared),
-            stop,
         ));
         Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }

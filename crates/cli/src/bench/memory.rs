@@ -87,7 +87,7 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     // watchers and the lists. Settled now means under 1 MB over 10 s (at most 15 minutes).
     let settling = Instant::now();
     let mut rss0 = server.memory_kib().0;
-    while settling.elapsed() < Duration::from_secs(900) {
+    while settling.elapsed() < Duration::from_mins(15) {
         tokio::time::sleep(Duration::from_secs(10)).await;
         let now = server.memory_kib().0;
         if now.abs_diff(rss0) < 1024 {

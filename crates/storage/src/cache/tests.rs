@@ -398,13 +398,10 @@ async fn a_stuck_watcher_does_not_close_a_prompt_one_beside_it() {
     drop(stuck);
 }
 
-/// A watcher whose client went away is forgotten at once, with no event to discover it by
-/// (its slot, channel and task held memory until the next write under its prefix).
-#[tokio::test(flavor = "multi_thread")]
-async fn dropped_watchers_are_forgotten_without_waiting_for_an_event() {
-    let (_dir, store) = cache("/r/", 100).await;
+/// Opens 50 watches of `/r/` from the current revision.
+async fn fifty_watches(store: &CacheStore) -> Vec<WatchStream> {
     let now = store.current_revision().await.expect("rev");
-    let watches: Vec<_> = futures::future::join_all((0..50).map(|_| {
+    let watches = futures::future::join_all((0..50).map(|_| {
         store.watch(WatchRequest {
             prefix: "/r/".into(),
             after: now,
@@ -413,8 +410,17 @@ async fn dropped_watchers_are_forgotten_without_waiting_for_an_event() {
     }))
     .await;
     assert_eq!(store.stats().watchers, 50);
+    watches.into_iter().map(|w| w.expect("watch")).collect()
+}
+
+/// A watcher whose client went away is forgotten at once, with no event to discover it by
+/// (its slot, channel and task held memory until the next write under its prefix).
+#[tokio::test(flavor = "multi_thread")]
+async fn dropped_watchers_are_forgotten_without_waiting_for_an_event() {
+    let (_dir, store) = cache("/r/", 100).await;
+    let watches = fifty_watches(&store).await;
     let mut watches = watches.into_iter();
-    let kept = watches.next().expect("a watch").expect("watch");
+    let kept = watches.next().expect("a watch");
     drop(watches);
     eventually("the dropped watchers are forgotten", || {
         store.stats().watchers == 1
@@ -431,16 +437,7 @@ async fn dropped_watchers_are_forgotten_without_waiting_for_an_event() {
 #[tokio::test(flavor = "multi_thread")]
 async fn dropped_watchers_are_forgotten_on_the_next_event() {
     let (_dir, store) = cache("/r/", 100).await;
-    let now = store.current_revision().await.expect("rev");
-    let watches: Vec<_> = futures::future::join_all((0..50).map(|_| {
-        store.watch(WatchRequest {
-            prefix: "/r/".into(),
-            after: now,
-            progress_interval: None,
-        })
-    }))
-    .await;
-    assert_eq!(store.stats().watchers, 50);
+    let watches = fifty_watches(&store).await;
     drop(watches);
     // Each watcher task notices its client is gone on its next send; a few writes reach all.
     let mut i = 0;
