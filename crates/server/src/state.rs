@@ -45,6 +45,9 @@ pub struct AppState {
     pub auditor: Option<Arc<crate::audit::Auditor>>,
     /// Start-up and shutdown flags read by `/livez`, `/readyz`, `/healthz`.
     pub health: crate::health::HealthState,
+    /// Encoded watch lines shared by this server's watchers (per server, so servers in one
+    /// process never share or evict each other's lines).
+    pub watch_lines: Arc<crate::handlers::watch_lines::WatchLines>,
     /// `apiserver_storage_objects`: when the counts were last taken.
     pub storage_objects_at: std::sync::Mutex<Option<std::time::Instant>>,
     ready: AtomicBool,
@@ -82,6 +85,7 @@ impl AppState {
             discovery: crate::discovery::DiscoveryCache::default(),
             auditor: None,
             health: crate::health::HealthState::default(),
+            watch_lines: Arc::default(),
             storage_objects_at: std::sync::Mutex::new(None),
             ready: AtomicBool::new(false),
         }

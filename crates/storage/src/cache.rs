@@ -798,21 +798,31 @@ impl Budget {
 }
 
 /// Forwards a watcher's history, then its live events, to its client; ends when its buffer is
-/// closed (too slow, or the cache reset) or the client goes away.
+/// closed (too slow, or the cache reset) or the client goes away, and then forgets its slot
+/// at once (upstream's `cacheWatcher.Stop` removes the watcher from the dispatcher's set): a
+/// closed watcher's slot and channel are not kept until an event for its prefix happens to
+/// arrive.
 async fn run_watcher(
+    // The watcher's id in the dispatcher's set, and what a forced close notifies.
+    (id, stop): (u64, Arc<Notify>),
     history: Vec<Arc<Event>>,
     input: mpsc::Receiver<Arc<Event>>,
     out: mpsc::Sender<Result<Event, StorageError>>,
     after: Revision,
     progress: Option<Duration>,
     shared: Weak<Shared>,
-    stop: Arc<Notify>,
 ) {
     // A forced close ends the watcher wherever it waits (for an event, or for its client),
-    // and its buffers are dropped with it.
+    // and its buffers are dropped with it; so does the client going away while the watcher
+    // waits for an event.
+    let client = out.clone();
     tokio::select! {
         () = stop.notified() => {}
-        () = forward(history, input, out, after, progress, shared) => {}
+        () = client.closed() => {}
+        () = forward(history, input, out, after, progress, shared.clone()) => {}
+    }
+    if let Some(s) = shared.upgrade() {
+        s.write().watchers.retain(|w| w.id != id);
     }
 }
 
@@ -943,9 +953,9 @@ impl Store for CacheStore {
         let registered = {
             let mut st = self.shared.write();
             if st.ready {
+                let id = st.next_id;
                 let history = st.window.since(request.after);
                 if history.is_ok() {
-                    let id = st.next_id;
                     st.next_id += 1;
                     st.watchers.push(WatcherSlot {
                         id,
@@ -954,7 +964,7 @@ impl Store for CacheStore {
                         stop: stop.clone(),
                     });
                 }
-                Some(history)
+                Some(history.map(|h| (id, h)))
             } else {
                 None
             }
@@ -967,8 +977,9 @@ impl Store for CacheStore {
                     compacted: floor + 1,
                 });
             }
-            Some(Ok(history)) => history,
+            Some(Ok(registered)) => registered,
         };
+        let (id, history) = history;
         let history = history
             .into_iter()
             .filter(|e| match e.as_ref() {
@@ -979,13 +990,13 @@ impl Store for CacheStore {
             .collect();
         let (out, rx) = mpsc::channel(16);
         tokio::spawn(run_watcher(
+            (id, stop),
             history,
             input,
             out,
             request.after,
             request.progress_interval.filter(|d| !d.is_zero()),
             Arc::downgrade(&self.shared),
-            stop,
         ));
         Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }

@@ -19,9 +19,10 @@
 //! Upstream appends the error Status to the partial body, which clients fail to decode; aborting
 //! also fails clients that would not decode it.
 //!
-//! Memory: a list holds one storage page of items (for the cache, references to its values;
-//! decoded objects when a form or selector needs them) and encodes it in chunks of [`CHUNK`]
-//! items, one waiting in the channel while the next is encoded.
+//! Memory: a list holds one storage page of items (for the cache, references to its values),
+//! decodes [`DECODE`] of them at a time when a form or selector needs decoded objects, and
+//! encodes them in chunks of [`CHUNK`] items, one waiting in the channel while the next is
+//! encoded. Only the first chunk is encoded before the response starts.
 
 use std::sync::{Arc, LazyLock};
 
@@ -45,6 +46,12 @@ pub const PAGE: usize = 500;
 
 /// Items per chunk handed to the socket (about 64 KiB of 1 KiB objects).
 const CHUNK: usize = 64;
+
+/// Items decoded at once when a form or selector needs decoded objects: a decoded 1 KiB object
+/// is several KiB of `Value`, so 64 of them outweighed the few Table rows or metadata items they
+/// render to (the list's largest buffer in those forms). Encoding still fills [`CHUNK`]-item
+/// chunks.
+const DECODE: usize = 16;
 
 /// Whether full lists are streamed: `CRD_APISERVER_STREAM_LISTS=false` turns it off, so that a
 /// benchmark can measure the server with and without it in one build.
@@ -128,18 +135,19 @@ pub async fn respond(
         selectors,
         form,
         page,
-        decode_batch: if webhook { page } else { CHUNK },
+        send_batch: if webhook { page } else { CHUNK },
+        decode_batch: if webhook { page } else { DECODE },
     };
-    let first = lister
+    let mut first = lister
         .read(None, scan.revision, scan.freshness)
         .await
         .map_err(|e| ApiError::storage(&gr, "", e))?;
     let revision = first.revision;
     let (mut head, tail) = lister.frame(revision)?;
     let mut wrote = false;
-    lister.encode(&first.items, &mut head, &mut wrote).await?;
     let content_type = form.content_type();
     if first.remaining == 0 {
+        lister.encode(&first.items, &mut head, &mut wrote).await?;
         head.extend_from_slice(&lister.close(wrote)?);
         head.extend_from_slice(&tail);
         return Ok(Reply {
@@ -149,15 +157,29 @@ pub async fn respond(
             content_type,
         });
     }
-    let last = first.items.last().map(|kv| kv.key.clone());
+    // Only the first decode batch is encoded before the response starts (an error there is
+    // still a Status); the rest of the first page goes out chunk by chunk like every later
+    // page, so that the head is a chunk, not a whole encoded page.
+    let rest = first
+        .items
+        .split_off(lister.send_batch.min(first.items.len()));
+    lister.encode(&first.items, &mut head, &mut wrote).await?;
+    let last = rest.last().or(first.items.last()).map(|kv| kv.key.clone());
     drop(first);
-    // One chunk waits in the channel while the next page is read and encoded: two pages at most.
+    // One chunk waits in the channel while the next is read and encoded.
     let (tx, rx) = mpsc::channel::<Result<Bytes, BodyError>>(1);
     tokio::spawn(async move {
         if tx.send(Ok(Bytes::from(head))).await.is_err() {
             return;
         }
-        match lister.send_pages(last, revision, &mut wrote, &tx).await {
+        let sent = match lister.send_items(&rest, &mut wrote, &tx).await {
+            Ok(true) => {
+                drop(rest);
+                lister.send_pages(last, revision, &mut wrote, &tx).await
+            }
+            other => other,
+        };
+        match sent {
             Ok(true) => {
                 let end = lister.close(wrote).map(|mut end| {
                     end.extend_from_slice(&tail);
@@ -190,8 +212,10 @@ struct Lister {
     selectors: Option<ListOptions>,
     form: Form,
     page: usize,
-    /// Stored items decoded (and sent) at once: [`CHUNK`], or the page when a conversion
-    /// webhook may be called (the architecture's one call per batch of a list).
+    /// Stored items sent at once: [`CHUNK`], or the page when a conversion webhook may be
+    /// called (the architecture's one call per batch of a list).
+    send_batch: usize,
+    /// Stored items decoded at once: [`DECODE`], or the page with a conversion webhook.
     decode_batch: usize,
 }
 
@@ -230,20 +254,33 @@ impl Lister {
             if resp.remaining > 0 {
                 start_after = resp.items.last().map(|kv| kv.key.clone());
             }
-            // A page goes out in chunks of [`CHUNK`] items, each decoded and encoded only when
-            // the one before has left: a list holds its page's items (for the cache, references
-            // to its values) and a few chunks, not a page of decoded objects or encoded bytes.
-            for items in resp.items.chunks(self.decode_batch) {
-                let mut chunk = Vec::new();
-                self.encode(items, &mut chunk, wrote)
-                    .await
-                    .map_err(|e| format!("{e:?}"))?;
-                if chunk.is_empty() {
-                    continue;
-                }
-                if tx.send(Ok(Bytes::from(chunk))).await.is_err() {
-                    return Ok(false);
-                }
+            if !self.send_items(&resp.items, wrote, tx).await? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Sends `items` in chunks of [`CHUNK`] items (or the page, with a conversion webhook), each decoded and
+    /// encoded only when the one before has left: a list holds its page's items (for the
+    /// cache, references to its values) and a few chunks, not a page of decoded objects or
+    /// encoded bytes. Returns `false` when the client went away.
+    async fn send_items(
+        &self,
+        items: &[KeyValue],
+        wrote: &mut bool,
+        tx: &mpsc::Sender<Result<Bytes, BodyError>>,
+    ) -> Result<bool, BodyError> {
+        for items in items.chunks(self.send_batch) {
+            let mut chunk = Vec::new();
+            self.encode(items, &mut chunk, wrote)
+                .await
+                .map_err(|e| format!("{e:?}"))?;
+            if chunk.is_empty() {
+                continue;
+            }
+            if tx.send(Ok(Bytes::from(chunk))).await.is_err() {
+                return Ok(false);
             }
         }
         Ok(true)
@@ -322,8 +359,8 @@ impl Lister {
 
     /// Appends the stored items that pass the selectors to `out`; `wrote` says whether any item
     /// was written before (JSON separates items by commas; YAML opens the `items:` sequence
-    /// once). Items are decoded [`CHUNK`] at a time, so that no more than a chunk of decoded
-    /// objects is alive, except through a conversion webhook: one call per page.
+    /// once). Items are decoded [`DECODE`] at a time, so that no more than that many decoded
+    /// objects are alive, except through a conversion webhook: one call per page.
     async fn encode(
         &self,
         items: &[KeyValue],
@@ -469,7 +506,78 @@ async fn encode_verbatim(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+    use crd_storage::{Freshness, Store};
+    use http_body_util::BodyExt;
     use serde_json::{Value, json};
+
+    use super::{CHUNK, Form, PAGE, Scan, respond};
+    use crate::handlers::ReplyBody;
+    use crate::registry::Strategy;
+    use crate::registry::namespaces::NamespaceStrategy;
+
+    /// A streamed list's first body chunk is one chunk of items, not the whole first page
+    /// encoded before the response starts (that page was a list's largest buffer: about
+    /// 0.5 MB of 1 KiB objects, on top of the chunks in flight).
+    #[tokio::test]
+    async fn a_streamed_list_starts_with_one_chunk_not_a_whole_page() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store: Arc<dyn Store> =
+            crd_storage::sqlite::SqliteStore::open(dir.path()).expect("open sqlite");
+        let n = PAGE + 10;
+        for i in 0..n {
+            let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                            "metadata": {"name": format!("ns-{i:04}")},
+                            "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+            store
+                .create(
+                    &format!("/registry/namespaces/ns-{i:04}"),
+                    Bytes::from(ns.to_string()),
+                )
+                .await
+                .expect("create");
+        }
+        let strategy: Arc<dyn Strategy> = Arc::new(NamespaceStrategy::default());
+        let scan = Scan {
+            prefix: "/registry/namespaces/".into(),
+            revision: None,
+            freshness: Freshness::Consistent,
+            selectors: None,
+        };
+        let reply = respond(store, strategy, scan, Form::Items, PAGE)
+            .await
+            .expect("list");
+        let ReplyBody::Stream(mut body) = reply.body else {
+            panic!("a list of more than a page is streamed");
+        };
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let data = frame.expect("frame").into_data().expect("data");
+            frames.push(data);
+        }
+        let items = |b: &[u8]| {
+            String::from_utf8_lossy(b)
+                .matches(r#""kind":"Namespace""#)
+                .count()
+        };
+        assert!(
+            frames.iter().all(|f| items(f) <= CHUNK),
+            "items per frame: {:?}",
+            frames.iter().map(|f| items(f)).collect::<Vec<_>>()
+        );
+        let whole: Vec<u8> = frames.concat();
+        let list: Value = serde_json::from_slice(&whole).expect("one JSON list");
+        let names: Vec<&str> = list["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter_map(|o| o["metadata"]["name"].as_str())
+            .collect();
+        let want: Vec<String> = (0..n).map(|i| format!("ns-{i:04}")).collect();
+        assert_eq!(names, want);
+    }
 
     /// The YAML of a list is the concatenation the streamed path writes: the head, the first
     /// page's `items:` sequence, later pages' items without the key, and the tail.

@@ -40,6 +40,7 @@ const BUFFER: usize = 8;
 /// Everything the streaming task needs, detached from the request.
 struct WatchTask {
     strategy: Arc<dyn Strategy>,
+    lines: Arc<watch_lines::WatchLines>,
     opts: ListOptions,
     output: Output,
     include: IncludeObject,
@@ -108,6 +109,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
     let (tx, rx) = mpsc::channel::<Bytes>(BUFFER);
     let task = WatchTask {
         strategy,
+        lines: ctx.state.watch_lines.clone(),
         opts,
         output: ctx.output,
         include,
@@ -314,21 +316,23 @@ impl WatchTask {
         kv: &KeyValue,
         revision: i64,
     ) -> bool {
-        let line = watch_lines::shared_line(
-            &self.strategy,
-            self.output,
-            kind,
-            &kv.key,
-            revision,
-            || async {
-                let mut obj = read_object(self.strategy.as_ref(), kv).await?;
-                meta::set_resource_version(&mut obj, revision);
-                encode_line(&watch_event(kind, self.shape(obj))).ok_or_else(|| {
-                    ApiError::from(Status::internal("watch event could not be encoded"))
-                })
-            },
-        )
-        .await;
+        let line = self
+            .lines
+            .shared_line(
+                &self.strategy,
+                self.output,
+                kind,
+                &kv.key,
+                revision,
+                || async {
+                    let mut obj = read_object(self.strategy.as_ref(), kv).await?;
+                    meta::set_resource_version(&mut obj, revision);
+                    encode_line(&watch_event(kind, self.shape(obj))).ok_or_else(|| {
+                        ApiError::from(Status::internal("watch event could not be encoded"))
+                    })
+                },
+            )
+            .await;
         match line {
             Ok(line) => {
                 let info = self.strategy.info();

@@ -8,10 +8,14 @@
 //! so a replaced strategy is never mistaken for a new one at the same address), output form,
 //! event type, key and revision. Lines are kept for the last [`CAPACITY`] events, first in first
 //! out; a watcher further behind encodes for itself.
+//!
+//! The table belongs to one server ([`crate::state::AppState::watch_lines`]), not to the
+//! process: servers started side by side in one process (the test harness starts many) neither
+//! share lines nor evict each other's.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use tokio::sync::OnceCell;
@@ -46,53 +50,150 @@ struct Lines {
     order: VecDeque<LineKey>,
 }
 
-static LINES: LazyLock<Mutex<Lines>> = LazyLock::new(Mutex::default);
+/// One server's encoded watch lines, shared by its watchers so an event is encoded once per
+/// strategy and output form rather than once per watcher.
+#[derive(Default)]
+pub struct WatchLines {
+    lines: Mutex<Lines>,
+}
 
-/// The encoded line of an event for `strategy` in `output`: the shared one when another
-/// watcher encoded it already (or is encoding it now: this waits for it), else `encode`'s, which
-/// is then shared. An error is not shared: the next watcher tries again.
-pub async fn shared_line<F, Fut>(
-    strategy: &Arc<dyn Strategy>,
-    output: Output,
-    kind: EventType,
-    key: &str,
-    revision: i64,
-    encode: F,
-) -> Result<Bytes, ApiError>
-where
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<Bytes, ApiError>>,
-{
-    let id = LineKey {
-        strategy: Arc::as_ptr(strategy).cast::<()>() as usize,
-        output: output as u8,
-        kind: kind as u8,
-        revision,
-        key: key.to_string(),
-    };
-    let cell = {
-        let mut lines = LINES
+impl WatchLines {
+    /// How many lines are held now (at most [`CAPACITY`]).
+    pub fn len(&self) -> usize {
+        self.lock().slots.len()
+    }
+
+    /// Whether no line is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lines> {
+        self.lines
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(slot) = lines.slots.get(&id) {
-            slot.line.clone()
-        } else {
-            let cell = Arc::new(OnceCell::new());
-            if lines.order.len() >= CAPACITY
-                && let Some(old) = lines.order.pop_front()
-            {
-                lines.slots.remove(&old);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The encoded line of an event for `strategy` in `output`: the shared one when another
+    /// watcher encoded it already (or is encoding it now: this waits for it), else `encode`'s, which
+    /// is then shared. An error is not shared: the next watcher tries again.
+    pub async fn shared_line<F, Fut>(
+        &self,
+        strategy: &Arc<dyn Strategy>,
+        output: Output,
+        kind: EventType,
+        key: &str,
+        revision: i64,
+        encode: F,
+    ) -> Result<Bytes, ApiError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Bytes, ApiError>>,
+    {
+        let id = LineKey {
+            strategy: Arc::as_ptr(strategy).cast::<()>() as usize,
+            output: output as u8,
+            kind: kind as u8,
+            revision,
+            key: key.to_string(),
+        };
+        let cell = {
+            let mut lines = self.lock();
+            if let Some(slot) = lines.slots.get(&id) {
+                slot.line.clone()
+            } else {
+                let cell = Arc::new(OnceCell::new());
+                if lines.order.len() >= CAPACITY
+                    && let Some(old) = lines.order.pop_front()
+                {
+                    lines.slots.remove(&old);
+                }
+                lines.order.push_back(id.clone());
+                lines.slots.insert(
+                    id,
+                    Slot {
+                        _strategy: strategy.clone(),
+                        line: cell.clone(),
+                    },
+                );
+                cell
             }
-            lines.order.push_back(id.clone());
-            lines.slots.insert(
-                id,
-                Slot {
-                    _strategy: strategy.clone(),
-                    line: cell.clone(),
-                },
-            );
-            cell
+        };
+        cell.get_or_try_init(encode).await.cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::namespaces::NamespaceStrategy;
+
+    fn strategy() -> Arc<dyn Strategy> {
+        Arc::new(NamespaceStrategy::default())
+    }
+
+    /// Asks `lines` for the line of `key` at `revision`, encoding `fresh` if it is not there.
+    async fn line(
+        lines: &WatchLines,
+        s: &Arc<dyn Strategy>,
+        key: &str,
+        revision: i64,
+        fresh: &str,
+    ) -> Bytes {
+        let fresh = Bytes::from(fresh.to_string());
+        lines
+            .shared_line(
+                s,
+                Output::Json,
+                EventType::Modified,
+                key,
+                revision,
+                || async { Ok(fresh) },
+            )
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn watchers_of_one_server_share_an_events_line() {
+        let lines = WatchLines::default();
+        let s = strategy();
+        assert_eq!(line(&lines, &s, "/a", 5, "first").await, "first");
+        assert_eq!(line(&lines, &s, "/a", 5, "second").await, "first");
+        // Another revision, key or strategy is another line.
+        assert_eq!(line(&lines, &s, "/a", 6, "third").await, "third");
+        assert_eq!(line(&lines, &s, "/b", 5, "fourth").await, "fourth");
+        assert_eq!(line(&lines, &strategy(), "/a", 5, "fifth").await, "fifth");
+        assert_eq!(lines.len(), 4);
+    }
+
+    /// Two servers in one process: the same strategy, key and revision (a fresh server's
+    /// revisions start alike) never get the other server's line, and one server's traffic
+    /// does not evict the other's lines.
+    #[tokio::test]
+    async fn two_servers_never_share_or_evict_each_others_lines() {
+        let (one, two) = (WatchLines::default(), WatchLines::default());
+        let s = strategy();
+        assert_eq!(line(&one, &s, "/a", 5, "server one").await, "server one");
+        assert_eq!(line(&two, &s, "/a", 5, "server two").await, "server two");
+        for revision in 0..CAPACITY as i64 + 10 {
+            line(&two, &s, "/b", 100 + revision, "busy").await;
         }
-    };
-    cell.get_or_try_init(encode).await.cloned()
+        assert_eq!(two.len(), CAPACITY);
+        assert_eq!(one.len(), 1);
+        assert_eq!(line(&one, &s, "/a", 5, "evicted").await, "server one");
+    }
+
+    #[tokio::test]
+    async fn a_failed_encoding_is_not_shared() {
+        let lines = WatchLines::default();
+        let s = strategy();
+        let failed = lines
+            .shared_line(&s, Output::Json, EventType::Modified, "/a", 1, || async {
+                Err(ApiError::from(crd_core::Status::internal("no")))
+            })
+            .await;
+        assert!(failed.is_err());
+        assert_eq!(line(&lines, &s, "/a", 1, "retried").await, "retried");
+    }
 }

@@ -265,10 +265,11 @@ async fn a_watcher_that_never_reads_is_closed_and_forgotten() {
             item.expect("event");
             n += 1;
             if n == 200 {
-                return n;
+                break;
             }
         }
-        n
+        // The reader's watch stays open (a dropped one is forgotten at once).
+        (n, fast)
     });
     for i in 0..200 {
         store
@@ -276,11 +277,8 @@ async fn a_watcher_that_never_reads_is_closed_and_forgotten() {
             .await
             .expect("create");
     }
-    assert_eq!(
-        reader.await.expect("reader"),
-        200,
-        "a reading watcher gets everything"
-    );
+    let (n, _fast) = reader.await.expect("reader");
+    assert_eq!(n, 200, "a reading watcher gets everything");
     // The slow one holds its buffers (16 + 4 + the one in flight) and then ends.
     let mut got = 0;
     while let Some(item) = tokio::time::timeout(Duration::from_secs(10), slow.next())
@@ -291,8 +289,7 @@ async fn a_watcher_that_never_reads_is_closed_and_forgotten() {
         got += 1;
     }
     assert!(got < 200, "the slow watcher was cut off after {got} events");
-    // The slow one is forgotten; the reader's client is gone too, which the next events notice
-    // (`dropped_watchers_are_forgotten_on_the_next_event`).
+    // The slow one is forgotten; the reader is not.
     assert_eq!(store.stats().watchers, 1, "the slow watcher is forgotten");
     // What the metrics see: one load of nothing, every write received and dispatched, one
     // watcher terminated for unresponsiveness (the reader's client went away on its own).
@@ -382,7 +379,8 @@ async fn a_stuck_watcher_does_not_close_a_prompt_one_beside_it() {
                 ),
             }
         }
-        got
+        // The prompt watch stays open (a dropped one is forgotten at once).
+        (got, prompt)
     });
     for i in 0..300 {
         store
@@ -390,7 +388,7 @@ async fn a_stuck_watcher_does_not_close_a_prompt_one_beside_it() {
             .await
             .expect("create");
     }
-    let got = reader.await.expect("reader");
+    let (got, _prompt) = reader.await.expect("reader");
     assert_eq!(got, (now + 1..=now + 300).collect::<Vec<_>>());
     // The stuck one was closed; the prompt one is still registered.
     eventually("the stuck watcher is closed", || {
@@ -400,11 +398,10 @@ async fn a_stuck_watcher_does_not_close_a_prompt_one_beside_it() {
     drop(stuck);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn dropped_watchers_are_forgotten_on_the_next_event() {
-    let (_dir, store) = cache("/r/", 100).await;
+/// Opens 50 watches of `/r/` from the current revision.
+async fn fifty_watches(store: &CacheStore) -> Vec<WatchStream> {
     let now = store.current_revision().await.expect("rev");
-    let watches: Vec<_> = futures::future::join_all((0..50).map(|_| {
+    let watches = futures::future::join_all((0..50).map(|_| {
         store.watch(WatchRequest {
             prefix: "/r/".into(),
             after: now,
@@ -413,6 +410,34 @@ async fn dropped_watchers_are_forgotten_on_the_next_event() {
     }))
     .await;
     assert_eq!(store.stats().watchers, 50);
+    watches.into_iter().map(|w| w.expect("watch")).collect()
+}
+
+/// A watcher whose client went away is forgotten at once, with no event to discover it by
+/// (its slot, channel and task held memory until the next write under its prefix).
+#[tokio::test(flavor = "multi_thread")]
+async fn dropped_watchers_are_forgotten_without_waiting_for_an_event() {
+    let (_dir, store) = cache("/r/", 100).await;
+    let watches = fifty_watches(&store).await;
+    let mut watches = watches.into_iter();
+    let kept = watches.next().expect("a watch");
+    drop(watches);
+    eventually("the dropped watchers are forgotten", || {
+        store.stats().watchers == 1
+    })
+    .await;
+    // The one still open is not.
+    drop(kept);
+    eventually("the last watcher is forgotten", || {
+        store.stats().watchers == 0
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dropped_watchers_are_forgotten_on_the_next_event() {
+    let (_dir, store) = cache("/r/", 100).await;
+    let watches = fifty_watches(&store).await;
     drop(watches);
     // Each watcher task notices its client is gone on its next send; a few writes reach all.
     let mut i = 0;
