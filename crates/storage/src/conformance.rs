@@ -33,6 +33,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     check_revisions_increase(store.as_ref()).await;
     check_list_paging(store.as_ref()).await;
     check_list_past_revision(store.as_ref()).await;
+    check_pages_at_a_past_revision(store.as_ref()).await;
     check_count(store.as_ref()).await;
     check_future_revision(store.as_ref()).await;
     check_watch_history_then_live(store.as_ref()).await;
@@ -282,6 +283,84 @@ pub async fn check_revisions_increase(store: &dyn Store) {
     assert!(rev > last);
     // A failed write does not advance our key's state.
     assert!(store.update(&key, b("x"), rev).await.is_err());
+}
+
+/// A paged list at a past revision (an informer's pages after its first) gives every page and
+/// `remaining` as of that revision, whether keys of the prefix changed since (updated, deleted,
+/// created, created and deleted) or only keys elsewhere did.
+pub async fn check_pages_at_a_past_revision(store: &dyn Store) {
+    let p = unique_prefix("pages");
+    let key = |n: u32| format!("{p}k{n:02}");
+    let mut revisions = std::collections::BTreeMap::new();
+    for n in 0..10 {
+        revisions.insert(n, store.create(&key(n), b("v1")).await.expect("create"));
+    }
+    let elsewhere = unique_prefix("pages-elsewhere");
+    store
+        .create(&format!("{elsewhere}x"), b("x"))
+        .await
+        .expect("create elsewhere");
+    let then = store.current_revision().await.expect("current");
+    let expected: Vec<String> = (0..10).map(key).collect();
+    // Only another prefix changes, then this one in every way.
+    store
+        .create(&format!("{elsewhere}y"), b("y"))
+        .await
+        .expect("create elsewhere");
+    let unchanged: Vec<(String, Bytes)> = expected.iter().map(|k| (k.clone(), b("v1"))).collect();
+    assert_eq!(pages_at(store, &p, then).await, unchanged);
+    store.delete(&key(1), None).await.expect("delete");
+    store.delete(&key(7), None).await.expect("delete");
+    store
+        .update(&key(4), b("v2"), revisions[&4])
+        .await
+        .expect("update");
+    store
+        .create(&format!("{p}k03a"), b("new"))
+        .await
+        .expect("create");
+    store
+        .create(&format!("{p}k99"), b("new"))
+        .await
+        .expect("create");
+    store
+        .create(&format!("{p}k05a"), b("tmp"))
+        .await
+        .expect("create");
+    store
+        .delete(&format!("{p}k05a"), None)
+        .await
+        .expect("delete");
+    assert_eq!(pages_at(store, &p, then).await, unchanged);
+}
+
+/// Every page (3 keys each) of a prefix at one revision, checking `remaining` of each against
+/// the 10 keys the prefix held then.
+async fn pages_at(store: &dyn Store, prefix: &str, revision: Revision) -> Vec<(String, Bytes)> {
+    let (mut seen, mut after) = (Vec::new(), None::<String>);
+    loop {
+        let page = store
+            .list(ListRequest {
+                prefix: prefix.to_owned(),
+                start_after: after.clone(),
+                limit: Some(3),
+                revision: Some(revision),
+                ..ListRequest::default()
+            })
+            .await
+            .expect("page");
+        assert_eq!(page.revision, revision);
+        seen.extend(
+            page.items
+                .iter()
+                .map(|kv| (kv.key.clone(), kv.value.clone())),
+        );
+        assert_eq!(page.remaining, (10 - seen.len()) as u64, "after {after:?}");
+        if page.remaining == 0 {
+            return seen;
+        }
+        after = page.items.last().map(|kv| kv.key.clone());
+    }
 }
 
 /// Lists are in key order within the prefix, with limit, `start_after` and `remaining`.

@@ -687,6 +687,20 @@ impl ReadPool {
     }
 }
 
+/// Whether a key in `[?1, ?2)` was written after revision ?3: the log read from ?3 on by its
+/// primary key (the revision), so the cost is the writes since, not the size of the range.
+const CHANGED_SINCE: &str = "SELECT 1 FROM log NOT INDEXED \
+     WHERE revision > ?3 AND key >= ?1 AND key < ?2 LIMIT 1";
+
+/// For the keys in `[?1, ?2)` written after revision ?3: how many exist now, and how many
+/// existed at ?3. The count at ?3 is today's count minus the first plus the second.
+const COUNT_CORRECTION: &str = "WITH changed AS (SELECT DISTINCT key FROM log NOT INDEXED \
+         WHERE revision > ?3 AND key >= ?1 AND key < ?2) \
+     SELECT (SELECT count(*) FROM kv WHERE key IN (SELECT key FROM changed)), \
+            (SELECT count(*) FROM changed AS c \
+             WHERE (SELECT n.deleted FROM log AS n WHERE n.key = c.key AND n.revision <= ?3 \
+                    ORDER BY n.revision DESC LIMIT 1) = 0)";
+
 fn list_in(
     conn: &mut Connection,
     request: &ListRequest,
@@ -719,7 +733,14 @@ fn list_in(
     let hi = prefix_end(&request.prefix);
     let limit = request.limit.filter(|&n| n > 0);
     let sql_limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-    let latest = revision == current;
+    // A past revision reads like the latest when no key of the range changed after it: the
+    // common case of a paged list continuing at its first page's revision.
+    let latest = revision == current
+        || tx
+            .prepare_cached(CHANGED_SINCE)?
+            .query_row(params![lo, hi, revision], |_| Ok(()))
+            .optional()?
+            .is_none();
     let items = if latest {
         tx.prepare_cached(
             "SELECT key, value, create_revision, mod_revision FROM kv \
@@ -728,31 +749,36 @@ fn list_in(
         .query_map(params![lo, hi, sql_limit], kv_from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?
     } else {
+        // Walks the range in key order and keeps each key's last entry at or before the
+        // revision, so the LIMIT ends the walk (grouping first read the whole range per page).
         tx.prepare_cached(
-            "SELECT l.key, l.value, l.create_revision, l.revision \
-             FROM (SELECT max(revision) AS r FROM log \
-                   WHERE key >= ?1 AND key < ?2 AND revision <= ?3 GROUP BY key) AS m \
-             JOIN log AS l ON l.revision = m.r \
-             WHERE l.deleted = 0 ORDER BY l.key LIMIT ?4",
+            "SELECT l.key, l.value, l.create_revision, l.revision FROM log AS l \
+             WHERE l.key >= ?1 AND l.key < ?2 AND l.revision <= ?3 AND l.deleted = 0 \
+               AND l.revision = (SELECT max(n.revision) FROM log AS n \
+                                 WHERE n.key = l.key AND n.revision <= ?3) \
+             ORDER BY l.key LIMIT ?4",
         )?
         .query_map(params![lo, hi, revision, sql_limit], kv_from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?
     };
     let remaining = match limit {
         Some(n) if items.len() >= n => {
-            let total: i64 = if latest {
-                tx.prepare_cached("SELECT count(*) FROM kv WHERE key >= ?1 AND key < ?2")?
-                    .query_row(params![lo, hi], |row| row.get(0))?
+            let now: i64 = tx
+                .prepare_cached("SELECT count(*) FROM kv WHERE key >= ?1 AND key < ?2")?
+                .query_row(params![lo, hi], |row| row.get(0))?;
+            // The count at a past revision is today's, corrected by the keys changed since:
+            // work in proportion to the writes after the revision, not to the range.
+            let total = if latest {
+                now
             } else {
-                tx.prepare_cached(
-                    "SELECT count(*) \
-                     FROM (SELECT max(revision) AS r FROM log \
-                           WHERE key >= ?1 AND key < ?2 AND revision <= ?3 GROUP BY key) AS m \
-                     JOIN log AS l ON l.revision = m.r WHERE l.deleted = 0",
-                )?
-                .query_row(params![lo, hi, revision], |row| row.get(0))?
+                let (gone, back): (i64, i64) = tx
+                    .prepare_cached(COUNT_CORRECTION)?
+                    .query_row(params![lo, hi, revision], |row| {
+                        Ok((row.get(0)?, row.get(1)?))
+                    })?;
+                now - gone + back
             };
-            (total as u64).saturating_sub(items.len() as u64)
+            (total.max(0) as u64).saturating_sub(items.len() as u64)
         }
         _ => 0,
     };
