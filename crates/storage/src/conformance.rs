@@ -315,18 +315,12 @@ pub async fn check_pages_at_a_past_revision(store: &dyn Store) {
         .update(&key(4), b("v2"), revisions[&4])
         .await
         .expect("update");
-    store
-        .create(&format!("{p}k03a"), b("new"))
-        .await
-        .expect("create");
-    store
-        .create(&format!("{p}k99"), b("new"))
-        .await
-        .expect("create");
-    store
-        .create(&format!("{p}k05a"), b("tmp"))
-        .await
-        .expect("create");
+    for (name, value) in [("k03a", "new"), ("k99", "new"), ("k05a", "tmp")] {
+        store
+            .create(&format!("{p}{name}"), b(value))
+            .await
+            .expect("create");
+    }
     store
         .delete(&format!("{p}k05a"), None)
         .await
