@@ -52,6 +52,7 @@ pub mod table;
 pub mod tls;
 pub mod version;
 pub mod watch_cache;
+pub mod watch_lines;
 pub mod webhook;
 
 use std::net::SocketAddr;

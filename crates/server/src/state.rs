@@ -47,7 +47,7 @@ pub struct AppState {
     pub health: crate::health::HealthState,
     /// Encoded watch lines shared by this server's watchers (per server, so servers in one
     /// process never share or evict each other's lines).
-    pub watch_lines: Arc<crate::handlers::watch_lines::WatchLines>,
+    pub watch_lines: Arc<crate::watch_lines::WatchLines>,
     /// `apiserver_storage_objects`: when the counts were last taken.
     pub storage_objects_at: std::sync::Mutex<Option<std::time::Instant>>,
     ready: AtomicBool,

@@ -32,7 +32,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["kubeconfig"],
     &["registry"],
-    &["controllers", "discovery", "openapi"],
+    &["controllers", "discovery", "openapi", "watch_lines"],
     &["admission"],
     &["state"],
     &["handlers"],

@@ -17,7 +17,6 @@ pub mod patch;
 pub mod scale;
 pub mod update;
 pub mod watch;
-pub mod watch_lines;
 
 use std::sync::Arc;
 

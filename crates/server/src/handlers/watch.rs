@@ -14,12 +14,14 @@ use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Ctx, Reply, ReplyBody, read_object, read_objects, watch_lines};
+use super::{Ctx, Reply, ReplyBody, read_object, read_objects};
 use crate::error::ApiError;
 use crate::registry::{Strategy, meta};
 use crate::request::negotiate::Output;
 use crate::request::options::{ListOptions, ResourceVersionMatch};
 use crate::table::{self, IncludeObject};
+use crate::watch_lines;
+pub use crate::watch_lines::EventType;
 
 /// kube-apiserver's default `--min-request-timeout`; a watch without `timeoutSeconds` lasts
 /// between one and two times this.
@@ -403,35 +405,6 @@ impl WatchTask {
     }
 }
 
-/// The type of a watch event, as `metav1.WatchEvent` names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventType {
-    /// An object appeared (or started matching the selectors).
-    Added,
-    /// An object changed.
-    Modified,
-    /// An object went (or stopped matching the selectors).
-    Deleted,
-    /// A revision marker with no object change.
-    Bookmark,
-    /// The watch ended with a Status.
-    Error,
-}
-
-impl EventType {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-            EventType::Bookmark => "BOOKMARK",
-            EventType::Error => "ERROR",
-        }
-    }
-}
-
-/// A `WatchEvent` value.
 fn watch_event(kind: EventType, object: Value) -> Value {
     let mut m = serde_json::Map::with_capacity(2);
     m.insert("type".into(), Value::String(kind.as_str().into()));

@@ -9,7 +9,7 @@
 //! event type, key and revision. Lines are kept for the last [`CAPACITY`] events, first in first
 //! out; a watcher further behind encodes for itself.
 //!
-//! The table belongs to one server ([`crate::state::AppState::watch_lines`]), not to the
+//! The table belongs to one server (`AppState::watch_lines`), not to the
 //! process: servers started side by side in one process (the test harness starts many) neither
 //! share lines nor evict each other's.
 
@@ -20,7 +20,6 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio::sync::OnceCell;
 
-use super::watch::EventType;
 use crate::error::ApiError;
 use crate::registry::Strategy;
 use crate::request::negotiate::Output;
@@ -123,6 +122,35 @@ impl WatchLines {
     }
 }
 
+/// The type of a watch event, as `metav1.WatchEvent` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// An object appeared (or started matching the selectors).
+    Added,
+    /// An object changed.
+    Modified,
+    /// An object went (or stopped matching the selectors).
+    Deleted,
+    /// A revision marker with no object change.
+    Bookmark,
+    /// The watch ended with a Status.
+    Error,
+}
+
+impl EventType {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+            EventType::Bookmark => "BOOKMARK",
+            EventType::Error => "ERROR",
+        }
+    }
+}
+
+/// A `WatchEvent` value.
 #[cfg(test)]
 mod tests {
     use super::*;
