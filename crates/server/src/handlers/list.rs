@@ -326,19 +326,6 @@ async fn verbatim_list(
             e => ApiError::storage(&gr, "", e),
         })?;
     let api_version = info.api_version();
-    let mut items: Vec<Option<Vec<u8>>> = resp
-        .items
-        .iter()
-        .map(|kv| splice_resource_version(&kv.value, &api_version, &info.kind, kv.mod_revision))
-        .collect();
-    let slow: Vec<usize> = (0..items.len()).filter(|&i| items[i].is_none()).collect();
-    if !slow.is_empty() {
-        let kvs: Vec<crd_storage::KeyValue> = slow.iter().map(|&i| resp.items[i].clone()).collect();
-        let encoded = super::read_objects_encoded(strategy, kvs, true).await?;
-        for (i, bytes) in slow.into_iter().zip(encoded) {
-            items[i] = Some(bytes);
-        }
-    }
     let mut list_meta = json!({ "resourceVersion": resp.revision.to_string() });
     if opts.limit > 0
         && resp.remaining > 0
@@ -351,35 +338,147 @@ async fn verbatim_list(
         list_meta["continue"] = Value::String(token);
         list_meta["remainingItemCount"] = Value::from(resp.remaining);
     }
-    let total: usize = items.iter().flatten().map(Vec::len).sum();
-    let mut body = Vec::with_capacity(total + items.len() + 256);
-    body.extend_from_slice(
-        format!(
-            r#"{{"apiVersion":{},"items":["#,
-            serde_json::to_string(&api_version).unwrap_or_default()
-        )
-        .as_bytes(),
+    let head = format!(
+        r#"{{"apiVersion":{},"items":["#,
+        serde_json::to_string(&api_version).unwrap_or_default()
     );
-    for (i, item) in items.iter().flatten().enumerate() {
-        if i > 0 {
-            body.push(b',');
-        }
-        body.extend_from_slice(item);
+    let tail = format!(
+        r#"],"kind":{},"metadata":{}}}"#,
+        serde_json::to_string(&info.list_kind).unwrap_or_default(),
+        list_meta
+    );
+    let mut items = VerbatimItems {
+        strategy: strategy.clone(),
+        api_version,
+        kind: info.kind.clone(),
+        items: resp.items,
+        next: 0,
+        converted: 0,
+    };
+    // Without an in-process conversion of more than a chunk, the page is one body.
+    let chunk = if items.pipelined() {
+        PIPELINED_CHUNK
+    } else {
+        usize::MAX
+    };
+    let mut body = head.into_bytes();
+    items.encode_next(chunk, &mut body).await?;
+    if items.done() {
+        body.extend_from_slice(tail.as_bytes());
+        return Ok(Reply {
+            code: 200,
+            body: super::ReplyBody::RawJson(bytes::Bytes::from(body)),
+            warnings: Vec::new(),
+            content_type: None,
+        });
     }
-    body.extend_from_slice(
-        format!(
-            r#"],"kind":{},"metadata":{}}}"#,
-            serde_json::to_string(&info.list_kind).unwrap_or_default(),
-            list_meta
-        )
-        .as_bytes(),
-    );
+    // The first chunk was converted before the response starts (a failure there is a Status);
+    // the next one is converted while the one before is encrypted and written.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, crate::body::BodyError>>(1);
+    let prefix_for_log = prefix.clone();
+    tokio::spawn(async move {
+        if tx.send(Ok(bytes::Bytes::from(body))).await.is_err() {
+            return;
+        }
+        while !items.done() {
+            let mut out = Vec::new();
+            if let Err(e) = items.encode_next(chunk, &mut out).await {
+                tracing::warn!(error = ?e, prefix = prefix_for_log, "paged list aborted midway");
+                let _ = tx.send(Err(format!("{e:?}").into())).await;
+                return;
+            }
+            if tx.send(Ok(bytes::Bytes::from(out))).await.is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(Ok(bytes::Bytes::from(tail))).await;
+    });
     Ok(Reply {
         code: 200,
-        body: super::ReplyBody::RawJson(bytes::Bytes::from(body)),
+        body: super::ReplyBody::Stream(crate::body::fallible_stream_body(rx)),
         warnings: Vec::new(),
         content_type: None,
     })
+}
+
+/// Items per chunk of a page converted in process and streamed: large enough to split over
+/// the cores (two halves of 256 objects each make a thread hop negligible), small enough that
+/// converting the next chunk overlaps with writing this one for most of the page.
+pub const PIPELINED_CHUNK: usize = 512;
+
+/// The stored items of one page, encoded chunk by chunk in key order: items in the stored
+/// layout at the request version get their resourceVersion spliced in, the others are
+/// decoded and converted ([`super::read_objects_encoded`]).
+struct VerbatimItems {
+    strategy: Arc<dyn Strategy>,
+    api_version: String,
+    kind: String,
+    items: Vec<crd_storage::KeyValue>,
+    /// The first item not encoded yet.
+    next: usize,
+    /// Items converted so far: a conversion failure names its item by its index among the
+    /// page's converted items, whichever chunk it is in.
+    converted: usize,
+}
+
+impl VerbatimItems {
+    fn done(&self) -> bool {
+        self.next >= self.items.len()
+    }
+
+    /// Whether the page is worth converting chunk by chunk while sending: the conversion runs
+    /// in process (a webhook gets one call per page) and more than a chunk needs it.
+    fn pipelined(&self) -> bool {
+        let in_process = self
+            .strategy
+            .conversion()
+            .is_some_and(|plan| plan.converter.in_process());
+        let head = format!(
+            r#"{{"apiVersion":"{}","kind":"{}","metadata":{{"#,
+            self.api_version, self.kind
+        );
+        in_process
+            && self
+                .items
+                .iter()
+                .filter(|kv| !kv.value.starts_with(head.as_bytes()))
+                .nth(PIPELINED_CHUNK)
+                .is_some()
+    }
+
+    /// Appends the next `chunk` items to `out`, each after a comma unless it opens the list.
+    async fn encode_next(&mut self, chunk: usize, out: &mut Vec<u8>) -> Result<(), ApiError> {
+        let end = self.items.len().min(self.next.saturating_add(chunk));
+        let page = &self.items[self.next..end];
+        let mut encoded: Vec<Option<Vec<u8>>> = page
+            .iter()
+            .map(|kv| {
+                splice_resource_version(&kv.value, &self.api_version, &self.kind, kv.mod_revision)
+            })
+            .collect();
+        let slow: Vec<usize> = (0..encoded.len())
+            .filter(|&i| encoded[i].is_none())
+            .collect();
+        if !slow.is_empty() {
+            let kvs: Vec<crd_storage::KeyValue> = slow.iter().map(|&i| page[i].clone()).collect();
+            let converted =
+                super::read_objects_encoded(&self.strategy, kvs, true, self.converted).await?;
+            self.converted += slow.len();
+            for (i, bytes) in slow.into_iter().zip(converted) {
+                encoded[i] = Some(bytes);
+            }
+        }
+        let total: usize = encoded.iter().flatten().map(Vec::len).sum();
+        out.reserve(total + encoded.len());
+        for (i, item) in encoded.iter().flatten().enumerate() {
+            if i > 0 || self.next > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(item);
+        }
+        self.next = end;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -485,7 +485,7 @@ async fn encode_verbatim(
         }
         encoded.push(spliced);
     }
-    let mut decoded = super::read_objects_encoded(strategy, slow, true)
+    let mut decoded = super::read_objects_encoded(strategy, slow, true, 0)
         .await?
         .into_iter();
     for (i, item) in encoded.into_iter().enumerate() {

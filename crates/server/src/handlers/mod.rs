@@ -380,10 +380,14 @@ pub async fn read_decoded(
 /// encoded bytes on its own (no batch of decoded objects is held), and a large batch is split
 /// over the machine's cores on the blocking pool (whose threads, and their allocator arenas,
 /// stay warm between requests). Webhook conversions go through [`read_objects`] (one call).
+/// `first` is the index of `kvs[0]` in its list, so that a list converted in several batches
+/// names a failing item by its index in the list, as one batch does (in process only: a
+/// webhook's batch is its own).
 pub async fn read_objects_encoded(
     strategy: &Arc<dyn Strategy>,
     kvs: Vec<KeyValue>,
     is_list: bool,
+    first: usize,
 ) -> Result<Vec<Vec<u8>>, ApiError> {
     let plan = match strategy.conversion() {
         Some(plan) if plan.converter.in_process() => plan,
@@ -394,7 +398,7 @@ pub async fn read_objects_encoded(
     };
     let threads = (kvs.len() / OBJECTS_PER_THREAD).clamp(1, cores());
     if threads == 1 {
-        return encode_in_process(strategy.as_ref(), &plan, is_list, 0, &kvs);
+        return encode_in_process(strategy.as_ref(), &plan, is_list, first, &kvs);
     }
     let size = kvs.len().div_ceil(threads);
     let mut parts = Vec::with_capacity(threads);
@@ -411,7 +415,7 @@ pub async fn read_objects_encoded(
         .map(|(n, part)| {
             let (strategy, plan) = (strategy.clone(), plan.clone());
             tokio::task::spawn_blocking(move || {
-                encode_in_process(strategy.as_ref(), &plan, is_list, n * size, &part)
+                encode_in_process(strategy.as_ref(), &plan, is_list, first + n * size, &part)
             })
         })
         .collect();

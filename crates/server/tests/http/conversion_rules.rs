@@ -242,44 +242,12 @@ async fn invalid_rules_are_refused_and_a_lossy_round_trip_warns() {
 async fn a_long_list_is_converted_in_order_and_names_its_first_failure() {
     let s = TestServer::start().await;
     let api = s.api(HttpVersion::Http1);
-    let schema = |field: &str| {
-        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
-            field: {"type": "string"}}}}})
-    };
-    api.create_crd(json!({
-                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                "metadata": {"name": format!("tags.{GROUP}")},
-                "spec": {
-                    "group": GROUP, "scope": "Namespaced",
-                    "names": {"plural": "tags", "singular": "tag", "kind": "Tag"},
-                    "versions": [
-                        {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema("image")}},
-                        {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema("tag")}},
-                    ],
-                    "conversion": {"strategy": "ConversionRules", "conversionRules": [
-                        {"from": "v1", "to": "v2", "rules": [{"fromField": ".spec.image", "toField": ".spec.tag",
-                            "transformation": "self.split(':')[1]"}]},
-                        {"from": "v2", "to": "v1", "rules": [{"fromField": ".spec.tag", "toField": ".spec.image"}]},
-                    ]},
-                }
-            }))
-        .await;
-    let tags = |version: &str| format!("/apis/{GROUP}/{version}/namespaces/default/tags");
     let n = 300;
     let image = |i: usize| match i {
         10 | 260 => "no-tag".to_string(),
         i => format!("nginx:{i}"),
     };
-    for i in 0..n {
-        let r = api
-            .post(
-                &tags("v1"),
-                json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Tag",
-                       "metadata": {"name": format!("t-{i:03}")}, "spec": {"image": image(i)}}),
-            )
-            .await;
-        assert_eq!(r.status, 201, "{}", r.text);
-    }
+    create_tags(&api, n, image).await;
     let failure = |index: usize| {
         format!(
             "conversion rules for {GROUP}/v1, Kind=Tag failed at index {index}: .spec.image: transformation \"self.split(':')[1]\" failed: index out of bounds: 1"
@@ -296,14 +264,14 @@ async fn a_long_list_is_converted_in_order_and_names_its_first_failure() {
             "{query}: {st}"
         );
     }
-    let r = api.delete(&format!("{}/t-010", tags("v1"))).await;
+    let r = api.delete(&format!("{}/t-0010", tags("v1"))).await;
     assert_eq!(r.status, 200, "{}", r.text);
-    // t-260 is now the item at index 259, in the second half of the list.
+    // t-0260 is now the item at index 259, in the second half of the list.
     let r = api.get(&format!("{}?limit=1000", tags("v2"))).await;
     assert_eq!(r.status, 500, "{}", r.text);
     let message = r.json()["message"].as_str().unwrap().to_string();
     assert!(message.contains(&failure(259)), "{message}");
-    let r = api.delete(&format!("{}/t-260", tags("v1"))).await;
+    let r = api.delete(&format!("{}/t-0260", tags("v1"))).await;
     assert_eq!(r.status, 200, "{}", r.text);
     for query in ["?limit=1000", ""] {
         let r = api.get(&format!("{}{query}", tags("v2"))).await;
@@ -312,7 +280,7 @@ async fn a_long_list_is_converted_in_order_and_names_its_first_failure() {
         let items = list["items"].as_array().unwrap();
         let want: Vec<(String, String)> = (0..n)
             .filter(|i| *i != 10 && *i != 260)
-            .map(|i| (format!("t-{i:03}"), i.to_string()))
+            .map(|i| (format!("t-{i:04}"), i.to_string()))
             .collect();
         let got: Vec<(String, String)> = items
             .iter()
@@ -326,5 +294,122 @@ async fn a_long_list_is_converted_in_order_and_names_its_first_failure() {
             })
             .collect();
         assert_eq!(got, want, "{query}");
+    }
+}
+
+/// A `Tag` CRD: v1 (storage) `spec.image` (`name:tag`), v2 `spec.tag`, converted by a rule
+/// whose transformation fails on an image without a tag.
+fn tags_crd() -> Value {
+    let schema = |field: &str| {
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            field: {"type": "string"}}}}})
+    };
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("tags.{GROUP}")},
+        "spec": {
+            "group": GROUP, "scope": "Namespaced",
+            "names": {"plural": "tags", "singular": "tag", "kind": "Tag"},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema("image")}},
+                {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema("tag")}},
+            ],
+            "conversion": {"strategy": "ConversionRules", "conversionRules": [
+                {"from": "v1", "to": "v2", "rules": [{"fromField": ".spec.image", "toField": ".spec.tag",
+                    "transformation": "self.split(':')[1]"}]},
+                {"from": "v2", "to": "v1", "rules": [{"fromField": ".spec.tag", "toField": ".spec.image"}]},
+            ]},
+        }
+    })
+}
+
+fn tags(version: &str) -> String {
+    format!("/apis/{GROUP}/{version}/namespaces/default/tags")
+}
+
+/// Creates the `Tag` CRD and `n` tags `t-0000`… at v1 with `image(i)`.
+async fn create_tags(api: &crate::support::Api<'_>, n: usize, image: impl Fn(usize) -> String) {
+    api.create_crd(tags_crd()).await;
+    for i in 0..n {
+        let r = api
+            .post(
+                &tags("v1"),
+                json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Tag",
+                       "metadata": {"name": format!("t-{i:04}")}, "spec": {"image": image(i)}}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+}
+
+/// A page converted in process is converted chunk by chunk while the chunks before are sent:
+/// its bytes are the streamed list's (converted 64 items at a time on one thread), a partial
+/// page and its continuation are the whole list's, and a failure after the first chunk
+/// (the response has started) aborts the body instead of ending it as if it were whole.
+#[tokio::test]
+async fn a_page_converted_while_it_is_sent_is_the_whole_list_and_a_late_failure_aborts_it() {
+    let chunk = crd_server::handlers::list::PIPELINED_CHUNK;
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http2);
+    let n = 2 * chunk + 50;
+    let late = chunk + 100;
+    create_tags(&api, n + 1, |i| {
+        if i == n {
+            "no-tag".to_string()
+        } else {
+            format!("nginx:{i}")
+        }
+    })
+    .await;
+    // The failing tag is the last one: the first `n` items are a good page.
+    let r = api.get(&format!("{}?limit={n}", tags("v2"))).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let page = r.json();
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), n);
+    for (i, o) in items.iter().enumerate() {
+        assert_eq!(o["metadata"]["name"], format!("t-{i:04}"), "{o}");
+        assert_eq!(o["spec"]["tag"], i.to_string(), "{o}");
+        assert_eq!(o["apiVersion"], format!("{GROUP}/v2"), "{o}");
+    }
+    let token = page["metadata"]["continue"].as_str().expect("continue");
+    assert_eq!(page["metadata"]["remainingItemCount"], 1);
+    let rest = api
+        .get(&format!("{}?limit={n}&continue={token}", tags("v2")))
+        .await;
+    assert_eq!(rest.status, 500, "{}", rest.text);
+    let message = rest.json()["message"].as_str().unwrap().to_string();
+    assert!(message.contains("failed at index 0"), "{message}");
+    // Without the failing tag, the whole page is the streamed list, byte for byte.
+    let r = api.delete(&format!("{}/t-{n:04}", tags("v1"))).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let paged = api.get(&format!("{}?limit={}", tags("v2"), n + 10)).await;
+    let streamed = api.get(&tags("v2")).await;
+    assert_eq!(paged.status, 200, "{}", paged.text);
+    assert_eq!(paged.text, streamed.text);
+    // A failure in a later chunk: the response has started, so it is aborted.
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{}/t-{late:04}", tags("v1")),
+            "application/merge-patch+json",
+            Some(json!({"spec": {"image": "no-tag"}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    for version in [HttpVersion::Http1, HttpVersion::Http2] {
+        let r = s
+            .api(version)
+            .request(Method::GET, &format!("{}?limit={n}", tags("v2")))
+            .send()
+            .await
+            .expect("headers");
+        assert_eq!(r.status(), 200);
+        let body = r.bytes().await;
+        assert!(
+            body.is_err(),
+            "{version:?}: a page whose conversion failed midway ended as if whole: {} bytes",
+            body.map(|b| b.len()).unwrap_or_default()
+        );
     }
 }
