@@ -468,8 +468,14 @@ mod tests {
             (r#" [{"deletionTimestamp":"t"}]"#, false),
             (r#"{"metadata":["t"]}"#, false),
             (r#"{"metadata":[{"deletionTimestamp":"t"}]}"#, false),
-            (r#"{"metadata":{"deletionTimestamp":"t","deletionTimestamp":""}}"#, false),
-            (r#"{"metadata":{"deletionTimestamp":"","deletionTimestamp":"t"}}"#, true),
+            (
+                r#"{"metadata":{"deletionTimestamp":"t","deletionTimestamp":""}}"#,
+                false,
+            ),
+            (
+                r#"{"metadata":{"deletionTimestamp":"","deletionTimestamp":"t"}}"#,
+                true,
+            ),
             (r#"{"metadata":{"deletionTimestamp":{"a":1}}}"#, false),
             (r#"{"spec":{"metadata":{"deletionTimestamp":"t"}}}"#, false),
             (r#"{"metadata":{"deletionTimestamp":"t"}"#, false),

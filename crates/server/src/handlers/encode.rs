@@ -150,9 +150,9 @@ fn write_str(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
 /// vectorizes it.
 fn needs_escape(bytes: &[u8]) -> bool {
     bytes.chunks(32).any(|chunk| {
-        chunk
-            .iter()
-            .fold(false, |any, &b| any | (b < 0x20) | (b == b'"') | (b == b'\\'))
+        chunk.iter().fold(false, |any, &b| {
+            any | (b < 0x20) | (b == b'"') | (b == b'\\')
+        })
     })
 }
 

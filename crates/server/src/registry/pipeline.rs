@@ -454,7 +454,11 @@ mod tests {
             ("v1", "v1", false),
             ("v1", "", false),
         ] {
-            let got = check_type_meta(&c, version, &json!({"kind": "CronTab", "apiVersion": api_version}));
+            let got = check_type_meta(
+                &c,
+                version,
+                &json!({"kind": "CronTab", "apiVersion": api_version}),
+            );
             assert_eq!(got.is_ok(), ok, "{version} {api_version}");
         }
     }
