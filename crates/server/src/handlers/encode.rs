@@ -99,8 +99,8 @@ pub fn encode_with_version_slot(obj: &Value) -> serde_json::Result<(Vec<u8>, Opt
 }
 
 /// `serde_json::to_writer(out, value)`'s bytes, with strings that need no escape copied in one
-/// piece: serde_json looks each byte of a string up in its escape table as it writes it, which
-/// for a create's long strings (a payload, a certificate, a script in a ConfigMap) was most of
+/// piece: `serde_json` looks each byte of a string up in its escape table as it writes it, which
+/// for a create's long strings (a payload, a certificate, a script in a `ConfigMap`) was most of
 /// the cost of encoding the object for storage.
 fn write_value(out: &mut Vec<u8>, value: &Value) -> serde_json::Result<()> {
     match value {
@@ -133,8 +133,8 @@ fn write_value(out: &mut Vec<u8>, value: &Value) -> serde_json::Result<()> {
     Ok(())
 }
 
-/// A JSON string as serde_json writes it: copied whole when no byte needs an escape (control
-/// characters, `"` and `\` are the only ones serde_json escapes), else serde_json's escaping.
+/// A JSON string as `serde_json` writes it: copied whole when no byte needs an escape (control
+/// characters, `"` and `\` are the only ones `serde_json` escapes), else `serde_json`'s escaping.
 fn write_str(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
     if needs_escape(s.as_bytes()) {
         return serde_json::to_writer(&mut *out, s);
@@ -146,13 +146,14 @@ fn write_str(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
     Ok(())
 }
 
-/// Whether any byte is one serde_json escapes. Branch-free within each chunk, so the compiler
+/// Whether any byte is one `serde_json` escapes. Branch-free within each chunk, so the compiler
 /// vectorizes it.
 fn needs_escape(bytes: &[u8]) -> bool {
     bytes.chunks(32).any(|chunk| {
-        chunk.iter().fold(false, |any, &b| {
-            any | (b < 0x20) | (b == b'"') | (b == b'\\')
-        })
+        let hits = chunk.iter().fold(0_u8, |hits, &b| {
+            hits | u8::from(b < 0x20) | u8::from(b == b'"') | u8::from(b == b'\\')
+        });
+        hits != 0
     })
 }
 
@@ -187,8 +188,8 @@ mod tests {
         }
     }
 
-    /// Strings with every byte serde_json escapes (and some it does not) at each position of a
-    /// chunk, as values, keys and metadata fields: the encoding is serde_json's, byte for byte.
+    /// Strings with every byte `serde_json` escapes (and some it does not) at each position of a
+    /// chunk, as values, keys and metadata fields: the encoding is `serde_json`'s, byte for byte.
     #[test]
     fn strings_are_encoded_as_serde_json_encodes_them() {
         let specials = [
