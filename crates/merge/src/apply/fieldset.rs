@@ -39,7 +39,14 @@ impl PathElement {
     /// Returns the element as the `fieldsV1` key SMD writes (`f:spec`, `k:{"name":"a"}`).
     pub fn to_fields_v1_key(&self) -> String {
         match self {
-            PathElement::Field(name) => format!("f:{name}"),
+            // The most frequent element: built directly, without the formatting machinery
+            // (a create writes one key per field it sets).
+            PathElement::Field(name) => {
+                let mut s = String::with_capacity(name.len() + 2);
+                s.push_str("f:");
+                s.push_str(name);
+                s
+            }
             PathElement::Key(fields) => {
                 // Key fields are sorted by name, so the object's text is in SMD's order
                 // whichever map representation serde_json uses.

@@ -293,6 +293,87 @@ impl Admission {
     }
 }
 
+/// Whether the stored namespace `bytes` are being deleted: a non-empty string
+/// `metadata.deletionTimestamp`, as [`meta::is_deleting`] of the decoded object says; bytes that
+/// do not decode are not (as a `Value::Null` was not). Every namespaced create reads its
+/// namespace; decoding only this field skips building the namespace's whole object (managed
+/// fields, labels, status) as a `Value` each time.
+fn namespace_is_deleting(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<Lookup>(bytes)
+        .ok()
+        .and_then(|Lookup(t)| t)
+        .is_some_and(|t| t.as_str().is_some_and(|t| !t.is_empty()))
+}
+
+/// `metadata.deletionTimestamp` of a JSON object, found as `Value::get` finds it: in objects only
+/// (a derived struct would also accept an array), other fields skipped without building them.
+struct Lookup(Option<Value>);
+
+impl<'de> serde::Deserialize<'de> for Lookup {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(LookupVisitor("metadata", &["deletionTimestamp"]))
+            .map(Lookup)
+    }
+}
+
+/// Finds the value at a path of object keys, its first key and the rest (the last of repeated
+/// keys, as a `Value` keeps).
+struct LookupVisitor(&'static str, &'static [&'static str]);
+
+impl<'de> serde::de::Visitor<'de> for LookupVisitor {
+    type Value = Option<Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(is_field) = map.next_key_seed(IsKey(self.0))? {
+            if !is_field {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                continue;
+            }
+            found = match self.1.split_first() {
+                None => Some(map.next_value::<Value>()?),
+                Some((field, rest)) => map.next_value_seed(LookupVisitor(field, rest))?,
+            };
+        }
+        Ok(found)
+    }
+}
+
+/// Whether an object key is the one named, compared where it lies in the input (no copy).
+struct IsKey(&'static str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for IsKey {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for IsKey {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<bool, E> {
+        Ok(v == self.0)
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for LookupVisitor {
+    type Value = Option<Value>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
 /// How long a namespace whose deletion was admitted is read consistently (upstream's
 /// `forceLiveLookupTTL`).
 const FORCE_LIVE_LOOKUP: std::time::Duration = std::time::Duration::from_secs(30);
@@ -339,8 +420,7 @@ async fn namespace_lifecycle(
             .map_err(|e| ApiError::storage(&gr, namespace, e))?
             .ok_or_else(|| Status::not_found(&gr, namespace))?,
     };
-    let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
-    if meta::is_deleting(&ns) {
+    if namespace_is_deleting(&kv.value) {
         let mut status = Status::forbidden(
             &strategy.info().group_resource(),
             name,
@@ -358,4 +438,55 @@ async fn namespace_lifecycle(
         return Err(status.into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The partial decode says what decoding the whole namespace and asking
+    /// [`meta::is_deleting`] said before it.
+    #[test]
+    fn namespace_deletion_is_read_as_from_the_whole_object() {
+        let cases: &[(&str, bool)] = &[
+            (
+                r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"deletionTimestamp":"2026-01-01T00:00:00Z","finalizers":["x"],"managedFields":[{"manager":"m","fieldsV1":{"f:metadata":{}}}],"name":"ns"},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Terminating"}}"#,
+                true,
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns","uid":"u"},"status":{"phase":"Active"}}"#,
+                false,
+            ),
+            (r#"{"metadata":{"deletionTimestamp":""}}"#, false),
+            (r#"{"metadata":{"deletionTimestamp":null}}"#, false),
+            (r#"{"metadata":{"deletionTimestamp":5}}"#, false),
+            (r#"{"metadata":{"deletionTimestamp":"x\u0041"}}"#, true),
+            (r#"{"metadata":null}"#, false),
+            (r#"{"metadata":"x"}"#, false),
+            (r#"{"kind":"Namespace"}"#, false),
+            ("[1]", false),
+            (r#" [{"deletionTimestamp":"t"}]"#, false),
+            (r#"{"metadata":["t"]}"#, false),
+            (r#"{"metadata":[{"deletionTimestamp":"t"}]}"#, false),
+            (
+                r#"{"metadata":{"deletionTimestamp":"t","deletionTimestamp":""}}"#,
+                false,
+            ),
+            (
+                r#"{"metadata":{"deletionTimestamp":"","deletionTimestamp":"t"}}"#,
+                true,
+            ),
+            (r#"{"metadata":{"deletionTimestamp":{"a":1}}}"#, false),
+            (r#"{"spec":{"metadata":{"deletionTimestamp":"t"}}}"#, false),
+            (r#"{"metadata":{"deletionTimestamp":"t"}"#, false),
+            (r#" {"metadata":{"deletionTimestamp":"t"}} "#, true),
+            ("not json", false),
+            ("", false),
+        ];
+        for (json, want) in cases {
+            let whole: Value = serde_json::from_slice(json.as_bytes()).unwrap_or(Value::Null);
+            assert_eq!(meta::is_deleting(&whole), *want, "whole object: {json}");
+            assert_eq!(namespace_is_deleting(json.as_bytes()), *want, "{json}");
+        }
+    }
 }

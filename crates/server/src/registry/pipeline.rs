@@ -22,7 +22,6 @@ use crate::error::ApiError;
 /// Checks `kind` and `apiVersion` of a decoded body against the URL, with kube-apiserver's
 /// decode errors (400).
 pub fn check_type_meta(crd: &ServingCrd, version: &str, obj: &Value) -> Result<(), ApiError> {
-    let expected = format!("{}/{version}", crd.group);
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     if kind.is_empty() {
         let body = obj.to_string();
@@ -34,7 +33,13 @@ pub fn check_type_meta(crd: &ServingCrd, version: &str, obj: &Value) -> Result<(
         .into());
     }
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if api_version != expected {
+    // Compared in parts: the expected string is built only for the error.
+    let matches = api_version
+        .strip_prefix(crd.group.as_str())
+        .and_then(|rest| rest.strip_prefix('/'))
+        == Some(version);
+    if !matches {
+        let expected = format!("{}/{version}", crd.group);
         return Err(Status::bad_request(format!(
             "the API version in the data ({api_version}) does not match the expected API version ({expected})"
         ))
@@ -429,6 +434,33 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    /// The apiVersion is compared in parts (group, `/`, version): near misses are still errors.
+    #[test]
+    fn api_versions_match_only_group_slash_version() {
+        let c = crd();
+        for (version, api_version, ok) in [
+            ("v1", "stable.example.com/v1", true),
+            ("v1beta1", "stable.example.com/v1beta1", true),
+            ("v1", "stable.example.com/v1beta1", false),
+            ("v1beta1", "stable.example.com/v1", false),
+            ("v1", "stable.example.comm/v1", false),
+            ("v1", "stable.example.co/v1", false),
+            ("v1", "stable.example.com//v1", false),
+            ("v1", "stable.example.com:v1", false),
+            ("v1", "stable.example.com", false),
+            ("v1", "/v1", false),
+            ("v1", "v1", false),
+            ("v1", "", false),
+        ] {
+            let got = check_type_meta(
+                &c,
+                version,
+                &json!({"kind": "CronTab", "apiVersion": api_version}),
+            );
+            assert_eq!(got.is_ok(), ok, "{version} {api_version}");
+        }
     }
 
     #[tokio::test]
