@@ -7,7 +7,9 @@
 //! A line is reused only for the same strategy (the served version and its schema: held here,
 //! so a replaced strategy is never mistaken for a new one at the same address), output form,
 //! event type, key and revision. Lines are kept for the last [`CAPACITY`] events, first in first
-//! out; a watcher further behind encodes for itself.
+//! out; a watcher further behind encodes for itself. Lines serve watchers only: when the last
+//! watcher of a server goes ([`Watching`] dropped), its lines go too, so a server whose watchers
+//! all closed does not keep up to [`CAPACITY`] encoded objects for good.
 //!
 //! The table belongs to one server (`AppState::watch_lines`), not to the
 //! process: servers started side by side in one process (the test harness starts many) neither
@@ -47,6 +49,8 @@ struct Slot {
 struct Lines {
     slots: HashMap<LineKey, Slot>,
     order: VecDeque<LineKey>,
+    /// Live [`Watching`] holds.
+    watchers: usize,
 }
 
 /// One server's encoded watch lines, shared by its watchers so an event is encoded once per
@@ -65,6 +69,15 @@ impl WatchLines {
     /// Whether no line is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// A watcher's hold on the table, for as long as it streams: the lines are kept while any
+    /// hold is alive and dropped with the last one.
+    pub fn watching(self: &Arc<Self>) -> Watching {
+        self.lock().watchers += 1;
+        Watching {
+            lines: self.clone(),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Lines> {
@@ -119,6 +132,32 @@ impl WatchLines {
             }
         };
         cell.get_or_try_init(encode).await.cloned()
+    }
+}
+
+/// One watcher's hold on its server's [`WatchLines`] (`WatchLines::watching`): the lines are
+/// shared through it, and dropping the last hold drops every line (and the table's capacity),
+/// since no watcher is left to reuse them.
+pub struct Watching {
+    lines: Arc<WatchLines>,
+}
+
+impl std::ops::Deref for Watching {
+    type Target = WatchLines;
+
+    fn deref(&self) -> &WatchLines {
+        &self.lines
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let mut lines = self.lines.lock();
+        lines.watchers = lines.watchers.saturating_sub(1);
+        if lines.watchers == 0 {
+            lines.slots = HashMap::new();
+            lines.order = VecDeque::new();
+        }
     }
 }
 
@@ -210,6 +249,26 @@ mod tests {
         assert_eq!(two.len(), CAPACITY);
         assert_eq!(one.len(), 1);
         assert_eq!(line(&one, &s, "/a", 5, "evicted").await, "server one");
+    }
+
+    /// Lines stay while any watcher holds the table and go with the last one: a server whose
+    /// watchers all closed keeps no encoded objects (issue 19, "memory returns").
+    #[tokio::test]
+    async fn lines_go_when_the_last_watcher_goes() {
+        let lines = Arc::new(WatchLines::default());
+        let s = strategy();
+        let (one, two) = (lines.watching(), lines.watching());
+        assert_eq!(line(&one, &s, "/a", 5, "first").await, "first");
+        assert_eq!(line(&two, &s, "/b", 5, "second").await, "second");
+        drop(one);
+        assert_eq!(lines.len(), 2, "a watcher is still there");
+        assert_eq!(line(&two, &s, "/a", 5, "again").await, "first");
+        drop(two);
+        assert!(lines.is_empty(), "the last watcher went");
+        // A new watcher starts from an empty table and encodes afresh.
+        let three = lines.watching();
+        assert_eq!(line(&three, &s, "/a", 5, "fresh").await, "fresh");
+        assert_eq!(lines.len(), 1);
     }
 
     #[tokio::test]

@@ -285,6 +285,53 @@ pub(super) async fn slow_watchers(
     args: &CacheArgs,
     rss0: u64,
 ) -> anyhow::Result<()> {
+    let phase = watch_phase(server, args.slow_watchers, args.objects, 0).await?;
+    let mb = |k: u64| format!("{:.0} MB", k as f64 / 1024.0);
+    report.row(
+        &format!(
+            "{} watchers that never read, {} updates ({label})",
+            args.slow_watchers, phase.writes
+        ),
+        format!(
+            "{} while open (+{})",
+            mb(phase.open_rss),
+            mb(phase.open_rss.saturating_sub(rss0))
+        ),
+        format!(
+            "peak {}, {} after they close; updates took {}",
+            mb(phase.peak_rss),
+            mb(phase.after_rss),
+            ms(phase.took)
+        ),
+    );
+    Ok(())
+}
+
+/// What one watcher phase measured (`watch_phase`): resident memory in KiB.
+pub(super) struct WatchPhase {
+    /// The updates written.
+    pub writes: usize,
+    /// RSS 1 s after the last update, the watchers still open.
+    pub open_rss: u64,
+    /// The process's RSS high-water mark (`VmHWM`) at that moment.
+    pub peak_rss: u64,
+    /// RSS 5 s after the watchers closed.
+    pub after_rss: u64,
+    /// How long the updates took.
+    pub took: Duration,
+}
+
+/// Opens `watchers` watchers that never read (none: the control run, the same updates alone),
+/// writes 2000 merge patches of `objects`' first objects (`spec.replicas` set to `value + i`,
+/// so that each phase's values differ from the previous one's and every patch is a change),
+/// waits 1 s, closes the watchers, and waits 5 s: the same timeline with and without watchers,
+/// so that a control run's figures can be subtracted from the watchers'.
+pub(super) async fn watch_phase(
+    server: &Server,
+    watchers: usize,
+    objects: usize,
+    value: usize,
+) -> anyhow::Result<WatchPhase> {
     let base = format!("{}/apis/{GROUP}/v1/namespaces/default/widgets", server.url);
     let rv = get_json(&server.client(true)?, server, &format!("{base}?limit=1")).await?["metadata"]
         ["resourceVersion"]
@@ -294,8 +341,8 @@ pub(super) async fn slow_watchers(
     let conns: Vec<reqwest::Client> = (0..10)
         .map(|_| server.client(false))
         .collect::<Result<_, _>>()?;
-    let mut watches = Vec::new();
-    for i in 0..args.slow_watchers {
+    let mut streams = Vec::new();
+    for i in 0..watchers {
         let r = conns[i % conns.len()]
             .get(format!("{base}?watch=true&resourceVersion={rv}"))
             .bearer_auth(&server.token)
@@ -304,7 +351,7 @@ pub(super) async fn slow_watchers(
         if !r.status().is_success() {
             bail!("watch: {}", r.status());
         }
-        watches.push(r);
+        streams.push(r);
     }
     // 2000 updates of 1 KiB objects: each watcher would be sent about 2 MB.
     let writes = 2000;
@@ -312,10 +359,10 @@ pub(super) async fn slow_watchers(
     let t = Instant::now();
     for i in 0..writes {
         let r = patcher
-            .patch(format!("{base}/{}", name(i % args.objects)))
+            .patch(format!("{base}/{}", name(i % objects)))
             .bearer_auth(&server.token)
             .header("Content-Type", "application/merge-patch+json")
-            .body(format!(r#"{{"spec":{{"replicas":{}}}}}"#, i + 10))
+            .body(format!(r#"{{"spec":{{"replicas":{}}}}}"#, value + i + 10))
             .send()
             .await?;
         if !r.status().is_success() {
@@ -325,32 +372,20 @@ pub(super) async fn slow_watchers(
     }
     let took = t.elapsed();
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let (open_rss, peak) = server.memory_kib();
-    drop(watches);
+    let (open_rss, peak_rss) = server.memory_kib();
+    drop(streams);
     drop(conns);
     // Memory returns once the server has noticed the closed connections.
-    let mut after = open_rss;
+    let mut after_rss = open_rss;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        after = server.memory_kib().0;
+        after_rss = server.memory_kib().0;
     }
-    let mb = |k: u64| format!("{:.0} MB", k as f64 / 1024.0);
-    report.row(
-        &format!(
-            "{} watchers that never read, {writes} updates ({label})",
-            args.slow_watchers
-        ),
-        format!(
-            "{} while open (+{})",
-            mb(open_rss),
-            mb(open_rss.saturating_sub(rss0))
-        ),
-        format!(
-            "peak {}, {} after they close; updates took {}",
-            mb(peak),
-            mb(after),
-            ms(took)
-        ),
-    );
-    Ok(())
+    Ok(WatchPhase {
+        writes,
+        open_rss,
+        peak_rss,
+        after_rss,
+        took,
+    })
 }

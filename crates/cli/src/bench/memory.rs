@@ -5,7 +5,9 @@
 //! after they finish, for each form a list takes (JSON, the Table `kubectl get` asks for, the
 //! `PartialObjectMetadataList` of metadata informers, and a label selector matching half);
 //! the latency of a label selector matching 1% and of a `metadata.name` selector. Before the
-//! lists: the memory while 200 watchers that never read are open, and after they close.
+//! lists: the memory while 200 watchers that never read are open and after they close, against
+//! a control run of the same 2000 updates without watchers just before (what the updates alone
+//! leave, the event window and SQLite's caches, is not the watchers').
 //!
 //! The allocator is the one the binary was built with (features `jemalloc`, `mimalloc`;
 //! glibc's by default); `CRD_APISERVER_STREAM_LISTS=false` in the environment measures the
@@ -17,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 
-use super::cache::{CacheArgs, ensure_crd, latency, load, name, slow_watchers};
+use super::cache::{WatchPhase, ensure_crd, latency, load, name, watch_phase};
 use super::{GROUP, Report, Server, ms, wait_ready};
 
 /// Options of the memory figures.
@@ -116,38 +118,74 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     drop(client);
     // The watchers first, on the server as the cache load left it, so that their growth and
     // what stays after they close are not mixed with what the lists leave in the allocator.
-    let watchers = CacheArgs {
-        only_cache: false,
-        objects,
-        gets: 0,
-        slow_watchers: 200,
-    };
-    // The live heap (a jemalloc build) before, at its peak while the watchers are open, and
-    // after they closed: whether what stays is live memory or the allocator's.
+    // Before them a control run: the same 2000 updates with no watcher, on the same timeline.
+    // What the updates alone leave (the watch cache's event window holds each event with its
+    // previous object; SQLite's caches) stays with or without watchers; the watchers' own
+    // remainder is what stays after their phase minus what stays after the control's.
     let scraper = server.client(true)?;
     pause("watchers", &server).await;
-    let heap_before = heap(&server, &scraper).await;
-    let cpu_before = server_cpu(&server);
-    slow_watchers(&server, &mut report, &label, &watchers, rss0).await?;
-    let cpu = server_cpu(&server) - cpu_before;
-    let heap_peak = heap(&server, &scraper).await;
-    let after_watchers = settled_rss(&server).await;
+    let control = measured_phase(&server, &scraper, 0, objects, 1_000_000).await?;
+    let watched = measured_phase(&server, &scraper, 200, objects, 0).await?;
+    for (what, p) in [
+        ("no watchers (control)", &control),
+        ("200 watchers that never read", &watched),
+    ] {
+        report.row(
+            &format!(
+                "{what}, {} updates: RSS before / 1 s after the updates / 10 s after ({label})",
+                p.phase.writes
+            ),
+            format!(
+                "{} / {} / {}",
+                mb(p.rss_before),
+                mb(p.phase.open_rss),
+                mb(p.rss_after)
+            ),
+            format!(
+                "updates took {}; server CPU during the phase {:.1} s; after the cache load: {}",
+                ms(p.phase.took),
+                p.cpu,
+                mb(rss0)
+            ),
+        );
+        if let Some((before, peak, after)) = p.heap {
+            report.row(
+                &format!("{what}: live heap before / peak / 10 s after ({label})"),
+                format!(
+                    "{} / {} / {}",
+                    bytes_mb(before),
+                    bytes_mb(peak),
+                    bytes_mb(after)
+                ),
+                format!(
+                    "stays {:+.1} MB; jemalloc stats.allocated",
+                    signed_mb(before, after)
+                ),
+            );
+        }
+    }
+    let rss_stays = |p: &Measured| p.rss_after as f64 - p.rss_before as f64;
     report.row(
-        &format!("RSS 5 s after the watchers closed ({label})"),
-        mb(after_watchers),
+        &format!("what stays after the watchers minus the control, RSS ({label})"),
         format!(
-            "after the cache load: {}; server CPU during the watchers phase {cpu:.1} s",
-            mb(rss0)
+            "{:+.1} MB",
+            (rss_stays(&watched) - rss_stays(&control)) / 1024.0
+        ),
+        format!(
+            "with watchers {:+.1} MB, control {:+.1} MB",
+            rss_stays(&watched) / 1024.0,
+            rss_stays(&control) / 1024.0
         ),
     );
-    if let (Some((before, _)), Some((_, peak)), Some((after, _))) =
-        (heap_before, heap_peak, heap(&server, &scraper).await)
-    {
-        let m = |b: u64| format!("{:.1} MB", b as f64 / 1_048_576.0);
+    if let (Some((wb, _, wa)), Some((cb, _, ca))) = (watched.heap, control.heap) {
         report.row(
-            &format!("live heap: before the watchers / peak while open / 5 s after ({label})"),
-            format!("{} / {} / {}", m(before), m(peak), m(after)),
-            "jemalloc stats.allocated".into(),
+            &format!("what stays after the watchers minus the control, live heap ({label})"),
+            format!("{:+.1} MB", signed_mb(wb, wa) - signed_mb(cb, ca)),
+            format!(
+                "with watchers {:+.1} MB, control {:+.1} MB; target: about 0",
+                signed_mb(wb, wa),
+                signed_mb(cb, ca)
+            ),
         );
     }
     pause("lists", &server).await;
@@ -246,6 +284,59 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
         format!("after the cache load: {}", mb(rss0)),
     );
     Ok(())
+}
+
+/// One watcher phase (`watch_phase`) with the server's RSS and live heap around it.
+struct Measured {
+    phase: WatchPhase,
+    /// RSS before the phase (the lowest of 5 s of samples), KiB.
+    rss_before: u64,
+    /// RSS 10 s after the watchers closed (the lowest of the last 5 s of samples), KiB.
+    rss_after: u64,
+    /// The live heap before, at its peak during the phase, and 10 s after the watchers
+    /// closed, in bytes (a jemalloc build).
+    heap: Option<(u64, u64, u64)>,
+    /// The server's CPU during the phase, in seconds.
+    cpu: f64,
+}
+
+/// Runs `watch_phase` with `watchers` watchers and measures the server around it; the
+/// control (no watcher) and the watchers' phase follow the same timeline.
+async fn measured_phase(
+    server: &Server,
+    scraper: &reqwest::Client,
+    watchers: usize,
+    objects: usize,
+    value: usize,
+) -> anyhow::Result<Measured> {
+    let rss_before = settled_rss(server).await;
+    let heap_before = heap(server, scraper).await;
+    let cpu_before = server_cpu(server);
+    let phase = watch_phase(server, watchers, objects, value).await?;
+    let cpu = server_cpu(server) - cpu_before;
+    let heap_peak = heap(server, scraper).await;
+    let rss_after = settled_rss(server).await;
+    let heap_after = heap(server, scraper).await;
+    let heap = match (heap_before, heap_peak, heap_after) {
+        (Some((before, _)), Some((_, peak)), Some((after, _))) => Some((before, peak, after)),
+        _ => None,
+    };
+    Ok(Measured {
+        phase,
+        rss_before,
+        rss_after,
+        heap,
+        cpu,
+    })
+}
+
+fn bytes_mb(b: u64) -> String {
+    format!("{:.1} MB", b as f64 / 1_048_576.0)
+}
+
+/// `after - before` in MB, signed.
+fn signed_mb(before: u64, after: u64) -> f64 {
+    (after as f64 - before as f64) / 1_048_576.0
 }
 
 /// `CRD_APISERVER_BENCH_PAUSE=<path>`: waits before a phase until `<path>.<phase>` exists, so

@@ -21,8 +21,9 @@
 //!
 //! Memory: a list holds one storage page of items (for the cache, references to its values),
 //! decodes [`DECODE`] of them at a time when a form or selector needs decoded objects, and
-//! encodes them in chunks of [`CHUNK`] items, one waiting in the channel while the next is
-//! encoded. Only the first chunk is encoded before the response starts.
+//! encodes them in chunks of [`CHUNK`] items ([`DECODED_CHUNK`] when decoded), one waiting in
+//! the channel while the next is encoded. Only the first chunk is encoded before the response
+//! starts.
 
 use std::sync::{Arc, LazyLock};
 
@@ -47,11 +48,31 @@ pub const PAGE: usize = 500;
 /// Items per chunk handed to the socket (about 64 KiB of 1 KiB objects).
 const CHUNK: usize = 64;
 
+/// Stored items per chunk when the items are decoded (Tables, metadata-only lists, selectors,
+/// YAML): a few KiB of rows or items. When the client reads slower than the list is encoded,
+/// hyper queues up to 16 chunks (or 400 KiB) per connection before it stops asking for more,
+/// so the chunk's size sets what a slow reader holds: 64 Table rows (19 KB) made that queue
+/// alone 0.3 MB, twice a 500-row Table page.
+const DECODED_CHUNK: usize = 16;
+
 /// Items decoded at once when a form or selector needs decoded objects: a decoded 1 KiB object
-/// is several KiB of `Value`, so 64 of them outweighed the few Table rows or metadata items they
-/// render to (the list's largest buffer in those forms). Encoding still fills [`CHUNK`]-item
-/// chunks.
-const DECODE: usize = 16;
+/// is several KiB of `Value`, and a Table renders its batch into a `Value` of rows (with each
+/// row's `PartialObjectMetadata`) before encoding it, so the batch and its rendering were a
+/// single list's largest buffers in those forms (heaptrack: about 0.2 MB at 16, 0.5 MB at 64).
+/// Four keep both small while the per-batch work (a conversion call, the Table's columns) stays
+/// amortized. Encoding still fills [`CHUNK`]-item chunks.
+const DECODE: usize = 4;
+
+/// A chunk's buffer grows by doubling while it is encoded, so up to half of it is spare; a
+/// chunk waits in the channel and in hyper's write queue (several of them) with whatever
+/// capacity it has. Handing it over at its length keeps that spare memory out of every chunk in
+/// flight (the copy, when the allocator cannot shrink in place, is one chunk's memcpy).
+fn exact_bytes(mut chunk: Vec<u8>) -> Bytes {
+    if chunk.capacity() - chunk.len() > chunk.len() / 8 {
+        chunk.shrink_to_fit();
+    }
+    Bytes::from(chunk)
+}
 
 /// Whether full lists are streamed: `CRD_APISERVER_STREAM_LISTS=false` turns it off, so that a
 /// benchmark can measure the server with and without it in one build.
@@ -127,7 +148,7 @@ pub async fn respond(
     let webhook = strategy
         .conversion()
         .is_some_and(|plan| matches!(plan.converter, crate::conversion::Converter::Webhook(_)));
-    let lister = Lister {
+    let mut lister = Lister {
         store,
         strategy,
         prefix: scan.prefix,
@@ -138,6 +159,9 @@ pub async fn respond(
         send_batch: if webhook { page } else { CHUNK },
         decode_batch: if webhook { page } else { DECODE },
     };
+    if !webhook && !lister.verbatim() {
+        lister.send_batch = DECODED_CHUNK;
+    }
     let mut first = lister
         .read(None, scan.revision, scan.freshness)
         .await
@@ -169,7 +193,7 @@ pub async fn respond(
     // One chunk waits in the channel while the next is read and encoded.
     let (tx, rx) = mpsc::channel::<Result<Bytes, BodyError>>(1);
     tokio::spawn(async move {
-        if tx.send(Ok(Bytes::from(head))).await.is_err() {
+        if tx.send(Ok(exact_bytes(head))).await.is_err() {
             return;
         }
         let sent = match lister.send_items(&rest, &mut wrote, &tx).await {
@@ -212,7 +236,8 @@ struct Lister {
     selectors: Option<ListOptions>,
     form: Form,
     page: usize,
-    /// Stored items sent at once: [`CHUNK`], or the page when a conversion webhook may be
+    /// Stored items sent at once: [`CHUNK`] ([`DECODED_CHUNK`] for decoded forms), or the page
+    /// when a conversion webhook may be
     /// called (the architecture's one call per batch of a list).
     send_batch: usize,
     /// Stored items decoded at once: [`DECODE`], or the page with a conversion webhook.
@@ -261,7 +286,8 @@ impl Lister {
         Ok(true)
     }
 
-    /// Sends `items` in chunks of [`CHUNK`] items (or the page, with a conversion webhook), each decoded and
+    /// Sends `items` in chunks of `send_batch` items (or the page, with a conversion webhook),
+    /// each decoded and
     /// encoded only when the one before has left: a list holds its page's items (for the
     /// cache, references to its values) and a few chunks, not a page of decoded objects or
     /// encoded bytes. Returns `false` when the client went away.
@@ -279,7 +305,7 @@ impl Lister {
             if chunk.is_empty() {
                 continue;
             }
-            if tx.send(Ok(Bytes::from(chunk))).await.is_err() {
+            if tx.send(Ok(exact_bytes(chunk))).await.is_err() {
                 return Ok(false);
             }
         }
@@ -523,40 +549,8 @@ mod tests {
     /// 0.5 MB of 1 KiB objects, on top of the chunks in flight).
     #[tokio::test]
     async fn a_streamed_list_starts_with_one_chunk_not_a_whole_page() {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let store: Arc<dyn Store> =
-            crd_storage::sqlite::SqliteStore::open(dir.path()).expect("open sqlite");
         let n = PAGE + 10;
-        for i in 0..n {
-            let ns = json!({"apiVersion": "v1", "kind": "Namespace",
-                            "metadata": {"name": format!("ns-{i:04}")},
-                            "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
-            store
-                .create(
-                    &format!("/registry/namespaces/ns-{i:04}"),
-                    Bytes::from(ns.to_string()),
-                )
-                .await
-                .expect("create");
-        }
-        let strategy: Arc<dyn Strategy> = Arc::new(NamespaceStrategy::default());
-        let scan = Scan {
-            prefix: "/registry/namespaces/".into(),
-            revision: None,
-            freshness: Freshness::Consistent,
-            selectors: None,
-        };
-        let reply = respond(store, strategy, scan, Form::Items, PAGE)
-            .await
-            .expect("list");
-        let ReplyBody::Stream(mut body) = reply.body else {
-            panic!("a list of more than a page is streamed");
-        };
-        let mut frames = Vec::new();
-        while let Some(frame) = body.frame().await {
-            let data = frame.expect("frame").into_data().expect("data");
-            frames.push(data);
-        }
+        let (frames, _dir) = namespace_frames(n, Form::Items).await;
         let items = |b: &[u8]| {
             String::from_utf8_lossy(b)
                 .matches(r#""kind":"Namespace""#)
@@ -577,6 +571,65 @@ mod tests {
             .collect();
         let want: Vec<String> = (0..n).map(|i| format!("ns-{i:04}")).collect();
         assert_eq!(names, want);
+    }
+
+    /// Forms that decode send chunks of a few rows: a client that reads slowly lets hyper queue
+    /// 16 chunks per connection, so 64-row Table chunks held 0.3 MB there (two Table pages).
+    #[tokio::test]
+    async fn a_decoded_form_is_sent_in_small_chunks() {
+        let n = PAGE + 10;
+        let table = crate::request::options::TableOptions {
+            include_object: crate::table::IncludeObject::Metadata,
+            with_headers: true,
+        };
+        let (frames, _dir) = namespace_frames(n, Form::Table(table)).await;
+        let rows = |b: &[u8]| String::from_utf8_lossy(b).matches(r#""cells":"#).count();
+        assert!(
+            frames.iter().all(|f| rows(f) <= super::DECODED_CHUNK),
+            "rows per frame: {:?}",
+            frames.iter().map(|f| rows(f)).collect::<Vec<_>>()
+        );
+        let whole: Value = serde_json::from_slice(&frames.concat()).expect("one Table");
+        assert_eq!(whole["rows"].as_array().map(Vec::len), Some(n));
+    }
+
+    /// The body frames of a list of `n` namespaces in `form` (more than a page: streamed), and
+    /// the store's directory to keep.
+    async fn namespace_frames(n: usize, form: Form) -> (Vec<Bytes>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store: Arc<dyn Store> =
+            crd_storage::sqlite::SqliteStore::open(dir.path()).expect("open sqlite");
+        for i in 0..n {
+            let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                            "metadata": {"name": format!("ns-{i:04}")},
+                            "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+            store
+                .create(
+                    &format!("/registry/namespaces/ns-{i:04}"),
+                    Bytes::from(ns.to_string()),
+                )
+                .await
+                .expect("create");
+        }
+        let strategy: Arc<dyn Strategy> = Arc::new(NamespaceStrategy::default());
+        let scan = Scan {
+            prefix: "/registry/namespaces/".into(),
+            revision: None,
+            freshness: Freshness::Consistent,
+            selectors: None,
+        };
+        let reply = respond(store, strategy, scan, form, PAGE)
+            .await
+            .expect("list");
+        let ReplyBody::Stream(mut body) = reply.body else {
+            panic!("a list of more than a page is streamed");
+        };
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let data = frame.expect("frame").into_data().expect("data");
+            frames.push(data);
+        }
+        (frames, dir)
     }
 
     /// The YAML of a list is the concatenation the streamed path writes: the head, the first

@@ -42,7 +42,8 @@ const BUFFER: usize = 8;
 /// Everything the streaming task needs, detached from the request.
 struct WatchTask {
     strategy: Arc<dyn Strategy>,
-    lines: Arc<watch_lines::WatchLines>,
+    /// The server's shared lines, held while this watcher streams.
+    lines: watch_lines::Watching,
     opts: ListOptions,
     output: Output,
     include: IncludeObject,
@@ -111,7 +112,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
     let (tx, rx) = mpsc::channel::<Bytes>(BUFFER);
     let task = WatchTask {
         strategy,
-        lines: ctx.state.watch_lines.clone(),
+        lines: ctx.state.watch_lines.watching(),
         opts,
         output: ctx.output,
         include,
