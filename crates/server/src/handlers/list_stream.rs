@@ -21,7 +21,7 @@
 //!
 //! Memory: a list holds one storage page of items (for the cache, references to its values),
 //! decodes [`DECODE`] of them at a time when a form or selector needs decoded objects, and
-//! encodes them in chunks of [`CHUNK`] items ([`DECODED_CHUNK`] when decoded), one waiting in
+//! encodes them in chunks of [`CHUNK`] items ([`DECODED_CHUNK`] for Table rows and metadata), one waiting in
 //! the channel while the next is encoded. Only the first chunk is encoded before the response
 //! starts.
 
@@ -48,8 +48,10 @@ pub const PAGE: usize = 500;
 /// Items per chunk handed to the socket (about 64 KiB of 1 KiB objects).
 const CHUNK: usize = 64;
 
-/// Stored items per chunk when the items are decoded (Tables, metadata-only lists, selectors,
-/// YAML): a few KiB of rows or items. When the client reads slower than the list is encoded,
+/// Stored items per chunk of the forms that render small rows (Tables, metadata-only lists): a
+/// few KiB of rows or items. Full objects (JSON with selectors, YAML) keep [`CHUNK`]: 16 of
+/// them were small enough chunks that a single 50%-selector list's peak rose from about 1 to
+/// 2–3 pages (memory bench, session 27). When the client reads slower than the list is encoded,
 /// hyper queues up to 16 chunks (or 400 KiB) per connection before it stops asking for more,
 /// so the chunk's size sets what a slow reader holds: 64 Table rows (19 KB) made that queue
 /// alone 0.3 MB, twice a 500-row Table page.
@@ -159,7 +161,7 @@ pub async fn respond(
         send_batch: if webhook { page } else { CHUNK },
         decode_batch: if webhook { page } else { DECODE },
     };
-    if !webhook && !lister.verbatim() {
+    if !webhook && matches!(lister.form, Form::Table(_) | Form::Metadata) {
         lister.send_batch = DECODED_CHUNK;
     }
     let mut first = lister
