@@ -189,7 +189,6 @@ impl EventType {
     }
 }
 
-/// A `WatchEvent` value.
 #[cfg(test)]
 mod tests {
     use super::*;

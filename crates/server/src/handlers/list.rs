@@ -269,25 +269,48 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &Arc<dyn Strategy>) -> Result<Reply
     Ok(Reply::value(200, body))
 }
 
-/// Splices `"resourceVersion":"<rev>"` into stored bytes laid out as
-/// `{"apiVersion":"<api_version>","kind":"<kind>","metadata":{...`, which is how the server
-/// stores objects (sorted keys). Returns `None` for any other layout.
-pub fn splice_resource_version(
-    stored: &[u8],
-    api_version: &str,
-    kind: &str,
-    revision: i64,
-) -> Option<Vec<u8>> {
-    let head = format!(r#"{{"apiVersion":"{api_version}","kind":"{kind}","metadata":{{"#);
-    let rest = stored.strip_prefix(head.as_bytes())?;
-    let mut out = Vec::with_capacity(stored.len() + 40);
-    out.extend_from_slice(head.as_bytes());
-    out.extend_from_slice(format!(r#""resourceVersion":"{revision}""#).as_bytes());
-    if rest.first() != Some(&b'}') {
-        out.push(b',');
+/// How the server stores an object at one version (sorted keys):
+/// `{"apiVersion":"<api_version>","kind":"<kind>","metadata":{...`. Built once per list, so that
+/// each item's layout check and `resourceVersion` splice costs no formatting of its own.
+pub struct StoredHead(Vec<u8>);
+
+impl StoredHead {
+    /// The head of objects of `kind` stored at `api_version`.
+    pub fn new(api_version: &str, kind: &str) -> StoredHead {
+        StoredHead(
+            format!(r#"{{"apiVersion":"{api_version}","kind":"{kind}","metadata":{{"#).into_bytes(),
+        )
     }
-    out.extend_from_slice(rest);
-    Some(out)
+
+    /// Whether `stored` has this layout, i.e. needs no decoding to be answered.
+    pub fn matches(&self, stored: &[u8]) -> bool {
+        stored.starts_with(&self.0)
+    }
+
+    /// Appends `stored` with `"resourceVersion":"<revision>"` spliced into its metadata; `false`
+    /// (and nothing appended) for any other layout.
+    pub fn splice_into(&self, stored: &[u8], revision: i64, out: &mut Vec<u8>) -> bool {
+        let Some(rest) = stored.strip_prefix(self.0.as_slice()) else {
+            return false;
+        };
+        out.reserve(stored.len() + 40);
+        out.extend_from_slice(&self.0);
+        out.extend_from_slice(br#""resourceVersion":""#);
+        out.extend_from_slice(revision.to_string().as_bytes());
+        out.push(b'"');
+        if rest.first() != Some(&b'}') {
+            out.push(b',');
+        }
+        out.extend_from_slice(rest);
+        true
+    }
+
+    /// `stored` with its `resourceVersion` spliced in ([`StoredHead::splice_into`]); `None` for
+    /// any other layout.
+    pub fn splice(&self, stored: &[u8], revision: i64) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        self.splice_into(stored, revision, &mut out).then_some(out)
+    }
 }
 
 /// The list path without decoding: no selectors, JSON output, and reads that add nothing. Objects
@@ -349,8 +372,7 @@ async fn verbatim_list(
     );
     let mut items = VerbatimItems {
         strategy: strategy.clone(),
-        api_version,
-        kind: info.kind.clone(),
+        head: StoredHead::new(&api_version, &info.kind),
         items: resp.items,
         next: 0,
         converted: 0,
@@ -411,8 +433,7 @@ pub const PIPELINED_CHUNK: usize = 512;
 /// decoded and converted ([`super::read_objects_encoded`]).
 struct VerbatimItems {
     strategy: Arc<dyn Strategy>,
-    api_version: String,
-    kind: String,
+    head: StoredHead,
     items: Vec<crd_storage::KeyValue>,
     /// The first item not encoded yet.
     next: usize,
@@ -433,15 +454,11 @@ impl VerbatimItems {
             .strategy
             .conversion()
             .is_some_and(|plan| plan.converter.in_process());
-        let head = format!(
-            r#"{{"apiVersion":"{}","kind":"{}","metadata":{{"#,
-            self.api_version, self.kind
-        );
         in_process
             && self
                 .items
                 .iter()
-                .filter(|kv| !kv.value.starts_with(head.as_bytes()))
+                .filter(|kv| !self.head.matches(&kv.value))
                 .nth(PIPELINED_CHUNK)
                 .is_some()
     }
@@ -452,9 +469,7 @@ impl VerbatimItems {
         let page = &self.items[self.next..end];
         let mut encoded: Vec<Option<Vec<u8>>> = page
             .iter()
-            .map(|kv| {
-                splice_resource_version(&kv.value, &self.api_version, &self.kind, kv.mod_revision)
-            })
+            .map(|kv| self.head.splice(&kv.value, kv.mod_revision))
             .collect();
         let slow: Vec<usize> = (0..encoded.len())
             .filter(|&i| encoded[i].is_none())
@@ -486,19 +501,25 @@ mod tests {
     #[test]
     fn resource_versions_are_spliced_only_into_the_stored_layout() {
         let stored = br#"{"apiVersion":"g/v1","kind":"K","metadata":{"name":"a"},"spec":{}}"#;
-        let out = super::splice_resource_version(stored, "g/v1", "K", 42).unwrap();
+        let head = super::StoredHead::new("g/v1", "K");
+        let out = head.splice(stored, 42).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["metadata"]["resourceVersion"], "42");
         assert_eq!(v["metadata"]["name"], "a");
         let empty = br#"{"apiVersion":"g/v1","kind":"K","metadata":{}}"#;
-        let out = super::splice_resource_version(empty, "g/v1", "K", 7).unwrap();
+        let out = head.splice(empty, 7).unwrap();
         assert_eq!(
             out,
             br#"{"apiVersion":"g/v1","kind":"K","metadata":{"resourceVersion":"7"}}"#
         );
         // Another version, or another key order, goes through the decoding path.
-        assert!(super::splice_resource_version(stored, "g/v2", "K", 1).is_none());
+        assert!(
+            super::StoredHead::new("g/v2", "K")
+                .splice(stored, 1)
+                .is_none()
+        );
         let other = br#"{"apiVersion":"g/v1","data":1,"kind":"K","metadata":{}}"#;
-        assert!(super::splice_resource_version(other, "g/v1", "K", 1).is_none());
+        assert!(head.splice(other, 1).is_none());
+        assert!(!head.matches(other) && head.matches(stored));
     }
 }

@@ -477,37 +477,21 @@ async fn encode_verbatim(
     let opens = !*wrote;
     *wrote |= !items.is_empty();
     let info = strategy.info();
-    let api_version = info.api_version();
-    let head = format!(
-        r#"{{"apiVersion":"{api_version}","kind":"{}","metadata":{{"#,
-        info.kind
-    );
-    let stored_layout = items.iter().all(|kv| kv.value.starts_with(head.as_bytes()));
-    if stored_layout {
+    let head = super::list::StoredHead::new(&info.api_version(), &info.kind);
+    if items.iter().all(|kv| head.matches(&kv.value)) {
         out.reserve(items.iter().map(|kv| kv.value.len() + 40).sum());
         for (i, kv) in items.iter().enumerate() {
             if i > 0 || !opens {
                 out.push(b',');
             }
-            let rest = &kv.value[head.len()..];
-            out.extend_from_slice(head.as_bytes());
-            out.extend_from_slice(format!(r#""resourceVersion":"{}""#, kv.mod_revision).as_bytes());
-            if rest.first() != Some(&b'}') {
-                out.push(b',');
-            }
-            out.extend_from_slice(rest);
+            head.splice_into(&kv.value, kv.mod_revision, out);
         }
         return Ok(());
     }
     let mut encoded = Vec::with_capacity(items.len());
     let mut slow = Vec::new();
     for kv in items {
-        let spliced = super::list::splice_resource_version(
-            &kv.value,
-            &api_version,
-            &info.kind,
-            kv.mod_revision,
-        );
+        let spliced = head.splice(&kv.value, kv.mod_revision);
         if spliced.is_none() {
             slow.push(kv.clone());
         }

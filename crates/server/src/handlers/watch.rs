@@ -406,6 +406,7 @@ impl WatchTask {
     }
 }
 
+/// A `WatchEvent` value.
 fn watch_event(kind: EventType, object: Value) -> Value {
     let mut m = serde_json::Map::with_capacity(2);
     m.insert("type".into(), Value::String(kind.as_str().into()));
