@@ -204,13 +204,29 @@ impl HeapPeaks {
         }
     }
 
-    /// Starts a new window at the latest samples: what was sampled before (a scrape's own
-    /// rendering among it) is not part of the next peak.
+    /// Starts a new window: only samples taken from now on count in the next peak (what was
+    /// sampled before, a scrape's own rendering among it, does not). A window without a
+    /// sample yet reads as the latest one.
     fn restart(&self) {
-        self.peak
-            .store(self.latest.load(Ordering::Relaxed), Ordering::Relaxed);
-        self.live_peak
-            .store(self.live.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.peak.store(0, Ordering::Relaxed);
+        self.live_peak.store(0, Ordering::Relaxed);
+    }
+}
+
+/// A rendered `/metrics` body that restarts the heap's peaks once written and dropped.
+struct Rendered(Vec<u8>);
+
+impl AsRef<[u8]> for Rendered {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for Rendered {
+    fn drop(&mut self) {
+        if let Some(heap) = HEAP.get() {
+            heap.peaks.restart();
+        }
     }
 }
 
@@ -490,13 +506,16 @@ impl Metrics {
         let mut out = Vec::with_capacity(16 * 1024);
         // Encoding into a Vec cannot fail for well-formed families.
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
-        if let Some(heap) = HEAP.get() {
-            // The peak starts over at each scrape, once the render's own temporaries (the
-            // gathered families, several times the 150 KB of text) are freed: a benchmark's
-            // baseline scrape is then not part of the peak it waits for.
-            heap.peaks.restart();
-        }
         out
+    }
+
+    /// [`Metrics::render`] as a response body. The live heap's peaks start over when the body
+    /// is dropped, once the connection has written it: the render's own allocations (the
+    /// gathered families, then the 150 KB of text until it is sent) are then never part of the
+    /// next window's peak, so a benchmark's baseline scrape is not counted in the peak it
+    /// waits for.
+    pub fn render_body(&self) -> bytes::Bytes {
+        bytes::Bytes::from_owner(Rendered(self.render()))
     }
 
     /// Sets `apiserver_storage_objects` for one resource (`-1` when counting failed).
@@ -931,6 +950,39 @@ mod tests {
             cached: 150,
         };
         assert_eq!(peaks.read(), want);
+    }
+
+    #[test]
+    fn a_scrapes_body_restarts_the_heap_peak_once_it_is_dropped() {
+        // (Only this test samples the process-wide heap.)
+        let line = |text: &str, name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(&format!("{name} ")))
+                .map(str::to_string)
+        };
+        for (allocated, cached) in [(1_000, 0), (5_000, 1_000), (2_000, 500)] {
+            super::heap_sample(allocated, cached);
+        }
+        let body = metrics().render_body();
+        let text = String::from_utf8_lossy(&body).into_owned();
+        for (name, want) in [
+            ("crd_apiserver_heap_allocated_bytes", 2_000),
+            ("crd_apiserver_heap_allocated_peak_bytes", 5_000),
+            ("crd_apiserver_heap_live_bytes", 1_500),
+            ("crd_apiserver_heap_live_peak_bytes", 4_000),
+            ("crd_apiserver_heap_thread_cache_bytes", 500),
+        ] {
+            assert_eq!(line(&text, name), Some(format!("{name} {want}")));
+        }
+        // Sampled while the body is being written: not the next window's.
+        super::heap_sample(9_000, 0);
+        drop(body);
+        super::heap_sample(2_100, 0);
+        let text = String::from_utf8(metrics().render()).unwrap();
+        assert_eq!(
+            line(&text, "crd_apiserver_heap_allocated_peak_bytes"),
+            Some("crd_apiserver_heap_allocated_peak_bytes 2100".into()),
+        );
     }
 
     #[test]

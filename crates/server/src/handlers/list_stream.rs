@@ -23,7 +23,8 @@
 //! decodes [`DECODE`] of them at a time when a form or selector needs decoded objects, and
 //! encodes them in chunks of [`CHUNK`] items ([`DECODED_CHUNK`] for Table rows and metadata), one waiting in
 //! the channel while the next is encoded. Only the first chunk is encoded before the response
-//! starts.
+//! starts. Chunks handed over and not yet written to the connection are bounded by
+//! [`IN_FLIGHT`] bytes per list, whatever hyper would queue for a slow reader.
 
 use std::sync::{Arc, LazyLock};
 
