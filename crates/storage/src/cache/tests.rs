@@ -224,20 +224,29 @@ async fn a_watch_from_before_the_window_is_too_old() {
     }
     // From the cache's start on, history is served.
     let r = store.create("/r/a", b("")).await.expect("create");
-    let mut w = store
+    let mut w = watch_from(&store, start).await;
+    assert_eq!(next_event(&mut w).await.revision(), r);
+}
+
+/// A watch of `/r/` from after `after`.
+async fn watch_from(store: &CacheStore, after: Revision) -> WatchStream {
+    store
         .watch(WatchRequest {
             prefix: "/r/".into(),
-            after: start,
+            after,
             progress_interval: None,
         })
         .await
-        .expect("watch");
-    let e = tokio::time::timeout(Duration::from_secs(10), w.next())
+        .expect("watch")
+}
+
+/// The next event of a watch, within 10 s.
+async fn next_event(w: &mut WatchStream) -> Event {
+    tokio::time::timeout(Duration::from_secs(10), w.next())
         .await
         .expect("in time")
         .expect("open")
-        .expect("event");
-    assert_eq!(e.revision(), r);
+        .expect("event")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -514,22 +523,10 @@ async fn an_events_previous_state_shares_the_bytes_the_cache_held() {
     store.update("/r/a", b("app=v3"), v2).await.expect("update");
     let (prev, _) = store.delete("/r/a", None).await.expect("delete");
     assert_eq!(prev.value, b("app=v3"));
-    let mut w = store
-        .watch(WatchRequest {
-            prefix: "/r/".into(),
-            after: start,
-            progress_interval: None,
-        })
-        .await
-        .expect("watch");
+    let mut w = watch_from(&store, start).await;
     let mut events = Vec::new();
     while events.len() < 4 {
-        let e = tokio::time::timeout(Duration::from_secs(10), w.next())
-            .await
-            .expect("in time")
-            .expect("open")
-            .expect("event");
-        events.push(e);
+        events.push(next_event(&mut w).await);
     }
     // What each event's state was, and the bytes it is held in.
     let state = |e: &Event| match e {
