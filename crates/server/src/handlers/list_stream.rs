@@ -246,7 +246,11 @@ pub async fn respond(
     // One chunk waits in the channel while the next is read and encoded.
     let (tx, rx) = mpsc::channel::<Result<Bytes, BodyError>>(1);
     tokio::spawn(async move {
-        if tx.send(Ok(lister.in_flight.chunk(head).await)).await.is_err() {
+        if tx
+            .send(Ok(lister.in_flight.chunk(head).await))
+            .await
+            .is_err()
+        {
             return;
         }
         let sent = match lister.send_items(&rest, &mut wrote, &tx).await {
@@ -360,7 +364,11 @@ impl Lister {
             if chunk.is_empty() {
                 continue;
             }
-            if tx.send(Ok(self.in_flight.chunk(chunk).await)).await.is_err() {
+            if tx
+                .send(Ok(self.in_flight.chunk(chunk).await))
+                .await
+                .is_err()
+            {
                 return Ok(false);
             }
         }
@@ -676,10 +684,7 @@ mod tests {
     }
 
     /// The streamed body of a list of `n` namespaces in `form`, and the store's directory.
-    async fn namespace_body(
-        n: usize,
-        form: Form,
-    ) -> (crate::body::BoxBody, tempfile::TempDir) {
+    async fn namespace_body(n: usize, form: Form) -> (crate::body::BoxBody, tempfile::TempDir) {
         let dir = tempfile::tempdir().expect("temporary directory");
         let store: Arc<dyn Store> =
             crd_storage::sqlite::SqliteStore::open(dir.path()).expect("open sqlite");
