@@ -246,7 +246,8 @@ static HEAP: OnceLock<Heap> = OnceLock::new();
 /// how much of that sits freed in its threads' caches. Only a binary whose allocator can tell
 /// calls it (`crd-apiserver` built with `jemalloc`, every few milliseconds): then `/metrics` has
 /// `crd_apiserver_heap_allocated_bytes` (the latest sample) and
-/// `crd_apiserver_heap_allocated_peak_bytes` (the highest sample since the previous scrape), so
+/// `crd_apiserver_heap_allocated_peak_bytes` (the highest sample since the previous scrape's
+/// response was written, [`Metrics::render_body`]), so
 /// that a benchmark can show what one request form holds at its peak, independent of what the
 /// allocator keeps resident; and the same without the thread caches
 /// (`crd_apiserver_heap_live_bytes`, `crd_apiserver_heap_live_peak_bytes`, with
