@@ -7,8 +7,19 @@
 //! A sample advances jemalloc's statistics epoch, which merges every arena's statistics (about
 //! 0.2M instructions on the 2-core machine): every 5 ms that was 3% of a core on an idle server
 //! (BENCHMARKS.md "The allocator and the create answer"), hence a coarse default.
+//!
+//! `stats.allocated` counts what the threads' caches (tcache) hold as allocated: blocks freed
+//! by a thread stay there for its next allocations, up to a few MB per thread, and how full
+//! they are when a benchmark takes its baseline is chance. So each sample also reads the bytes
+//! in those caches (`stats.arenas.<all>.tcache_bytes`, the same epoch), and the server reports
+//! the live heap without them beside jemalloc's own figure.
 
 use std::time::Duration;
+
+use tikv_jemalloc_ctl::{Access, AsName};
+
+/// Bytes held in every thread's cache, summed over all arenas (`MALLCTL_ARENAS_ALL` is 4096).
+const TCACHE_BYTES: &[u8] = b"stats.arenas.4096.tcache_bytes\0";
 
 /// Starts the sampler, one sample per `every` (for the life of the process; not at all for a
 /// zero interval); logs and gives up if jemalloc's statistics cannot be read.
@@ -21,11 +32,15 @@ pub fn start(every: Duration) {
         .spawn(move || {
             loop {
                 // jemalloc's statistics are refreshed by advancing its epoch.
-                let read = tikv_jemalloc_ctl::epoch::advance()
-                    .and_then(|_| tikv_jemalloc_ctl::stats::allocated::read());
+                let read = tikv_jemalloc_ctl::epoch::advance().and_then(|_| {
+                    let allocated = tikv_jemalloc_ctl::stats::allocated::read()?;
+                    let cached: usize = TCACHE_BYTES.name().read()?;
+                    Ok((allocated, cached))
+                });
                 match read {
-                    Ok(bytes) => {
-                        crd_server::metrics::heap_sample(u64::try_from(bytes).unwrap_or(u64::MAX));
+                    Ok((allocated, cached)) => {
+                        let bytes = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+                        crd_server::metrics::heap_sample(bytes(allocated), bytes(cached));
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "jemalloc statistics unavailable");

@@ -160,27 +160,104 @@ impl WatchCacheFamilies {
     }
 }
 
-/// The live heap as the binary's allocator counts it (see [`heap_sample`]).
-struct Heap {
+/// The live heap's samples between two scrapes (see [`heap_sample`]): the latest sample and
+/// the highest since the window started, with and without the allocator's thread caches.
+#[derive(Default)]
+struct HeapPeaks {
     latest: AtomicU64,
     peak: AtomicU64,
+    live: AtomicU64,
+    live_peak: AtomicU64,
+    cached: AtomicU64,
+}
+
+/// What one scrape reports of [`HeapPeaks`], in bytes.
+#[derive(Debug, PartialEq, Eq)]
+struct HeapReading {
+    allocated: u64,
+    allocated_peak: u64,
+    live: u64,
+    live_peak: u64,
+    cached: u64,
+}
+
+impl HeapPeaks {
+    fn sample(&self, allocated: u64, cached: u64) {
+        let live = allocated.saturating_sub(cached);
+        self.latest.store(allocated, Ordering::Relaxed);
+        self.peak.fetch_max(allocated, Ordering::Relaxed);
+        self.live.store(live, Ordering::Relaxed);
+        self.live_peak.fetch_max(live, Ordering::Relaxed);
+        self.cached.store(cached, Ordering::Relaxed);
+    }
+
+    /// The window so far (the peaks include the latest samples).
+    fn read(&self) -> HeapReading {
+        let latest = self.latest.load(Ordering::Relaxed);
+        let live = self.live.load(Ordering::Relaxed);
+        HeapReading {
+            allocated: latest,
+            allocated_peak: self.peak.load(Ordering::Relaxed).max(latest),
+            live,
+            live_peak: self.live_peak.load(Ordering::Relaxed).max(live),
+            cached: self.cached.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Starts a new window: only samples taken from now on count in the next peak (what was
+    /// sampled before, a scrape's own rendering among it, does not). A window without a
+    /// sample yet reads as the latest one.
+    fn restart(&self) {
+        self.peak.store(0, Ordering::Relaxed);
+        self.live_peak.store(0, Ordering::Relaxed);
+    }
+}
+
+/// A rendered `/metrics` body that restarts the heap's peaks once written and dropped.
+struct Rendered(Vec<u8>);
+
+impl AsRef<[u8]> for Rendered {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for Rendered {
+    fn drop(&mut self) {
+        if let Some(heap) = HEAP.get() {
+            heap.peaks.restart();
+        }
+    }
+}
+
+/// The live heap as the binary's allocator counts it (see [`heap_sample`]).
+struct Heap {
+    peaks: HeapPeaks,
     allocated: IntGauge,
     allocated_peak: IntGauge,
+    live: IntGauge,
+    live_peak: IntGauge,
+    cached: IntGauge,
 }
 
 static HEAP: OnceLock<Heap> = OnceLock::new();
 
-/// Records one sample of the live heap in bytes. Only a binary whose allocator can tell calls
-/// it (`crd-apiserver` built with `jemalloc`, every few milliseconds): then `/metrics` has
+/// Records one sample of the live heap in bytes: what the allocator counts as allocated, and
+/// how much of that sits freed in its threads' caches. Only a binary whose allocator can tell
+/// calls it (`crd-apiserver` built with `jemalloc`, every few milliseconds): then `/metrics` has
 /// `crd_apiserver_heap_allocated_bytes` (the latest sample) and
-/// `crd_apiserver_heap_allocated_peak_bytes` (the highest sample since the previous scrape), so
+/// `crd_apiserver_heap_allocated_peak_bytes` (the highest sample since the previous scrape's
+/// response was written, [`Metrics::render_body`]), so
 /// that a benchmark can show what one request form holds at its peak, independent of what the
-/// allocator keeps resident.
+/// allocator keeps resident; and the same without the thread caches
+/// (`crd_apiserver_heap_live_bytes`, `crd_apiserver_heap_live_peak_bytes`, with
+/// `crd_apiserver_heap_thread_cache_bytes`), because how full those caches happen to be is
+/// chance, not what a request holds.
 ///
 /// # Panics
 ///
-/// Never: the two gauges' names are valid and registered once.
-pub fn heap_sample(bytes: u64) {
+/// Never: the gauges' names are valid and registered once.
+pub fn heap_sample(allocated: u64, cached: u64) {
     let heap = HEAP.get_or_init(|| {
         let gauge = |name: &str, help: &str| {
             let g = IntGauge::new(name, help).expect("valid gauge");
@@ -191,8 +268,7 @@ pub fn heap_sample(bytes: u64) {
             g
         };
         Heap {
-            latest: AtomicU64::new(0),
-            peak: AtomicU64::new(0),
+            peaks: HeapPeaks::default(),
             allocated: gauge(
                 "crd_apiserver_heap_allocated_bytes",
                 "Bytes of live heap allocations (the allocator's count), sampled.",
@@ -201,10 +277,22 @@ pub fn heap_sample(bytes: u64) {
                 "crd_apiserver_heap_allocated_peak_bytes",
                 "The highest sampled live heap since the previous scrape of /metrics.",
             ),
+            live: gauge(
+                "crd_apiserver_heap_live_bytes",
+                "Bytes of live heap allocations without the allocator's thread caches, sampled.",
+            ),
+            live_peak: gauge(
+                "crd_apiserver_heap_live_peak_bytes",
+                "The highest sampled live heap without the thread caches since the previous \
+                 scrape of /metrics.",
+            ),
+            cached: gauge(
+                "crd_apiserver_heap_thread_cache_bytes",
+                "Bytes freed into the allocator's thread caches, counted as allocated, sampled.",
+            ),
         }
     });
-    heap.latest.store(bytes, Ordering::Relaxed);
-    heap.peak.fetch_max(bytes, Ordering::Relaxed);
+    heap.peaks.sample(allocated, cached);
 }
 
 /// The process-wide metrics, registered on first use.
@@ -408,18 +496,27 @@ impl Metrics {
     /// Renders every family in the Prometheus text format (version 0.0.4).
     pub fn render(&self) -> Vec<u8> {
         if let Some(heap) = HEAP.get() {
-            // The peak starts over at each scrape, from the latest sample.
-            let latest = heap.latest.load(Ordering::Relaxed);
-            let peak = heap.peak.swap(latest, Ordering::Relaxed).max(latest);
-            heap.allocated
-                .set(i64::try_from(latest).unwrap_or(i64::MAX));
-            heap.allocated_peak
-                .set(i64::try_from(peak).unwrap_or(i64::MAX));
+            let r = heap.peaks.read();
+            let set = |g: &IntGauge, v: u64| g.set(i64::try_from(v).unwrap_or(i64::MAX));
+            set(&heap.allocated, r.allocated);
+            set(&heap.allocated_peak, r.allocated_peak);
+            set(&heap.live, r.live);
+            set(&heap.live_peak, r.live_peak);
+            set(&heap.cached, r.cached);
         }
         let mut out = Vec::with_capacity(16 * 1024);
         // Encoding into a Vec cannot fail for well-formed families.
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         out
+    }
+
+    /// [`Metrics::render`] as a response body. The live heap's peaks start over when the body
+    /// is dropped, once the connection has written it: the render's own allocations (the
+    /// gathered families, then the 150 KB of text until it is sent) are then never part of the
+    /// next window's peak, so a benchmark's baseline scrape is not counted in the peak it
+    /// waits for.
+    pub fn render_body(&self) -> bytes::Bytes {
+        bytes::Bytes::from_owner(Rendered(self.render()))
     }
 
     /// Sets `apiserver_storage_objects` for one resource (`-1` when counting failed).
@@ -823,6 +920,70 @@ mod tests {
         for (key, want) in cases {
             assert_eq!(key_group_resource(key), want, "{key}");
         }
+    }
+
+    #[test]
+    fn heap_peaks_leave_out_the_thread_caches_and_start_over_after_a_scrape() {
+        let peaks = super::HeapPeaks::default();
+        // (allocated, in thread caches) samples of one window.
+        for (allocated, cached) in [(1_000, 100), (1_600, 700), (1_400, 100), (1_200, 200)] {
+            peaks.sample(allocated, cached);
+        }
+        let want = super::HeapReading {
+            allocated: 1_200,
+            allocated_peak: 1_600,
+            live: 1_000,
+            // 1,300 live at the third sample; the allocated peak was mostly cached blocks.
+            live_peak: 1_300,
+            cached: 200,
+        };
+        assert_eq!(peaks.read(), want);
+        // A scrape's render allocates after reading (its families), then restarts the window.
+        peaks.sample(1_900, 200);
+        peaks.sample(1_200, 200);
+        peaks.restart();
+        peaks.sample(1_250, 150);
+        let want = super::HeapReading {
+            allocated: 1_250,
+            allocated_peak: 1_250,
+            live: 1_100,
+            live_peak: 1_100,
+            cached: 150,
+        };
+        assert_eq!(peaks.read(), want);
+    }
+
+    #[test]
+    fn a_scrapes_body_restarts_the_heap_peak_once_it_is_dropped() {
+        // (Only this test samples the process-wide heap.)
+        let line = |text: &str, name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(&format!("{name} ")))
+                .map(str::to_string)
+        };
+        for (allocated, cached) in [(1_000, 0), (5_000, 1_000), (2_000, 500)] {
+            super::heap_sample(allocated, cached);
+        }
+        let body = metrics().render_body();
+        let text = String::from_utf8_lossy(&body).into_owned();
+        for (name, want) in [
+            ("crd_apiserver_heap_allocated_bytes", 2_000),
+            ("crd_apiserver_heap_allocated_peak_bytes", 5_000),
+            ("crd_apiserver_heap_live_bytes", 1_500),
+            ("crd_apiserver_heap_live_peak_bytes", 4_000),
+            ("crd_apiserver_heap_thread_cache_bytes", 500),
+        ] {
+            assert_eq!(line(&text, name), Some(format!("{name} {want}")));
+        }
+        // Sampled while the body is being written: not the next window's.
+        super::heap_sample(9_000, 0);
+        drop(body);
+        super::heap_sample(2_100, 0);
+        let text = String::from_utf8(metrics().render()).unwrap();
+        assert_eq!(
+            line(&text, "crd_apiserver_heap_allocated_peak_bytes"),
+            Some("crd_apiserver_heap_allocated_peak_bytes 2100".into()),
+        );
     }
 
     #[test]

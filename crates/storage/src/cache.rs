@@ -141,6 +141,19 @@ struct Entry {
     mod_revision: Revision,
 }
 
+/// Makes an event's previous state share the bytes the cache held for the key. The engine reads
+/// `prev` back when it writes, a copy of those bytes; the window keeps each event with its
+/// `prev`, so without this an object updated twice within the window was held twice over (the
+/// earlier event's new state and the later event's copy of it: 2,000 updates of 1 KiB objects
+/// kept 2.4 MB more, memory bench). Upstream's watch cache takes the event's previous object
+/// from its store, so the two are one object there too. Only bytes equal at the same revision
+/// are swapped: the event stays exactly what the engine sent.
+fn share_prev(prev: &mut KeyValue, old: &Entry) {
+    if prev.mod_revision == old.mod_revision && prev.value == old.value {
+        prev.value = old.value.clone();
+    }
+}
+
 struct WatcherSlot {
     id: u64,
     prefix: String,
@@ -618,20 +631,15 @@ impl Shared {
             Event::Put { kv, .. } => self.terms(&kv.key, &kv.value),
             _ => Vec::new(),
         };
-        let event = Arc::new(event);
+        let mut event = event;
         let mut blocked = Vec::new();
-        {
+        let event = {
             let mut st = self.write();
             if revision <= st.revision {
                 return;
             }
-            let key: &str = match event.as_ref() {
-                Event::Put { kv, .. } => &kv.key,
-                Event::Delete { prev, .. } => &prev.key,
-                Event::Progress { .. } => return,
-            };
-            match event.as_ref() {
-                Event::Put { kv, .. } => {
+            match &mut event {
+                Event::Put { kv, prev } => {
                     let key: Arc<str> = match st.items.get_key_value(kv.key.as_str()) {
                         Some((k, _)) => k.clone(),
                         None => Arc::from(kv.key.as_str()),
@@ -647,6 +655,9 @@ impl Shared {
                     if let Some(old) = &old {
                         let old_terms = self.terms(&key, &old.value);
                         st.indexes.remove(&key, &old_terms);
+                        if let Some(prev) = prev {
+                            share_prev(prev, old);
+                        }
                     }
                     st.indexes.insert(&key, &new_terms);
                 }
@@ -654,10 +665,17 @@ impl Shared {
                     if let Some(old) = st.items.remove(prev.key.as_str()) {
                         let old_terms = self.terms(&prev.key, &old.value);
                         st.indexes.remove(&prev.key, &old_terms);
+                        share_prev(prev, &old);
                     }
                 }
-                Event::Progress { .. } => {}
+                Event::Progress { .. } => return,
             }
+            let event = Arc::new(event);
+            let key: &str = match event.as_ref() {
+                Event::Put { kv, .. } => &kv.key,
+                Event::Delete { prev, .. } => &prev.key,
+                Event::Progress { .. } => return,
+            };
             if let Some(o) = &self.observer {
                 o.received(key);
             }
@@ -686,7 +704,8 @@ impl Shared {
             if !dead.is_empty() {
                 st.watchers.retain(|w| !dead.contains(&w.id));
             }
-        }
+            event
+        };
         if !blocked.is_empty() {
             // Readers need not wait for slow watchers.
             self.publish();

@@ -315,6 +315,9 @@ pub(super) struct WatchPhase {
     pub open_rss: u64,
     /// The process's RSS high-water mark (`VmHWM`) at that moment.
     pub peak_rss: u64,
+    /// The server's threads at that moment (`/proc/<pid>/task`): tokio's blocking pool grows
+    /// with concurrent reads, and each thread has its allocator cache.
+    pub open_threads: usize,
     /// RSS 5 s after the watchers closed.
     pub after_rss: u64,
     /// How long the updates took.
@@ -373,6 +376,7 @@ pub(super) async fn watch_phase(
     let took = t.elapsed();
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (open_rss, peak_rss) = server.memory_kib();
+    let open_threads = server.threads();
     drop(streams);
     drop(conns);
     // Memory returns once the server has noticed the closed connections.
@@ -385,6 +389,7 @@ pub(super) async fn watch_phase(
         writes,
         open_rss,
         peak_rss,
+        open_threads,
         after_rss,
         took,
     })

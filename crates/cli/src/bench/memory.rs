@@ -9,6 +9,12 @@
 //! a control run of the same 2000 updates without watchers just before (what the updates alone
 //! leave, the event window and SQLite's caches, is not the watchers').
 //!
+//! A single list's live-heap peak is measured `--single-lists` times (median and maximum),
+//! each between a baseline scrape of `/metrics` and one after it, with nothing scraped in
+//! between (a scrape's render allocates several hundred KB, more than a Table page), and
+//! beside the same windows without a list (the floor: the scrapes and the idle server). A
+//! server that reports it gives the live heap without jemalloc's thread caches too.
+//!
 //! The allocator is the one the binary was built with (features `jemalloc`, `mimalloc`;
 //! glibc's by default); `CRD_APISERVER_STREAM_LISTS=false` in the environment measures the
 //! server without streamed lists.
@@ -28,6 +34,14 @@ pub struct MemoryArgs {
     /// Measure only the memory figures ("memory" section, `memory.rs`).
     #[arg(long)]
     pub only_memory: bool,
+    /// Watchers that never read in the memory figures' watcher phase (what stays after them
+    /// should not grow with their number).
+    #[arg(long, default_value_t = 200)]
+    pub memory_watchers: usize,
+    /// Single lists of each form, one after another, each against its own baseline (the
+    /// memory figures report their median and maximum).
+    #[arg(long, default_value_t = 5)]
+    pub single_lists: usize,
 }
 
 /// Which allocator this binary was built with.
@@ -57,7 +71,7 @@ async fn settled_rss(server: &Server) -> u64 {
 }
 
 /// Runs the "memory" section.
-pub async fn run(objects: usize) -> anyhow::Result<()> {
+pub async fn run(objects: usize, args: &MemoryArgs) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     // `CRD_APISERVER_BENCH_DATA=<dir>`: the store is loaded there once and kept, so that later
     // runs (and a server started by hand on it, for heaptrack) skip the minutes of loading.
@@ -125,10 +139,12 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     let scraper = server.client(true)?;
     pause("watchers", &server).await;
     let control = measured_phase(&server, &scraper, 0, objects, 1_000_000).await?;
-    let watched = measured_phase(&server, &scraper, 200, objects, 0).await?;
+    let watchers = args.memory_watchers;
+    let watched = measured_phase(&server, &scraper, watchers, objects, 0).await?;
+    let watched_what = format!("{watchers} watchers that never read");
     for (what, p) in [
         ("no watchers (control)", &control),
-        ("200 watchers that never read", &watched),
+        (watched_what.as_str(), &watched),
     ] {
         report.row(
             &format!(
@@ -163,6 +179,26 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
                 ),
             );
         }
+        if let Some((before, after)) = p.live {
+            report.row(
+                &format!("{what}: live heap without thread caches before / 10 s after ({label})"),
+                format!("{} / {}", bytes_mb(before.0), bytes_mb(after.0)),
+                format!(
+                    "stays {:+.1} MB; thread caches {} / {}",
+                    signed_mb(before.0, after.0),
+                    bytes_mb(before.1),
+                    bytes_mb(after.1)
+                ),
+            );
+        }
+        report.row(
+            &format!("{what}: server threads before / open / 10 s after ({label})"),
+            format!(
+                "{} / {} / {}",
+                p.threads_before, p.phase.open_threads, p.threads_after
+            ),
+            "/proc/<pid>/task".into(),
+        );
     }
     let rss_stays = |p: &Measured| p.rss_after as f64 - p.rss_before as f64;
     report.row(
@@ -177,6 +213,19 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
             rss_stays(&control) / 1024.0
         ),
     );
+    if let (Some((wb, wa)), Some((cb, ca))) = (watched.live, control.live) {
+        report.row(
+            &format!(
+                "what stays after the watchers minus the control, live heap without thread caches ({label})"
+            ),
+            format!("{:+.1} MB", signed_mb(wb.0, wa.0) - signed_mb(cb.0, ca.0)),
+            format!(
+                "with watchers {:+.1} MB, control {:+.1} MB; target: about 0",
+                signed_mb(wb.0, wa.0),
+                signed_mb(cb.0, ca.0)
+            ),
+        );
+    }
     if let (Some((wb, _, wa)), Some((cb, _, ca))) = (watched.heap, control.heap) {
         report.row(
             &format!("what stays after the watchers minus the control, live heap ({label})"),
@@ -213,15 +262,63 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
     ];
     // (The watchers' updates changed the objects: a list's size is what all 8 agree on.)
     for (what, accept, query) in forms {
-        // One list alone, then 8 at once: the live heap's peak against one page (a jemalloc
-        // build reports it; the target is under 2× a page per list).
-        let (_, _, got, heap) =
-            concurrent_lists(&server, &format!("{base}{query}"), accept, 1).await?;
-        if let Some(heap) = heap {
+        // One list alone (several times, one after another, each against its own baseline:
+        // one run's figure moves by pages with what the allocator happens to hold), then 8 at
+        // once: the live heap's peak against one page (a jemalloc build reports it; the target
+        // is under 2× a page per list).
+        let mut singles = Vec::new();
+        let mut got = 0;
+        let mut took = Duration::ZERO;
+        for _ in 0..args.single_lists {
+            let (_, t, size, heap) =
+                concurrent_lists(&server, &format!("{base}{query}"), accept, 1).await?;
+            (got, took) = (size, took.max(t));
+            singles.extend(heap);
+        }
+        let page = got as f64 / objects.max(1) as f64 * 500.0;
+        // The floor: the same windows with no list (the scrapes, the informers, the sampler).
+        let mut idle = Vec::new();
+        for _ in 0..args.single_lists {
+            idle.extend(idle_window(&server, took).await);
+        }
+        for (figure, pick) in [
+            (
+                "live heap without thread caches",
+                (|w: &Window| w.live) as fn(&Window) -> Option<(u64, u64)>,
+            ),
+            ("jemalloc stats.allocated", |w: &Window| Some(w.allocated)),
+        ] {
+            let pages = |ws: &[Window]| -> Vec<f64> {
+                ws.iter()
+                    .filter_map(pick)
+                    .map(|(before, peak)| peak.saturating_sub(before) as f64 / page)
+                    .collect()
+            };
+            let (lists, floor) = (pages(&singles), pages(&idle));
+            if lists.is_empty() {
+                continue;
+            }
             report.row(
-                &format!("1 full list of {objects} objects, {what}: live heap peak ({label})"),
-                heap_growth(heap, got, objects, 1),
-                "jemalloc stats.allocated, sampled every 5 ms".into(),
+                &format!(
+                    "1 full list of {objects} objects, {what}: {figure}, peak growth in pages ({label})"
+                ),
+                format!(
+                    "median {:.2}, max {:.2} (target < 2)",
+                    median(&lists),
+                    max(&lists)
+                ),
+                format!(
+                    "{} lists one after another: {}; page {:.0} KB; the same windows without a list: median {:.2}, max {:.2}",
+                    lists.len(),
+                    lists
+                        .iter()
+                        .map(|p| format!("{p:.2}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    page / 1024.0,
+                    median(&floor),
+                    max(&floor)
+                ),
             );
         }
         let before = settled_rss(&server).await;
@@ -232,9 +329,18 @@ pub async fn run(objects: usize) -> anyhow::Result<()> {
                 &format!(
                     "8 concurrent full lists of {objects} objects, {what}: live heap peak ({label})"
                 ),
-                heap_growth(heap, got, objects, 8),
+                heap_growth(heap.allocated, got, objects, 8),
                 "jemalloc stats.allocated, sampled every 5 ms".into(),
             );
+            if let Some(live) = heap.live {
+                report.row(
+                    &format!(
+                        "8 concurrent full lists of {objects} objects, {what}: live heap without thread caches, peak ({label})"
+                    ),
+                    heap_growth(live, got, objects, 8),
+                    "stats.allocated minus tcache_bytes, sampled every 5 ms".into(),
+                );
+            }
         }
         let after = settled_rss(&server).await;
         report.row(
@@ -296,6 +402,12 @@ struct Measured {
     /// The live heap before, at its peak during the phase, and 10 s after the watchers
     /// closed, in bytes (a jemalloc build).
     heap: Option<(u64, u64, u64)>,
+    /// The live heap without the thread caches and the caches' bytes, before and 10 s after
+    /// (a server that reports them).
+    live: Option<((u64, u64), (u64, u64))>,
+    /// The server's threads before and 10 s after.
+    threads_before: usize,
+    threads_after: usize,
     /// The server's CPU during the phase, in seconds.
     cpu: f64,
 }
@@ -311,14 +423,22 @@ async fn measured_phase(
 ) -> anyhow::Result<Measured> {
     let rss_before = settled_rss(server).await;
     let heap_before = heap(server, scraper).await;
+    let threads_before = server.threads();
     let cpu_before = server_cpu(server);
     let phase = watch_phase(server, watchers, objects, value).await?;
     let cpu = server_cpu(server) - cpu_before;
     let heap_peak = heap(server, scraper).await;
     let rss_after = settled_rss(server).await;
     let heap_after = heap(server, scraper).await;
+    let threads_after = server.threads();
     let heap = match (heap_before, heap_peak, heap_after) {
-        (Some((before, _)), Some((_, peak)), Some((after, _))) => Some((before, peak, after)),
+        (Some(before), Some(peak), Some(after)) => {
+            Some((before.allocated, peak.allocated_peak, after.allocated))
+        }
+        _ => None,
+    };
+    let live = match (heap_before, heap_after) {
+        (Some(before), Some(after)) => before.live.zip(after.live),
         _ => None,
     };
     Ok(Measured {
@@ -326,6 +446,9 @@ async fn measured_phase(
         rss_before,
         rss_after,
         heap,
+        live,
+        threads_before,
+        threads_after,
         cpu,
     })
 }
@@ -375,36 +498,79 @@ fn heap_growth((before, peak): (u64, u64), got: usize, objects: usize, lists: us
     )
 }
 
+/// The live heap's growth over one window: (before, peak during), in bytes.
+#[derive(Clone, Copy)]
+struct Window {
+    /// jemalloc's `stats.allocated` (what the thread caches hold counts as allocated).
+    allocated: (u64, u64),
+    /// Without the thread caches (a server that reports them).
+    live: Option<(u64, u64)>,
+}
+
+impl Window {
+    /// The window from a scrape at its start to one at its end (the server keeps the peak
+    /// since the previous scrape, so nothing is scraped in between: a scrape's own rendering
+    /// would be counted).
+    fn between(before: Scrape, after: Scrape) -> Self {
+        Self {
+            allocated: (before.allocated, after.allocated_peak),
+            live: before
+                .live
+                .zip(after.live_peak)
+                .map(|((live, _), peak)| (live, peak)),
+        }
+    }
+}
+
+/// A window as long as a list, with no list: what the scrapes, the sampler and the idle
+/// server's background work add on their own (the floor of a single list's figure).
+async fn idle_window(server: &Server, long: Duration) -> Option<Window> {
+    let scraper = server.client(true).ok()?;
+    // As before a list: a fresh connection's first scrape settles, then the baseline.
+    heap(server, &scraper).await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = heap(server, &scraper).await?;
+    tokio::time::sleep(long).await;
+    let after = heap(server, &scraper).await?;
+    Some(Window::between(before, after))
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => f64::midpoint(v[n / 2 - 1], v[n / 2]),
+    }
+}
+
+fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(0.0, f64::max)
+}
+
 /// Peak resident memory of the server (KiB) while `clients` clients each read `url` whole at
 /// once, each on its own connection, chunk by chunk as a client reads; the time it took, the
-/// bytes of one response, and the live heap before and at its peak (bytes) when the server
-/// reports it.
+/// bytes of one response, and the live heap's window when the server reports it.
 async fn concurrent_lists(
     server: &Server,
     url: &str,
     accept: &str,
     clients: usize,
-) -> anyhow::Result<(u64, Duration, usize, Option<(u64, u64)>)> {
+) -> anyhow::Result<(u64, Duration, usize, Option<Window>)> {
     let peak = Arc::new(AtomicU64::new(0));
-    let heap_peak = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let pid = server.child.id();
     let scraper = server.client(true)?;
-    // The heap before (this scrape also starts the server's peak over).
-    let heap_before = heap(server, &scraper).await.map(|(now, _)| now);
+    // The scraper's connection is set up and a previous list's connection gone before the
+    // baseline (this scrape also starts the server's peak over).
+    heap(server, &scraper).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let heap_before = heap(server, &scraper).await;
     let sampler = {
-        let (peak, heap_peak, done) = (peak.clone(), heap_peak.clone(), done.clone());
-        let (url, token) = (server.url.clone(), server.token.clone());
-        let scrape = heap_before.is_some();
+        let (peak, done) = (peak.clone(), done.clone());
         tokio::spawn(async move {
-            let mut last_scrape = Instant::now();
             while !done.load(Ordering::Relaxed) {
-                if scrape && last_scrape.elapsed() >= Duration::from_millis(50) {
-                    last_scrape = Instant::now();
-                    if let Some((_, p)) = heap_at(&url, &token, &scraper).await {
-                        heap_peak.fetch_max(p, Ordering::Relaxed);
-                    }
-                }
                 let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
                     .unwrap_or_default()
                     .lines()
@@ -445,12 +611,9 @@ async fn concurrent_lists(
     done.store(true, Ordering::Relaxed);
     sampler.await?;
     let heap = match heap_before {
-        Some(before) => {
-            let last = heap(server, &server.client(true)?)
-                .await
-                .map_or(0, |(_, p)| p);
-            Some((before, heap_peak.load(Ordering::Relaxed).max(last)))
-        }
+        Some(before) => heap(server, &scraper)
+            .await
+            .map(|after| Window::between(before, after)),
         None => None,
     };
     sizes.dedup();
@@ -460,17 +623,23 @@ async fn concurrent_lists(
     Ok((peak.load(Ordering::Relaxed), took, sizes[0], heap))
 }
 
-/// The server's live heap and its peak since the previous scrape, in bytes, from `/metrics`
-/// (`crd_apiserver_heap_allocated_bytes`, `..._peak_bytes`: a jemalloc build); `None` when the
-/// server does not report them.
-async fn heap(server: &Server, client: &reqwest::Client) -> Option<(u64, u64)> {
-    heap_at(&server.url, &server.token, client).await
+/// One scrape of the server's heap gauges, in bytes (a jemalloc build).
+#[derive(Clone, Copy)]
+struct Scrape {
+    /// `crd_apiserver_heap_allocated_bytes` and its peak since the previous scrape.
+    allocated: u64,
+    allocated_peak: u64,
+    /// Without the thread caches, and the caches' bytes (a server that reports them).
+    live: Option<(u64, u64)>,
+    /// The peak without the thread caches since the previous scrape.
+    live_peak: Option<u64>,
 }
 
-async fn heap_at(url: &str, token: &str, client: &reqwest::Client) -> Option<(u64, u64)> {
+/// The server's heap gauges from `/metrics`; `None` when the server does not report them.
+async fn heap(server: &Server, client: &reqwest::Client) -> Option<Scrape> {
     let text = client
-        .get(format!("{url}/metrics"))
-        .bearer_auth(token)
+        .get(format!("{}/metrics", server.url))
+        .bearer_auth(&server.token)
         .send()
         .await
         .ok()?
@@ -486,8 +655,11 @@ async fn heap_at(url: &str, token: &str, client: &reqwest::Client) -> Option<(u6
                 .ok()
         })
     };
-    Some((
-        value("crd_apiserver_heap_allocated_bytes")?,
-        value("crd_apiserver_heap_allocated_peak_bytes")?,
-    ))
+    Some(Scrape {
+        allocated: value("crd_apiserver_heap_allocated_bytes")?,
+        allocated_peak: value("crd_apiserver_heap_allocated_peak_bytes")?,
+        live: value("crd_apiserver_heap_live_bytes")
+            .zip(value("crd_apiserver_heap_thread_cache_bytes")),
+        live_peak: value("crd_apiserver_heap_live_peak_bytes"),
+    })
 }

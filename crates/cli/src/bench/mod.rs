@@ -203,6 +203,11 @@ impl Server {
         };
         (field("VmRSS:"), field("VmHWM:"))
     }
+
+    /// The server's threads now (entries of `/proc/<pid>/task`; 0 if unreadable).
+    fn threads(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/task", self.child.id())).map_or(0, Iterator::count)
+    }
 }
 
 impl Drop for Server {
@@ -566,7 +571,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         return cache::run(&args.cache, &args.etcd_servers).await;
     }
     if args.memory.only_memory {
-        return memory::run(args.objects).await;
+        return memory::run(args.objects, &args.memory).await;
     }
     if args.parity.only_etcd_parity {
         return etcd_parity::run(&args.parity, &args.etcd_servers, args.pin).await;

@@ -23,7 +23,8 @@
 //! decodes [`DECODE`] of them at a time when a form or selector needs decoded objects, and
 //! encodes them in chunks of [`CHUNK`] items ([`DECODED_CHUNK`] for Table rows and metadata), one waiting in
 //! the channel while the next is encoded. Only the first chunk is encoded before the response
-//! starts.
+//! starts. Chunks handed over and not yet written to the connection are bounded by
+//! [`IN_FLIGHT`] bytes per list, whatever hyper would queue for a slow reader.
 
 use std::sync::{Arc, LazyLock};
 
@@ -31,7 +32,7 @@ use bytes::Bytes;
 use crd_core::Status;
 use crd_storage::{Freshness, KeyValue, ListRequest, ListResponse, Revision, Store};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use super::{Reply, ReplyBody, read_objects};
 use crate::body::BodyError;
@@ -66,14 +67,63 @@ const DECODED_CHUNK: usize = 16;
 const DECODE: usize = 4;
 
 /// A chunk's buffer grows by doubling while it is encoded, so up to half of it is spare; a
-/// chunk waits in the channel and in hyper's write queue (several of them) with whatever
-/// capacity it has. Handing it over at its length keeps that spare memory out of every chunk in
-/// flight (the copy, when the allocator cannot shrink in place, is one chunk's memcpy).
-fn exact_bytes(mut chunk: Vec<u8>) -> Bytes {
+/// chunk waits in the channel and in hyper's write queue with whatever capacity it has. Handing
+/// it over at its length keeps that spare memory out of every chunk in flight (the copy, when
+/// the allocator cannot shrink in place, is one chunk's memcpy).
+fn exact(mut chunk: Vec<u8>) -> Vec<u8> {
     if chunk.capacity() - chunk.len() > chunk.len() / 8 {
         chunk.shrink_to_fit();
     }
-    Bytes::from(chunk)
+    chunk
+}
+
+/// Bytes of one list's encoded chunks on their way at once: in the channel, in hyper's write
+/// queue, or not yet taken by the TLS layer (which buffers 64 KiB of its own). hyper's HTTP/1.1
+/// connection asks the body for more while fewer than 16 chunks and 400 KiB (`max_buf_size`,
+/// which also caps request headers and is left alone) wait to be written, so a client reading
+/// slower than the list is encoded (the memory bench's own reader, on a loaded machine) let it
+/// queue most of a 537 KB JSON page per list. A chunk larger than this goes alone.
+const IN_FLIGHT: usize = 32 * 1024;
+
+/// One list's budget of [`IN_FLIGHT`] bytes: a chunk is handed over only once its bytes are
+/// free, and gives them back when the connection drops it, which hyper does once the chunk is
+/// written (HTTP/2: once framed within the stream's 64 KiB send buffer). So what waits for a
+/// slow reader is bounded here, before hyper, whatever hyper's own limits. A consumer that kept
+/// every chunk (collecting the whole body in memory) would stall the list after the budget:
+/// the server's consumers are the connections.
+#[derive(Clone)]
+struct InFlight(Arc<Semaphore>);
+
+/// A chunk with its share of the budget, handed back when the chunk is dropped.
+struct Budgeted {
+    bytes: Vec<u8>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl AsRef<[u8]> for Budgeted {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl InFlight {
+    fn new() -> Self {
+        Self(Arc::new(Semaphore::new(IN_FLIGHT)))
+    }
+
+    /// `chunk` as body bytes, once the budget has room for it.
+    async fn chunk(&self, chunk: Vec<u8>) -> Bytes {
+        let chunk = exact(chunk);
+        let want = u32::try_from(chunk.len().clamp(1, IN_FLIGHT)).unwrap_or(u32::MAX);
+        match self.0.clone().acquire_many_owned(want).await {
+            Ok(permit) => Bytes::from_owner(Budgeted {
+                bytes: chunk,
+                _permit: permit,
+            }),
+            // Never closed; without a budget the chunk still goes.
+            Err(_) => Bytes::from(chunk),
+        }
+    }
 }
 
 /// Whether full lists are streamed: `CRD_APISERVER_STREAM_LISTS=false` turns it off, so that a
@@ -160,6 +210,7 @@ pub async fn respond(
         page,
         send_batch: if webhook { page } else { CHUNK },
         decode_batch: if webhook { page } else { DECODE },
+        in_flight: InFlight::new(),
     };
     if !webhook && matches!(lister.form, Form::Table(_) | Form::Metadata) {
         lister.send_batch = DECODED_CHUNK;
@@ -195,7 +246,11 @@ pub async fn respond(
     // One chunk waits in the channel while the next is read and encoded.
     let (tx, rx) = mpsc::channel::<Result<Bytes, BodyError>>(1);
     tokio::spawn(async move {
-        if tx.send(Ok(exact_bytes(head))).await.is_err() {
+        if tx
+            .send(Ok(lister.in_flight.chunk(head).await))
+            .await
+            .is_err()
+        {
             return;
         }
         let sent = match lister.send_items(&rest, &mut wrote, &tx).await {
@@ -244,6 +299,8 @@ struct Lister {
     send_batch: usize,
     /// Stored items decoded at once: [`DECODE`], or the page with a conversion webhook.
     decode_batch: usize,
+    /// The chunks on their way to the client.
+    in_flight: InFlight,
 }
 
 impl Lister {
@@ -307,7 +364,11 @@ impl Lister {
             if chunk.is_empty() {
                 continue;
             }
-            if tx.send(Ok(exact_bytes(chunk))).await.is_err() {
+            if tx
+                .send(Ok(self.in_flight.chunk(chunk).await))
+                .await
+                .is_err()
+            {
                 return Ok(false);
             }
         }
@@ -579,9 +640,51 @@ mod tests {
         assert_eq!(whole["rows"].as_array().map(Vec::len), Some(n));
     }
 
+    /// A client that does not read keeps at most [`super::IN_FLIGHT`] bytes of a list's
+    /// chunks waiting, however many hyper would queue for it (16 chunks or 400 KiB): the next
+    /// chunk is handed over only once earlier ones are dropped, as a connection drops what it
+    /// has written.
+    #[tokio::test]
+    async fn chunks_not_yet_written_stay_within_the_lists_budget() {
+        let n = 2 * PAGE;
+        let (mut body, _dir) = namespace_body(n, Form::Items).await;
+        // Frames taken and kept (a socket that takes nothing), until no more come.
+        let mut kept = Vec::new();
+        while let Ok(Some(frame)) =
+            tokio::time::timeout(std::time::Duration::from_millis(200), body.frame()).await
+        {
+            kept.push(frame.expect("frame").into_data().expect("data"));
+        }
+        let held: usize = kept.iter().map(Bytes::len).sum();
+        assert!(
+            held > 0 && held <= super::IN_FLIGHT,
+            "{held} bytes handed over to a reader that took none"
+        );
+        // Once they are written (dropped), the rest comes: the list is whole.
+        let mut whole: Vec<u8> = kept.concat();
+        drop(kept);
+        while let Some(frame) = body.frame().await {
+            whole.extend_from_slice(&frame.expect("frame").into_data().expect("data"));
+        }
+        let list: Value = serde_json::from_slice(&whole).expect("one JSON list");
+        assert_eq!(list["items"].as_array().map(Vec::len), Some(n));
+    }
+
     /// The body frames of a list of `n` namespaces in `form` (more than a page: streamed), and
     /// the store's directory to keep.
     async fn namespace_frames(n: usize, form: Form) -> (Vec<Bytes>, tempfile::TempDir) {
+        let (mut body, dir) = namespace_body(n, form).await;
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let data = frame.expect("frame").into_data().expect("data");
+            // A copy: the frame itself goes, as a connection drops what it has written.
+            frames.push(Bytes::copy_from_slice(&data));
+        }
+        (frames, dir)
+    }
+
+    /// The streamed body of a list of `n` namespaces in `form`, and the store's directory.
+    async fn namespace_body(n: usize, form: Form) -> (crate::body::BoxBody, tempfile::TempDir) {
         let dir = tempfile::tempdir().expect("temporary directory");
         let store: Arc<dyn Store> =
             crd_storage::sqlite::SqliteStore::open(dir.path()).expect("open sqlite");
@@ -607,15 +710,10 @@ mod tests {
         let reply = respond(store, strategy, scan, form, PAGE)
             .await
             .expect("list");
-        let ReplyBody::Stream(mut body) = reply.body else {
+        let ReplyBody::Stream(body) = reply.body else {
             panic!("a list of more than a page is streamed");
         };
-        let mut frames = Vec::new();
-        while let Some(frame) = body.frame().await {
-            let data = frame.expect("frame").into_data().expect("data");
-            frames.push(data);
-        }
-        (frames, dir)
+        (body, dir)
     }
 
     /// The YAML of a list is the concatenation the streamed path writes: the head, the first

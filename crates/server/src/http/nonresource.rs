@@ -58,7 +58,7 @@ pub async fn handle(
         }
         Route::Metrics if get_only(&parts.method) => {
             update_storage_objects(state).await;
-            let mut resp = Response::new(full(crate::metrics::metrics().render()));
+            let mut resp = Response::new(full(crate::metrics::metrics().render_body()));
             resp.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static(crate::metrics::CONTENT_TYPE),

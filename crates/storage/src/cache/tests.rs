@@ -224,20 +224,29 @@ async fn a_watch_from_before_the_window_is_too_old() {
     }
     // From the cache's start on, history is served.
     let r = store.create("/r/a", b("")).await.expect("create");
-    let mut w = store
+    let mut w = watch_from(&store, start).await;
+    assert_eq!(next_event(&mut w).await.revision(), r);
+}
+
+/// A watch of `/r/` from after `after`.
+async fn watch_from(store: &CacheStore, after: Revision) -> WatchStream {
+    store
         .watch(WatchRequest {
             prefix: "/r/".into(),
-            after: start,
+            after,
             progress_interval: None,
         })
         .await
-        .expect("watch");
-    let e = tokio::time::timeout(Duration::from_secs(10), w.next())
+        .expect("watch")
+}
+
+/// The next event of a watch, within 10 s.
+async fn next_event(w: &mut WatchStream) -> Event {
+    tokio::time::timeout(Duration::from_secs(10), w.next())
         .await
         .expect("in time")
         .expect("open")
-        .expect("event");
-    assert_eq!(e.revision(), r);
+        .expect("event")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -503,4 +512,46 @@ async fn revision_requests_are_pipelined_and_never_answer_a_reader_from_before_i
     answers.add_permits(1);
     assert!(third.await.expect("join").expect("revision") >= written);
     assert_eq!(sent(), 3, "one request per batch");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_events_previous_state_shares_the_bytes_the_cache_held() {
+    let (_dir, store) = cache("/r/", 100).await;
+    let start = store.current_revision().await.expect("rev");
+    let v1 = store.create("/r/a", b("app=v1")).await.expect("create");
+    let v2 = store.update("/r/a", b("app=v2"), v1).await.expect("update");
+    store.update("/r/a", b("app=v3"), v2).await.expect("update");
+    let (prev, _) = store.delete("/r/a", None).await.expect("delete");
+    assert_eq!(prev.value, b("app=v3"));
+    let mut w = watch_from(&store, start).await;
+    let mut events = Vec::new();
+    while events.len() < 4 {
+        events.push(next_event(&mut w).await);
+    }
+    // What each event's state was, and the bytes it is held in.
+    let state = |e: &Event| match e {
+        Event::Put { kv, prev } => (
+            Some(kv.value.clone()),
+            prev.as_ref().map(|p| p.value.clone()),
+        ),
+        Event::Delete { prev, .. } => (None, Some(prev.value.clone())),
+        Event::Progress { .. } => panic!("no progress was asked for"),
+    };
+    let states: Vec<_> = events.iter().map(state).collect();
+    let want = [
+        (Some(b("app=v1")), None),
+        (Some(b("app=v2")), Some(b("app=v1"))),
+        (Some(b("app=v3")), Some(b("app=v2"))),
+        (None, Some(b("app=v3"))),
+    ];
+    for (got, want) in states.iter().zip(want) {
+        assert_eq!(*got, want);
+    }
+    // Each previous state is the earlier event's new state itself, not the engine's copy.
+    for pair in states.windows(2) {
+        let (Some(new), Some(prev)) = (&pair[0].0, &pair[1].1) else {
+            panic!("every event but the first has a previous state: {pair:?}");
+        };
+        assert_eq!(new.as_ptr(), prev.as_ptr(), "{new:?} is held twice");
+    }
 }
