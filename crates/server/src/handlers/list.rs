@@ -432,7 +432,7 @@ async fn verbatim_list(
 /// "oversize" threshold (a larger buffer gets fresh pages, a page fault each, returned to the
 /// kernel when freed, and one that grows is copied whole), large enough that a piece costs
 /// the HTTP layer one write of many TLS records.
-const BODY_PIECE: usize = 512 * 1024;
+pub const BODY_PIECE: usize = 512 * 1024;
 
 /// A page's body as it is encoded: pieces of about [`BODY_PIECE`] bytes, items written
 /// straight into them (no buffer per item, no copy into one body).
@@ -452,12 +452,15 @@ impl BodyPieces {
         }
     }
 
-    /// The buffer the next item goes to: a new one once the open one holds a piece's bytes.
+    /// The buffer the next item goes to: a new one once the open one holds a piece's bytes
+    /// (or was taken), sized for a piece so that it does not grow item by item.
     fn buf(&mut self) -> &mut Vec<u8> {
         if self.open.len() >= BODY_PIECE {
-            let next = Vec::with_capacity(BODY_PIECE + BODY_PIECE / 8);
             self.full
-                .push(bytes::Bytes::from(std::mem::replace(&mut self.open, next)));
+                .push(bytes::Bytes::from(std::mem::take(&mut self.open)));
+        }
+        if self.open.capacity() == 0 {
+            self.open.reserve(BODY_PIECE + BODY_PIECE / 8);
         }
         &mut self.open
     }

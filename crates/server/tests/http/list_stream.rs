@@ -114,6 +114,49 @@ async fn a_full_list_spanning_pages_is_the_unstreamed_list_byte_for_byte() {
     assert!(small.headers.contains_key("content-length"));
 }
 
+/// A page larger than one body piece (`list::BODY_PIECE`) is sent in pieces: its bytes are the
+/// streamed list's, split anywhere, and it still says its exact length, as a whole body does.
+#[tokio::test]
+async fn a_page_sent_in_pieces_is_the_whole_list_with_its_length() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http2);
+    api.create_crd(crd_json("s.example.com", "widgets", "Widget", "Namespaced"))
+        .await;
+    // Items of about 2 KiB: enough for three pieces, with one item across each boundary.
+    let n = 3 * crd_server::handlers::list::BODY_PIECE / 2048 + 7;
+    let mut start = 0;
+    while start < n {
+        let end = (start + 32).min(n);
+        let posts = (start..end).map(|i| {
+            api.post(
+                BASE,
+                json!({"apiVersion": "s.example.com/v1", "kind": "Widget",
+                       "metadata": {"name": format!("w-{i:05}")},
+                       "spec": {"i": i, "text": "\u{e9}".repeat(1000)}}),
+            )
+        });
+        for r in futures::future::join_all(posts).await {
+            assert_eq!(r.status, 201, "{}", r.text);
+        }
+        start = end;
+    }
+    for version in [HttpVersion::Http1, HttpVersion::Http2] {
+        let api = s.api(version);
+        let streamed = api.get(BASE).await;
+        let paged = api.get(&format!("{BASE}?limit={}", n + 1)).await;
+        assert_eq!(paged.status, 200, "{}", paged.text);
+        assert!(paged.text.len() > 2 * crd_server::handlers::list::BODY_PIECE);
+        assert_same_body(&format!("{version:?}"), &streamed.text, &paged.text);
+        assert_eq!(
+            paged.headers["content-length"],
+            paged.text.len().to_string(),
+            "{version:?}"
+        );
+        let items = paged.json()["items"].as_array().map(Vec::len);
+        assert_eq!(items, Some(n));
+    }
+}
+
 /// Asserts that two bodies are equal, showing where they first differ.
 fn assert_same_body(what: &str, streamed: &str, unstreamed: &str) {
     let at = streamed
