@@ -23,6 +23,25 @@ async fn create_widgets(api: &Api<'_>, n: usize) {
         {"name": "I", "type": "integer", "jsonPath": ".spec.i"},
         {"name": "Text", "type": "string", "jsonPath": ".spec.text", "priority": 1}]);
     api.create_crd(crd).await;
+    post_widgets(
+        api,
+        n,
+        |i| {
+            json!({"name": format!("w-{i:05}"),
+               "labels": {"app": "all", "parity": if i % 2 == 0 { "even" } else { "odd" }}})
+        },
+        |i| json!({"i": i, "text": "x\"y\u{e9}"}),
+    )
+    .await;
+}
+
+/// Posts widgets `0..n`, 32 at a time, with the metadata and spec the closures give.
+async fn post_widgets(
+    api: &Api<'_>,
+    n: usize,
+    metadata: impl Fn(usize) -> serde_json::Value,
+    spec: impl Fn(usize) -> serde_json::Value,
+) {
     let mut start = 0;
     while start < n {
         let end = (start + 32).min(n);
@@ -30,10 +49,7 @@ async fn create_widgets(api: &Api<'_>, n: usize) {
             api.post(
                 BASE,
                 json!({"apiVersion": "s.example.com/v1", "kind": "Widget",
-                       "metadata": {"name": format!("w-{i:05}"),
-                                    "labels": {"app": "all",
-                                               "parity": if i % 2 == 0 { "even" } else { "odd" }}},
-                       "spec": {"i": i, "text": "x\"y\u{e9}"}}),
+                       "metadata": metadata(i), "spec": spec(i)}),
             )
         });
         for r in futures::future::join_all(posts).await {
@@ -119,27 +135,18 @@ async fn a_full_list_spanning_pages_is_the_unstreamed_list_byte_for_byte() {
 #[tokio::test]
 async fn a_page_sent_in_pieces_is_the_whole_list_with_its_length() {
     let s = TestServer::start().await;
-    let api = s.api(HttpVersion::Http2);
-    api.create_crd(crd_json("s.example.com", "widgets", "Widget", "Namespaced"))
-        .await;
+    let writer = s.api(HttpVersion::Http2);
+    let crd = crd_json("s.example.com", "widgets", "Widget", "Namespaced");
+    writer.create_crd(crd).await;
     // Items of about 2 KiB: enough for three pieces, with one item across each boundary.
     let n = 3 * crd_server::handlers::list::BODY_PIECE / 2048 + 7;
-    let mut start = 0;
-    while start < n {
-        let end = (start + 32).min(n);
-        let posts = (start..end).map(|i| {
-            api.post(
-                BASE,
-                json!({"apiVersion": "s.example.com/v1", "kind": "Widget",
-                       "metadata": {"name": format!("w-{i:05}")},
-                       "spec": {"i": i, "text": "\u{e9}".repeat(1000)}}),
-            )
-        });
-        for r in futures::future::join_all(posts).await {
-            assert_eq!(r.status, 201, "{}", r.text);
-        }
-        start = end;
-    }
+    post_widgets(
+        &writer,
+        n,
+        |i| json!({"name": format!("w-{i:05}")}),
+        |i| json!({"i": i, "text": "\u{e9}".repeat(1000)}),
+    )
+    .await;
     for version in [HttpVersion::Http1, HttpVersion::Http2] {
         let api = s.api(version);
         let streamed = api.get(BASE).await;
