@@ -552,6 +552,37 @@ impl VerbatimItems {
 
 #[cfg(test)]
 mod tests {
+    /// Items go into pieces of about `BODY_PIECE` bytes, in order, none split, and what is taken
+    /// is all that was written; a piece taken midway is followed by a fresh one.
+    #[test]
+    fn a_body_is_written_in_pieces_of_whole_items() {
+        let item = vec![b'x'; 1000];
+        let mut pieces = super::BodyPieces::new(b"[".to_vec(), 10);
+        let mut written = b"[".to_vec();
+        let n = 2 * super::BODY_PIECE / item.len() + 3;
+        for _ in 0..n {
+            pieces.buf().extend_from_slice(&item);
+            written.extend_from_slice(&item);
+        }
+        let first = pieces.take();
+        assert_eq!(first.len(), 3);
+        assert!(
+            first[..2]
+                .iter()
+                .all(|p| p.len() >= super::BODY_PIECE && p.len() < super::BODY_PIECE + 1000)
+        );
+        pieces.buf().push(b']');
+        written.push(b']');
+        let all: Vec<u8> = first
+            .iter()
+            .chain(&pieces.take())
+            .flatten()
+            .copied()
+            .collect();
+        assert_eq!(all, written);
+        assert!(pieces.take().is_empty());
+    }
+
     #[test]
     fn resource_versions_are_spliced_only_into_the_stored_layout() {
         let stored = br#"{"apiVersion":"g/v1","kind":"K","metadata":{"name":"a"},"spec":{}}"#;
