@@ -399,9 +399,13 @@ async fn verbatim_list(
         }));
     }
     // The first chunk is converted before the response starts (a failure there is a Status);
-    // the next one is converted while the one before is encrypted and written.
+    // the next one is converted while the one before is encrypted and written. The channel
+    // holds a chunk's pieces, so that handing a chunk over does not wait for its first piece
+    // to be written.
     items.encode_next(PIPELINED_CHUNK, &mut body).await?;
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, crate::body::BodyError>>(1);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, crate::body::BodyError>>(
+        PIECES_PER_CHUNK,
+    );
     let prefix_for_log = prefix.clone();
     tokio::spawn(async move {
         loop {
@@ -433,6 +437,10 @@ async fn verbatim_list(
 /// kernel when freed, and one that grows is copied whole), large enough that a piece costs
 /// the HTTP layer one write of many TLS records.
 pub const BODY_PIECE: usize = 512 * 1024;
+
+/// Pieces a converted chunk fills, at most for objects of up to 3 KiB encoded (a larger
+/// chunk waits for room in the channel, i.e. is written before the next is converted).
+const PIECES_PER_CHUNK: usize = (PIPELINED_CHUNK * 3 * 1024).div_ceil(BODY_PIECE) + 1;
 
 /// A page's body as it is encoded: pieces of about [`BODY_PIECE`] bytes, items written
 /// straight into them (no buffer per item, no copy into one body).
