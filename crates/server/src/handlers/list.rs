@@ -296,7 +296,8 @@ impl StoredHead {
         out.reserve(stored.len() + 40);
         out.extend_from_slice(&self.0);
         out.extend_from_slice(br#""resourceVersion":""#);
-        out.extend_from_slice(revision.to_string().as_bytes());
+        // Formatted in place: no string per item.
+        let _ = std::io::Write::write_fmt(out, format_args!("{revision}"));
         out.push(b'"');
         if rest.first() != Some(&b'}') {
             out.push(b',');
@@ -377,50 +378,109 @@ async fn verbatim_list(
         next: 0,
         converted: 0,
     };
-    // Without an in-process conversion of more than a chunk, the page is one body.
-    let chunk = if items.pipelined() {
-        PIPELINED_CHUNK
-    } else {
-        usize::MAX
+    let expected: usize = items.items.iter().map(|kv| kv.value.len() + 48).sum();
+    let mut body = BodyPieces::new(head.into_bytes(), expected + tail.len());
+    let reply = |body| Reply {
+        code: 200,
+        body,
+        warnings: Vec::new(),
+        content_type: None,
     };
-    let mut body = head.into_bytes();
-    items.encode_next(chunk, &mut body).await?;
-    if items.done() {
-        body.extend_from_slice(tail.as_bytes());
-        return Ok(Reply {
-            code: 200,
-            body: super::ReplyBody::RawJson(bytes::Bytes::from(body)),
-            warnings: Vec::new(),
-            content_type: None,
-        });
+    // Without an in-process conversion of more than a chunk, the page is encoded at once (a
+    // webhook gets one call per page), in pieces.
+    if !items.pipelined() {
+        items.encode_next(usize::MAX, &mut body).await?;
+        body.buf().extend_from_slice(tail.as_bytes());
+        let mut pieces = body.take();
+        return Ok(reply(if pieces.len() == 1 {
+            super::ReplyBody::RawJson(pieces.remove(0))
+        } else {
+            super::ReplyBody::Stream(crate::body::pieces(pieces))
+        }));
     }
-    // The first chunk was converted before the response starts (a failure there is a Status);
-    // the next one is converted while the one before is encrypted and written.
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, crate::body::BodyError>>(1);
+    // The first chunk is converted before the response starts (a failure there is a Status);
+    // the next one is converted while the one before is encrypted and written. The channel
+    // holds a chunk's pieces, so that handing a chunk over does not wait for its first piece
+    // to be written.
+    items.encode_next(PIPELINED_CHUNK, &mut body).await?;
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, crate::body::BodyError>>(
+        PIECES_PER_CHUNK,
+    );
     let prefix_for_log = prefix.clone();
     tokio::spawn(async move {
-        if tx.send(Ok(bytes::Bytes::from(body))).await.is_err() {
-            return;
-        }
-        while !items.done() {
-            let mut out = Vec::new();
-            if let Err(e) = items.encode_next(chunk, &mut out).await {
+        loop {
+            if items.done() {
+                body.buf().extend_from_slice(tail.as_bytes());
+            }
+            for piece in body.take() {
+                if tx.send(Ok(piece)).await.is_err() {
+                    return;
+                }
+            }
+            if items.done() {
+                return;
+            }
+            if let Err(e) = items.encode_next(PIPELINED_CHUNK, &mut body).await {
                 tracing::warn!(error = ?e, prefix = prefix_for_log, "paged list aborted midway");
                 let _ = tx.send(Err(format!("{e:?}").into())).await;
                 return;
             }
-            if tx.send(Ok(bytes::Bytes::from(out))).await.is_err() {
-                return;
-            }
         }
-        let _ = tx.send(Ok(bytes::Bytes::from(tail))).await;
     });
-    Ok(Reply {
-        code: 200,
-        body: super::ReplyBody::Stream(crate::body::fallible_stream_body(rx)),
-        warnings: Vec::new(),
-        content_type: None,
-    })
+    Ok(reply(super::ReplyBody::Stream(
+        crate::body::fallible_stream_body(rx),
+    )))
+}
+
+/// About how many bytes of a page's body go in one piece: far below the allocator's 8 MiB
+/// "oversize" threshold (a larger buffer gets fresh pages, a page fault each, returned to the
+/// kernel when freed, and one that grows is copied whole), large enough that a piece costs
+/// the HTTP layer one write of many TLS records.
+pub const BODY_PIECE: usize = 512 * 1024;
+
+/// Pieces a converted chunk fills, at most for objects of up to 3 KiB encoded (a larger
+/// chunk waits for room in the channel, i.e. is written before the next is converted).
+const PIECES_PER_CHUNK: usize = (PIPELINED_CHUNK * 3 * 1024).div_ceil(BODY_PIECE) + 1;
+
+/// A page's body as it is encoded: pieces of about [`BODY_PIECE`] bytes, items written
+/// straight into them (no buffer per item, no copy into one body).
+struct BodyPieces {
+    full: Vec<bytes::Bytes>,
+    open: Vec<u8>,
+}
+
+impl BodyPieces {
+    /// Pieces that open with `head`, for items of about `expected` bytes in all (a small list
+    /// gets a buffer of its size, a large one a piece's).
+    fn new(mut head: Vec<u8>, expected: usize) -> BodyPieces {
+        head.reserve(expected.min(BODY_PIECE + BODY_PIECE / 8));
+        BodyPieces {
+            full: Vec::new(),
+            open: head,
+        }
+    }
+
+    /// The buffer the next item goes to: a new one once the open one holds a piece's bytes
+    /// (or was taken), sized for a piece so that it does not grow item by item.
+    fn buf(&mut self) -> &mut Vec<u8> {
+        if self.open.len() >= BODY_PIECE {
+            self.full
+                .push(bytes::Bytes::from(std::mem::take(&mut self.open)));
+        }
+        if self.open.capacity() == 0 {
+            self.open.reserve(BODY_PIECE + BODY_PIECE / 8);
+        }
+        &mut self.open
+    }
+
+    /// The pieces written so far, the open one included, in order.
+    fn take(&mut self) -> Vec<bytes::Bytes> {
+        let mut pieces = std::mem::take(&mut self.full);
+        if !self.open.is_empty() {
+            pieces.push(bytes::Bytes::from(std::mem::take(&mut self.open)));
+        }
+        pieces
+    }
 }
 
 /// Items per chunk of a page converted in process and streamed: large enough to split over
@@ -463,33 +523,35 @@ impl VerbatimItems {
                 .is_some()
     }
 
-    /// Appends the next `chunk` items to `out`, each after a comma unless it opens the list.
-    async fn encode_next(&mut self, chunk: usize, out: &mut Vec<u8>) -> Result<(), ApiError> {
+    /// Appends the next `chunk` items to `out`, each after a comma unless it opens the list:
+    /// the items to convert first (one batch), then all in key order, spliced or converted.
+    async fn encode_next(&mut self, chunk: usize, out: &mut BodyPieces) -> Result<(), ApiError> {
         let end = self.items.len().min(self.next.saturating_add(chunk));
         let page = &self.items[self.next..end];
-        let mut encoded: Vec<Option<Vec<u8>>> = page
+        let slow: Vec<crd_storage::KeyValue> = page
             .iter()
-            .map(|kv| self.head.splice(&kv.value, kv.mod_revision))
+            .filter(|kv| !self.head.matches(&kv.value))
+            .cloned()
             .collect();
-        let slow: Vec<usize> = (0..encoded.len())
-            .filter(|&i| encoded[i].is_none())
-            .collect();
+        let mut converted = Vec::new().into_iter();
         if !slow.is_empty() {
-            let kvs: Vec<crd_storage::KeyValue> = slow.iter().map(|&i| page[i].clone()).collect();
-            let converted =
-                super::read_objects_encoded(&self.strategy, kvs, true, self.converted).await?;
-            self.converted += slow.len();
-            for (i, bytes) in slow.into_iter().zip(converted) {
-                encoded[i] = Some(bytes);
-            }
+            let n = slow.len();
+            converted = super::read_objects_encoded(&self.strategy, slow, true, self.converted)
+                .await?
+                .into_iter();
+            self.converted += n;
         }
-        let total: usize = encoded.iter().flatten().map(Vec::len).sum();
-        out.reserve(total + encoded.len());
-        for (i, item) in encoded.iter().flatten().enumerate() {
+        for (i, kv) in page.iter().enumerate() {
+            let buf = out.buf();
             if i > 0 || self.next > 0 {
-                out.push(b',');
+                buf.push(b',');
             }
-            out.extend_from_slice(item);
+            if !self.head.splice_into(&kv.value, kv.mod_revision, buf) {
+                let item = converted
+                    .next()
+                    .ok_or_else(|| Status::internal("conversion returned too few objects"))?;
+                buf.extend_from_slice(&item);
+            }
         }
         self.next = end;
         Ok(())
@@ -498,6 +560,37 @@ impl VerbatimItems {
 
 #[cfg(test)]
 mod tests {
+    /// Items go into pieces of about `BODY_PIECE` bytes, in order, none split, and what is taken
+    /// is all that was written; a piece taken midway is followed by a fresh one.
+    #[test]
+    fn a_body_is_written_in_pieces_of_whole_items() {
+        let item = vec![b'x'; 1000];
+        let mut pieces = super::BodyPieces::new(b"[".to_vec(), 10);
+        let mut written = b"[".to_vec();
+        let n = 2 * super::BODY_PIECE / item.len() + 3;
+        for _ in 0..n {
+            pieces.buf().extend_from_slice(&item);
+            written.extend_from_slice(&item);
+        }
+        let first = pieces.take();
+        assert_eq!(first.len(), 3);
+        assert!(
+            first[..2]
+                .iter()
+                .all(|p| p.len() >= super::BODY_PIECE && p.len() < super::BODY_PIECE + 1000)
+        );
+        pieces.buf().push(b']');
+        written.push(b']');
+        let all: Vec<u8> = first
+            .iter()
+            .chain(&pieces.take())
+            .flatten()
+            .copied()
+            .collect();
+        assert_eq!(all, written);
+        assert!(pieces.take().is_empty());
+    }
+
     #[test]
     fn resource_versions_are_spliced_only_into_the_stored_layout() {
         let stored = br#"{"apiVersion":"g/v1","kind":"K","metadata":{"name":"a"},"spec":{}}"#;

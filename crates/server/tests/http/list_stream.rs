@@ -23,6 +23,25 @@ async fn create_widgets(api: &Api<'_>, n: usize) {
         {"name": "I", "type": "integer", "jsonPath": ".spec.i"},
         {"name": "Text", "type": "string", "jsonPath": ".spec.text", "priority": 1}]);
     api.create_crd(crd).await;
+    post_widgets(
+        api,
+        n,
+        |i| {
+            json!({"name": format!("w-{i:05}"),
+               "labels": {"app": "all", "parity": if i % 2 == 0 { "even" } else { "odd" }}})
+        },
+        |i| json!({"i": i, "text": "x\"y\u{e9}"}),
+    )
+    .await;
+}
+
+/// Posts widgets `0..n`, 32 at a time, with the metadata and spec the closures give.
+async fn post_widgets(
+    api: &Api<'_>,
+    n: usize,
+    metadata: impl Fn(usize) -> serde_json::Value,
+    spec: impl Fn(usize) -> serde_json::Value,
+) {
     let mut start = 0;
     while start < n {
         let end = (start + 32).min(n);
@@ -30,10 +49,7 @@ async fn create_widgets(api: &Api<'_>, n: usize) {
             api.post(
                 BASE,
                 json!({"apiVersion": "s.example.com/v1", "kind": "Widget",
-                       "metadata": {"name": format!("w-{i:05}"),
-                                    "labels": {"app": "all",
-                                               "parity": if i % 2 == 0 { "even" } else { "odd" }}},
-                       "spec": {"i": i, "text": "x\"y\u{e9}"}}),
+                       "metadata": metadata(i), "spec": spec(i)}),
             )
         });
         for r in futures::future::join_all(posts).await {
@@ -112,6 +128,40 @@ async fn a_full_list_spanning_pages_is_the_unstreamed_list_byte_for_byte() {
         .await;
     assert_eq!(small.status, 200, "{}", small.text);
     assert!(small.headers.contains_key("content-length"));
+}
+
+/// A page larger than one body piece (`list::BODY_PIECE`) is sent in pieces: its bytes are the
+/// streamed list's, split anywhere, and it still says its exact length, as a whole body does.
+#[tokio::test]
+async fn a_page_sent_in_pieces_is_the_whole_list_with_its_length() {
+    let s = TestServer::start().await;
+    let writer = s.api(HttpVersion::Http2);
+    let crd = crd_json("s.example.com", "widgets", "Widget", "Namespaced");
+    writer.create_crd(crd).await;
+    // Items of about 2 KiB: enough for three pieces, with one item across each boundary.
+    let n = 3 * crd_server::handlers::list::BODY_PIECE / 2048 + 7;
+    post_widgets(
+        &writer,
+        n,
+        |i| json!({"name": format!("w-{i:05}")}),
+        |i| json!({"i": i, "text": "\u{e9}".repeat(1000)}),
+    )
+    .await;
+    for version in [HttpVersion::Http1, HttpVersion::Http2] {
+        let api = s.api(version);
+        let streamed = api.get(BASE).await;
+        let paged = api.get(&format!("{BASE}?limit={}", n + 1)).await;
+        assert_eq!(paged.status, 200, "{}", paged.text);
+        assert!(paged.text.len() > 2 * crd_server::handlers::list::BODY_PIECE);
+        assert_same_body(&format!("{version:?}"), &streamed.text, &paged.text);
+        assert_eq!(
+            paged.headers["content-length"],
+            paged.text.len().to_string(),
+            "{version:?}"
+        );
+        let items = paged.json()["items"].as_array().map(Vec::len);
+        assert_eq!(items, Some(n));
+    }
 }
 
 /// Asserts that two bodies are equal, showing where they first differ.
