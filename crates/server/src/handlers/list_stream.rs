@@ -482,13 +482,13 @@ impl Lister {
             Form::Items => {
                 for o in objs {
                     comma(out, wrote);
-                    serde_json::to_writer(&mut *out, o).map_err(Status::internal)?;
+                    super::encode::write_value(out, o).map_err(Status::internal)?;
                 }
             }
             Form::Metadata => {
                 for o in objs {
                     comma(out, wrote);
-                    serde_json::to_writer(&mut *out, &table::partial_object_metadata(o))
+                    super::encode::write_value(out, &table::partial_object_metadata(o))
                         .map_err(Status::internal)?;
                 }
             }
@@ -501,7 +501,7 @@ impl Lister {
                 };
                 for r in &rows {
                     comma(out, wrote);
-                    serde_json::to_writer(&mut *out, r).map_err(Status::internal)?;
+                    super::encode::write_value(out, r).map_err(Status::internal)?;
                 }
             }
             Form::Yaml => {

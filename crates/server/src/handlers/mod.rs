@@ -445,7 +445,7 @@ fn cores() -> usize {
 
 fn encode_json(o: &Value) -> Result<Vec<u8>, ApiError> {
     let mut out = Vec::with_capacity(1024);
-    serde_json::to_writer(&mut out, o).map_err(Status::internal)?;
+    encode::write_value(&mut out, o).map_err(Status::internal)?;
     Ok(out)
 }
 
@@ -468,7 +468,7 @@ fn encode_in_process(
             let obj = pipeline::read_stored_in_process(plan, obj, is_list, offset + i)
                 .ok_or_else(|| Status::internal("the converter does not run in process"))??;
             let mut out = Vec::with_capacity(kv.value.len() + 256);
-            serde_json::to_writer(&mut out, &obj).map_err(Status::internal)?;
+            encode::write_value(&mut out, &obj).map_err(Status::internal)?;
             Ok(out)
         })
         .collect()
