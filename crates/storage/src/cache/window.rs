@@ -149,6 +149,7 @@ mod tests {
                 value: Bytes::new(),
                 create_revision: rev,
                 mod_revision: rev,
+                decoded: Default::default(),
             },
             prev: None,
         })
