@@ -47,7 +47,7 @@ pub fn has_duplicates(bytes: &[u8]) -> Option<bool> {
 /// `serde_json::from_slice::<Value>(bytes)` and, from the same pass, whether an object in it
 /// repeats a key ([`has_duplicates`]'s answer for valid JSON): a JSON body is decoded anyway,
 /// and noting the repeats while its objects are built (a repeated key replaces the value
-/// before it, as in serde_json) saves a second pass over every create's and update's body.
+/// before it, as in `serde_json`) saves a second pass over every create's and update's body.
 pub fn from_slice_noting_duplicates(bytes: &[u8]) -> serde_json::Result<(Value, bool)> {
     let mut found = false;
     let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -56,7 +56,7 @@ pub fn from_slice_noting_duplicates(bytes: &[u8]) -> serde_json::Result<(Value, 
     Ok((value, found))
 }
 
-/// The value builder of [`from_slice_noting_duplicates`]: serde_json's own `Value` visitor
+/// The value builder of [`from_slice_noting_duplicates`]: `serde_json`'s own `Value` visitor
 /// (without its `arbitrary_precision` and `raw_value` features, which this workspace does not
 /// enable), noting a repeated key.
 struct Build<'a> {

@@ -38,6 +38,10 @@ fn label_index(key: &str) -> String {
 /// the indexer decodes it once per written object and the cache's events carry it
 /// ([`crd_storage::KeyValue::decoded`]), so the collector does not parse the object again.
 #[derive(Clone, Debug, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "decoded once per written object and held behind an Arc: a box would only add an allocation"
+)]
 pub enum StoredMeta {
     /// Not JSON, or not an object whose `metadata` is an object or null (never written by this
     /// server): no index terms, and nothing for the collector.

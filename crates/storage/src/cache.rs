@@ -340,7 +340,7 @@ impl CacheStore {
             value: e.value.clone(),
             create_revision: e.create_revision,
             mod_revision: e.mod_revision,
-            decoded: Default::default(),
+            decoded: Decoded::default(),
         };
         if indexed && !request.index_terms.is_empty() {
             let (keys, remaining) = st.indexes.select(
@@ -909,7 +909,7 @@ impl Store for CacheStore {
             value: e.value.clone(),
             create_revision: e.create_revision,
             mod_revision: e.mod_revision,
-            decoded: Default::default(),
+            decoded: Decoded::default(),
         }))
     }
 

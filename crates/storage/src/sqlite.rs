@@ -619,7 +619,7 @@ fn kv_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<KeyValue> {
         value: Bytes::from(row.get::<_, Vec<u8>>(1)?),
         create_revision: row.get(2)?,
         mod_revision: row.get(3)?,
-        decoded: Default::default(),
+        decoded: crate::Decoded::default(),
     })
 }
 
@@ -819,7 +819,7 @@ fn read_history(
                 value: Bytes::from(value),
                 create_revision,
                 mod_revision,
-                decoded: Default::default(),
+                decoded: crate::Decoded::default(),
             }),
             _ => None,
         };
@@ -830,7 +830,7 @@ fn read_history(
                     value: Bytes::new(),
                     create_revision,
                     mod_revision: prev_revision.unwrap_or(revision),
-                    decoded: Default::default(),
+                    decoded: crate::Decoded::default(),
                 }),
                 revision,
             }
@@ -841,7 +841,7 @@ fn read_history(
                     value: Bytes::from(row.get::<_, Vec<u8>>(2)?),
                     create_revision,
                     mod_revision: revision,
-                    decoded: Default::default(),
+                    decoded: crate::Decoded::default(),
                 },
                 prev,
             }
@@ -1157,7 +1157,7 @@ fn apply(
                 value: value.clone(),
                 create_revision: revision,
                 mod_revision: revision,
-                decoded: Default::default(),
+                decoded: crate::Decoded::default(),
             };
             Ok(Ok(Applied {
                 outcome: Outcome::Written(revision),
@@ -1189,7 +1189,7 @@ fn apply(
                 value: value.clone(),
                 create_revision: prev.create_revision,
                 mod_revision: revision,
-                decoded: Default::default(),
+                decoded: crate::Decoded::default(),
             };
             Ok(Ok(Applied {
                 outcome: Outcome::Written(revision),

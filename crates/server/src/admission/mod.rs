@@ -538,7 +538,7 @@ mod tests {
             value: bytes::Bytes::copy_from_slice(json.as_bytes()),
             create_revision: 1,
             mod_revision: revision,
-            decoded: Default::default(),
+            decoded: crd_storage::Decoded::default(),
         };
         // (key, modification revision, stored bytes) in read order.
         let reads = [

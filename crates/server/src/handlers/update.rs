@@ -150,7 +150,7 @@ pub async fn write_update(
         value,
         create_revision: current.create_revision,
         mod_revision: rev,
-        decoded: Default::default(),
+        decoded: crd_storage::Decoded::default(),
     };
     Ok((read_object(strategy, &stored).await?, warnings))
 }

@@ -227,7 +227,7 @@ pub fn decode_object_noting_duplicates(
                 .into());
             }
         },
-        format => (decode_document(format, body).map_err(|e| cannot(&e))?, None),
+        format @ BodyFormat::Yaml => (decode_document(format, body).map_err(|e| cannot(&e))?, None),
     };
     if !obj.is_object() {
         return Err(cannot(&"the body must be a JSON object"));

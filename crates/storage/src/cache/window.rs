@@ -149,7 +149,7 @@ mod tests {
                 value: Bytes::new(),
                 create_revision: rev,
                 mod_revision: rev,
-                decoded: Default::default(),
+                decoded: crate::Decoded::default(),
             },
             prev: None,
         })
