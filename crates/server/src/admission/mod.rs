@@ -199,6 +199,18 @@ impl Admission {
         self.webhooks.authorizer.set(authorizer.clone());
     }
 
+    /// Whether any mutating plugin is configured now: when none is, [`Admission::mutate`] would
+    /// change nothing, and a caller may skip building its attributes.
+    pub fn mutates(&self) -> bool {
+        !self.mutating_policies.is_empty() || !self.webhooks.none(true)
+    }
+
+    /// Whether any validating plugin is configured now: when none is, [`Admission::validate`]
+    /// of a create would admit it unseen, and a caller may skip building its attributes.
+    pub fn validates(&self) -> bool {
+        !self.policies.is_empty() || !self.webhooks.none(false)
+    }
+
     /// Mutating admission of `obj` (`None` for DELETE, with the stored object as `old`);
     /// `schema` types the object for apply configurations. Warnings and audit annotations go
     /// to `record`, also when admission fails. Mutating admission policies run before mutating

@@ -107,17 +107,18 @@ pub async fn create_object(
     }
     set_namespace(ctx, strategy, &mut obj)?;
     strategy.authorize_write(&ctx.state.authorizer, ctx.user, &obj, None)?;
-    let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
     let admission = &ctx.state.admission;
-    if admission
-        .mutate(
-            &attrs,
-            Some(&mut obj),
-            None,
-            strategy.apply_schema(),
-            &ctx.admission,
-        )
-        .await?
+    // The attributes are built only for plugins that read them (most servers configure none).
+    if admission.mutates()
+        && admission
+            .mutate(
+                &ctx.admission_attributes(strategy, Operation::Create, &obj),
+                Some(&mut obj),
+                None,
+                strategy.apply_schema(),
+                &ctx.admission,
+            )
+            .await?
     {
         warnings.extend(strategy.admit(&mut obj, &super::readmission(ctx))?);
     }
@@ -144,10 +145,12 @@ pub async fn create_object(
     warnings.extend(strategy.write_warnings(&obj, None));
     strategy.check_create_allowed(&name)?;
     admission.admit_create(strategy, &obj).await?;
-    let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
-    admission
-        .validate(&attrs, Some(&obj), None, &ctx.admission)
-        .await?;
+    if admission.validates() {
+        let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
+        admission
+            .validate(&attrs, Some(&obj), None, &ctx.admission)
+            .await?;
+    }
     let mut attempt = 0;
     let stored = loop {
         let current = meta::name(&obj).to_string();
