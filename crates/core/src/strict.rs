@@ -338,7 +338,7 @@ mod tests {
         }
     }
 
-    /// One pass gives serde_json's value and [`has_duplicates`]'s answer, or serde_json's error.
+    /// One pass gives `serde_json`'s value and [`has_duplicates`]'s answer, or `serde_json`'s error.
     #[test]
     fn decoding_notes_duplicates_as_the_separate_check_finds_them() {
         let cases = [
