@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 
 /// What a scan of a JSON document found.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -41,6 +42,86 @@ pub fn has_duplicates(bytes: &[u8]) -> Option<bool> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     Dup { found: &mut found }.deserialize(&mut de).ok()?;
     Some(found)
+}
+
+/// `serde_json::from_slice::<Value>(bytes)` and, from the same pass, whether an object in it
+/// repeats a key ([`has_duplicates`]'s answer for valid JSON): a JSON body is decoded anyway,
+/// and noting the repeats while its objects are built (a repeated key replaces the value
+/// before it, as in `serde_json`) saves a second pass over every create's and update's body.
+pub fn from_slice_noting_duplicates(bytes: &[u8]) -> serde_json::Result<(Value, bool)> {
+    let mut found = false;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = Build { found: &mut found }.deserialize(&mut de)?;
+    de.end()?;
+    Ok((value, found))
+}
+
+/// The value builder of [`from_slice_noting_duplicates`]: `serde_json`'s own `Value` visitor
+/// (without its `arbitrary_precision` and `raw_value` features, which this workspace does not
+/// enable), noting a repeated key.
+struct Build<'a> {
+    found: &'a mut bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Build<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Value, D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Build<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(item) = seq.next_element_seed(Build {
+            found: &mut *self.found,
+        })? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut values = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(Build {
+                found: &mut *self.found,
+            })?;
+            if values.insert(key, value).is_some() {
+                *self.found = true;
+            }
+        }
+        Ok(Value::Object(values))
+    }
 }
 
 /// The visitor methods of a scan that looks only at objects and arrays: every scalar is a leaf
@@ -253,6 +334,43 @@ mod tests {
             if let Some(want) = want {
                 let scan = super::scan(body.as_bytes()).expect("valid JSON");
                 assert_eq!(!scan.duplicates.is_empty(), *want, "{body}");
+            }
+        }
+    }
+
+    /// One pass gives `serde_json`'s value and [`has_duplicates`]'s answer, or `serde_json`'s error.
+    #[test]
+    fn decoding_notes_duplicates_as_the_separate_check_finds_them() {
+        let cases = [
+            r#"{"a":1,"b":{"c":[{"d":1},{"d":2}]}}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":{"b":1,"b":{"x":[1,2]}}}"#,
+            r#"{"a":[{"x":1,"y":2,"x":3}]}"#,
+            r#"{"a":{"k":1},"b":{"k":1},"l":[{"k":1},{"k":1}]}"#,
+            r#"{"a":1,"\u0061":2}"#,
+            r#"{"a\"b":1,"a\"b":2}"#,
+            r#"[1,"x",null,true,{"k":{}}]"#,
+            r#"{"n":[0,-1,18446744073709551615,-9223372036854775808,1.5,-0.0,1e308,1e-320,12345678901234567890123]}"#,
+            r#"{"s":["","é€😀","\ud83d\ude00","a\nb\t\"\\/"],"e":{},"l":[],"z":null}"#,
+            "  {\"a\" : [ 1 , { } ] }  ",
+            "3",
+            r#""str""#,
+            "null",
+            "{not json",
+            r#"{"a":1}} trailing"#,
+            r#"{"a":1,}"#,
+            "",
+            r#"{"a":"\ud800"}"#,
+        ];
+        for body in cases {
+            let ours = from_slice_noting_duplicates(body.as_bytes());
+            match serde_json::from_slice::<Value>(body.as_bytes()) {
+                Ok(want) => {
+                    let (value, found) = ours.expect(body);
+                    assert_eq!(value, want, "{body}");
+                    assert_eq!(Some(found), has_duplicates(body.as_bytes()), "{body}");
+                }
+                Err(e) => assert_eq!(ours.expect_err(body).to_string(), e.to_string(), "{body}"),
             }
         }
     }

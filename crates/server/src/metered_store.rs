@@ -37,7 +37,8 @@ pub fn object_type(key: &str) -> Cow<'_, str> {
     let first = parts.next().unwrap_or("");
     if first.contains('.') {
         match parts.next().filter(|p| !p.is_empty()) {
-            Some(resource) => Cow::Owned(format!("{resource}.{first}")),
+            // Every storage call of a custom resource builds this: `concat`, not `format!`.
+            Some(resource) => Cow::Owned([resource, ".", first].concat()),
             None => Cow::Borrowed(first),
         }
     } else {

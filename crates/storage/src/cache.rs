@@ -41,8 +41,8 @@ use futures::{FutureExt, StreamExt};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::{
-    Event, Freshness, KeyValue, ListRequest, ListResponse, Pages, Revision, StorageError, Store,
-    WatchRequest, WatchStream,
+    Decoded, Event, Freshness, KeyValue, ListRequest, ListResponse, Pages, Revision, StorageError,
+    Store, WatchRequest, WatchStream,
 };
 use index::{Indexes, Term};
 use window::Window;
@@ -63,8 +63,17 @@ const BUDGET_MAX: Duration = Duration::from_millis(100);
 /// Derives the index terms of a stored object. The storage crate never looks inside values; the
 /// server supplies an indexer that knows objects (labels, `metadata.name`).
 pub trait Indexer: Send + Sync + 'static {
-    /// Appends the `(index name, value)` terms of the object stored at `key` to `out`.
-    fn terms(&self, key: &str, value: &[u8], out: &mut Vec<Term>);
+    /// Decodes what the indexer reads of a written value, once per event: the cache derives
+    /// the terms from it and attaches it to the event it hands its watchers
+    /// ([`KeyValue::decoded`]), so a watcher that reads the same part of the object (the
+    /// server's garbage collector) need not parse the bytes again. The default decodes nothing.
+    fn decode(&self, _key: &str, _value: &[u8]) -> Decoded {
+        Decoded::default()
+    }
+
+    /// Appends the `(index name, value)` terms of the object stored at `key` to `out`;
+    /// `decoded` is what [`Indexer::decode`] gave for `value`.
+    fn terms(&self, key: &str, value: &[u8], decoded: &Decoded, out: &mut Vec<Term>);
 }
 
 /// What the cache reports as it works; the server turns the reports into kube-apiserver's
@@ -93,7 +102,7 @@ pub trait CacheObserver: Send + Sync + 'static {
 pub struct NoIndexes;
 
 impl Indexer for NoIndexes {
-    fn terms(&self, _key: &str, _value: &[u8], _out: &mut Vec<Term>) {}
+    fn terms(&self, _key: &str, _value: &[u8], _decoded: &Decoded, _out: &mut Vec<Term>) {}
 }
 
 /// How a cache is built.
@@ -344,6 +353,7 @@ impl CacheStore {
             value: e.value.clone(),
             create_revision: e.create_revision,
             mod_revision: e.mod_revision,
+            decoded: Decoded::default(),
         };
         if indexed && !request.index_terms.is_empty() {
             let (keys, remaining) = st.indexes.select(
@@ -551,7 +561,8 @@ async fn load(
             let key: Arc<str> = Arc::from(kv.key);
             if let Some(ix) = &terms_of {
                 terms.clear();
-                ix.terms(&key, &kv.value, &mut terms);
+                let decoded = ix.decode(&key, &kv.value);
+                ix.terms(&key, &kv.value, &decoded, &mut terms);
                 indexes.insert(&key, &terms);
             }
             items.insert(
@@ -603,10 +614,12 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The terms of a value read before (an object replaced or deleted): decoded again.
     fn terms(&self, key: &str, value: &[u8]) -> Vec<Term> {
         let mut out = Vec::new();
         if let Some(ix) = &self.indexer {
-            ix.terms(key, value, &mut out);
+            let decoded = ix.decode(key, value);
+            ix.terms(key, value, &decoded, &mut out);
         }
         out
     }
@@ -624,14 +637,15 @@ impl Shared {
     }
 
     /// Applies one event to the state, the indexes and the window, and hands it to watchers.
-    async fn apply(&self, event: Event, budget: &mut Budget) {
+    async fn apply(&self, mut event: Event, budget: &mut Budget) {
         let revision = event.revision();
-        // A written object's terms are derived before taking the lock (readers wait on it).
-        let new_terms = match &event {
-            Event::Put { kv, .. } => self.terms(&kv.key, &kv.value),
-            _ => Vec::new(),
-        };
-        let mut event = event;
+        // A written object's terms are derived before taking the lock (readers wait on it),
+        // from a decoding the event then carries to the watchers.
+        let mut new_terms = Vec::new();
+        if let (Event::Put { kv, .. }, Some(ix)) = (&mut event, &self.indexer) {
+            kv.decoded = ix.decode(&kv.key, &kv.value);
+            ix.terms(&kv.key, &kv.value, &kv.decoded, &mut new_terms);
+        }
         let mut blocked = Vec::new();
         let event = {
             let mut st = self.write();
@@ -913,6 +927,7 @@ impl Store for CacheStore {
             value: e.value.clone(),
             create_revision: e.create_revision,
             mod_revision: e.mod_revision,
+            decoded: Decoded::default(),
         }))
     }
 

@@ -148,6 +148,7 @@ pub async fn check_create_get(store: &dyn Store) {
             value: b("one"),
             create_revision: rev,
             mod_revision: rev,
+            decoded: crate::Decoded::default(),
         }
     );
     assert!(store.current_revision().await.expect("current") >= rev);
@@ -242,6 +243,7 @@ pub async fn check_delete(store: &dyn Store) {
             value: b("v2"),
             create_revision: r1,
             mod_revision: r2,
+            decoded: crate::Decoded::default(),
         }
     );
     assert!(store.get(&key).await.expect("get").is_none());
@@ -672,6 +674,7 @@ pub async fn check_watch_delete_prev(store: &dyn Store) {
         value: b("v2"),
         create_revision: r1,
         mod_revision: r2,
+        decoded: crate::Decoded::default(),
     };
     assert_eq!(prev, expected);
     for stream in [&mut live, &mut watch(store, &p, r2).await] {

@@ -714,6 +714,7 @@ fn key_value(key: String, kv: etcd_client::KeyValue) -> KeyValue {
         value: Bytes::from(value),
         create_revision,
         mod_revision,
+        decoded: crate::Decoded::default(),
     }
 }
 
@@ -1009,6 +1010,7 @@ impl EtcdWatch {
             value: Bytes::copy_from_slice(p.value()),
             create_revision: p.create_revision(),
             mod_revision: p.mod_revision(),
+            decoded: crate::Decoded::default(),
         });
         // The previous state is missing only when a compaction (not this store's) overtook the
         // watch: the event cannot be told correctly, and the watch must restart.
@@ -1030,6 +1032,7 @@ impl EtcdWatch {
                 value: Bytes::copy_from_slice(kv.value()),
                 create_revision: kv.create_revision(),
                 mod_revision: revision,
+                decoded: crate::Decoded::default(),
             },
             prev,
         }))

@@ -19,7 +19,10 @@
 //!
 //! Architecture Invariant: this crate knows nothing of Kubernetes objects; values are bytes.
 
+use std::any::Any;
+use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -57,7 +60,49 @@ pub struct KeyValue {
     pub create_revision: Revision,
     /// The revision of the latest write to this key.
     pub mod_revision: Revision,
+    /// What a reader already decoded from `value` (the watch cache attaches its indexer's
+    /// decoding to the events it hands out), so that later readers of the same event need not
+    /// parse the bytes again. Empty from the engines; never part of equality.
+    pub decoded: Decoded,
 }
+
+/// A value derived from a [`KeyValue`]'s bytes by whoever read them first, shared by reference
+/// with every clone of the key-value. This crate never looks inside values: it only carries the
+/// decoding, whose type the reader that made it and the readers that use it agree on (a reader
+/// that finds none, or another type, decodes the bytes itself).
+#[derive(Clone, Default)]
+pub struct Decoded(Option<Arc<dyn Any + Send + Sync>>);
+
+impl Decoded {
+    /// Carries `value`.
+    pub fn new<T: Any + Send + Sync>(value: Arc<T>) -> Self {
+        Decoded(Some(value))
+    }
+
+    /// The carried value, if there is one of type `T`.
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.0.as_deref()?.downcast_ref()
+    }
+}
+
+impl fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Decoded(..)"
+        } else {
+            "Decoded(None)"
+        })
+    }
+}
+
+/// Always equal: a decoding is derived from the bytes, which [`KeyValue`]'s equality compares.
+impl PartialEq for Decoded {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Decoded {}
 
 /// A change seen by a watch, in revision order.
 #[derive(Clone, Debug, PartialEq, Eq)]

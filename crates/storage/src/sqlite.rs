@@ -619,6 +619,7 @@ fn kv_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<KeyValue> {
         value: Bytes::from(row.get::<_, Vec<u8>>(1)?),
         create_revision: row.get(2)?,
         mod_revision: row.get(3)?,
+        decoded: crate::Decoded::default(),
     })
 }
 
@@ -818,6 +819,7 @@ fn read_history(
                 value: Bytes::from(value),
                 create_revision,
                 mod_revision,
+                decoded: crate::Decoded::default(),
             }),
             _ => None,
         };
@@ -828,6 +830,7 @@ fn read_history(
                     value: Bytes::new(),
                     create_revision,
                     mod_revision: prev_revision.unwrap_or(revision),
+                    decoded: crate::Decoded::default(),
                 }),
                 revision,
             }
@@ -838,6 +841,7 @@ fn read_history(
                     value: Bytes::from(row.get::<_, Vec<u8>>(2)?),
                     create_revision,
                     mod_revision: revision,
+                    decoded: crate::Decoded::default(),
                 },
                 prev,
             }
@@ -1153,6 +1157,7 @@ fn apply(
                 value: value.clone(),
                 create_revision: revision,
                 mod_revision: revision,
+                decoded: crate::Decoded::default(),
             };
             Ok(Ok(Applied {
                 outcome: Outcome::Written(revision),
@@ -1184,6 +1189,7 @@ fn apply(
                 value: value.clone(),
                 create_revision: prev.create_revision,
                 mod_revision: revision,
+                decoded: crate::Decoded::default(),
             };
             Ok(Ok(Applied {
                 outcome: Outcome::Written(revision),

@@ -135,6 +135,8 @@ pub struct Admission {
     /// Namespaces whose deletion was admitted here recently, until when: `NamespaceLifecycle`
     /// reads them consistently (upstream's `forceLiveLookupCache`).
     force_live: Mutex<HashMap<String, std::time::Instant>>,
+    /// What each namespace read lately said of its deletion ([`DeletionMemo`]).
+    deleting: DeletionMemo,
     /// The webhook plugins; their configuration informers run under the controllers'
     /// supervisor ([`webhook::Webhooks::run`]).
     pub webhooks: Arc<webhook::Webhooks>,
@@ -182,6 +184,7 @@ impl Admission {
             store,
             namespaces,
             force_live: Mutex::new(HashMap::new()),
+            deleting: DeletionMemo::default(),
             webhooks,
             policies,
             mutating_policies,
@@ -194,6 +197,18 @@ impl Admission {
         self.policies.authorizer.set(authorizer.clone());
         self.mutating_policies.authorizer.set(authorizer.clone());
         self.webhooks.authorizer.set(authorizer.clone());
+    }
+
+    /// Whether any mutating plugin is configured now: when none is, [`Admission::mutate`] would
+    /// change nothing, and a caller may skip building its attributes.
+    pub fn mutates(&self) -> bool {
+        !self.mutating_policies.is_empty() || !self.webhooks.none(true)
+    }
+
+    /// Whether any validating plugin is configured now: when none is, [`Admission::validate`]
+    /// of a create would admit it unseen, and a caller may skip building its attributes.
+    pub fn validates(&self) -> bool {
+        !self.policies.is_empty() || !self.webhooks.none(false)
     }
 
     /// Mutating admission of `obj` (`None` for DELETE, with the stored object as `old`);
@@ -281,6 +296,7 @@ impl Admission {
                 .is_some_and(|until| *until > std::time::Instant::now());
             namespace_lifecycle(
                 self.store.as_ref(),
+                &self.deleting,
                 self.namespaces.as_ref(),
                 strategy,
                 namespace,
@@ -290,6 +306,38 @@ impl Admission {
             .await?;
         }
         Ok(())
+    }
+}
+
+/// [`namespace_is_deleting`] of the namespaces read lately, by key, with the modification
+/// revision of the bytes that gave it: a namespace's stored bytes at one revision never change,
+/// so the answer is reused until the namespace is written again (every namespaced create reads
+/// its namespace, and decoding it was about 2% of a create's instructions). Bounded: the memo
+/// forgets everything once it holds [`DeletionMemo::CAPACITY`] namespaces.
+#[derive(Default)]
+struct DeletionMemo(Mutex<HashMap<String, (crd_storage::Revision, bool)>>);
+
+impl DeletionMemo {
+    /// The most namespaces remembered at once.
+    const CAPACITY: usize = 4096;
+
+    /// Whether the namespace stored as `kv` is being deleted.
+    fn is_deleting(&self, kv: &crd_storage::KeyValue) -> bool {
+        let mut memo = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(&(revision, deleting)) = memo.get(&kv.key)
+            && revision == kv.mod_revision
+        {
+            return deleting;
+        }
+        let deleting = namespace_is_deleting(&kv.value);
+        if memo.len() >= Self::CAPACITY && !memo.contains_key(&kv.key) {
+            memo.clear();
+        }
+        memo.insert(kv.key.clone(), (kv.mod_revision, deleting));
+        deleting
     }
 }
 
@@ -387,6 +435,7 @@ const FORCE_LIVE_LOOKUP: std::time::Duration = std::time::Duration::from_secs(30
 /// consistently when absent (a namespace created just before).
 async fn namespace_lifecycle(
     store: &dyn Store,
+    deleting: &DeletionMemo,
     namespaces: &dyn Strategy,
     strategy: &dyn Strategy,
     namespace: &str,
@@ -420,7 +469,7 @@ async fn namespace_lifecycle(
             .map_err(|e| ApiError::storage(&gr, namespace, e))?
             .ok_or_else(|| Status::not_found(&gr, namespace))?,
     };
-    if namespace_is_deleting(&kv.value) {
+    if deleting.is_deleting(&kv) {
         let mut status = Status::forbidden(
             &strategy.info().group_resource(),
             name,
@@ -488,5 +537,46 @@ mod tests {
             assert_eq!(meta::is_deleting(&whole), *want, "whole object: {json}");
             assert_eq!(namespace_is_deleting(json.as_bytes()), *want, "{json}");
         }
+    }
+
+    /// The memo answers as decoding each read would: a namespace written again (a new
+    /// revision) is decoded again, each key keeps its own answer, and a full memo starts over.
+    #[test]
+    fn the_deletion_memo_answers_as_decoding_each_read() {
+        let active = r#"{"metadata":{"name":"a"}}"#;
+        let terminating = r#"{"metadata":{"name":"a","deletionTimestamp":"t"}}"#;
+        let kv = |key: &str, revision: i64, json: &str| crd_storage::KeyValue {
+            key: key.into(),
+            value: bytes::Bytes::copy_from_slice(json.as_bytes()),
+            create_revision: 1,
+            mod_revision: revision,
+            decoded: crd_storage::Decoded::default(),
+        };
+        // (key, modification revision, stored bytes) in read order.
+        let reads = [
+            ("/registry/namespaces/a", 2, active),
+            ("/registry/namespaces/a", 2, active),
+            ("/registry/namespaces/b", 3, terminating),
+            ("/registry/namespaces/a", 4, terminating),
+            ("/registry/namespaces/b", 3, terminating),
+            ("/registry/namespaces/a", 4, terminating),
+            ("/registry/namespaces/a", 9, active),
+            ("/registry/namespaces/b", 10, active),
+        ];
+        let memo = DeletionMemo::default();
+        for (key, revision, json) in reads {
+            assert_eq!(
+                memo.is_deleting(&kv(key, revision, json)),
+                namespace_is_deleting(json.as_bytes()),
+                "{key} at {revision}"
+            );
+        }
+        for i in 0..DeletionMemo::CAPACITY + 10 {
+            let key = format!("/registry/namespaces/n{i}");
+            assert!(!memo.is_deleting(&kv(&key, 1, active)));
+            let held = memo.0.lock().expect("memo").len();
+            assert!(held <= DeletionMemo::CAPACITY, "bounded: {held}");
+        }
+        assert!(memo.is_deleting(&kv("/registry/namespaces/n0", 5, terminating)));
     }
 }

@@ -55,6 +55,7 @@ use super::{get_json, guaranteed_update};
 use crate::registry::owners::{self, GcPolicy, OwnerRef, PropagationPolicy};
 use crate::registry::serving::Registry;
 use crate::registry::{DeleteOutcome, Scope, Strategy, meta};
+use crate::watch_cache::StoredMeta;
 
 /// How many work items run at once.
 pub const WORKERS: usize = 8;
@@ -429,56 +430,12 @@ impl GarbageCollector {
     }
 }
 
-/// The metadata fields the graph reads; everything else in a stored object is skipped while
-/// parsing, without building values for it (a create's informer event then costs a scan of the
-/// bytes, not a whole `Value` tree: the collector sees every write of every resource).
-#[derive(serde::Deserialize)]
-struct GraphObject {
-    #[serde(default)]
-    metadata: Option<GraphMetadata>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct GraphMetadata {
-    #[serde(default)]
-    uid: Option<Value>,
-    #[serde(default)]
-    name: Option<Value>,
-    #[serde(default)]
-    namespace: Option<Value>,
-    #[serde(default)]
-    owner_references: Option<Value>,
-    #[serde(default)]
-    deletion_timestamp: Option<Value>,
-    #[serde(default)]
-    finalizers: Option<Value>,
-}
-
 /// Decodes a stored object down to the metadata the graph reads, so the informers' caches hold a
 /// few hundred bytes per object rather than whole objects (upstream's collector uses metadata-only
-/// informers for the same reason).
+/// informers for the same reason). The collector sees every write of every resource: it reads
+/// the decoding the watch cache's event carries, and parses the bytes only without one.
 fn decode_metadata(kv: &crd_storage::KeyValue) -> Option<Value> {
-    let obj: GraphObject = serde_json::from_slice(&kv.value).ok()?;
-    let m = obj.metadata?;
-    // The decoded values move into the result (no second serialization pass); absent and null
-    // fields stay absent.
-    let mut meta = serde_json::Map::new();
-    for (field, value) in [
-        ("deletionTimestamp", m.deletion_timestamp),
-        ("finalizers", m.finalizers),
-        ("name", m.name),
-        ("namespace", m.namespace),
-        ("ownerReferences", m.owner_references),
-        ("uid", m.uid),
-    ] {
-        if let Some(value) = value {
-            meta.insert(field.to_owned(), value);
-        }
-    }
-    let mut obj = serde_json::Map::new();
-    obj.insert("metadata".to_owned(), Value::Object(meta));
-    Some(Value::Object(obj))
+    StoredMeta::of(kv).graph_object()
 }
 
 /// Waits until `due`, or forever without one.

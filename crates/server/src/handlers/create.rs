@@ -12,32 +12,34 @@ use super::{Ctx, Reply, invalid, read_decoded, render_object, storage_encoding, 
 use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::registry::{Strategy, Subresource, meta};
-use crate::request::negotiate::decode_object;
+use crate::request::negotiate::decode_object_noting_duplicates;
 
 /// How many names `generateName` tries before giving up, as upstream.
 const GENERATE_NAME_ATTEMPTS: usize = 8;
 
 /// Creates one object.
 pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
-    let mut obj = decode_body(ctx, strategy)?;
+    let (mut obj, repeats) = decode_body_noting_duplicates(ctx, strategy)?;
     let how = crate::registry::Admission {
         sub: Subresource::Main,
         field_validation: ctx.opts.write.field_validation,
         patch: false,
     };
-    let mut warnings = duplicate_fields(ctx, strategy, &obj, how)?;
+    let mut warnings = duplicate_fields(ctx, strategy, &obj, how, repeats)?;
     warnings.extend(strategy.admit(&mut obj, &how)?);
     create_object(ctx, strategy, obj, warnings, Ownership::Track).await
 }
 
 /// Strict decoding's duplicate fields in a JSON body (`sigs.k8s.io/json`): warnings under
 /// `Warn`; under `Strict` a 400 listing them with the unknown fields, in document order, as
-/// upstream's decoder reports them.
+/// upstream's decoder reports them. `repeats`: whether the body repeats a key, when its decoding
+/// noted it (`None`: not known, checked here).
 pub(super) fn duplicate_fields(
     ctx: &Ctx<'_>,
     strategy: &dyn Strategy,
     obj: &Value,
     how: crate::registry::Admission,
+    repeats: Option<bool>,
 ) -> Result<Vec<String>, ApiError> {
     use crate::request::options::FieldValidation;
     if how.field_validation == FieldValidation::Ignore
@@ -48,9 +50,9 @@ pub(super) fn duplicate_fields(
     {
         return Ok(Vec::new());
     }
-    // Most bodies repeat no field: a cheap check first, the full scan (paths, document order)
-    // only for a body that has a duplicate.
-    if crd_core::strict::has_duplicates(&ctx.body) != Some(true) {
+    // Most bodies repeat no field: what the decoding noted (or a cheap check), the full scan
+    // (paths, document order) only for a body that has a duplicate.
+    if repeats.or_else(|| crd_core::strict::has_duplicates(&ctx.body)) != Some(true) {
         return Ok(Vec::new());
     }
     let Some(scan) = crd_core::strict::scan(&ctx.body) else {
@@ -105,17 +107,18 @@ pub async fn create_object(
     }
     set_namespace(ctx, strategy, &mut obj)?;
     strategy.authorize_write(&ctx.state.authorizer, ctx.user, &obj, None)?;
-    let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
     let admission = &ctx.state.admission;
-    if admission
-        .mutate(
-            &attrs,
-            Some(&mut obj),
-            None,
-            strategy.apply_schema(),
-            &ctx.admission,
-        )
-        .await?
+    // The attributes are built only for plugins that read them (most servers configure none).
+    if admission.mutates()
+        && admission
+            .mutate(
+                &ctx.admission_attributes(strategy, Operation::Create, &obj),
+                Some(&mut obj),
+                None,
+                strategy.apply_schema(),
+                &ctx.admission,
+            )
+            .await?
     {
         warnings.extend(strategy.admit(&mut obj, &super::readmission(ctx))?);
     }
@@ -142,10 +145,12 @@ pub async fn create_object(
     warnings.extend(strategy.write_warnings(&obj, None));
     strategy.check_create_allowed(&name)?;
     admission.admit_create(strategy, &obj).await?;
-    let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
-    admission
-        .validate(&attrs, Some(&obj), None, &ctx.admission)
-        .await?;
+    if admission.validates() {
+        let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
+        admission
+            .validate(&attrs, Some(&obj), None, &ctx.admission)
+            .await?;
+    }
     let mut attempt = 0;
     let stored = loop {
         let current = meta::name(&obj).to_string();
@@ -204,10 +209,20 @@ pub async fn create_object(
 
 /// Decodes the request body into an object (JSON, YAML, or protobuf where the kind decodes it).
 pub fn decode_body(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Value, ApiError> {
+    decode_body_noting_duplicates(ctx, strategy).map(|(obj, _)| obj)
+}
+
+/// [`decode_body`], and whether a JSON body repeats a key (`None` for other formats), for
+/// [`duplicate_fields`].
+pub fn decode_body_noting_duplicates(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+) -> Result<(Value, Option<bool>), ApiError> {
     let info = strategy.info();
-    let obj = decode_object(ctx.headers, &ctx.body, &info.kind, &info.version, &|b| {
-        strategy.decode_protobuf(b)
-    })?;
+    let (obj, repeats) =
+        decode_object_noting_duplicates(ctx.headers, &ctx.body, &info.kind, &info.version, &|b| {
+            strategy.decode_protobuf(b)
+        })?;
     if let Some(m) = obj.get("metadata")
         && !m.is_object()
         && !m.is_null()
@@ -222,7 +237,7 @@ pub fn decode_body(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Value, ApiE
             .into());
         }
     }
-    Ok(obj)
+    Ok((obj, repeats))
 }
 
 fn json_type(v: &Value) -> &'static str {

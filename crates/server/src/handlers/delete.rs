@@ -128,6 +128,7 @@ pub async fn delete_object(
                 value,
                 create_revision: current.create_revision,
                 mod_revision: rev,
+                decoded: crd_storage::Decoded::default(),
             };
             let out = read_object(strategy, &stored).await?;
             Ok(Reply::value(200, render_object(ctx, strategy, out)?))

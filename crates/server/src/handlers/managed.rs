@@ -159,7 +159,8 @@ pub fn check_patch_options(ctx: &Ctx<'_>, apply: bool) -> Result<(), ApiError> {
 /// `ValidateManagedFields` on a written object, as field errors under `metadata.managedFields`.
 pub fn validation_errors(obj: &Value) -> ErrorList {
     let mut errs = ErrorList::new();
-    let Some(list) = obj.pointer("/metadata/managedFields") else {
+    // `get` twice, not `pointer` (which parses and unescapes the pointer on every write).
+    let Some(list) = obj.get("metadata").and_then(|m| m.get("managedFields")) else {
         return errs;
     };
     for v in validate_managed_fields(list) {

@@ -184,6 +184,7 @@ pub async fn preview(
         value,
         create_revision: revision,
         mod_revision: revision,
+        decoded: crd_storage::Decoded::default(),
     };
     let mut obj = read_object(strategy, &kv).await?;
     if revision == 0 {

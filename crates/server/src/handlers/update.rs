@@ -7,7 +7,6 @@ use crd_core::{ErrorList, FieldError, Path, Status};
 use crd_storage::{KeyValue, StorageError};
 use serde_json::Value;
 
-use super::create::decode_body;
 use super::managed::{self, Ownership};
 use super::{Ctx, Reply, get_stored, invalid, read_object, render_object, storage_bytes};
 use crate::admission::Operation;
@@ -18,13 +17,13 @@ use crate::registry::{Strategy, Subresource, meta};
 pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, ApiError> {
     let info = strategy.info();
     let name = ctx.name();
-    let mut new = decode_body(ctx, strategy)?;
+    let (mut new, repeats) = super::create::decode_body_noting_duplicates(ctx, strategy)?;
     let how = crate::registry::Admission {
         sub: ctx.sub,
         field_validation: ctx.opts.write.field_validation,
         patch: false,
     };
-    let mut warnings = super::create::duplicate_fields(ctx, strategy, &new, how)?;
+    let mut warnings = super::create::duplicate_fields(ctx, strategy, &new, how, repeats)?;
     warnings.extend(strategy.admit(&mut new, &how)?);
     if meta::name(&new) != name {
         return Err(Status::bad_request(format!(
@@ -151,6 +150,7 @@ pub async fn write_update(
         value,
         create_revision: current.create_revision,
         mod_revision: rev,
+        decoded: crd_storage::Decoded::default(),
     };
     Ok((read_object(strategy, &stored).await?, warnings))
 }

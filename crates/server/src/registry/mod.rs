@@ -87,7 +87,7 @@ impl ResourceInfo {
         if self.group.is_empty() {
             self.version.clone()
         } else {
-            format!("{}/{}", self.group, self.version)
+            [self.group.as_str(), "/", self.version.as_str()].concat()
         }
     }
 
@@ -99,16 +99,18 @@ impl ResourceInfo {
     /// The storage key of one object.
     pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
         match namespace {
-            Some(ns) if self.namespaced() => format!("{}/{ns}/{name}", self.key_root),
-            _ => format!("{}/{name}", self.key_root),
+            // `concat` rather than `format!`: every request names a key (a few times fewer
+            // instructions, on the create path's hot loop).
+            Some(ns) if self.namespaced() => [self.key_root.as_str(), "/", ns, "/", name].concat(),
+            _ => [self.key_root.as_str(), "/", name].concat(),
         }
     }
 
     /// The storage prefix of a collection (one namespace, or all).
     pub fn prefix(&self, namespace: Option<&str>) -> String {
         match namespace {
-            Some(ns) if self.namespaced() => format!("{}/{ns}/", self.key_root),
-            _ => format!("{}/", self.key_root),
+            Some(ns) if self.namespaced() => [self.key_root.as_str(), "/", ns, "/"].concat(),
+            _ => [self.key_root.as_str(), "/"].concat(),
         }
     }
 }

@@ -76,7 +76,10 @@ pub fn group_of(api_version: &str) -> &str {
 
 /// The object's owner references (entries without a `uid` are skipped: they own nothing).
 pub fn owner_references(obj: &Value) -> Vec<OwnerRef> {
-    obj.pointer("/metadata/ownerReferences")
+    // `get` twice, not `pointer`: a pointer is parsed (and its tokens unescaped into new
+    // strings) on every call, and the garbage collector reads this on every write it observes.
+    obj.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
         .and_then(Value::as_array)
         .map(|refs| refs.iter().filter_map(OwnerRef::parse).collect())
         .unwrap_or_default()

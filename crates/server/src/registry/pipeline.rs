@@ -297,8 +297,9 @@ impl ConversionPlan {
     pub fn new(crd: &ServingCrd, version: &str) -> Self {
         ConversionPlan {
             converter: crd.converter.clone(),
-            request: format!("{}/{version}", crd.group),
-            storage: format!("{}/{}", crd.group, crd.storage_version),
+            // Built per request: `concat` costs a fraction of `format!`.
+            request: [crd.group.as_str(), "/", version].concat(),
+            storage: [crd.group.as_str(), "/", crd.storage_version.as_str()].concat(),
             schemas: crd.schemas.clone(),
             prune: !crd.preserve_unknown_fields,
         }

@@ -605,7 +605,9 @@ impl Registry {
         version: &str,
     ) -> Option<Arc<CustomResourceStrategy>> {
         let inner = self.read();
-        let entry = inner.crds.get(&format!("{plural}.{group}"))?;
+        // Every custom resource request looks its CRD up here: `concat` costs a fraction of
+        // `format!`.
+        let entry = inner.crds.get(&[plural, ".", group].concat())?;
         if !entry.crd.serving() {
             return None;
         }

@@ -8,11 +8,20 @@ use crate::sqlite::SqliteStore;
 use crate::test_support::eventually;
 
 /// Indexes `l:<label>` from values written as `label=value,label=value` and `name` from the
-/// key's last segment.
+/// key's last segment; decodes a value to its length (what a watcher then finds on the event).
 struct TestIndexer;
 
 impl Indexer for TestIndexer {
-    fn terms(&self, key: &str, value: &[u8], out: &mut Vec<Term>) {
+    fn decode(&self, _key: &str, value: &[u8]) -> Decoded {
+        Decoded::new(Arc::new(value.len()))
+    }
+
+    fn terms(&self, key: &str, value: &[u8], decoded: &Decoded, out: &mut Vec<Term>) {
+        assert_eq!(
+            decoded.get::<usize>(),
+            Some(&value.len()),
+            "terms get the value's decoding"
+        );
         if let Some(name) = key.rsplit('/').next() {
             out.push(("name".into(), name.into()));
         }
@@ -197,6 +206,59 @@ async fn reads_at_the_cache_revision_or_newer_come_from_the_cache() {
         .await
         .expect("list");
     assert_eq!(keys(&at2), ["/r/a", "/r/b"]);
+}
+
+/// The next event of `w`, within 10 s.
+async fn next_event(w: &mut WatchStream) -> Event {
+    tokio::time::timeout(Duration::from_secs(10), w.next())
+        .await
+        .expect("in time")
+        .expect("open")
+        .expect("event")
+}
+
+/// A written value's decoding reaches the cache's watchers with the event (live, and from the
+/// history), so they need not decode it again; the engine's own events carry none, and a
+/// deletion's last state carries none either (its terms are derived again, not shared).
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_events_carry_the_indexer_decoding() {
+    let (_dir, store) = cache("/r/", 100).await;
+    let start = store.current_revision().await.expect("rev");
+    let request = || WatchRequest {
+        prefix: "/r/".into(),
+        after: start,
+        progress_interval: None,
+    };
+    let mut live = store.watch(request()).await.expect("watch");
+    let mut engine = store.inner.watch(request()).await.expect("engine watch");
+    let c = store.create("/r/a", b("app=web")).await.expect("create");
+    let r = store
+        .update("/r/a", b("app=db,tier=x"), c)
+        .await
+        .expect("update");
+    store.delete("/r/a", Some(r)).await.expect("delete");
+    let mut history = store.watch(request()).await.expect("watch");
+    for (name, w) in [("live", &mut live), ("history", &mut history)] {
+        for len in [7, 13] {
+            match next_event(w).await {
+                Event::Put { kv, .. } => {
+                    assert_eq!(kv.decoded.get::<usize>(), Some(&len), "{name}");
+                    assert_eq!(kv.decoded.get::<String>(), None, "{name}: another type");
+                }
+                other => panic!("{name}: expected a put, got {other:?}"),
+            }
+        }
+        match next_event(w).await {
+            Event::Delete { prev, .. } => assert_eq!(prev.decoded.get::<usize>(), None),
+            other => panic!("{name}: expected a delete, got {other:?}"),
+        }
+    }
+    for _ in 0..2 {
+        match next_event(&mut engine).await {
+            Event::Put { kv, .. } => assert_eq!(kv.decoded.get::<usize>(), None, "engine"),
+            other => panic!("engine: expected a put, got {other:?}"),
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -149,6 +149,7 @@ mod tests {
                 value: Bytes::new(),
                 create_revision: rev,
                 mod_revision: rev,
+                decoded: crate::Decoded::default(),
             },
             prev: None,
         })

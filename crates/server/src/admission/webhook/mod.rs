@@ -185,7 +185,8 @@ impl Webhooks {
     }
 
     /// Whether any webhook is configured (requests skip all work otherwise).
-    fn none(&self, mutating: bool) -> bool {
+    /// Whether no webhook of the kind (mutating, or validating) is configured now.
+    pub fn none(&self, mutating: bool) -> bool {
         let s = self.current();
         if mutating {
             s.mutating.is_empty()

@@ -650,6 +650,7 @@ fn informers_cache_only_the_metadata_the_graph_reads() {
         value: Bytes::from(stored.to_string()),
         create_revision: 1,
         mod_revision: 1,
+        decoded: crd_storage::Decoded::default(),
     };
     assert_eq!(
         decode_metadata(&kv),
@@ -687,6 +688,7 @@ fn decode_metadata_keeps_only_the_fields_the_graph_reads() {
             value: bytes::Bytes::from(stored.as_bytes().to_vec()),
             create_revision: 1,
             mod_revision: 1,
+            decoded: crd_storage::Decoded::default(),
         };
         assert_eq!(&super::decode_metadata(&kv), want, "{stored}");
     }
