@@ -302,14 +302,6 @@ async fn watch_from(store: &CacheStore, after: Revision) -> WatchStream {
         .expect("watch")
 }
 
-/// The next event of a watch, within 10 s.
-async fn next_event(w: &mut WatchStream) -> Event {
-    tokio::time::timeout(Duration::from_secs(10), w.next())
-        .await
-        .expect("in time")
-        .expect("open")
-        .expect("event")
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_watcher_that_never_reads_is_closed_and_forgotten() {
