@@ -302,7 +302,6 @@ async fn watch_from(store: &CacheStore, after: Revision) -> WatchStream {
         .expect("watch")
 }
 
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_watcher_that_never_reads_is_closed_and_forgotten() {
     let dir = tempfile::tempdir().expect("tempdir");
