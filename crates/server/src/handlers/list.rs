@@ -305,13 +305,6 @@ impl StoredHead {
         out.extend_from_slice(rest);
         true
     }
-
-    /// `stored` with its `resourceVersion` spliced in ([`StoredHead::splice_into`]); `None` for
-    /// any other layout.
-    pub fn splice(&self, stored: &[u8], revision: i64) -> Option<Vec<u8>> {
-        let mut out = Vec::new();
-        self.splice_into(stored, revision, &mut out).then_some(out)
-    }
 }
 
 /// The list path without decoding: no selectors, JSON output, and reads that add nothing. Objects
@@ -483,6 +476,64 @@ impl BodyPieces {
     }
 }
 
+/// Where list items are appended: one buffer (a streamed list's chunk), or a page's pieces.
+pub trait ItemSink {
+    /// The buffer the next item goes to.
+    fn buf(&mut self) -> &mut Vec<u8>;
+}
+
+impl ItemSink for Vec<u8> {
+    fn buf(&mut self) -> &mut Vec<u8> {
+        self
+    }
+}
+
+impl ItemSink for BodyPieces {
+    fn buf(&mut self) -> &mut Vec<u8> {
+        BodyPieces::buf(self)
+    }
+}
+
+/// Appends `items` to `out` without decoding what needs none, each after a comma unless `opens`
+/// and it is the first: an item in the stored layout (`head`) with its `resourceVersion`
+/// spliced in, the others decoded and converted in one batch first (`converted` is how many of
+/// the list's items were converted before, so a failure names the item's index). Both list
+/// paths, paged and streamed, append their JSON items here. Returns how many were converted.
+pub async fn append_items(
+    strategy: &Arc<dyn Strategy>,
+    head: &StoredHead,
+    items: &[crd_storage::KeyValue],
+    opens: bool,
+    converted: usize,
+    out: &mut impl ItemSink,
+) -> Result<usize, ApiError> {
+    let slow: Vec<crd_storage::KeyValue> = items
+        .iter()
+        .filter(|kv| !head.matches(&kv.value))
+        .cloned()
+        .collect();
+    let n = slow.len();
+    let mut encoded = Vec::new().into_iter();
+    if n > 0 {
+        encoded = super::read_objects_encoded(strategy, slow, true, converted)
+            .await?
+            .into_iter();
+    }
+    for (i, kv) in items.iter().enumerate() {
+        let buf = out.buf();
+        if i > 0 || !opens {
+            buf.push(b',');
+        }
+        if !head.splice_into(&kv.value, kv.mod_revision, buf) {
+            let item = encoded
+                .next()
+                .ok_or_else(|| Status::internal("conversion returned too few objects"))?;
+            buf.extend_from_slice(&item);
+        }
+    }
+    Ok(n)
+}
+
 /// Items per chunk of a page converted in process and streamed: large enough to split over
 /// the cores (two halves of 256 objects each make a thread hop negligible), small enough that
 /// converting the next chunk overlaps with writing this one for most of the page.
@@ -523,36 +574,13 @@ impl VerbatimItems {
                 .is_some()
     }
 
-    /// Appends the next `chunk` items to `out`, each after a comma unless it opens the list:
-    /// the items to convert first (one batch), then all in key order, spliced or converted.
+    /// Appends the next `chunk` items to `out`, each after a comma unless it opens the list.
     async fn encode_next(&mut self, chunk: usize, out: &mut BodyPieces) -> Result<(), ApiError> {
         let end = self.items.len().min(self.next.saturating_add(chunk));
         let page = &self.items[self.next..end];
-        let slow: Vec<crd_storage::KeyValue> = page
-            .iter()
-            .filter(|kv| !self.head.matches(&kv.value))
-            .cloned()
-            .collect();
-        let mut converted = Vec::new().into_iter();
-        if !slow.is_empty() {
-            let n = slow.len();
-            converted = super::read_objects_encoded(&self.strategy, slow, true, self.converted)
-                .await?
-                .into_iter();
-            self.converted += n;
-        }
-        for (i, kv) in page.iter().enumerate() {
-            let buf = out.buf();
-            if i > 0 || self.next > 0 {
-                buf.push(b',');
-            }
-            if !self.head.splice_into(&kv.value, kv.mod_revision, buf) {
-                let item = converted
-                    .next()
-                    .ok_or_else(|| Status::internal("conversion returned too few objects"))?;
-                buf.extend_from_slice(&item);
-            }
-        }
+        let opens = self.next == 0;
+        self.converted +=
+            append_items(&self.strategy, &self.head, page, opens, self.converted, out).await?;
         self.next = end;
         Ok(())
     }
@@ -591,28 +619,33 @@ mod tests {
         assert!(pieces.take().is_empty());
     }
 
+    /// `stored` with its `resourceVersion` spliced in; `None` (and nothing appended) for any
+    /// other layout.
+    fn splice(head: &super::StoredHead, stored: &[u8], revision: i64) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        let spliced = head.splice_into(stored, revision, &mut out);
+        assert_eq!(spliced, !out.is_empty());
+        spliced.then_some(out)
+    }
+
     #[test]
     fn resource_versions_are_spliced_only_into_the_stored_layout() {
         let stored = br#"{"apiVersion":"g/v1","kind":"K","metadata":{"name":"a"},"spec":{}}"#;
         let head = super::StoredHead::new("g/v1", "K");
-        let out = head.splice(stored, 42).unwrap();
+        let out = splice(&head, stored, 42).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["metadata"]["resourceVersion"], "42");
         assert_eq!(v["metadata"]["name"], "a");
         let empty = br#"{"apiVersion":"g/v1","kind":"K","metadata":{}}"#;
-        let out = head.splice(empty, 7).unwrap();
+        let out = splice(&head, empty, 7).unwrap();
         assert_eq!(
             out,
             br#"{"apiVersion":"g/v1","kind":"K","metadata":{"resourceVersion":"7"}}"#
         );
         // Another version, or another key order, goes through the decoding path.
-        assert!(
-            super::StoredHead::new("g/v2", "K")
-                .splice(stored, 1)
-                .is_none()
-        );
+        assert!(splice(&super::StoredHead::new("g/v2", "K"), stored, 1).is_none());
         let other = br#"{"apiVersion":"g/v1","data":1,"kind":"K","metadata":{}}"#;
-        assert!(head.splice(other, 1).is_none());
+        assert!(splice(&head, other, 1).is_none());
         assert!(!head.matches(other) && head.matches(stored));
     }
 }

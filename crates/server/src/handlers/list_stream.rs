@@ -526,9 +526,10 @@ fn yaml(v: &Value) -> Result<String, ApiError> {
 }
 
 /// Appends stored items to `out`, each preceded by a comma unless it opens the list (`wrote`
-/// says whether an item was written before, and becomes true when one is). Items in
-/// the stored layout get their `resourceVersion` spliced in straight into `out`; a page with any
-/// other item is decoded and converted (one batch per page), as the unstreamed path does.
+/// says whether an item was written before, and becomes true when one is), as the paged path
+/// appends them ([`super::list::append_items`]): items in the stored layout with their
+/// `resourceVersion` spliced in straight into `out`, the others decoded and converted in one
+/// batch.
 async fn encode_verbatim(
     strategy: &Arc<dyn Strategy>,
     items: &[KeyValue],
@@ -539,41 +540,8 @@ async fn encode_verbatim(
     *wrote |= !items.is_empty();
     let info = strategy.info();
     let head = super::list::StoredHead::new(&info.api_version(), &info.kind);
-    if items.iter().all(|kv| head.matches(&kv.value)) {
-        out.reserve(items.iter().map(|kv| kv.value.len() + 40).sum());
-        for (i, kv) in items.iter().enumerate() {
-            if i > 0 || !opens {
-                out.push(b',');
-            }
-            head.splice_into(&kv.value, kv.mod_revision, out);
-        }
-        return Ok(());
-    }
-    let mut encoded = Vec::with_capacity(items.len());
-    let mut slow = Vec::new();
-    for kv in items {
-        let spliced = head.splice(&kv.value, kv.mod_revision);
-        if spliced.is_none() {
-            slow.push(kv.clone());
-        }
-        encoded.push(spliced);
-    }
-    let mut decoded = super::read_objects_encoded(strategy, slow, true, 0)
-        .await?
-        .into_iter();
-    for (i, item) in encoded.into_iter().enumerate() {
-        let bytes = if let Some(b) = item {
-            b
-        } else {
-            decoded
-                .next()
-                .ok_or_else(|| Status::internal("conversion returned too few objects"))?
-        };
-        if i > 0 || !opens {
-            out.push(b',');
-        }
-        out.extend_from_slice(&bytes);
-    }
+    out.reserve(items.iter().map(|kv| kv.value.len() + 40).sum());
+    super::list::append_items(strategy, &head, items, opens, 0, out).await?;
     Ok(())
 }
 
