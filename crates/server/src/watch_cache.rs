@@ -218,9 +218,17 @@ impl StoredMeta {
     /// The decoding an event carries, or the bytes decoded when it carries none (the watch
     /// cache off, or an event that did not come through it).
     pub fn of(kv: &crd_storage::KeyValue) -> std::borrow::Cow<'_, StoredMeta> {
-        match kv.decoded.get::<StoredMeta>() {
+        Self::carried_or_decoded(&kv.decoded, &kv.value)
+    }
+
+    /// The decoding `decoded` carries, or `bytes` decoded when it carries none.
+    fn carried_or_decoded<'a>(
+        decoded: &'a Decoded,
+        bytes: &[u8],
+    ) -> std::borrow::Cow<'a, StoredMeta> {
+        match decoded.get::<StoredMeta>() {
             Some(m) => std::borrow::Cow::Borrowed(m),
-            None => std::borrow::Cow::Owned(StoredMeta::decode(&kv.value)),
+            None => std::borrow::Cow::Owned(StoredMeta::decode(bytes)),
         }
     }
 }
@@ -234,10 +242,7 @@ impl Indexer for ObjectIndexer {
     }
 
     fn terms(&self, _key: &str, value: &[u8], decoded: &Decoded, out: &mut Vec<(String, String)>) {
-        match decoded.get::<StoredMeta>() {
-            Some(m) => m.index_terms(out),
-            None => StoredMeta::decode(value).index_terms(out),
-        }
+        StoredMeta::carried_or_decoded(decoded, value).index_terms(out);
     }
 }
 

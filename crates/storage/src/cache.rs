@@ -76,6 +76,14 @@ pub trait Indexer: Send + Sync + 'static {
     fn terms(&self, key: &str, value: &[u8], decoded: &Decoded, out: &mut Vec<Term>);
 }
 
+/// Appends the terms of the value stored at `key` to `out`, and returns the indexer's decoding
+/// of it (kept by a written event, dropped for a value read before).
+fn decode_terms(ix: &dyn Indexer, key: &str, value: &[u8], out: &mut Vec<Term>) -> Decoded {
+    let decoded = ix.decode(key, value);
+    ix.terms(key, value, &decoded, out);
+    decoded
+}
+
 /// What the cache reports as it works; the server turns the reports into kube-apiserver's
 /// `apiserver_watch_cache_*` metrics (the storage crate knows no metrics and no resources: it
 /// names keys and prefixes, the observer labels them).
@@ -561,8 +569,7 @@ async fn load(
             let key: Arc<str> = Arc::from(kv.key);
             if let Some(ix) = &terms_of {
                 terms.clear();
-                let decoded = ix.decode(&key, &kv.value);
-                ix.terms(&key, &kv.value, &decoded, &mut terms);
+                decode_terms(ix.as_ref(), &key, &kv.value, &mut terms);
                 indexes.insert(&key, &terms);
             }
             items.insert(
@@ -618,8 +625,7 @@ impl Shared {
     fn terms(&self, key: &str, value: &[u8]) -> Vec<Term> {
         let mut out = Vec::new();
         if let Some(ix) = &self.indexer {
-            let decoded = ix.decode(key, value);
-            ix.terms(key, value, &decoded, &mut out);
+            decode_terms(ix.as_ref(), key, value, &mut out);
         }
         out
     }
@@ -643,8 +649,7 @@ impl Shared {
         // from a decoding the event then carries to the watchers.
         let mut new_terms = Vec::new();
         if let (Event::Put { kv, .. }, Some(ix)) = (&mut event, &self.indexer) {
-            kv.decoded = ix.decode(&kv.key, &kv.value);
-            ix.terms(&kv.key, &kv.value, &kv.decoded, &mut new_terms);
+            kv.decoded = decode_terms(ix.as_ref(), &kv.key, &kv.value, &mut new_terms);
         }
         let mut blocked = Vec::new();
         let event = {
