@@ -36,6 +36,42 @@ fn kubectl_reads_metrics_and_health() {
     assert_eq!(etcd, "ok");
 }
 
+/// The value of the unlabelled gauge `name` in a `/metrics` text, if it is there.
+#[cfg(feature = "jemalloc")]
+fn gauge(metrics: &str, name: &str) -> Option<u64> {
+    metrics.lines().find_map(|line| {
+        let value = line.strip_prefix(name)?.strip_prefix(' ')?;
+        value.parse::<f64>().ok().map(|v| v as u64)
+    })
+}
+
+/// The heap gauges a jemalloc build samples, which the memory bench reads: the live heap is
+/// the allocator's count less what sits freed in its thread caches, and each peak since the
+/// previous scrape is at least the latest sample.
+#[cfg(feature = "jemalloc")]
+#[test]
+fn metrics_report_the_heap_with_and_without_thread_caches() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = TestServer::start_with(dir, &["--heap-sample-interval-ms", "10"]);
+    let mut metrics = String::new();
+    eventually("the heap is sampled", || {
+        metrics = s.kubectl_ok(&["get", "--raw", "/metrics"]);
+        gauge(&metrics, "crd_apiserver_heap_live_bytes").is_some()
+    });
+    let read =
+        |name: &str| gauge(&metrics, name).unwrap_or_else(|| panic!("{name} not in\n{metrics}"));
+    let allocated = read("crd_apiserver_heap_allocated_bytes");
+    let live = read("crd_apiserver_heap_live_bytes");
+    let cached = read("crd_apiserver_heap_thread_cache_bytes");
+    assert!(
+        live > 1 << 20,
+        "a running server holds more than 1 MiB: {live}"
+    );
+    assert_eq!(live + cached, allocated, "{metrics}");
+    assert!(read("crd_apiserver_heap_allocated_peak_bytes") >= allocated);
+    assert!(read("crd_apiserver_heap_live_peak_bytes") >= live);
+}
+
 const POLICY: &str = r#"apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
