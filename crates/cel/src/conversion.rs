@@ -187,6 +187,7 @@ static SAME_VERSION: Route = Route {
     writes: MetadataWrites {
         labels: MapWrites::Nothing,
         annotations: MapWrites::Nothing,
+        invalid_keys: false,
     },
 };
 
@@ -199,6 +200,10 @@ pub struct MetadataWrites {
     pub labels: MapWrites,
     /// What the rules write in `metadata.annotations`.
     pub annotations: MapWrites,
+    /// Whether a key of [`MapWrites::Keys`] is not a valid key of its map (`ValidateLabels`'
+    /// and `ValidateAnnotations`' key checks). The keys are the rules' own, so this is decided
+    /// once per CRD revision: with valid keys, a caller checks only the values written.
+    pub invalid_keys: bool,
 }
 
 /// What the rules write in one string map of `metadata`.
@@ -243,6 +248,7 @@ impl MetadataWrites {
     /// What one pair's rules write.
     fn of(rules: &[Rule]) -> Self {
         let mut out = MetadataWrites::default();
+        out.invalid_keys = rules.iter().filter_map(|r| r.to.as_deref()).any(invalid_key);
         for to in rules.iter().filter_map(|r| r.to.as_deref()) {
             if let [Step::Field(top), Step::Field(map), rest @ ..] = to
                 && top == "metadata"
@@ -264,7 +270,29 @@ impl MetadataWrites {
         MetadataWrites {
             labels: self.labels.union(&other.labels),
             annotations: self.annotations.union(&other.annotations),
+            invalid_keys: self.invalid_keys || other.invalid_keys,
         }
+    }
+}
+
+/// Whether a `toField` writes one entry of `metadata.labels` or `metadata.annotations` under a
+/// key that map does not allow (the key checks of `ValidateLabels` and `ValidateAnnotations`,
+/// on the key alone: an empty value is valid in both maps).
+fn invalid_key(to: &[Step]) -> bool {
+    let [Step::Field(top), Step::Field(map), Step::Field(key)] = to else {
+        return false;
+    };
+    if top != "metadata" {
+        return false;
+    }
+    let entry = json!({ key.as_str(): "" });
+    let path = Path::new("metadata").child(map);
+    match map.as_str() {
+        "labels" => !crd_core::validation::validate_labels(Some(&entry), &path).is_empty(),
+        "annotations" => {
+            !crd_core::validation::validate_annotations(Some(&entry), &path).is_empty()
+        }
+        _ => false,
     }
 }
 
@@ -737,8 +765,13 @@ fn set_at(v: &mut Value, steps: &[Step], indices: &[usize], value: Value) {
                 *v = Value::Object(Map::new());
             }
             if let Some(m) = v.as_object_mut() {
-                let child = m.entry(name.clone()).or_insert(Value::Null);
-                set_at(child, rest, indices, value);
+                // The key is copied only when it is new (`entry` takes an owned key).
+                if !m.contains_key(name) {
+                    m.insert(name.clone(), Value::Null);
+                }
+                if let Some(child) = m.get_mut(name) {
+                    set_at(child, rest, indices, value);
+                }
             }
         }
         Step::Each => {

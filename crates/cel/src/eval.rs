@@ -136,8 +136,15 @@ fn string_conversions(e: &mut IdedExpr) {
 /// the Kubernetes libraries' IP and CIDR overloads), on the value bound once.
 fn string_conversion(ftx: &FunctionContext) -> ResolveResult {
     let v = arg(ftx, 0)?;
-    if let Value::Bool(b) = v {
-        return Ok(Value::String(Arc::new(b.to_string())));
+    // The scalars whose text the interpreter's `string` gives by `to_string` (and a string,
+    // itself) need no scope and no call by name: what a rule such as
+    // `duration(string(self) + 's')` pays per object.
+    match v {
+        Value::Bool(b) => return Ok(Value::String(Arc::new(b.to_string()))),
+        Value::Int(i) => return Ok(Value::String(Arc::new(i.to_string()))),
+        Value::UInt(u) => return Ok(Value::String(Arc::new(u.to_string()))),
+        Value::String(_) => return Ok(v),
+        _ => {}
     }
     let mut scope = ftx.ptx.new_inner_scope();
     scope.add_variable_from_value("@sv", v);
@@ -668,12 +675,16 @@ fn matches(
     })
 }
 
+/// The names [`call_with_cost`] binds its first operands to (`@a0`, …), without a `format!` per
+/// call.
+const ARG_NAMES: [&str; 4] = ["@a0", "@a1", "@a2", "@a3"];
+
 /// `@c(name, template, has_target, operands...)`: evaluates the operands, runs the template
 /// with them bound, and charges the call's cost.
 fn call_with_cost(ftx: &FunctionContext) -> ResolveResult {
     let name = match ftx.args.first().map(|a| &a.expr) {
-        Some(Expr::Literal(LiteralValue::String(s))) => s.inner().to_string(),
-        _ => String::new(),
+        Some(Expr::Literal(LiteralValue::String(s))) => s.inner(),
+        _ => "",
     };
     let has_target = matches!(
         ftx.args.get(2).map(|a| &a.expr),
@@ -698,11 +709,14 @@ fn call_with_cost(ftx: &FunctionContext) -> ResolveResult {
         scope.add_variable_from_value("@tg", t.clone());
     }
     for (i, v) in args.iter().enumerate() {
-        scope.add_variable_from_value(format!("@a{i}"), v.clone());
+        match ARG_NAMES.get(i) {
+            Some(&n) => scope.add_variable_from_value(n, v.clone()),
+            None => scope.add_variable_from_value(format!("@a{i}"), v.clone()),
+        }
     }
     let result = scope.resolve(template)?;
     let sizes: Vec<u64> = args.iter().map(size).collect();
-    let cost = crate::cost::call(&name, target.map(size), &sizes);
+    let cost = crate::cost::call(name, target.map(size), &sizes);
     charge(i64::try_from(cost).unwrap_or(i64::MAX))?;
     Ok(result)
 }

@@ -20,9 +20,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crd_cel::conversion::{MapWrites, MetadataReach};
+use crd_cel::conversion::{MapWrites, MetadataReach, MetadataWrites};
 use crd_core::Path;
-use crd_core::validation::{TOTAL_ANNOTATION_SIZE_LIMIT, validate_annotations, validate_labels};
+use crd_core::validation::{
+    TOTAL_ANNOTATION_SIZE_LIMIT, is_valid_label_value, validate_annotations, validate_labels,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceConversion;
 use serde_json::{Value, json};
 
@@ -203,18 +205,16 @@ fn convert_by_rules(
     // The rules reach at most labels and annotations: kind, name, namespace and UID (and
     // `apiVersion`, until set below) are the original's, so the failure can name the object
     // from the partly converted one.
-    let writes = rules
-        .metadata_writes(source, version)
-        .cloned()
-        .unwrap_or_default();
-    let map_writes = [&writes.labels, &writes.annotations];
-    let originals = [0, 1].map(|i| written_entries(&obj, META_MAPS[i], map_writes[i]));
+    let none = MetadataWrites::default();
+    let writes = rules.metadata_writes(source, version).unwrap_or(&none);
+    let checks = [&writes.labels, &writes.annotations].map(|w| WrittenCheck::of(w, writes));
+    let originals = [0, 1].map(|i| checks[i].original(&obj, META_MAPS[i]));
     let source = source.to_string();
     if let Err(e) = rules.convert_in_place(&mut obj, &source, version) {
         return Err(rules_failure(&obj, is_list, index, &e));
     }
     for i in 0..META_MAPS.len() {
-        if let Err(e) = check_written(&obj, META_MAPS[i], map_writes[i], originals[i].as_ref()) {
+        if let Err(e) = checks[i].check(&obj, META_MAPS[i], originals[i].as_ref()) {
             return Err(rules_failure(&obj, is_list, index, &e));
         }
     }
@@ -247,6 +247,68 @@ fn rules_failure(obj: &Value, is_list: bool, index: usize, e: &str) -> Conversio
     ConversionError(format!("conversion rules for {} failed{at}: {e}", gvk(obj)))
 }
 
+/// How the entries the rules write in one map of `metadata` are checked: with the webhook's
+/// checks ([`check_written`]), or, when every key written is valid for the map (decided once per
+/// CRD revision), by their values alone. Valid keys leave only the values to fail: an annotation
+/// value must be a string (and the map within the total size), a label value a string and a
+/// valid label value; only a label value that fails needs the original (an unchanged map is not
+/// validated), so the original annotations are never copied.
+#[derive(Clone, Copy)]
+enum WrittenCheck<'a> {
+    /// [`check_written`], against a copy of the original entries.
+    Webhook(&'a MapWrites),
+    /// These keys, all valid for the map.
+    Values(&'a [String]),
+}
+
+impl<'a> WrittenCheck<'a> {
+    fn of(map: &'a MapWrites, writes: &MetadataWrites) -> Self {
+        match map {
+            MapWrites::Keys(keys) if !writes.invalid_keys => WrittenCheck::Values(keys),
+            _ => WrittenCheck::Webhook(map),
+        }
+    }
+
+    /// Before the conversion: what the check compares against, when it needs it.
+    fn original(self, obj: &Value, field: &str) -> Option<Value> {
+        match self {
+            WrittenCheck::Webhook(writes) => written_entries(obj, field, writes),
+            WrittenCheck::Values(keys) if field == "labels" => {
+                Some(Value::Object(entries(meta_map(obj, field), keys)))
+            }
+            WrittenCheck::Values(_) => None,
+        }
+    }
+
+    /// After the conversion: [`check_written`]'s result.
+    fn check(self, obj: &Value, field: &str, original: Option<&Value>) -> Result<(), String> {
+        let keys = match self {
+            WrittenCheck::Webhook(writes) => return check_written(obj, field, writes, original),
+            WrittenCheck::Values(keys) => keys,
+        };
+        let map = meta_map(obj, field);
+        // A value that is not a string, or not a valid label value, or annotations over the
+        // total size: the webhook's check says which, in its words.
+        let fails = |v: &Value| match v.as_str() {
+            None => true,
+            Some(v) => field == "labels" && !is_valid_label_value(v).is_empty(),
+        };
+        if keys.iter().filter_map(|k| map?.get(k)).any(fails)
+            || (field == "annotations" && total_size(map) > TOTAL_ANNOTATION_SIZE_LIMIT)
+        {
+            return check_written(obj, field, &MapWrites::Keys(keys.to_vec()), original);
+        }
+        Ok(())
+    }
+}
+
+/// `metadata.<field>` of `obj`, unless absent or `null`.
+fn meta_map<'o>(obj: &'o Value, field: &str) -> Option<&'o Value> {
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .filter(|v| !v.is_null())
+}
+
 /// Before a conversion, what [`check_written`] compares against: the original entries of
 /// `metadata.<field>` the rules write (the whole map for [`MapWrites::Whole`]).
 fn written_entries(obj: &Value, field: &str, writes: &MapWrites) -> Option<Value> {
@@ -275,10 +337,7 @@ fn check_written(
     writes: &MapWrites,
     original: Option<&Value>,
 ) -> Result<(), String> {
-    let map = obj
-        .get("metadata")
-        .and_then(|m| m.get(field))
-        .filter(|v| !v.is_null());
+    let map = meta_map(obj, field);
     match writes {
         MapWrites::Nothing => Ok(()),
         MapWrites::Whole => check_meta_map(field, map, original),
