@@ -19,6 +19,17 @@ pub fn apply_defaults(object: &mut Value, schema: &Value) {
     default_inner(object, schema);
 }
 
+/// Whether `schema` declares a `default` anywhere [`apply_defaults`] can apply one (a node
+/// reached through `properties`, an `additionalProperties` schema or `items`). Without one,
+/// applying the schema's defaults changes nothing: a caller that decides this once per schema
+/// skips the walk over every object it reads.
+pub fn declares_defaults(schema: &Value) -> bool {
+    default_of(schema).is_some()
+        || properties(schema).is_some_and(|m| m.values().any(declares_defaults))
+        || additional(schema).schema().is_some_and(declares_defaults)
+        || items(schema).is_some_and(declares_defaults)
+}
+
 fn is_non_nullable_null(x: &Value, s: &Value) -> bool {
     x.is_null() && !flag(s, "nullable")
 }
@@ -216,6 +227,33 @@ mod tests {
             prune_nulls(&mut obj, &schema);
             apply_defaults(&mut obj, &schema);
             assert_eq!(obj, want, "case {name}");
+        }
+    }
+
+    /// Where a schema declares a default, and that a schema without one defaults nothing.
+    #[test]
+    fn declared_defaults() {
+        let cases = [
+            (json!({"type": "object"}), false),
+            (json!({"properties": {"a": {"type": "string"}}}), false),
+            (json!({"properties": {"a": {"default": "x"}}}), true),
+            (json!({"properties": {"a": {"default": null}}}), false),
+            (json!({"properties": {"a": {"properties": {"b": {"default": 1}}}}}), true),
+            (json!({"additionalProperties": {"default": 1}}), true),
+            (json!({"additionalProperties": true}), false),
+            (json!({"properties": {"l": {"items": {"default": {}}}}}), true),
+            (json!({"properties": {"l": {"items": [{"default": 1}]}}}), false),
+        ];
+        for (schema, want) in cases {
+            assert_eq!(declares_defaults(&schema), want, "{schema}");
+        }
+        for (name, schema, mut obj, _) in cases() {
+            if !declares_defaults(&schema) {
+                prune_nulls(&mut obj, &schema);
+                let before = obj.clone();
+                apply_defaults(&mut obj, &schema);
+                assert_eq!(obj, before, "case {name}");
+            }
         }
     }
 

@@ -288,6 +288,8 @@ pub struct ConversionPlan {
     pub storage: String,
     /// Every version's schema, by version name (defaulting on read, pruning after conversion).
     pub schemas: Arc<BTreeMap<String, Arc<Value>>>,
+    /// The versions whose schema declares a default: the others are not defaulted on read.
+    pub defaulted: Arc<std::collections::BTreeSet<String>>,
     /// Whether converted objects are pruned (not for `preserveUnknownFields: true`).
     pub prune: bool,
 }
@@ -301,7 +303,21 @@ impl ConversionPlan {
             request: [crd.group.as_str(), "/", version].concat(),
             storage: [crd.group.as_str(), "/", crd.storage_version.as_str()].concat(),
             schemas: crd.schemas.clone(),
+            defaulted: crd.defaulted.clone(),
             prune: !crd.preserve_unknown_fields,
+        }
+    }
+}
+
+impl ConversionPlan {
+    /// Step: applies the defaults of the schema of `own`, the version `obj` was stored at, as
+    /// Kubernetes' decoding of a stored object does; nothing for a schema without defaults.
+    fn default_stored(&self, obj: &mut Value, own: Option<&str>) {
+        if let Some(schema) = own
+            .filter(|v| self.defaulted.contains(*v))
+            .and_then(|v| self.schemas.get(v))
+        {
+            crd_schema::default::apply_defaults(obj, schema);
         }
     }
 }
@@ -328,9 +344,7 @@ pub fn read_stored_in_process(
     index: usize,
 ) -> Option<Result<Value, ApiError>> {
     let own = version_of(&obj);
-    if let Some(schema) = own.as_ref().and_then(|v| plan.schemas.get(v)) {
-        crd_schema::default::apply_defaults(&mut obj, schema);
-    }
+    plan.default_stored(&mut obj, own.as_deref());
     let request = plan.request.rsplit_once('/').map(|(_, v)| v);
     let converted = own.as_deref() != request;
     let mut out = match plan
@@ -368,9 +382,7 @@ pub async fn read_stored(
     let mut converted = Vec::with_capacity(objs.len());
     for obj in &mut objs {
         let own = version_of(obj);
-        if let Some(schema) = own.as_ref().and_then(|v| plan.schemas.get(v)) {
-            crd_schema::default::apply_defaults(obj, schema);
-        }
+        plan.default_stored(obj, own.as_deref());
         converted.push(own.as_deref() != plan.request.rsplit_once('/').map(|(_, v)| v));
     }
     let mut out = plan

@@ -180,6 +180,10 @@ pub struct ServingCrd {
     pub converter: Converter,
     /// Every version's `openAPIV3Schema`, by version name.
     pub schemas: Arc<std::collections::BTreeMap<String, Arc<Value>>>,
+    /// The versions whose schema declares a default (`crd_schema::default::declares_defaults`),
+    /// decided once per CRD revision: objects read at another version are not walked for
+    /// defaults there are none of.
+    pub defaulted: Arc<std::collections::BTreeSet<String>>,
     /// `spec.preserveUnknownFields: true` (CRDs written at v1beta1, where it is the default):
     /// unknown fields are kept, never pruned.
     pub preserve_unknown_fields: bool,
@@ -304,6 +308,7 @@ impl ServingCrd {
                 || condition_true(&crd, "Terminating"),
             converter: Converter::build(spec.conversion.as_ref(), raw, conversion),
             schemas: Arc::default(),
+            defaulted: Arc::default(),
             preserve_unknown_fields: spec.preserve_unknown_fields.unwrap_or(false),
         };
         serving.schemas = Arc::new(
@@ -311,6 +316,14 @@ impl ServingCrd {
                 .versions
                 .iter()
                 .filter_map(|v| v.schema.clone().map(|s| (v.name.clone(), s)))
+                .collect(),
+        );
+        serving.defaulted = Arc::new(
+            serving
+                .schemas
+                .iter()
+                .filter(|(_, s)| crd_schema::default::declares_defaults(s))
+                .map(|(v, _)| v.clone())
                 .collect(),
         );
         // Fill default deprecation texts now that all versions are known.
