@@ -233,7 +233,7 @@ mod tests {
     /// Where a schema declares a default, and that a schema without one defaults nothing.
     #[test]
     fn declared_defaults() {
-        let cases = [
+        let schemas = [
             (json!({"type": "object"}), false),
             (json!({"properties": {"a": {"type": "string"}}}), false),
             (json!({"properties": {"a": {"default": "x"}}}), true),
@@ -244,7 +244,7 @@ mod tests {
             (json!({"properties": {"l": {"items": {"default": {}}}}}), true),
             (json!({"properties": {"l": {"items": [{"default": 1}]}}}), false),
         ];
-        for (schema, want) in cases {
+        for (schema, want) in schemas {
             assert_eq!(declares_defaults(&schema), want, "{schema}");
         }
         for (name, schema, mut obj, _) in cases() {

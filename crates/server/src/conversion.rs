@@ -416,8 +416,15 @@ fn kind(o: &Value) -> &str {
 }
 
 fn set_api_version(o: &mut Value, target: &str) {
-    if let Some(m) = o.as_object_mut() {
-        m.insert("apiVersion".into(), Value::from(target));
+    let Some(m) = o.as_object_mut() else {
+        return;
+    };
+    // In place when set (every stored object): no copy of the key.
+    match m.get_mut("apiVersion") {
+        Some(v) => *v = Value::from(target),
+        None => {
+            m.insert("apiVersion".into(), Value::from(target));
+        }
     }
 }
 
@@ -915,7 +922,7 @@ mod tests {
 
     #[test]
     fn checks_of_the_written_entries_equal_the_webhook_checks() {
-        let v1 = json!({"a": {"type": "string"}, "big": {"type": "string"},
+        let v1 = json!({"a": {"type": "string"}, "big": {"type": "string"}, "n": {"type": "integer"},
                         "m": {"type": "object", "additionalProperties": {"type": "string"}}});
         let v2 = json!({"b": {"type": "string"}});
         let rule = |from: &str, to: &str| json!([{"from": "v1", "to": "v2", "rules": [{"fromField": from, "toField": to}]}]);
@@ -977,6 +984,45 @@ mod tests {
                 rule(".metadata.labels['l']", ".spec.b"),
                 obj(json!({}), json!({"labels": {"l": "1", "k": "2"}})),
                 true,
+            ),
+            // Labels by key: with valid keys only the values are checked, a value left as it
+            // was stored is not validated (as the webhook's check of an unchanged map), and a
+            // key the map does not allow gets the webhook's checks.
+            (
+                "a label written by key",
+                rule(".spec.a", ".metadata.labels['example.com/a']"),
+                obj(json!({"a": "x"}), json!({"labels": {"k": "v"}})),
+                true,
+            ),
+            (
+                "an invalid label value written as it was stored",
+                rule(".spec.a", ".metadata.labels['app']"),
+                obj(json!({"a": "not valid!"}), json!({"labels": {"app": "not valid!"}})),
+                true,
+            ),
+            (
+                "an invalid label value written over a valid one",
+                rule(".spec.a", ".metadata.labels['app']"),
+                obj(json!({"a": "not valid!"}), json!({"labels": {"app": "ok"}})),
+                false,
+            ),
+            (
+                "a number in a label",
+                rule(".spec.n", ".metadata.labels['n']"),
+                obj(json!({"n": 3}), json!({})),
+                false,
+            ),
+            (
+                "a label key the map does not allow",
+                rule(".spec.a", ".metadata.labels['a b']"),
+                obj(json!({"a": "x"}), json!({})),
+                false,
+            ),
+            (
+                "a number in an annotation beside stored ones",
+                rule(".spec.n", ".metadata.annotations['example.com/n']"),
+                obj(json!({"n": 3}), json!({"annotations": {"k": "v"}})),
+                false,
             ),
             (
                 "a failing transformation names the original version and kind",

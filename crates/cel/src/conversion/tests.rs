@@ -512,12 +512,14 @@ fn metadata_writes_name_the_entries_the_rules_write() {
             "[{from: v1, to: v2, rules: [{fromField: .spec.a, toField: .spec.c}]}]",
             MapWrites::Nothing,
             MapWrites::Nothing,
+            false,
         ),
         (
             // A key read (and removed) is not written.
             "[{from: v1, to: v2, rules: [{fromField: '.metadata.annotations[''x'']', toField: .spec.c}]}]",
             MapWrites::Nothing,
             MapWrites::Nothing,
+            false,
         ),
         (
             "[{from: v1, to: v2, rules: [
@@ -526,11 +528,43 @@ fn metadata_writes_name_the_entries_the_rules_write() {
                {fromField: .spec.a, toField: '.metadata.labels[''a'']'}]}]",
             keys(&["a"]),
             keys(&["example.com/a", "z"]),
+            false,
+        ),
+        // Keys their map does not allow (decided once; the caller then checks as a webhook's
+        // answer is checked): a label key with a space, an annotation key that is not a
+        // qualified name, a label key of a valid prefix but too long a name (beside an
+        // annotation key valid once lowercased, as annotation keys are checked).
+        (
+            "[{from: v1, to: v2, rules: [{fromField: .spec.a, toField: '.metadata.labels[''a b'']'}]}]",
+            keys(&["a b"]),
+            MapWrites::Nothing,
+            true,
+        ),
+        (
+            "[{from: v1, to: v2, rules: [{fromField: .spec.a, toField: '.metadata.annotations[''-bad-'']'}]}]",
+            MapWrites::Nothing,
+            keys(&["-bad-"]),
+            true,
+        ),
+        (
+            "[{from: v1, to: v2, rules: [
+               {fromField: .spec.a, toField: '.metadata.annotations[''Example.COM/Upper'']'},
+               {fromField: .spec.b, toField: '.metadata.labels[''example.com/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'']'}]}]",
+            keys(&["example.com/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]),
+            keys(&["Example.COM/Upper"]),
+            true,
+        ),
+        (
+            "[{from: v1, to: v2, rules: [{fromField: .spec.a, toField: '.metadata.annotations[''Example.COM/Upper'']'}]}]",
+            MapWrites::Nothing,
+            keys(&["Example.COM/Upper"]),
+            false,
         ),
         (
             "[{from: v1, to: v2, rules: [{fromField: .spec.m, toField: .metadata.labels}]}]",
             MapWrites::Whole,
             MapWrites::Nothing,
+            false,
         ),
         // Through a chain, the writes of every pair.
         (
@@ -539,15 +573,24 @@ fn metadata_writes_name_the_entries_the_rules_write() {
                                          {fromField: .spec.m, toField: .metadata.annotations}]}]",
             keys(&["x", "y"]),
             MapWrites::Whole,
+            false,
+        ),
+        (
+            "[{from: v1, to: v3, rules: [{fromField: .spec.a, toField: '.metadata.labels[''x'']'}]},
+              {from: v3, to: v2, rules: [{fromField: .spec.b, toField: '.metadata.labels[''y!'']'}]}]",
+            keys(&["x", "y!"]),
+            MapWrites::Nothing,
+            true,
         ),
     ];
-    for (rules, labels, annotations) in cases {
+    for (rules, labels, annotations, invalid_keys) in cases {
         let compiled = with_v3(v1, v2, rules);
         assert_eq!(
             compiled.metadata_writes("v1", "v2"),
             Some(&MetadataWrites {
                 labels,
-                annotations
+                annotations,
+                invalid_keys
             }),
             "{rules}"
         );
