@@ -248,7 +248,10 @@ impl MetadataWrites {
     /// What one pair's rules write.
     fn of(rules: &[Rule]) -> Self {
         let mut out = MetadataWrites::default();
-        out.invalid_keys = rules.iter().filter_map(|r| r.to.as_deref()).any(invalid_key);
+        out.invalid_keys = rules
+            .iter()
+            .filter_map(|r| r.to.as_deref())
+            .any(invalid_key);
         for to in rules.iter().filter_map(|r| r.to.as_deref()) {
             if let [Step::Field(top), Step::Field(map), rest @ ..] = to
                 && top == "metadata"

@@ -238,11 +238,20 @@ mod tests {
             (json!({"properties": {"a": {"type": "string"}}}), false),
             (json!({"properties": {"a": {"default": "x"}}}), true),
             (json!({"properties": {"a": {"default": null}}}), false),
-            (json!({"properties": {"a": {"properties": {"b": {"default": 1}}}}}), true),
+            (
+                json!({"properties": {"a": {"properties": {"b": {"default": 1}}}}}),
+                true,
+            ),
             (json!({"additionalProperties": {"default": 1}}), true),
             (json!({"additionalProperties": true}), false),
-            (json!({"properties": {"l": {"items": {"default": {}}}}}), true),
-            (json!({"properties": {"l": {"items": [{"default": 1}]}}}), false),
+            (
+                json!({"properties": {"l": {"items": {"default": {}}}}}),
+                true,
+            ),
+            (
+                json!({"properties": {"l": {"items": [{"default": 1}]}}}),
+                false,
+            ),
         ];
         for (schema, want) in schemas {
             assert_eq!(declares_defaults(&schema), want, "{schema}");

@@ -997,7 +997,10 @@ mod tests {
             (
                 "an invalid label value written as it was stored",
                 rule(".spec.a", ".metadata.labels['app']"),
-                obj(json!({"a": "not valid!"}), json!({"labels": {"app": "not valid!"}})),
+                obj(
+                    json!({"a": "not valid!"}),
+                    json!({"labels": {"app": "not valid!"}}),
+                ),
                 true,
             ),
             (
