@@ -247,11 +247,13 @@ impl MapWrites {
 impl MetadataWrites {
     /// What one pair's rules write.
     fn of(rules: &[Rule]) -> Self {
-        let mut out = MetadataWrites::default();
-        out.invalid_keys = rules
-            .iter()
-            .filter_map(|r| r.to.as_deref())
-            .any(invalid_key);
+        let mut out = MetadataWrites {
+            invalid_keys: rules
+                .iter()
+                .filter_map(|r| r.to.as_deref())
+                .any(invalid_key),
+            ..MetadataWrites::default()
+        };
         for to in rules.iter().filter_map(|r| r.to.as_deref()) {
             if let [Step::Field(top), Step::Field(map), rest @ ..] = to
                 && top == "metadata"
