@@ -795,14 +795,7 @@ fn code_str(code: u16) -> Cow<'static, str> {
 /// kind's key root (the longest that matches), else `/registry/<group>/<resource>/...` for keys
 /// under a dotted group (CRDs and their objects), else `/registry/<resource>/...` (core).
 pub fn key_group_resource(key: &str) -> (&str, &str) {
-    let builtin = crd_builtin::KINDS
-        .iter()
-        .filter(|k| {
-            key.strip_prefix(k.key_root)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-        })
-        .max_by_key(|k| k.key_root.len());
-    if let Some(k) = builtin {
+    if let Some(k) = builtin_kind_of(key) {
         return (k.group, k.plural);
     }
     let mut segments = key
@@ -815,6 +808,84 @@ pub fn key_group_resource(key: &str) -> (&str, &str) {
         (Some(resource), _) => ("", resource),
         (None, _) => ("", ""),
     }
+}
+
+/// The built-in kind whose key root `key` lies under (the longest such root).
+fn builtin_kind_of(key: &str) -> Option<&'static crd_builtin::Kind> {
+    BuiltinRoots::get()
+        .candidates(key)
+        .iter()
+        .map(|&i| &crd_builtin::KINDS[i])
+        .filter(|k| {
+            key.strip_prefix(k.key_root)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+        .max_by_key(|k| k.key_root.len())
+}
+
+/// The built-in kinds' key roots by their first segment under `/registry/`: a key can only lie
+/// under a root whose first segment is the key's own, so [`key_group_resource`] compares a key
+/// with those few roots instead of every built-in kind's (it runs for every event the watch
+/// cache receives and dispatches; a custom resource's key matched none after comparing them
+/// all).
+struct BuiltinRoots {
+    /// (first segment, indices into `KINDS` of the kinds under it and of `elsewhere`,
+    /// ascending), sorted by segment.
+    by_segment: Vec<(&'static str, Vec<usize>)>,
+    /// Indices of the kinds whose root is not under `/registry/<segment>` (none today), which
+    /// every key is compared with.
+    elsewhere: Vec<usize>,
+}
+
+impl BuiltinRoots {
+    fn get() -> &'static BuiltinRoots {
+        static ROOTS: LazyLock<BuiltinRoots> =
+            LazyLock::new(|| BuiltinRoots::of(crd_builtin::KINDS));
+        &ROOTS
+    }
+
+    fn of(kinds: &[crd_builtin::Kind]) -> BuiltinRoots {
+        let mut elsewhere = Vec::new();
+        let mut by_segment: Vec<(&'static str, Vec<usize>)> = Vec::new();
+        for (i, k) in kinds.iter().enumerate() {
+            match first_segment(k.key_root) {
+                Some(seg) if !seg.is_empty() => {
+                    match by_segment.iter_mut().find(|(s, _)| *s == seg) {
+                        Some((_, v)) => v.push(i),
+                        None => by_segment.push((seg, vec![i])),
+                    }
+                }
+                _ => elsewhere.push(i),
+            }
+        }
+        // Kept in `KINDS` order, so that equal roots resolve as a scan of every kind does.
+        for (_, v) in &mut by_segment {
+            v.extend(&elsewhere);
+            v.sort_unstable();
+        }
+        by_segment.sort_by(|a, b| a.0.cmp(b.0));
+        BuiltinRoots {
+            by_segment,
+            elsewhere,
+        }
+    }
+
+    /// The kinds whose root `key` may lie under, in `KINDS` order.
+    fn candidates(&self, key: &str) -> &[usize] {
+        let Some(seg) = first_segment(key) else {
+            return &self.elsewhere;
+        };
+        match self.by_segment.binary_search_by(|(s, _)| (*s).cmp(seg)) {
+            Ok(i) => &self.by_segment[i].1,
+            Err(_) => &self.elsewhere,
+        }
+    }
+}
+
+/// The segment of a key (or key root) after `/registry/`, up to the next `/`.
+fn first_segment(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix("/registry/")?;
+    Some(rest.split('/').next().unwrap_or(rest))
 }
 
 /// Records the watch cache's reports as upstream's `apiserver_watch_cache_*` metrics, labelled
@@ -920,6 +991,55 @@ mod tests {
         for (key, want) in cases {
             assert_eq!(key_group_resource(key), want, "{key}");
         }
+    }
+
+    /// The built-in kind as comparing the key with every built-in kind's root finds it (what
+    /// `key_group_resource` did before it looked the roots up by their first segment).
+    fn builtin_kind_by_scanning_every_root(key: &str) -> Option<&'static crd_builtin::Kind> {
+        crd_builtin::KINDS
+            .iter()
+            .filter(|k| {
+                key.strip_prefix(k.key_root)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+            .max_by_key(|k| k.key_root.len())
+    }
+
+    #[test]
+    fn looking_roots_up_by_segment_labels_as_scanning_every_root() {
+        let mut keys: Vec<String> = vec![
+            String::new(),
+            "/".into(),
+            "/registry".into(),
+            "/registry/".into(),
+            "/registry//x".into(),
+            "registry/configmaps/a".into(),
+            "/other/configmaps/a".into(),
+            "/registry/stable.example.com/crontabs/ns/x".into(),
+            "/registry/stable.example.com".into(),
+            "/registry/apiextensions.k8s.io".into(),
+            "/registry/apiextensions.k8s.io/other/x".into(),
+        ];
+        for k in crd_builtin::KINDS {
+            let root = k.key_root;
+            keys.extend([
+                root.to_string(),
+                format!("{root}/"),
+                format!("{root}/ns/name"),
+                format!("{root}/name"),
+                format!("{root}x"),
+                format!("{root}x/ns/name"),
+                root[..root.len() - 1].to_string(),
+                format!("{}/y", &root[..root.len() - 1]),
+            ]);
+        }
+        let at = |k: Option<&'static crd_builtin::Kind>| k.map(std::ptr::from_ref);
+        for key in &keys {
+            let scanned = builtin_kind_by_scanning_every_root(key);
+            assert_eq!(at(builtin_kind_of(key)), at(scanned), "{key:?}");
+        }
+        // Every root is under `/registry/<segment>` today, so no key is compared with all.
+        assert!(BuiltinRoots::get().elsewhere.is_empty());
     }
 
     #[test]

@@ -108,17 +108,17 @@ pub async fn create_object(
     set_namespace(ctx, strategy, &mut obj)?;
     strategy.authorize_write(&ctx.state.authorizer, ctx.user, &obj, None)?;
     let admission = &ctx.state.admission;
-    // The attributes are built only for plugins that read them (most servers configure none).
+    // The attributes are built only for plugins that read them (most servers configure none),
+    // and the plugins' futures are boxed: the create's future holds only a pointer for them.
     if admission.mutates()
-        && admission
-            .mutate(
-                &ctx.admission_attributes(strategy, Operation::Create, &obj),
-                Some(&mut obj),
-                None,
-                strategy.apply_schema(),
-                &ctx.admission,
-            )
-            .await?
+        && Box::pin(admission.mutate(
+            &ctx.admission_attributes(strategy, Operation::Create, &obj),
+            Some(&mut obj),
+            None,
+            strategy.apply_schema(),
+            &ctx.admission,
+        ))
+        .await?
     {
         warnings.extend(strategy.admit(&mut obj, &super::readmission(ctx))?);
     }
@@ -147,9 +147,7 @@ pub async fn create_object(
     admission.admit_create(strategy, &obj).await?;
     if admission.validates() {
         let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
-        admission
-            .validate(&attrs, Some(&obj), None, &ctx.admission)
-            .await?;
+        Box::pin(admission.validate(&attrs, Some(&obj), None, &ctx.admission)).await?;
     }
     let mut attempt = 0;
     let stored = loop {
@@ -166,7 +164,7 @@ pub async fn create_object(
             if ctx.store().get(&key).await.ok().flatten().is_some() {
                 return Err(Status::already_exists(&info.group_resource(), &current).into());
             }
-            let out = super::preview(strategy, &key, encoded.bytes, 0).await?;
+            let out = Box::pin(super::preview(strategy, &key, encoded.bytes, 0)).await?;
             return Ok(
                 Reply::value(201, render_object(ctx, strategy, out)?).with_warnings(warnings)
             );
@@ -200,10 +198,14 @@ pub async fn create_object(
     if let Some(answer) = verbatim_answer(ctx, strategy, &encoded, revision) {
         return Ok(Reply::raw_json(201, answer).with_warnings(warnings));
     }
-    let out = read_decoded(strategy, vec![(encoded.object, revision)], false)
-        .await?
-        .pop()
-        .ok_or_else(|| ApiError::from(Status::internal("conversion returned no object")))?;
+    let out = Box::pin(read_decoded(
+        strategy,
+        vec![(encoded.object, revision)],
+        false,
+    ))
+    .await?
+    .pop()
+    .ok_or_else(|| ApiError::from(Status::internal("conversion returned no object")))?;
     Ok(Reply::value(201, render_object(ctx, strategy, out)?).with_warnings(warnings))
 }
 

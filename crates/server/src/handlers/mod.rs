@@ -313,17 +313,20 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
     if let (Subresource::Scale, Some(paths)) = (ctx.sub, s.scale()) {
         // A scale write is a write of the main object's replica count.
         ctx.sub = Subresource::Main;
-        return scale::handle(ctx, s, paths).await;
+        return Box::pin(scale::handle(ctx, s, paths)).await;
     }
+    // Each verb's future is boxed: the request's future, which hyper moves (copies) whole when
+    // a request arrives, would otherwise be as large as the largest verb's state (4 KB, patch),
+    // whichever verb the request is.
     match req.verb {
-        Verb::Get => get::handle(ctx, s).await,
-        Verb::List => list::handle(ctx, &strategy).await,
-        Verb::Watch => watch::handle(ctx, strategy.clone()).await,
-        Verb::Create => create::handle(ctx, s).await,
-        Verb::Update => update::handle(ctx, s).await,
-        Verb::Patch => patch::handle(ctx, s).await,
-        Verb::Delete => delete::handle(ctx, s).await,
-        Verb::DeleteCollection => delete_collection::handle(ctx, s).await,
+        Verb::Get => Box::pin(get::handle(ctx, s)).await,
+        Verb::List => Box::pin(list::handle(ctx, &strategy)).await,
+        Verb::Watch => Box::pin(watch::handle(ctx, strategy.clone())).await,
+        Verb::Create => Box::pin(create::handle(ctx, s)).await,
+        Verb::Update => Box::pin(update::handle(ctx, s)).await,
+        Verb::Patch => Box::pin(patch::handle(ctx, s)).await,
+        Verb::Delete => Box::pin(delete::handle(ctx, s)).await,
+        Verb::DeleteCollection => Box::pin(delete_collection::handle(ctx, s)).await,
     }
 }
 

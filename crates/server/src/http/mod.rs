@@ -121,8 +121,16 @@ async fn serve_request(
     // be unknown yet: both are 503, as kube-apiserver's not-found handler answers then.
     let ready = state.is_ready();
     let Route::Resource(req) = route else {
-        return match nonresource::handle(state, server_address, parts, route.clone(), query, &body)
-            .await
+        // Boxed: the resource path's future need not hold this one's state.
+        return match Box::pin(nonresource::handle(
+            state,
+            server_address,
+            parts,
+            route.clone(),
+            query,
+            &body,
+        ))
+        .await
         {
             Ok(resp) => resp,
             Err(ApiError::NoRoute) if !ready => {

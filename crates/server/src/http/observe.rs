@@ -41,7 +41,8 @@ pub struct Observation {
     started: Instant,
     audit_id: String,
     authenticated: bool,
-    audit: Option<RequestAudit>,
+    /// Boxed: most servers audit nothing, and every request's future holds its observation.
+    audit: Option<Box<RequestAudit>>,
 }
 
 impl Observation {
@@ -79,6 +80,19 @@ impl Observation {
         let Some(auditor) = &state.auditor else {
             return;
         };
+        // Boxed, as every audit step here: the request's future, which hyper moves whole,
+        // holds only a pointer for the audit work a server without auditing never does.
+        Box::pin(self.begin_audit(auditor, user, parts, route)).await;
+    }
+
+    /// [`Observation::authenticated`] on a server that audits.
+    async fn begin_audit(
+        &mut self,
+        auditor: &std::sync::Arc<crate::audit::Auditor>,
+        user: &User,
+        parts: &http::request::Parts,
+        route: &Route,
+    ) {
         let method_verb;
         let (verb, resource, api_version) = if let Route::Resource(r) = route {
             (
@@ -119,7 +133,7 @@ impl Observation {
                 .to_string(),
             api_version,
         };
-        self.audit = auditor.begin(&attrs, info);
+        self.audit = auditor.begin(&attrs, info).map(Box::new);
         if let Some(a) = &mut self.audit {
             a.stage(Stage::RequestReceived).await;
         }
@@ -213,7 +227,7 @@ impl Observation {
         }
         let code = resp.status().as_u16();
         if !self.authenticated {
-            self.audit_failed_authentication(state, parts, code).await;
+            Box::pin(self.audit_failed_authentication(state, parts, code)).await;
         }
         let streamed = resp.body().size_hint().exact().is_none();
         if streamed {
@@ -221,7 +235,7 @@ impl Observation {
             let mut audit = self.audit.take();
             if let Some(a) = &mut audit {
                 a.response(code, None);
-                a.stage(Stage::ResponseStarted).await;
+                Box::pin(a.stage(Stage::ResponseStarted)).await;
             }
             let started = self.started;
             let (head, body) = resp.into_parts();
@@ -236,21 +250,8 @@ impl Observation {
             };
             return Response::from_parts(head, body.boxed_unsync());
         }
-        if let Some(mut a) = self.audit.take() {
-            let wanted = code >= 400 || a.wants_response_body();
-            let mut value = None;
-            if wanted {
-                let (head, body) = resp.into_parts();
-                let bytes = body
-                    .collect()
-                    .await
-                    .map(http_body_util::Collected::to_bytes)
-                    .unwrap_or_default();
-                value = decode(&head.headers, &bytes);
-                resp = Response::from_parts(head, full(bytes));
-            }
-            a.response(code, value);
-            a.complete().await;
+        if let Some(a) = self.audit.take() {
+            resp = Box::pin(audit_response(*a, code, resp)).await;
         }
         let labels = borrowed_labels(parts, route, query, self.authenticated);
         metrics::request(&labels, code, self.started.elapsed());
@@ -292,6 +293,30 @@ impl Observation {
             a.stage(Stage::ResponseStarted).await;
         }
     }
+}
+
+/// Records a finished, not streamed, response in its audit (with its body when the level asks
+/// for it) and sends the final event; returns the response as it was.
+async fn audit_response(
+    mut a: RequestAudit,
+    code: u16,
+    mut resp: Response<BoxBody>,
+) -> Response<BoxBody> {
+    let wanted = code >= 400 || a.wants_response_body();
+    let mut value = None;
+    if wanted {
+        let (head, body) = resp.into_parts();
+        let bytes = body
+            .collect()
+            .await
+            .map(http_body_util::Collected::to_bytes)
+            .unwrap_or_default();
+        value = decode(&head.headers, &bytes);
+        resp = Response::from_parts(head, full(bytes));
+    }
+    a.response(code, value);
+    a.complete().await;
+    resp
 }
 
 /// Whether a body is JSON by its `Content-Type` (JSON when none is given).
