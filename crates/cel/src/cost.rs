@@ -6,7 +6,9 @@
 //! Sizes follow Kubernetes' `SchemaDeclType`: `maxLength` × 4 bytes for strings (a code point is
 //! up to 4 bytes), `maxItems`, `maxProperties`; without them, the most a 3 MiB request can hold.
 
-use kube_cel::cel::common::ast::{Expr, IdedExpr, LiteralValue};
+use std::collections::HashMap;
+
+use kube_cel::cel::common::ast::{CallExpr, Expr, IdedExpr, LiteralValue};
 use serde_json::Value;
 
 use crate::checker::Checked;
@@ -52,7 +54,8 @@ pub(crate) fn call(name: &str, target: Option<u64>, args: &[u64]) -> u64 {
         "_&&_" | "_||_" | "_?_:_" => 0,
         "check" => crate::authz::CHECK_COST,
         "_==_" | "_!=_" | "@listEq" | "@listNe" => traverse(first.min(second)),
-        "_+_" | "@listAdd" => traverse(first.saturating_add(second)),
+        // Strings and bytes are copied; lists are not (`@listAdd`, below).
+        "_+_" => traverse(first.saturating_add(second)),
         "contains" | "startsWith" | "endsWith" | "indexOf" | "lastIndexOf" | "lowerAscii"
         | "upperAscii" | "trim" | "replace" | "split" | "substring" | "reverse" | "join"
         | "url" | "isURL" | "quantity" | "isQuantity" | "ip" | "isIP" | "cidr" | "isCIDR"
@@ -67,6 +70,8 @@ pub(crate) fn call(name: &str, target: Option<u64>, args: &[u64]) -> u64 {
             let list = if name == "@in" { second } else { first };
             1u64.saturating_add(list)
         }
+        // Everything else is O(1), list concatenation (`@listAdd`) included: cel-go's estimator
+        // and runtime tracker alike charge it 1, as the result shares its operands.
         _ => 1,
     }
 }
@@ -288,13 +293,26 @@ impl Estimator<'_> {
                     }) if NAMESPACES.contains(&ns.as_str()) => {
                         (format!("{ns}.{}", c.func_name), None)
                     }
-                    t => (c.func_name.clone(), t.map(|t| self.size(t))),
+                    t => (
+                        list_concat_name(c, &self.checked.types).to_string(),
+                        t.map(|t| self.size(t)),
+                    ),
                 };
                 let args: Vec<u64> = c.args.iter().map(|a| self.size(a)).collect();
                 operands.saturating_add(call(&name, target, &args))
             }
         }
     }
+}
+
+/// The name a call is costed under: `_+_` of lists is list concatenation (`@listAdd`, O(1)),
+/// of strings and bytes a copy of both; any other call keeps its name.
+pub(crate) fn list_concat_name<'a>(c: &'a CallExpr, types: &HashMap<u64, Type>) -> &'a str {
+    let concat = c.func_name == "_+_"
+        && c.args
+            .iter()
+            .any(|a| matches!(types.get(&a.id), Some(Type::List(_))));
+    if concat { "@listAdd" } else { &c.func_name }
 }
 
 /// Upstream's `getCostErrorMessage`.

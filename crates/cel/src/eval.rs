@@ -336,7 +336,7 @@ fn charge_region(e: &mut IdedExpr, next: &mut u64, n: i64) {
 
 /// Whether a call's cost depends on the sizes of its operands.
 fn size_dependent(c: &CallExpr, types: &HashMap<u64, Type>) -> bool {
-    if !crate::cost::size_dependent(&c.func_name) {
+    if !crate::cost::size_dependent(crate::cost::list_concat_name(c, types)) {
         return false;
     }
     c.target

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::client::Client;
 
@@ -44,6 +44,25 @@ fn read_crd(path: &Path) -> anyhow::Result<Value> {
     Ok(crd)
 }
 
+/// The report for a CRD the server does not serve yet: nothing stored, nothing found.
+fn not_served_yet(crd: &Value) -> Value {
+    let storage = crd["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["storage"] == true)
+        .and_then(|v| v["name"].as_str())
+        .unwrap_or("");
+    json!({
+        "crd": crd["metadata"]["name"],
+        "objects": 0,
+        "storageVersion": "",
+        "newStorageVersion": storage,
+        "storedVersions": {},
+        "findings": [],
+    })
+}
+
 /// Renders a report for people: a line per finding, its examples indented under it.
 fn render(report: &Value) -> String {
     let mut out = String::new();
@@ -57,7 +76,11 @@ fn render(report: &Value) -> String {
         report["newStorageVersion"].as_str().unwrap_or("")
     );
     if findings.is_empty() {
-        out.push_str("no findings: the change is safe for stored objects\n");
+        if report["storageVersion"] == "" {
+            out.push_str("not served yet: nothing is stored, so creating it breaks nothing\n");
+        } else {
+            out.push_str("no findings: the change is safe for stored objects\n");
+        }
         return out;
     }
     for f in &findings {
@@ -96,10 +119,18 @@ fn render(report: &Value) -> String {
 /// Runs the check and prints the report; returns whether any finding is breaking.
 pub async fn check(client: &Client, file: &Path, output: Output) -> anyhow::Result<bool> {
     let crd = read_crd(file)?;
-    let report = client
-        .post("/debug/upgrade-check", &crd)
-        .await
-        .context("asking the server for the upgrade check")?;
+    let report = match client.post("/debug/upgrade-check", &crd).await {
+        Ok(report) => report,
+        // A CRD the server does not serve yet has no stored objects and no clients: creating
+        // it breaks nothing (the server's own checks run when it is created).
+        Err(e)
+            if e.downcast_ref::<crate::client::ApiFailure>()
+                .is_some_and(|f| f.code == 404 && f.reason == "NotFound") =>
+        {
+            not_served_yet(&crd)
+        }
+        Err(e) => return Err(e.context("asking the server for the upgrade check")),
+    };
     match output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         Output::Text => print!("{}", render(&report)),
@@ -112,7 +143,6 @@ pub async fn check(client: &Client, file: &Path, output: Output) -> anyhow::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn renders_findings_with_examples_and_the_empty_report() {
@@ -137,5 +167,13 @@ mod tests {
         let empty = json!({"crd": "w", "objects": 0, "storageVersion": "v1",
                            "newStorageVersion": "v1", "findings": []});
         assert!(render(&empty).ends_with("no findings: the change is safe for stored objects\n"));
+        let new = not_served_yet(&json!({"metadata": {"name": "gadgets.example.com"},
+            "spec": {"versions": [{"name": "v1", "storage": false}, {"name": "v2", "storage": true}]}}));
+        assert_eq!(new["newStorageVersion"], "v2");
+        assert_eq!(
+            render(&new),
+            "gadgets.example.com: checked 0 stored object(s) (storage version  -> v2)\n\
+             not served yet: nothing is stored, so creating it breaks nothing\n"
+        );
     }
 }

@@ -3,10 +3,30 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::Value;
+
+/// A request the server answered with an error `Status`: callers that expect one (a CRD not
+/// created yet) tell it from a transport failure by its code and reason.
+#[derive(Debug)]
+pub struct ApiFailure {
+    /// The HTTP status code.
+    pub code: u16,
+    /// The `Status` reason (`NotFound`, ...), empty when the body had none.
+    pub reason: String,
+    /// The `Status` message.
+    pub message: String,
+}
+
+impl std::fmt::Display for ApiFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for ApiFailure {}
 
 #[derive(Deserialize)]
 struct Kubeconfig {
@@ -99,11 +119,20 @@ impl Client {
         let status = resp.status();
         let body: Value = resp.json().await.unwrap_or(Value::Null);
         if !status.is_success() {
-            let msg = body
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("request failed");
-            bail!("{msg} ({})", status.as_u16());
+            return Err(ApiFailure {
+                code: status.as_u16(),
+                reason: body
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                message: body
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("request failed")
+                    .to_string(),
+            }
+            .into());
         }
         Ok(body)
     }

@@ -209,6 +209,30 @@ fn kep_use_cases() {
             ),
         },
         Case {
+            name: "every element of a list of scalars, into another list: the source list goes",
+            v1: "{tags: {type: array, maxItems: 16, items: {type: string, maxLength: 20}}}",
+            v2: "{labels: {type: array, maxItems: 16, items: {type: string, maxLength: 20}}}",
+            rules: "[{from: v2, to: v1, rules: [{fromField: '.spec.labels[*]', toField: '.spec.tags[*]', transformation: self.lowerAscii()}]}]",
+            input: ("v2", "spec: {labels: [FOO, BAR], size: 2}"),
+            want: ("v1", "spec: {tags: [foo, bar], size: 2}"),
+        },
+        Case {
+            name: "every element of a list of scalars, the list itself emptied: its parent goes",
+            v1: "{sizesKB: {type: array, items: {type: integer}}}",
+            v2: "{sizes: {type: object, properties: {mb: {type: array, items: {type: integer}}}}}",
+            rules: "[{from: v2, to: v1, rules: [{fromField: '.spec.sizes.mb[*]', toField: '.spec.sizesKB[*]', transformation: self * 1024}]}]",
+            input: ("v2", "spec: {sizes: {mb: [1, 2]}}"),
+            want: ("v1", "spec: {sizesKB: [1024, 2048]}"),
+        },
+        Case {
+            name: "a whole bounded list mapped (map costs what all does)",
+            v1: "{tags: {type: array, maxItems: 10, items: {type: string, maxLength: 20}}}",
+            v2: "{tags: {type: array, maxItems: 10, items: {type: string, maxLength: 20}}}",
+            rules: r#"[{from: v1, to: v2, rules: [{fromField: .spec.tags, toField: .spec.tags, transformation: "self.map(t, t.upperAscii())"}]}]"#,
+            input: ("v1", "spec: {tags: [a, '', b]}"),
+            want: ("v2", "spec: {tags: [A, '', B]}"),
+        },
+        Case {
             name: "no direct pair: through the storage version",
             v1: "{a: {type: string}}",
             v2: "{b: {type: string}}",
@@ -256,12 +280,24 @@ fn lossy_conversion_round_trips_through_an_annotation() {
         )
     );
     assert_eq!(rules.convert(&v2, "v1").unwrap(), v1);
-    assert_eq!(round_trip_losses(&crd), Vec::<String>::new());
+    assert_eq!(round_trip_losses(&crd, &prune_spec), Vec::<String>::new());
+}
+
+/// The server's pruning, as far as these tests' schemas go: `spec` keeps only the fields its
+/// schema names.
+fn prune_spec(obj: &mut Value, schema: &Value) {
+    let known = schema.pointer("/properties/spec/properties");
+    if let (Some(spec), Some(known)) = (
+        obj.get_mut("spec").and_then(Value::as_object_mut),
+        known.and_then(Value::as_object),
+    ) {
+        spec.retain(|k, _| known.contains_key(k));
+    }
 }
 
 #[test]
 fn round_trip_check_names_lost_fields() {
-    let cases: [(&str, &str, &str, Vec<&str>); 3] = [
+    let cases: [(&str, &str, &str, Vec<&str>); 4] = [
         (
             "{size: {type: integer}, legacy: {type: string}}",
             "{size: {type: integer}}",
@@ -286,10 +322,31 @@ fn round_trip_check_names_lost_fields() {
                 "conversion of a sample v1 object to v2 failed: .spec.image: transformation \"self.split(':')[1]\" failed: index out of bounds: 1",
             ],
         ),
+        (
+            // A field only v2 has, without a rule: copied to v1, whose schema prunes it.
+            "{size: {type: integer}}",
+            "{size: {type: integer}, nickname: {type: string}}",
+            "[{from: v1, to: v2, rules: []}, {from: v2, to: v1, rules: []}]",
+            vec!["conversion from v2 to v1 and back loses spec.nickname"],
+        ),
     ];
     for (v1, v2, rules, want) in cases {
-        assert_eq!(round_trip_losses(&crd(v1, v2, rules)), want, "{rules}");
+        assert_eq!(
+            round_trip_losses(&crd(v1, v2, rules), &prune_spec),
+            want,
+            "{rules}"
+        );
     }
+    // Without pruning (a CRD that preserves unknown fields) the copied field survives.
+    let preserved = crd(
+        "{size: {type: integer}}",
+        "{size: {type: integer}, nickname: {type: string}}",
+        "[{from: v1, to: v2, rules: []}, {from: v2, to: v1, rules: []}]",
+    );
+    assert_eq!(
+        round_trip_losses(&preserved, &|_, _| {}),
+        Vec::<String>::new()
+    );
 }
 
 #[test]

@@ -282,6 +282,30 @@ pub async fn run(
                 floor.cpu(placement)
             ),
         );
+        // A create is at least the floor's request and the engine's commit: what that costs
+        // bounds the create rate on this machine, whatever the server's own work.
+        let least = match placement {
+            Placement::Shared => floor.server_cpu + floor.bench_cpu + per_commit,
+            Placement::Pinned => floor.server_cpu + per_commit,
+        };
+        let ceiling = match placement {
+            Placement::Shared => pin::cores() as f64 / least,
+            Placement::Pinned => 1.0 / least,
+        };
+        report.row(
+            &format!("ceiling: the floor's request plus the engine's commit, {where_}"),
+            format!("{ceiling:.0}/s"),
+            format!(
+                "{:.2}x of the 64-writer limit; {:.0} µs per create ({}) before any decoding, \
+                 validation or encoding",
+                ceiling / limit,
+                least * 1e6,
+                match placement {
+                    Placement::Shared => "floor server + load generator + commit, on all cores",
+                    Placement::Pinned => "floor server + commit, on the server's core",
+                }
+            ),
+        );
         for (i, (name, _)) in variants.iter().enumerate() {
             let load = loads[i];
             report.row(

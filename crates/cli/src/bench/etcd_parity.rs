@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::bail;
 
@@ -91,6 +91,10 @@ struct Figures {
     revisions_per_get: f64,
     /// CPU microseconds per create: server, etcd, load generator.
     cpu: [f64; 3],
+    /// Mean milliseconds of a create at the client, and of its storage create as the server
+    /// timed it: the difference is the time spent in the server (or waiting for it).
+    create_ms: f64,
+    storage_create_ms: f64,
 }
 
 /// CPU time (user + system) of a process so far, in microseconds (`/proc/<pid>/stat`).
@@ -127,11 +131,9 @@ fn etcd_pid(endpoint: &str) -> Option<String> {
     None
 }
 
-/// The server's storage request counts by operation (`etcd_request_duration_seconds_count`).
-async fn storage_requests(
-    server: &Server,
-    client: &reqwest::Client,
-) -> anyhow::Result<BTreeMap<String, f64>> {
+/// The server's storage request counts (`etcd_request_duration_seconds_count`) and seconds
+/// (`_sum`) by operation.
+async fn storage_requests(server: &Server, client: &reqwest::Client) -> anyhow::Result<Requests> {
     let text = client
         .get(format!("{}/metrics", server.url))
         .bearer_auth(&server.token)
@@ -139,9 +141,14 @@ async fn storage_requests(
         .await?
         .text()
         .await?;
-    let mut counts = BTreeMap::new();
+    let mut requests = Requests::default();
     for line in text.lines() {
-        let Some(rest) = line.strip_prefix("etcd_request_duration_seconds_count{") else {
+        let (map, rest) = if let Some(r) = line.strip_prefix("etcd_request_duration_seconds_count{")
+        {
+            (&mut requests.counts, r)
+        } else if let Some(r) = line.strip_prefix("etcd_request_duration_seconds_sum{") {
+            (&mut requests.seconds, r)
+        } else {
             continue;
         };
         let Some((labels, value)) = rest.rsplit_once("} ") else {
@@ -151,9 +158,16 @@ async fn storage_requests(
             .split(',')
             .find_map(|l| l.strip_prefix("operation=\""))
             .map_or("", |v| v.trim_end_matches('"'));
-        *counts.entry(operation.to_string()).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
+        *map.entry(operation.to_string()).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
     }
-    Ok(counts)
+    Ok(requests)
+}
+
+/// Storage requests by operation, scraped from the server's metrics.
+#[derive(Default)]
+struct Requests {
+    counts: BTreeMap<String, f64>,
+    seconds: BTreeMap<String, f64>,
 }
 
 fn delta(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>, op: Option<&str>) -> f64 {
@@ -189,7 +203,7 @@ async fn measure(
     let requests = storage_requests(&server, &client).await?;
     let cpu_before = cpu(&pids);
     let started = Instant::now();
-    create_load(&server, 64, creates, "c").await?;
+    let (_, latencies) = create_load(&server, 64, creates, "c").await?;
     let create_rate = creates as f64 / started.elapsed().as_secs_f64();
     let cpu_after = cpu(&pids);
     let after_creates = storage_requests(&server, &client).await?;
@@ -202,10 +216,17 @@ async fn measure(
     Ok(Figures {
         creates: create_rate,
         gets: got,
-        requests_per_create: delta(&requests, &after_creates, None) / creates as f64,
-        revisions_per_get: delta(&after_creates, &after_gets, Some("current_revision"))
-            / total_gets as f64,
+        requests_per_create: delta(&requests.counts, &after_creates.counts, None) / creates as f64,
+        revisions_per_get: delta(
+            &after_creates.counts,
+            &after_gets.counts,
+            Some("current_revision"),
+        ) / total_gets as f64,
         cpu: [per_create(0), per_create(1), per_create(2)],
+        create_ms: latencies.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3
+            / latencies.len().max(1) as f64,
+        storage_create_ms: delta(&requests.seconds, &after_creates.seconds, Some("create")) * 1e3
+            / delta(&requests.counts, &after_creates.counts, Some("create")).max(1.0),
     })
 }
 
@@ -219,6 +240,8 @@ fn best(a: Figures, b: Figures) -> Figures {
         creates: c.creates,
         requests_per_create: c.requests_per_create,
         cpu: c.cpu,
+        create_ms: c.create_ms,
+        storage_create_ms: c.storage_create_ms,
         gets: g.gets,
         revisions_per_get: g.revisions_per_get,
     }
@@ -376,10 +399,27 @@ fn report_placement(
             on_etcd.cpu[0], on_etcd.cpu[1], on_etcd.cpu[2]
         ),
         if etcd_found {
-            "user + system time over the 64-client creates".into()
+            format!(
+                "user + system time over the 64-client creates; the three kept {:.0}% of the \
+                 machine's {} cores busy",
+                on_etcd.cpu.iter().sum::<f64>() * 1e-6 * on_etcd.creates
+                    / super::pin::cores() as f64
+                    * 100.0,
+                super::pin::cores()
+            )
         } else {
             "etcd's process was not found on this machine (etcd column 0)".into()
         },
+    );
+    report.row(
+        &format!("mean create latency on etcd: at the client / its etcd transaction, {where_}"),
+        format!(
+            "{:.2} / {:.2} ms",
+            on_etcd.create_ms, on_etcd.storage_create_ms
+        ),
+        "the transaction as the server timed it (etcd_request_duration_seconds); the rest is \
+         the server's own work and waiting for a core"
+            .into(),
     );
     report.row(
         &format!("creates/s, 64 clients, SQLite (watch cache on), {where_}"),

@@ -145,6 +145,22 @@ fn breaking_crd_changes_are_reported_with_their_counts_and_a_harmless_one_is_not
         text(&out.stdout)
     );
 
+    // A CRD the server does not serve yet: nothing is stored, so nothing breaks (exit 0), in
+    // both outputs.
+    s.write("new.yaml", &gadgets(&[("v1", true)]));
+    let out = check_upgrade(&s, "new.yaml", false);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("not served yet: nothing is stored"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = check_upgrade(&s, "new.yaml", true);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["objects"], 0);
+    assert_eq!(report["findings"], serde_json::json!([]));
+
     // None of the dry runs changed the CRD.
     let max = s.kubectl_ok(&[
         "get",

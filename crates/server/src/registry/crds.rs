@@ -218,7 +218,20 @@ impl Strategy for CrdStrategy {
             == Some(crd_cel::conversion::STRATEGY)
             && crd_cel::conversion::check_conversion_rules(new).is_empty()
         {
-            out.extend(crd_cel::conversion::round_trip_losses(new));
+            // Converted objects are pruned at the version converted to, as `to_storage` and
+            // reads prune them, unless the CRD preserves unknown fields.
+            let preserve = new
+                .pointer("/spec/preserveUnknownFields")
+                .and_then(Value::as_bool)
+                == Some(true);
+            out.extend(crd_cel::conversion::round_trip_losses(
+                new,
+                &|obj, schema| {
+                    if !preserve {
+                        crd_schema::prune::prune(obj, schema, true);
+                    }
+                },
+            ));
         }
         out
     }

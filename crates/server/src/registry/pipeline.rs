@@ -322,16 +322,29 @@ impl ConversionPlan {
     }
 }
 
-/// Converts an object in the request version to the storage version. A failure here is
-/// Kubernetes' plain 500 (no reason), as on its encode path.
+/// Converts an object in the request version to the storage version, and prunes what the
+/// conversion left that the storage version's schema does not know (a webhook's extra field, a
+/// rule's leftover), as upstream's schema-coercing converter does after converting. A failure
+/// here is Kubernetes' plain 500 (no reason), as on its encode path.
 pub async fn to_storage(plan: &ConversionPlan, obj: Value) -> Result<Value, ApiError> {
+    let converted = version_of(&obj).as_deref() != plan.storage.rsplit_once('/').map(|(_, v)| v);
     let mut out = plan
         .converter
         .convert(vec![obj], &plan.storage, false)
         .await
         .map_err(|e| Status::failure(500, "", e.0))?;
-    out.pop()
-        .ok_or_else(|| Status::internal("conversion returned no object").into())
+    let mut out = out
+        .pop()
+        .ok_or_else(|| ApiError::from(Status::internal("conversion returned no object")))?;
+    if let Some(schema) = plan
+        .storage
+        .rsplit_once('/')
+        .and_then(|(_, v)| plan.schemas.get(v))
+        .filter(|_| plan.prune && converted)
+    {
+        crd_schema::prune::prune(&mut out, schema, true);
+    }
+    Ok(out)
 }
 
 /// [`read_stored`] of one object (at `index` of its batch) when the CRD's converter runs in

@@ -117,6 +117,11 @@ async fn the_debug_endpoint_returns_the_structured_report() {
     assert_eq!(findings.len(), 1, "{report}");
     let f = &findings[0];
     assert_eq!(f["kind"], "Invalid");
+    assert_eq!(f["field"], "spec.replicas");
+    assert_eq!(
+        f["message"],
+        "spec.replicas: Invalid value: spec.replicas in body should be less than or equal to 10"
+    );
     assert_eq!(f["breaking"], true);
     assert_eq!(f["count"], 2);
     assert_eq!(
