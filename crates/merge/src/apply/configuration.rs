@@ -17,26 +17,9 @@ use super::typed::{merge, to_field_set};
 /// `invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.x`,
 /// `failed to convert original object to typed object: ...` or `failed to merge patch: ...`.
 pub fn merge_configuration(schema: &Schema, live: &Value, config: &Value) -> Result<Value, String> {
-    let mut undeclared = Vec::new();
-    find_undeclared(
-        schema,
-        schema.root(),
-        config,
-        &mut Vec::new(),
-        &mut undeclared,
-    );
-    if !undeclared.is_empty() {
-        let errors = undeclared
-            .iter()
-            .map(|p| format!("{p}: field not declared in schema"))
-            .collect::<Vec<_>>();
+    if let Some(e) = undeclared_fields(schema, config) {
         return Err(format!(
-            "failed to convert patch object to typed object: {}",
-            if errors.len() == 1 {
-                errors.join("")
-            } else {
-                format!("errors:\n  {}", errors.join("\n  "))
-            }
+            "failed to convert patch object to typed object: {e}"
         ));
     }
     to_field_set(schema, config)
@@ -52,6 +35,29 @@ pub fn merge_configuration(schema: &Schema, live: &Value, config: &Value) -> Res
     to_field_set(schema, live)
         .map_err(|e| format!("failed to convert original object to typed object: {e}"))?;
     merge(schema, live, config).map_err(|e| format!("failed to merge patch: {e}"))
+}
+
+/// The fields of `config` its schema does not declare, in SMD's words (`.spec.x: field not
+/// declared in schema`, several as `errors:` lines), or `None`: what refuses a configuration
+/// before any merge, in an apply as in a mutating admission policy's patch.
+pub(crate) fn undeclared_fields(schema: &Schema, config: &Value) -> Option<String> {
+    let mut undeclared = Vec::new();
+    find_undeclared(
+        schema,
+        schema.root(),
+        config,
+        &mut Vec::new(),
+        &mut undeclared,
+    );
+    let errors: Vec<String> = undeclared
+        .iter()
+        .map(|p| format!("{p}: field not declared in schema"))
+        .collect();
+    match errors.len() {
+        0 => None,
+        1 => Some(errors.join("")),
+        _ => Some(format!("errors:\n  {}", errors.join("\n  "))),
+    }
 }
 
 /// SMD's typed conversion of the configuration (`validatingObjectWalker.visitMapItems`): the

@@ -332,6 +332,12 @@ impl<'a> FieldManager<'a> {
                 self.kind
             )
         };
+        if let Some(e) = super::configuration::undeclared_fields(self.schema, config) {
+            return Err(ApplyError::Internal(format!(
+                "failed to create typed patch object ({}): {e}",
+                gvk()
+            )));
+        }
         let config_set = typed::to_field_set(self.schema, config).map_err(|e| {
             ApplyError::Internal(format!(
                 "failed to create typed patch object ({}): {e}",

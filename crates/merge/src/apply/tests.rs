@@ -1824,6 +1824,23 @@ fn field_manager_before_first_apply_and_bad_requests() {
             .to_string(),
         r#"failed to create typed patch object (default/c; stable.example.com/v1, Kind=CronTab): .spec.ports: element 0: associative list with keys has an element that omits key field "name" (and doesn't have default value)"#
     );
+    // A field the schema does not declare refuses the whole configuration (SMD's typed
+    // conversion, whose walk of a struct stops at the first such field).
+    let undeclared = crontab("image: a\nbogus: 1");
+    assert_eq!(
+        fm.apply(None, &undeclared, "kubectl", false, T1)
+            .expect_err("undeclared")
+            .to_string(),
+        "failed to create typed patch object (default/c; stable.example.com/v1, Kind=CronTab): .spec.bogus: field not declared in schema"
+    );
+    let mut two = crontab("bogus: 1");
+    two["extra"] = json!(true);
+    assert_eq!(
+        fm.apply(None, &two, "kubectl", false, T1)
+            .expect_err("undeclared")
+            .to_string(),
+        "failed to create typed patch object (default/c; stable.example.com/v1, Kind=CronTab): .extra: field not declared in schema"
+    );
 }
 
 #[test]

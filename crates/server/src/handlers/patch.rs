@@ -122,6 +122,12 @@ async fn apply_patch(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Ap
                 other => return other,
             }
         };
+        // A resourceVersion in the configuration is a precondition, as upstream's apply
+        // carries it into the object its update checks.
+        let wanted = meta::resource_version(&config);
+        if !wanted.is_empty() && wanted != current.mod_revision.to_string() {
+            return Err(Status::conflict_modified(&gr, name).into());
+        }
         let live = read_object(strategy, &current).await?;
         let mut applied = managed::apply(ctx, strategy, Some(&live), &config)?;
         let mut warnings = strategy.admit(&mut applied, &how)?;

@@ -45,6 +45,26 @@ pub fn check_type_meta(crd: &ServingCrd, version: &str, obj: &Value) -> Result<(
         ))
         .into());
     }
+    // Upstream's `customResourceValidator.ValidateTypeMeta`, which runs before any other check
+    // of a create or update; the error is qualified by the kind the object claims, as upstream's
+    // `rest.BeforeCreate` qualifies it.
+    if kind != crd.kind {
+        let errors = ErrorList(vec![crd_core::FieldError::invalid(
+            &Path::new("kind"),
+            kind,
+            format!("must be {}", crd.kind),
+        )]);
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        return Err(Status::invalid(
+            &crd_core::GroupResource::new(&crd.group, kind),
+            name,
+            &errors,
+        )
+        .into());
+    }
     Ok(())
 }
 
@@ -459,6 +479,20 @@ mod tests {
                 &json!({"kind": "CronTab", "apiVersion": "stable.example.com/v1"})
             )
             .is_ok()
+        );
+        // Another kind in the right group and version: upstream's 422 from ValidateTypeMeta.
+        let err = check_type_meta(
+            &c,
+            "v1",
+            &json!({"kind": "Foo", "apiVersion": "stable.example.com/v1", "metadata": {"name": "s1"}}),
+        )
+        .unwrap_err()
+        .to_status()
+        .unwrap();
+        assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+        assert_eq!(
+            err.message,
+            "Foo.stable.example.com \"s1\" is invalid: kind: Invalid value: \"Foo\": must be CronTab"
         );
     }
 

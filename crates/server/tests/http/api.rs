@@ -744,3 +744,116 @@ async fn scale_writes_are_owned_through_the_scale_subresource() {
         "{st}"
     );
 }
+
+/// A resourceVersion in a server-side apply configuration is a precondition (upstream carries it
+/// into the object its update checks): a stale one is a 409, the current one applies.
+#[tokio::test]
+async fn apply_with_a_resource_version_is_a_precondition() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let url = "/api/v1/namespaces/default/configmaps/ssa1?fieldManager=m1";
+    let apply = |body: Value| {
+        api.request(Method::PATCH, url)
+            .header("Content-Type", "application/apply-patch+yaml")
+            .body(body.to_string())
+            .send()
+    };
+    let cm = |data: &str, rv: Option<&str>| {
+        let mut o = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "ssa1"}, "data": {"a": data}});
+        if let Some(rv) = rv {
+            o["metadata"]["resourceVersion"] = json!(rv);
+        }
+        o
+    };
+    let r = apply(cm("1", None)).await.unwrap();
+    assert_eq!(r.status(), 201);
+    let created: Value = r.json().await.unwrap();
+    let rv = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let r = apply(cm("2", Some("1"))).await.unwrap();
+    assert_eq!(r.status(), 409);
+    let st: Value = r.json().await.unwrap();
+    assert_eq!(st["reason"], "Conflict");
+    assert_eq!(
+        st["message"],
+        "Operation cannot be fulfilled on configmaps \"ssa1\": the object has been modified; please apply your changes to the latest version and try again"
+    );
+    let unchanged = api
+        .get("/api/v1/namespaces/default/configmaps/ssa1")
+        .await
+        .json();
+    assert_eq!(unchanged["data"], json!({"a": "1"}));
+
+    let r = apply(cm("3", Some(&rv))).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let applied: Value = r.json().await.unwrap();
+    assert_eq!(applied["data"], json!({"a": "3"}));
+}
+
+/// A custom object must be of its CRD's kind (upstream's `ValidateTypeMeta`): another kind in
+/// the right group and version is a 422 on create, update and patch, qualified by the kind the
+/// object claims; nothing is stored.
+#[tokio::test]
+async fn a_custom_object_of_another_kind_is_invalid() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    api.create_crd(crd_json(
+        "kinds.example.com",
+        "crontabs",
+        "CronTab",
+        "Namespaced",
+    ))
+    .await;
+    let base = "/apis/kinds.example.com/v1/namespaces/default/crontabs";
+    let want = |name: &str, kind: &str| {
+        format!(
+            "{kind}.kinds.example.com \"{name}\" is invalid: kind: Invalid value: \"{kind}\": must be CronTab"
+        )
+    };
+    let r = api
+        .post(
+            base,
+            json!({"apiVersion": "kinds.example.com/v1", "kind": "Other", "metadata": {"name": "s0"}}),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(r.json()["message"], want("s0", "Other"));
+    assert_eq!(api.get(&format!("{base}/s0")).await.status, 404);
+
+    let r = api
+        .post(
+            base,
+            json!({"apiVersion": "kinds.example.com/v1", "kind": "CronTab", "metadata": {"name": "s1"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let mut put = r.json();
+    put["kind"] = json!("Foo");
+    let r = api
+        .call(
+            Method::PUT,
+            &format!("{base}/s1"),
+            "application/json",
+            Some(put),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(r.json()["message"], want("s1", "Foo"));
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{base}/s1"),
+            "application/merge-patch+json",
+            Some(json!({"kind": "Foo"})),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        api.get(&format!("{base}/s1")).await.json()["kind"],
+        "CronTab"
+    );
+}
