@@ -8,6 +8,7 @@
 pub mod crd;
 pub mod field;
 pub mod fields;
+pub mod go_decode;
 pub mod labels;
 pub mod status;
 pub mod strict;

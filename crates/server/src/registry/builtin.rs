@@ -167,8 +167,9 @@ fn go_type(defs: &BTreeMap<String, Value>, schema: &Value) -> String {
 /// The first value whose JSON type the kind's Go type cannot hold, in encoding/json's words:
 /// `cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32`.
 /// `path` is the JSON field path (no indices, as Go prints it), `owner` the Go struct holding
-/// the field. Values whose types decode specially (int-or-string, quantities, times, raw
-/// extensions) are not checked.
+/// the field. Values whose types decode specially are parsed as Go parses them
+/// ([`crd_core::go_decode`]: `[]byte` fields, quantities, times); int-or-string values and raw
+/// extensions are not checked.
 fn type_error(
     defs: &BTreeMap<String, Value>,
     schema: &Value,
@@ -176,9 +177,26 @@ fn type_error(
     path: &str,
     owner: &str,
 ) -> Option<String> {
+    use crd_core::go_decode;
     let (resolved, name) = resolve(defs, schema);
-    if v.is_null()
-        || resolved.get("x-kubernetes-int-or-string").is_some()
+    if v.is_null() {
+        return None;
+    }
+    // Types with their own JSON decoding: what it refuses, in Go's words.
+    match (name.and_then(|n| n.rsplit('.').next()), v) {
+        (Some("Quantity"), Value::String(s)) => {
+            return go_decode::quantity(s).err().map(String::from);
+        }
+        (Some("Quantity"), Value::Number(n)) => {
+            return go_decode::quantity(&n.to_string()).err().map(String::from);
+        }
+        (Some("Time"), Value::String(s)) => return go_decode::time(s, go_decode::RFC3339).err(),
+        (Some("MicroTime"), Value::String(s)) => {
+            return go_decode::time(s, go_decode::RFC3339_MICRO).err();
+        }
+        _ => {}
+    }
+    if resolved.get("x-kubernetes-int-or-string").is_some()
         || resolved
             .get("x-kubernetes-preserve-unknown-fields")
             .is_some()
@@ -187,6 +205,7 @@ fn type_error(
         return None;
     }
     let ty = resolved.get("type").and_then(Value::as_str).unwrap_or("");
+    let format = resolved.get("format").and_then(Value::as_str).unwrap_or("");
     let fits = match ty {
         "object" => v.is_object(),
         "array" => v.is_array(),
@@ -213,10 +232,21 @@ fn type_error(
     }
     if ty == "integer"
         && let Value::Number(n) = v
-        && n.as_i64().is_none()
-        && n.as_u64().is_none()
     {
-        return unmarshal(format!("number {n}"));
+        // What the Go integer type holds: int32, or int64 (`int` is 64 bits too).
+        let fits = match format {
+            "int32" => n.as_i64().is_some_and(|i| i32::try_from(i).is_ok()),
+            _ => n.as_i64().is_some(),
+        };
+        if !fits {
+            return unmarshal(format!("number {n}"));
+        }
+    }
+    if ty == "string"
+        && format == "byte"
+        && let Value::String(s) = v
+    {
+        return go_decode::base64_std(s).err();
     }
     match v {
         Value::Object(m) => {

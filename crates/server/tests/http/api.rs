@@ -857,3 +857,93 @@ async fn a_custom_object_of_another_kind_is_invalid() {
         "CronTab"
     );
 }
+
+/// Values Go's decoding of a typed kind refuses are a 400 with its words, and nothing is
+/// stored: `[]byte` fields are standard base64, quantities parse, times are RFC 3339 (with six
+/// fractional digits for a `MicroTime`), int32 fields hold an int32. Valid ones are stored.
+#[tokio::test]
+async fn typed_values_decode_as_go_decodes_them() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let cases = [
+        (
+            "/api/v1/namespaces/default/secrets",
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                   "data": {"a": "not base64!"}}),
+            "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 3",
+        ),
+        (
+            "/api/v1/namespaces/default/configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                   "binaryData": {"a": "YQ"}}),
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: illegal base64 data at input byte 0",
+        ),
+        (
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+                   "spec": {"renewTime": "yesterday"}}),
+            "Lease in version \"v1\" cannot be handled as a Lease: parsing time \"yesterday\" as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse \"yesterday\" as \"2006\"",
+        ),
+        (
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+                   "spec": {"renewTime": "2024-01-01T00:00:00Z"}}),
+            "Lease in version \"v1\" cannot be handled as a Lease: parsing time \"2024-01-01T00:00:00Z\" as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse \"Z\" as \".000000\"",
+        ),
+        (
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+                   "spec": {"leaseDurationSeconds": 99_999_999_999_i64}}),
+            "Lease in version \"v1\" cannot be handled as a Lease: json: cannot unmarshal number 99999999999 into Go struct field LeaseSpec.spec.leaseDurationSeconds of type int32",
+        ),
+        (
+            "/api/v1/namespaces/default/events",
+            json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+                   "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+                   "lastTimestamp": "garbage"}),
+            "Event in version \"v1\" cannot be handled as a Event: parsing time \"garbage\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"garbage\" as \"2006\"",
+        ),
+        (
+            "/api/v1/namespaces/default/pods",
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                   "spec": {"containers": [{"name": "c", "image": "i",
+                            "resources": {"requests": {"memory": "1Gb"}}}]}}),
+            "Pod in version \"v1\" cannot be handled as a Pod: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        ),
+    ];
+    for (path, body, want) in cases {
+        let r = api.post(path, body).await;
+        assert_eq!(r.status, 400, "{}", r.text);
+        let st = r.json();
+        assert_eq!(st["reason"], "BadRequest");
+        assert_eq!(st["message"], want);
+    }
+    for (path, kind) in [
+        ("/api/v1/namespaces/default/secrets/s", "secret"),
+        ("/api/v1/namespaces/default/configmaps/c", "configmap"),
+        (
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases/l",
+            "lease",
+        ),
+        ("/api/v1/namespaces/default/pods/p", "pod"),
+    ] {
+        assert_eq!(api.get(path).await.status, 404, "a {kind} was stored");
+    }
+    // Valid values of the same fields are stored.
+    let r = api
+        .post(
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+                   "spec": {"renewTime": "2024-01-01T00:00:00.000000Z", "leaseDurationSeconds": 15}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = api
+        .post(
+            "/api/v1/namespaces/default/secrets",
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                   "data": {"a": "YQ=="}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+}

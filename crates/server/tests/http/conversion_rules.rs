@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{CRDS, HttpVersion, TestServer};
+use crate::support::{CRDS, HttpVersion, TestServer, condition, eventually};
 
 const GROUP: &str = "rules.example.com";
 
@@ -274,6 +274,11 @@ async fn conversion_leftovers_are_pruned_before_storage() {
         warnings,
         ["299 - \"conversion from v2 to v1 and back loses spec.nickname\""]
     );
+    eventually("the gadgets CRD is Established", || async {
+        let crd = api.get(&format!("{CRDS}/gadgets.{GROUP}")).await.json();
+        condition(&crd, "Established") == Some("True")
+    })
+    .await;
     let gadgets = |v: &str| format!("/apis/{GROUP}/{v}/namespaces/default/gadgets");
     let r = api
         .post(
