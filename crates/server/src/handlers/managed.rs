@@ -116,7 +116,9 @@ pub fn apply(
             status.into()
         }
         ApplyError::BadRequest(m) => Status::bad_request(m).into(),
-        ApplyError::Internal(m) => Status::internal(m).into(),
+        // The field manager's plain errors (`failed to create typed patch object ...`) reach
+        // upstream's `ErrorToAPIStatus` as they are: a 500 with no reason and the text alone.
+        ApplyError::Internal(m) => Status::failure(500, "", m).into(),
     })
 }
 

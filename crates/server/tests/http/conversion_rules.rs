@@ -223,14 +223,8 @@ async fn invalid_rules_are_refused_and_a_lossy_round_trip_warns() {
     // A rule that drops a field with no way back: accepted, with a warning naming the field.
     let r = api.post(CRDS, crd(true)).await;
     assert_eq!(r.status, 201, "{}", r.text);
-    let warnings: Vec<&str> = r
-        .headers
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap())
-        .collect();
     assert_eq!(
-        warnings,
+        r.warnings(),
         ["299 - \"conversion from v1 to v2 and back loses spec.legacy\""]
     );
 }
@@ -264,14 +258,8 @@ async fn conversion_leftovers_are_pruned_before_storage() {
     });
     let r = api.post(CRDS, crd).await;
     assert_eq!(r.status, 201, "{}", r.text);
-    let warnings: Vec<&str> = r
-        .headers
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap())
-        .collect();
     assert_eq!(
-        warnings,
+        r.warnings(),
         ["299 - \"conversion from v2 to v1 and back loses spec.nickname\""]
     );
     eventually("the gadgets CRD is Established", || async {
