@@ -290,7 +290,6 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
     let req = ctx.req;
     let info = strategy.info();
     let name = req.name.as_deref().unwrap_or("");
-    let not_found = || -> ApiError { Status::not_found(&info.group_resource(), name).into() };
     let single_object_verbs = matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch);
     ctx.sub = req.endpoint();
     let s = strategy.as_ref();
@@ -305,7 +304,9 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
         Subresource::Main => {}
         Subresource::Status if info.status_subresource => {}
         Subresource::Scale if s.scale().is_some() => {}
-        Subresource::Status | Subresource::Scale | Subresource::Other => return Err(not_found()),
+        Subresource::Status | Subresource::Scale | Subresource::Other => {
+            return Err(s.unserved_subresource(name));
+        }
     }
     if ctx.sub != Subresource::Main && !single_object_verbs {
         return Err(Status::method_not_supported(&info.group_resource(), req.verb.as_str()).into());

@@ -118,6 +118,10 @@ impl Strategy for CustomResourceStrategy {
         Ok(warnings)
     }
 
+    fn unserved_subresource(&self, name: &str) -> ApiError {
+        Status::not_found(&self.info.group_resource(), name).into()
+    }
+
     fn check_create_allowed(&self, name: &str) -> Result<(), ApiError> {
         if self.crd.terminating {
             return Err(Status::forbidden(

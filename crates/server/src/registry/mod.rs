@@ -186,6 +186,13 @@ pub trait Strategy: Send + Sync {
     /// Decoding-time admission of a body: type checks, pruning and defaulting. Returns warnings.
     fn admit(&self, obj: &mut Value, how: &Admission) -> Result<Vec<String>, ApiError>;
 
+    /// What a request for a subresource the kind does not serve (`pods/log`, `configmaps/x/y`)
+    /// gets: kube-apiserver registers no route for it, so `404 page not found`. Custom
+    /// resources answer NotFound naming the object instead, as its CRD handler does.
+    fn unserved_subresource(&self, _name: &str) -> ApiError {
+        ApiError::NoRoute
+    }
+
     /// For creates that are answered rather than stored (reviews, `serviceaccounts/token`):
     /// the answer at the subresource `sub` (`None` for the resource itself).
     fn answerer(&self, _sub: Option<&str>) -> Option<&dyn reviews::Answer> {

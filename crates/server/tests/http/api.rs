@@ -999,3 +999,45 @@ async fn apply_of_an_undeclared_field_is_refused() {
     .unwrap();
     assert_eq!(r.status(), 201);
 }
+
+/// A subresource a kind does not serve: built-in kinds have no route for it (kube-apiserver's
+/// plain `404 page not found`, which clients tell from a missing object); a custom resource's
+/// CRD handler answers NotFound naming the object.
+#[tokio::test]
+async fn unserved_subresources_are_not_routes_for_built_in_kinds() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let r = api
+        .post(
+            "/api/v1/namespaces/default/configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    for path in [
+        "/api/v1/namespaces/default/configmaps/app/foo",
+        "/api/v1/namespaces/default/configmaps/app/status",
+        "/api/v1/namespaces/default/configmaps/app/log",
+    ] {
+        let r = api.get(path).await;
+        assert_eq!(
+            (r.status.as_u16(), r.text.as_str()),
+            (404, "404 page not found\n"),
+            "{path}"
+        );
+    }
+    api.create_crd(crd_json(
+        "subs.example.com",
+        "widgets",
+        "Widget",
+        "Namespaced",
+    ))
+    .await;
+    let r = api
+        .get("/apis/subs.example.com/v1/namespaces/default/widgets/w/status")
+        .await;
+    assert_eq!(r.status, 404, "{}", r.text);
+    let st = r.json();
+    assert_eq!(st["reason"], "NotFound");
+    assert_eq!(st["message"], "widgets.subs.example.com \"w\" not found");
+}
