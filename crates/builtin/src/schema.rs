@@ -19,8 +19,25 @@ use crate::{KINDS, Kind};
 
 static RAW: &str = include_str!("../data/definitions.json");
 
+/// Defaults upstream's OpenAPI publishes (`+default` markers) that k8s-openapi's schemas lack
+/// and that change what a schema means: the keys of associative lists, which server-side apply
+/// takes from the default when an item omits them (`ports` are keyed by port and protocol).
+const KEY_DEFAULTS: [(&str, &str, &str); 2] = [
+    ("io.k8s.api.core.v1.ContainerPort", "protocol", "TCP"),
+    ("io.k8s.api.core.v1.ServicePort", "protocol", "TCP"),
+];
+
 static DEFINITIONS: LazyLock<BTreeMap<String, Value>> = LazyLock::new(|| {
     let mut defs: BTreeMap<String, Value> = serde_json::from_str(RAW).unwrap_or_default();
+    for (def, field, default) in KEY_DEFAULTS {
+        if let Some(p) = defs
+            .get_mut(def)
+            .and_then(|d| d.pointer_mut(&format!("/properties/{field}")))
+            .and_then(Value::as_object_mut)
+        {
+            p.insert("default".into(), json!(default));
+        }
+    }
     for k in KINDS {
         if let Some(d) = defs.get_mut(k.definition) {
             let gvk = json!({"group": k.group, "version": k.version, "kind": k.kind});
@@ -381,6 +398,31 @@ mod tests {
             "/properties/metadata/properties/managedFields/items/properties/fieldsV1",
         );
         assert_eq!(managed["x-kubernetes-preserve-unknown-fields"], json!(true));
+    }
+
+    #[test]
+    fn list_map_keys_carry_upstreams_defaults() {
+        let k = get(KindId::Pod);
+        let ports = at(
+            k.bare_schema(),
+            "/properties/spec/properties/containers/items/properties/ports",
+        );
+        assert_eq!(
+            ports["x-kubernetes-list-map-keys"],
+            json!(["containerPort", "protocol"])
+        );
+        assert_eq!(
+            ports["items"]["properties"]["protocol"]["default"],
+            json!("TCP")
+        );
+        let svc = get(KindId::Service);
+        assert_eq!(
+            at(
+                svc.bare_schema(),
+                "/properties/spec/properties/ports/items/properties/protocol/default"
+            ),
+            &json!("TCP")
+        );
     }
 
     #[test]

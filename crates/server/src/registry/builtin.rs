@@ -27,6 +27,9 @@ pub struct BuiltinStrategy {
     kind: &'static Kind,
     info: ResourceInfo,
     scale: Option<ScalePaths>,
+    /// The kind's server-side apply schema, compiled on its first apply (a Pod's is large, and
+    /// most kinds are never applied in a process's life).
+    apply_schema: std::sync::OnceLock<crd_merge::apply::Schema>,
 }
 
 impl BuiltinStrategy {
@@ -48,7 +51,12 @@ impl BuiltinStrategy {
             status_replicas: s.status_replicas.to_string(),
             label_selector: Some(s.label_selector.to_string()),
         });
-        BuiltinStrategy { kind, info, scale }
+        BuiltinStrategy {
+            kind,
+            info,
+            scale,
+            apply_schema: std::sync::OnceLock::new(),
+        }
     }
 
     /// One strategy per row of [`crd_builtin::KINDS`], for the kinds table.
@@ -284,6 +292,14 @@ fn type_error(
 impl Strategy for BuiltinStrategy {
     fn info(&self) -> &ResourceInfo {
         &self.info
+    }
+
+    /// The kind's own schema, as upstream types a built-in object for server-side apply: lists
+    /// with a list type or a merge key merge by it (`containers` by `name`), and a field the
+    /// kind does not declare refuses the configuration.
+    fn apply_schema(&self) -> &crd_merge::apply::Schema {
+        self.apply_schema
+            .get_or_init(|| crd_merge::apply::Schema::from_json_schema(self.kind.bare_schema()))
     }
 
     fn answerer(&self, sub: Option<&str>) -> Option<&dyn super::reviews::Answer> {

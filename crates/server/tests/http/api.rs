@@ -948,10 +948,10 @@ async fn typed_values_decode_as_go_decodes_them() {
     assert_eq!(r.status, 201, "{}", r.text);
 }
 
-/// A server-side apply configuration with a field a custom resource's schema does not declare
-/// is refused whole, as upstream's typed conversion refuses it: a 500 with no reason and SMD's
-/// text; nothing is written. A schema that preserves unknown fields takes anything. (Built-in
-/// kinds merge without their schema here; README "Not supported".)
+/// A server-side apply configuration with a field the kind's schema does not declare is refused
+/// whole, as upstream's typed conversion refuses it: a 500 with no reason and SMD's text, for
+/// built-in kinds and custom resources alike; nothing is written. A schema that preserves
+/// unknown fields takes anything.
 #[tokio::test]
 async fn apply_of_an_undeclared_field_is_refused() {
     let s = TestServer::start().await;
@@ -962,6 +962,26 @@ async fn apply_of_an_undeclared_field_is_refused() {
             .body(body.to_string())
             .send()
     };
+    let r = apply(
+        "/api/v1/namespaces/default/configmaps/ssa9?fieldManager=m1".into(),
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "ssa9", "namespace": "default"},
+               "data": {"a": "1"}, "bogus": 1}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 500);
+    let st: Value = r.json().await.unwrap();
+    assert_eq!(
+        st["message"],
+        "failed to create typed patch object (default/ssa9; /v1, Kind=ConfigMap): .bogus: field not declared in schema"
+    );
+    assert_eq!(
+        api.get("/api/v1/namespaces/default/configmaps/ssa9")
+            .await
+            .status,
+        404
+    );
     // A structural custom resource, and one that preserves unknown fields.
     let mut crd = crd_json("ssa.example.com", "gadgets", "Gadget", "Namespaced");
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({"type": "object",
@@ -1040,4 +1060,58 @@ async fn unserved_subresources_are_not_routes_for_built_in_kinds() {
     let st = r.json();
     assert_eq!(st["reason"], "NotFound");
     assert_eq!(st["message"], "widgets.subs.example.com \"w\" not found");
+}
+
+/// Built-in kinds are applied with their schema, as upstream types them: two managers applying
+/// different containers of one Deployment each own their own (`containers` merge by `name`,
+/// keyed `k:{"name":...}` in managedFields) instead of conflicting over one atomic list.
+#[tokio::test]
+async fn built_in_lists_merge_by_their_keys_on_apply() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let url = |manager: &str| {
+        format!("/apis/apps/v1/namespaces/default/deployments/web?fieldManager={manager}")
+    };
+    let deployment = |container: &str| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"selector": {"matchLabels": {"app": "web"}},
+                        "template": {"metadata": {"labels": {"app": "web"}},
+                                     "spec": {"containers": [{"name": container, "image": container}]}}}})
+    };
+    for (manager, container) in [("app", "main"), ("injector", "sidecar")] {
+        let r = api
+            .request(Method::PATCH, &url(manager))
+            .header("Content-Type", "application/apply-patch+yaml")
+            .body(deployment(container).to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let body: Value = r.json().await.unwrap();
+        assert!(status.is_success(), "{manager}: {body}");
+    }
+    let obj = api
+        .get("/apis/apps/v1/namespaces/default/deployments/web")
+        .await
+        .json();
+    let names: Vec<&str> = obj["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["main", "sidecar"], "{obj}");
+    let injector = obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "injector")
+        .cloned()
+        .unwrap_or_else(|| panic!("{obj}"));
+    let owned = &injector["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"];
+    assert!(
+        owned.get("k:{\"name\":\"sidecar\"}").is_some() && owned.as_object().unwrap().len() == 1,
+        "{injector}"
+    );
 }
