@@ -176,8 +176,8 @@ pub fn time(value: &str, layout: &str) -> Result<(), String> {
             go_quote(value)
         ))
     };
-    let num2 = |s: &str| -> Option<i64> {
-        let b = s.as_bytes();
+    // Bytes, not `str` slices: a zone's digits may sit next to a multi-byte character.
+    let num2 = |b: &[u8]| -> Option<i64> {
         (b.len() >= 2 && b[0].is_ascii_digit() && b[1].is_ascii_digit())
             .then(|| i64::from(b[0] - b'0') * 10 + i64::from(b[1] - b'0'))
     };
@@ -201,7 +201,7 @@ pub fn time(value: &str, layout: &str) -> Result<(), String> {
             }
             Elem::Num2(what, lo, hi) => {
                 let b = rest.as_bytes();
-                let n = if let Some(n) = num2(rest) {
+                let n = if let Some(n) = num2(b) {
                     rest = &rest[2..];
                     n
                 } else if what == "hour" && b.first().is_some_and(u8::is_ascii_digit) {
@@ -245,7 +245,7 @@ pub fn time(value: &str, layout: &str) -> Result<(), String> {
                     if b.len() < 6 || b[3] != b':' {
                         return fail(hold, elem_layout);
                     }
-                    let (Some(hh), Some(mm)) = (num2(&rest[1..3]), num2(&rest[4..6])) else {
+                    let (Some(hh), Some(mm)) = (num2(&b[1..3]), num2(&b[4..6])) else {
                         return fail(hold, elem_layout);
                     };
                     if hh > 24 {
@@ -422,6 +422,15 @@ mod tests {
             (
                 m("2024-01-01T00:00:00Z"),
                 r#"parsing time "2024-01-01T00:00:00Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "Z" as ".000000""#,
+            ),
+            (
+                // A multi-byte character where the zone's digits would be: an error, no panic.
+                t("2024-01-01T00:00:00é1:00"),
+                r#"parsing time "2024-01-01T00:00:00\xc3\xa91:00" as "2006-01-02T15:04:05Z07:00": cannot parse "\xc3\xa91:00" as "Z07:00""#,
+            ),
+            (
+                t("2024-01-01T00:00:00+€:00"),
+                r#"parsing time "2024-01-01T00:00:00+\xe2\x82\xac:00" as "2006-01-02T15:04:05Z07:00": cannot parse "+\xe2\x82\xac:00" as "Z07:00""#,
             ),
             (
                 t("2024-01-01T00:00:00Zé"),
