@@ -54,13 +54,9 @@ pub fn check_type_meta(crd: &ServingCrd, version: &str, obj: &Value) -> Result<(
             kind,
             format!("must be {}", crd.kind),
         )]);
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
         return Err(Status::invalid(
             &crd_core::GroupResource::new(&crd.group, kind),
-            name,
+            super::meta::name(obj),
             &errors,
         )
         .into());
@@ -347,7 +343,8 @@ impl ConversionPlan {
 /// rule's leftover), as upstream's schema-coercing converter does after converting. A failure
 /// here is Kubernetes' plain 500 (no reason), as on its encode path.
 pub async fn to_storage(plan: &ConversionPlan, obj: Value) -> Result<Value, ApiError> {
-    let converted = version_of(&obj).as_deref() != plan.storage.rsplit_once('/').map(|(_, v)| v);
+    let storage = plan.storage.rsplit_once('/').map(|(_, v)| v);
+    let converted = version_of(&obj).as_deref() != storage;
     let mut out = plan
         .converter
         .convert(vec![obj], &plan.storage, false)
@@ -356,10 +353,8 @@ pub async fn to_storage(plan: &ConversionPlan, obj: Value) -> Result<Value, ApiE
     let mut out = out
         .pop()
         .ok_or_else(|| ApiError::from(Status::internal("conversion returned no object")))?;
-    if let Some(schema) = plan
-        .storage
-        .rsplit_once('/')
-        .and_then(|(_, v)| plan.schemas.get(v))
+    if let Some(schema) = storage
+        .and_then(|v| plan.schemas.get(v))
         .filter(|_| plan.prune && converted)
     {
         crd_schema::prune::prune(&mut out, schema, true);
