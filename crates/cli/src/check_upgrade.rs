@@ -69,18 +69,21 @@ fn render(report: &Value) -> String {
     let crd = report["crd"].as_str().unwrap_or("");
     let objects = report["objects"].as_u64().unwrap_or(0);
     let findings = report["findings"].as_array().cloned().unwrap_or_default();
+    let new_storage = report["newStorageVersion"].as_str().unwrap_or("");
+    // A CRD the server does not serve yet has no storage version (`not_served_yet`).
+    let Some(storage) = report["storageVersion"].as_str().filter(|v| !v.is_empty()) else {
+        let _ = writeln!(
+            out,
+            "{crd}: not served yet (storage version {new_storage}): nothing is stored, so creating it breaks nothing"
+        );
+        return out;
+    };
     let _ = writeln!(
         out,
-        "{crd}: checked {objects} stored object(s) (storage version {} -> {})",
-        report["storageVersion"].as_str().unwrap_or(""),
-        report["newStorageVersion"].as_str().unwrap_or("")
+        "{crd}: checked {objects} stored object(s) (storage version {storage} -> {new_storage})"
     );
     if findings.is_empty() {
-        if report["storageVersion"] == "" {
-            out.push_str("not served yet: nothing is stored, so creating it breaks nothing\n");
-        } else {
-            out.push_str("no findings: the change is safe for stored objects\n");
-        }
+        out.push_str("no findings: the change is safe for stored objects\n");
         return out;
     }
     for f in &findings {
@@ -172,8 +175,7 @@ mod tests {
         assert_eq!(new["newStorageVersion"], "v2");
         assert_eq!(
             render(&new),
-            "gadgets.example.com: checked 0 stored object(s) (storage version  -> v2)\n\
-             not served yet: nothing is stored, so creating it breaks nothing\n"
+            "gadgets.example.com: not served yet (storage version v2): nothing is stored, so creating it breaks nothing\n"
         );
     }
 }

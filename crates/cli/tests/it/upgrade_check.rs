@@ -151,7 +151,9 @@ fn breaking_crd_changes_are_reported_with_their_counts_and_a_harmless_one_is_not
     let out = check_upgrade(&s, "new.yaml", false);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
-        text(&out.stdout).contains("not served yet: nothing is stored"),
+        text(&out.stdout).contains(
+            "gadgets.example.com: not served yet (storage version v1): nothing is stored"
+        ),
         "{}",
         text(&out.stdout)
     );
