@@ -288,7 +288,13 @@ fn wipe_and_fill_system_fields(obj: &mut Value) {
     }
     m.insert(
         "uid".into(),
-        Value::String(uuid::Uuid::new_v4().to_string()),
+        // A v4 UUID from the thread's CSPRNG: `Uuid::new_v4` asks the kernel for every one
+        // (a `getrandom` call per create).
+        Value::String(
+            uuid::Builder::from_random_bytes(rand::random())
+                .into_uuid()
+                .to_string(),
+        ),
     );
     m.insert(
         "creationTimestamp".into(),

@@ -7,9 +7,11 @@
 //! the spliced answer is byte for byte what encoding the object with its resourceVersion set
 //! gives, and what a GET of it returns.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// The key whose position in `metadata` the slot records.
 const KEY: &str = "resourceVersion";
@@ -98,6 +100,37 @@ pub fn encode_with_version_slot(obj: &Value) -> serde_json::Result<(Vec<u8>, Opt
     Ok((out, slot))
 }
 
+/// The [`VersionSlot`] of stored bytes whose `metadata` object opens at `open` (its `{`), found
+/// by reading the metadata's keys without decoding their values: a GET answers with the stored
+/// bytes and its resourceVersion spliced where encoding the decoded object would put it. `None`
+/// when there is no object at `open`, a key needs unescaping, or the metadata already holds a
+/// resourceVersion (the caller then decodes).
+pub fn version_slot_at(bytes: &[u8], open: usize) -> Option<VersionSlot> {
+    let rest = bytes.get(open..)?;
+    if rest.first() != Some(&b'{') {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_slice(rest);
+    let metadata: BTreeMap<&str, &RawValue> = serde::Deserialize::deserialize(&mut de).ok()?;
+    if metadata.contains_key(KEY) {
+        return None;
+    }
+    let base = bytes.as_ptr() as usize;
+    Some(match metadata.range(..KEY).next_back() {
+        // After the value of the last key before it (the stored keys are sorted).
+        Some((_, value)) => VersionSlot {
+            at: value.get().as_ptr() as usize - base + value.get().len(),
+            after_key: true,
+            before_key: false,
+        },
+        None => VersionSlot {
+            at: open + 1,
+            after_key: false,
+            before_key: !metadata.is_empty(),
+        },
+    })
+}
+
 /// `serde_json::to_writer(out, value)`'s bytes, with strings that need no escape copied in one
 /// piece: `serde_json` looks each byte of a string up in its escape table as it writes it, which
 /// for a create's long strings (a payload, a certificate, a script in a `ConfigMap`) was most of
@@ -178,12 +211,47 @@ mod tests {
         for obj in cases {
             let (bytes, slot) = encode_with_version_slot(&obj).unwrap();
             assert_eq!(bytes, serde_json::to_vec(&obj).unwrap(), "{obj}");
+            // Read back from the bytes alone, the slot is the same.
+            let open = metadata_open(&bytes);
+            assert_eq!(version_slot_at(&bytes, open), slot, "{obj}");
             let mut with = obj.clone();
             with["metadata"][KEY] = json!("42");
             assert_eq!(
                 String::from_utf8(slot.expect("a slot").splice(&bytes, 42)).unwrap(),
                 serde_json::to_string(&with).unwrap(),
                 "{obj}"
+            );
+        }
+    }
+
+    /// Where `"metadata":{` opens in a test object's bytes.
+    fn metadata_open(bytes: &[u8]) -> usize {
+        let key = br#""metadata":{"#;
+        bytes
+            .windows(key.len())
+            .position(|w| w == key)
+            .expect("metadata")
+            + key.len()
+            - 1
+    }
+
+    /// Stored bytes whose slot cannot be read without decoding: the caller decodes.
+    #[test]
+    fn a_slot_is_read_only_from_plain_metadata() {
+        let cases: [&[u8]; 5] = [
+            br#"{"metadata":{"resourceVersion":"1","uid":"u"}}"#,
+            br#"{"metadata":{"na\u006de":"a"}}"#,
+            br#"{"metadata":["name"]}"#,
+            br#"{"metadata":{"name":"a""#,
+            br#"{"metadata":"#,
+        ];
+        for bytes in cases {
+            let open = bytes.len().min(12);
+            assert_eq!(
+                version_slot_at(bytes, open),
+                None,
+                "{}",
+                String::from_utf8_lossy(bytes)
             );
         }
     }
@@ -215,6 +283,14 @@ mod tests {
             let (bytes, slot) = encode_with_version_slot(&obj).unwrap();
             assert_eq!(bytes, serde_json::to_vec(&obj).unwrap(), "{s:?}");
             assert!(slot.is_some(), "{s:?}");
+            // A metadata key that needs unescaping is not read without decoding.
+            let read = version_slot_at(&bytes, metadata_open(&bytes));
+            let expected = if needs_escape(s.as_bytes()) {
+                None
+            } else {
+                slot
+            };
+            assert_eq!(read, expected, "{s:?}");
             let (bytes, slot) = encode_with_version_slot(&json!([s, {"k": s}])).unwrap();
             assert_eq!(bytes, serde_json::to_vec(&json!([s, {"k": s}])).unwrap());
             assert_eq!(slot, None);

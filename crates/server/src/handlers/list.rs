@@ -282,6 +282,11 @@ impl StoredHead {
         )
     }
 
+    /// Where the metadata object opens (its `{`) in bytes of this layout.
+    pub fn metadata_at(&self) -> usize {
+        self.0.len() - 1
+    }
+
     /// Whether `stored` has this layout, i.e. needs no decoding to be answered.
     pub fn matches(&self, stored: &[u8]) -> bool {
         stored.starts_with(&self.0)

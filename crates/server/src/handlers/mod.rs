@@ -558,6 +558,23 @@ pub fn verbatim_answer(
     Some(Bytes::from(slot.splice(&encoded.bytes, revision)))
 }
 
+/// A stored object's GET answer as its stored bytes with the resourceVersion spliced in, when
+/// that is exactly what decoding, [`read_objects`] and [`render_object`] would give: JSON output,
+/// reads that add nothing ([`Strategy::verbatim_reads`]), and an object stored at the request's
+/// version in the server's layout. A get then costs no decoding and no encoding.
+pub fn verbatim_read(ctx: &Ctx<'_>, strategy: &dyn Strategy, kv: &KeyValue) -> Option<Bytes> {
+    if ctx.output != Output::Json || !strategy.verbatim_reads() {
+        return None;
+    }
+    let info = strategy.info();
+    let head = list::StoredHead::new(&info.api_version(), &info.kind);
+    if !head.matches(&kv.value) {
+        return None;
+    }
+    let slot = encode::version_slot_at(&kv.value, head.metadata_at())?;
+    Some(Bytes::from(slot.splice(&kv.value, kv.mod_revision)))
+}
+
 /// Renders one object in the negotiated output (Table, metadata-only, or as is).
 pub fn render_object(
     ctx: &Ctx<'_>,
