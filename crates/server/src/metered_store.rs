@@ -59,6 +59,17 @@ impl Store for MeteredStore {
         r
     }
 
+    async fn get_with(
+        &self,
+        key: &str,
+        freshness: crd_storage::Freshness,
+    ) -> Result<Option<KeyValue>, StorageError> {
+        let t = Instant::now();
+        let r = self.inner.get_with(key, freshness).await;
+        record("get", key, t);
+        r
+    }
+
     async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
         let t = Instant::now();
         let prefix = request.prefix.clone();

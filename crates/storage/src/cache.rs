@@ -923,8 +923,30 @@ async fn forward(
 #[async_trait]
 impl Store for CacheStore {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        if !self.covers(key) || !self.fresh(Freshness::Consistent, key).await? {
-            return self.inner.get(key).await;
+        self.get_with(key, Freshness::Consistent).await
+    }
+
+    async fn get_with(
+        &self,
+        key: &str,
+        freshness: Freshness,
+    ) -> Result<Option<KeyValue>, StorageError> {
+        if !self.covers(key) {
+            return self.inner.get_with(key, freshness).await;
+        }
+        if !self.fresh(freshness, key).await? {
+            // Upstream's cacher answers a revision it did not reach within the wait with "Too
+            // large resource version", naming its own revision.
+            if let Freshness::NotOlderThan(requested) = freshness {
+                let st = self.read();
+                if st.ready && requested > st.revision {
+                    return Err(StorageError::FutureRevision {
+                        requested,
+                        current: st.revision,
+                    });
+                }
+            }
+            return self.inner.get_with(key, freshness).await;
         }
         let st = self.read();
         Ok(st.items.get_key_value(key).map(|(k, e)| KeyValue {

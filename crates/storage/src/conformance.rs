@@ -18,7 +18,8 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use crate::{
-    Event, KeyValue, ListRequest, Revision, StorageError, Store, WatchRequest, WatchStream,
+    Event, Freshness, KeyValue, ListRequest, Revision, StorageError, Store, WatchRequest,
+    WatchStream,
 };
 
 /// How long a check waits for a watch event before failing.
@@ -36,6 +37,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     check_pages_at_a_past_revision(store.as_ref()).await;
     check_count(store.as_ref()).await;
     check_future_revision(store.as_ref()).await;
+    check_get_freshness(store.as_ref()).await;
     check_watch_history_then_live(store.as_ref()).await;
     check_watch_prefix_filter(store.as_ref()).await;
     check_watch_delete_prev(store.as_ref()).await;
@@ -558,23 +560,55 @@ pub async fn check_future_revision(store: &dyn Store) {
     let p = unique_prefix("future");
     let current = store.current_revision().await.expect("current");
     let requested = current + 1_000_000;
-    match store
+    let listed = store
         .list(ListRequest {
             prefix: p,
             revision: Some(requested),
             ..ListRequest::default()
         })
-        .await
-    {
+        .await;
+    assert_future(listed.map(|_| ()), requested, current);
+}
+
+/// `result` is `FutureRevision` for `requested`, naming a current revision from `at_least` on.
+fn assert_future(result: Result<(), StorageError>, requested: Revision, at_least: Revision) {
+    match result {
         Err(StorageError::FutureRevision {
             requested: r,
             current: c,
         }) => {
             assert_eq!(r, requested);
-            assert!(c >= current);
+            assert!(c >= at_least && c < requested, "current {c}");
         }
         other => panic!("expected FutureRevision, got {other:?}"),
     }
+}
+
+/// A get not older than a reached revision (then `0`) reads the key; one not older than a
+/// revision the store has not reached fails with `FutureRevision` (a cache after its wait).
+pub async fn check_get_freshness(store: &dyn Store) {
+    let p = unique_prefix("get-freshness");
+    let key = format!("{p}a");
+    let rev = store.create(&key, b("v")).await.expect("create");
+    // `0` is "any state": a cache may answer it before it has the write, so it is read after
+    // the read at `rev` (a cache never goes back).
+    for n in [rev, 0] {
+        let got = store
+            .get_with(&key, Freshness::NotOlderThan(n))
+            .await
+            .expect("get")
+            .expect("the key");
+        assert_eq!(
+            (got.value, got.mod_revision),
+            (b("v"), rev),
+            "not older than {n}"
+        );
+    }
+    let requested = store.current_revision().await.expect("current") + 1_000_000;
+    let got = store
+        .get_with(&key, Freshness::NotOlderThan(requested))
+        .await;
+    assert_future(got.map(|_| ()), requested, rev);
 }
 
 /// A watch from a past revision replays history in order with previous states, then delivers

@@ -125,6 +125,14 @@ impl Store for FanoutStore {
         self.inner.get(key).await
     }
 
+    async fn get_with(
+        &self,
+        key: &str,
+        freshness: crate::Freshness,
+    ) -> Result<Option<crate::KeyValue>, StorageError> {
+        self.inner.get_with(key, freshness).await
+    }
+
     async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
         self.inner.list(request).await
     }

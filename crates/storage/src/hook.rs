@@ -10,7 +10,8 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 
 use crate::{
-    KeyValue, ListRequest, ListResponse, Revision, StorageError, Store, WatchRequest, WatchStream,
+    Freshness, KeyValue, ListRequest, ListResponse, Revision, StorageError, Store, WatchRequest,
+    WatchStream,
 };
 
 /// What a [`HookStore`] runs before each list: `Err` fails the list, and the future may wait.
@@ -70,6 +71,14 @@ impl HookStore {
 impl Store for HookStore {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
         self.inner.get(key).await
+    }
+
+    async fn get_with(
+        &self,
+        key: &str,
+        freshness: Freshness,
+    ) -> Result<Option<KeyValue>, StorageError> {
+        self.inner.get_with(key, freshness).await
     }
 
     async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {

@@ -340,6 +340,27 @@ pub trait Store: Send + Sync + 'static {
     /// Reads the latest state of one key.
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError>;
 
+    /// Reads one key at `freshness` (a GET's `resourceVersion`): [`Freshness::Consistent`] is
+    /// [`Store::get`]; `NotOlderThan(n)` may answer from a state at `n` or later (a cache
+    /// answers `0` at once, without asking the engine for its revision). A revision the store
+    /// has not reached fails with [`StorageError::FutureRevision`], as kube-apiserver's etcd3
+    /// store refuses it. Decorators forward it, so that a cache below them sees the freshness.
+    async fn get_with(
+        &self,
+        key: &str,
+        freshness: Freshness,
+    ) -> Result<Option<KeyValue>, StorageError> {
+        if let Freshness::NotOlderThan(requested) = freshness
+            && requested > 0
+        {
+            let current = self.current_revision().await?;
+            if requested > current {
+                return Err(StorageError::FutureRevision { requested, current });
+            }
+        }
+        self.get(key).await
+    }
+
     /// Reads keys by prefix, in key order, at the latest or a past revision.
     async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError>;
 

@@ -456,4 +456,32 @@ fn report_placement(
         ),
         "user + system time over the 64-client gets: what a get costs each process".into(),
     );
+    // A consistent get must see every write acknowledged before it began, by this server or
+    // another on the same etcd: one linearizable revision request after it arrived. Readers
+    // share one, but a batch holds at most the 64 clients.
+    let per_revision = if on_etcd.revisions_per_get > 0.0 {
+        on_etcd.get_cpu[1] / on_etcd.revisions_per_get
+    } else {
+        0.0
+    };
+    let sqlite_cost = match placement {
+        Placement::Shared => on_sqlite.get_cpu[0] + on_sqlite.get_cpu[2],
+        Placement::Pinned => on_sqlite.get_cpu[0],
+    };
+    let ceiling = sqlite_cost / (sqlite_cost + per_revision / 64.0);
+    report.row(
+        &format!("ceiling: consistent gets on etcd / SQLite, {where_}"),
+        format!("{ceiling:.2}x"),
+        format!(
+            "SQLite's CPU per get ({sqlite_cost:.1} µs{}) plus etcd's CPU per linearizable \
+             revision request ({per_revision:.0} µs) shared by all 64 clients: the most etcd's \
+             gets can reach while CPU is the limit; parity needs a revision request that costs \
+             etcd nothing",
+            if placement == Placement::Shared {
+                ", server and load generator"
+            } else {
+                " on the server's core, which etcd shares"
+            }
+        ),
+    );
 }

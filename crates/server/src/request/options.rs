@@ -6,10 +6,11 @@
 use std::time::Duration;
 
 use base64::Engine;
+use crd_core::field::go_quote;
 use crd_core::fields::FieldSelector;
 use crd_core::labels::Selector;
 use crd_core::{ErrorList, FieldError, GroupResource, Path, Status};
-use crd_storage::Revision;
+use crd_storage::{Freshness, Revision};
 use serde_json::{Value, json};
 
 use super::route::{Query, Verb};
@@ -496,6 +497,41 @@ pub struct RequestOptions {
     pub table: TableOptions,
     /// Options of delete and deletecollection (defaults for other verbs).
     pub delete: DeleteOptions,
+    /// A get's `resourceVersion` (consistent for other verbs).
+    pub get_freshness: Freshness,
+}
+
+/// `GetOptions.resourceVersion`: `""` consistent, `"0"` any, `"N"` not older than N. A value
+/// that is not an unsigned integer is refused as kube-apiserver's versioner refuses it: its
+/// `storage.InvalidError` is not an API status, so `ErrorToAPIStatus` makes it a 500 with no
+/// reason and the error's text.
+pub fn get_freshness(query: &Query) -> Result<Freshness, ApiError> {
+    let rv = query.str("resourceVersion");
+    if rv.is_empty() {
+        return Ok(Freshness::Consistent);
+    }
+    match rv.parse::<u64>() {
+        Ok(n) => Ok(Freshness::NotOlderThan(
+            i64::try_from(n).unwrap_or(i64::MAX),
+        )),
+        Err(e) => {
+            let why = if matches!(e.kind(), std::num::IntErrorKind::PosOverflow) {
+                "value out of range"
+            } else {
+                "invalid syntax"
+            };
+            Err(Status::failure(
+                500,
+                "",
+                format!(
+                    "resourceVersion: Invalid value: {}: strconv.ParseUint: parsing {}: {why}",
+                    go_quote(rv),
+                    go_quote(rv)
+                ),
+            )
+            .into())
+        }
+    }
 }
 
 impl RequestOptions {
@@ -524,6 +560,10 @@ impl RequestOptions {
             watch: WatchOptions::parse(query),
             table: TableOptions::parse(query)?,
             delete,
+            get_freshness: match verb {
+                Verb::Get => get_freshness(query)?,
+                _ => Freshness::Consistent,
+            },
         })
     }
 }

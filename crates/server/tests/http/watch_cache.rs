@@ -202,3 +202,79 @@ async fn metrics_show_the_watch_cache_at_work() {
         "{text}"
     );
 }
+
+/// A GET's `resourceVersion` (`GetOptions`): `0` and a reached revision answer from the cache; a
+/// revision the cache does not reach within its wait is upstream's 504 "Too large resource
+/// version" naming the cache's revision (the engine's, at once, without the cache); a value that
+/// is not an unsigned integer is the versioner's error as `ErrorToAPIStatus` passes it on.
+#[tokio::test]
+async fn gets_read_at_their_resource_version() {
+    for cache in [true, false] {
+        let s = TestServer::start_with(|c| c.watch_cache = cache).await;
+        let api = s.api(HttpVersion::Http1);
+        api.create_crd(crd_json("g.example.com", "widgets", "Widget", "Namespaced"))
+            .await;
+        let base = "/apis/g.example.com/v1/namespaces/default/widgets";
+        let created = api
+            .post(
+                base,
+                json!({"apiVersion": "g.example.com/v1", "kind": "Widget",
+                       "metadata": {"name": "w"}}),
+            )
+            .await;
+        assert_eq!(created.status, 201, "{}", created.text);
+        let rv: i64 = created.json()["metadata"]["resourceVersion"]
+            .as_str()
+            .expect("resourceVersion")
+            .parse()
+            .expect("a number");
+        for at in ["0".to_string(), rv.to_string()] {
+            let got = api.get(&format!("{base}/w?resourceVersion={at}")).await;
+            assert_eq!(got.status, 200, "cache {cache}, at {at}: {}", got.text);
+            assert_eq!(got.json(), created.json(), "cache {cache}, at {at}");
+        }
+        let future = rv + 1000;
+        let got = api.get(&format!("{base}/w?resourceVersion={future}")).await;
+        assert_eq!(got.status, 504, "cache {cache}: {}", got.text);
+        let status = got.json();
+        assert_eq!(status["reason"], "Timeout", "{status}");
+        let message = status["message"].as_str().expect("message");
+        let current: i64 = message
+            .strip_prefix(&format!(
+                "Timeout: Too large resource version: {future}, current: "
+            ))
+            .unwrap_or_else(|| panic!("cache {cache}: {message}"))
+            .parse()
+            .expect("a revision");
+        assert!(current >= rv && current < future, "{message}");
+        assert_eq!(
+            status["details"]["causes"],
+            json!([{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]),
+            "{status}"
+        );
+        for (at, why) in [
+            (
+                "abc",
+                r#""abc": strconv.ParseUint: parsing "abc": invalid syntax"#,
+            ),
+            (
+                "-1",
+                r#""-1": strconv.ParseUint: parsing "-1": invalid syntax"#,
+            ),
+            (
+                "18446744073709551616",
+                r#""18446744073709551616": strconv.ParseUint: parsing "18446744073709551616": value out of range"#,
+            ),
+        ] {
+            let got = api.get(&format!("{base}/w?resourceVersion={at}")).await;
+            assert_eq!(got.status, 500, "{}", got.text);
+            let status = got.json();
+            assert_eq!(
+                status["message"],
+                format!("resourceVersion: Invalid value: {why}"),
+                "{status}"
+            );
+            assert_eq!(status.get("reason"), None, "{status}");
+        }
+    }
+}
