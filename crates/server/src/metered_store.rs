@@ -130,6 +130,11 @@ impl Store for MeteredStore {
         r
     }
 
+    /// Not a storage request: nothing to time.
+    fn local_revision(&self) -> Option<Revision> {
+        self.inner.local_revision()
+    }
+
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         let t = Instant::now();
         let r = self.inner.compact(revision).await;

@@ -445,6 +445,9 @@ impl Oracle {
     }
 
     async fn current(self: &Arc<Self>) -> Result<Revision, StorageError> {
+        if let Some(revision) = self.inner.local_revision() {
+            return Ok(revision);
+        }
         let (tx, rx) = oneshot::channel();
         let start = {
             let mut q = self.queue();

@@ -226,6 +226,10 @@ impl Store for FanoutStore {
         self.inner.current_revision().await
     }
 
+    fn local_revision(&self) -> Option<Revision> {
+        self.inner.local_revision()
+    }
+
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         self.inner.compact(revision).await
     }

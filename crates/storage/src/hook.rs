@@ -120,6 +120,8 @@ impl Store for HookStore {
         self.inner.watch(request).await
     }
 
+    // No `local_revision`: the hook on revision requests must see every consistent read.
+
     async fn current_revision(&self) -> Result<Revision, StorageError> {
         let revision = self.inner.current_revision().await?;
         if let Some(hook) = &self.after_revision {

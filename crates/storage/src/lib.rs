@@ -392,6 +392,14 @@ pub trait Store: Send + Sync + 'static {
     /// The revision of the latest write.
     async fn current_revision(&self) -> Result<Revision, StorageError>;
 
+    /// The revision of the latest write when the store knows it without asking anyone: an
+    /// embedded engine that is its data's only writer. A consistent read through the watch
+    /// cache then needs no revision request (`None`, the default, means ask
+    /// [`Store::current_revision`]; etcd must, as other servers may write to it).
+    fn local_revision(&self) -> Option<Revision> {
+        None
+    }
+
     /// Forgets history before `revision`, as etcd's compaction does: a list at a revision below
     /// it, or a watch that needs an event below it (`after + 1 < revision`), fails with
     /// [`StorageError::Compacted`]. The latest state of every key is kept.

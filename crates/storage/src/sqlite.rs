@@ -569,6 +569,12 @@ impl Store for SqliteStore {
         Ok(self.state.current.load(Ordering::Acquire))
     }
 
+    fn local_revision(&self) -> Option<Revision> {
+        // The writer stores it after each commit and before answering the writes in it; the
+        // database file is this process's alone.
+        Some(self.state.current.load(Ordering::Acquire))
+    }
+
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         match self.submit(Op::Compact { revision }).await? {
             Outcome::Compacted => Ok(()),
