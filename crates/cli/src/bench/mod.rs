@@ -1008,19 +1008,6 @@ async fn gets(
     gets_as(server, &server.token, base, prefix, existing, total, "").await
 }
 
-/// [`gets`] at `resourceVersion=0` ("any"): answered from the watch cache as it stands, with no
-/// revision request to the engine.
-async fn gets_at_any(
-    server: &Server,
-    base: &str,
-    prefix: &str,
-    existing: usize,
-    total: usize,
-) -> anyhow::Result<f64> {
-    let query = "?resourceVersion=0";
-    gets_as(server, &server.token, base, prefix, existing, total, query).await
-}
-
 /// [`gets`] with another bearer token.
 async fn gets_as(
     server: &Server,
