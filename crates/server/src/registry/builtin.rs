@@ -302,6 +302,15 @@ impl Strategy for BuiltinStrategy {
             .get_or_init(|| crd_merge::apply::Schema::from_json_schema(self.kind.bare_schema()))
     }
 
+    /// A kind with a status subresource resets as its `PrepareForUpdate` does (upstream's
+    /// `GetResetFields`): the main endpoint keeps the stored `status`, `/status` the stored
+    /// `spec`, so neither write's manager is recorded as owning what it could not change.
+    fn reset_fields(&self, sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
+        self.kind
+            .status
+            .then(|| super::StatusResetFields::shared().of(sub))
+    }
+
     fn answerer(&self, sub: Option<&str>) -> Option<&dyn super::reviews::Answer> {
         super::reviews::subresource_answer(self.kind.group, self.kind.plural, sub?)
     }

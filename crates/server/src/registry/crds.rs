@@ -200,9 +200,7 @@ impl Strategy for CrdStrategy {
     }
 
     fn reset_fields(&self, sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
-        static RESET: std::sync::LazyLock<super::StatusResetFields> =
-            std::sync::LazyLock::new(super::StatusResetFields::default);
-        Some(RESET.of(sub))
+        Some(super::StatusResetFields::shared().of(sub))
     }
 
     async fn guard_update(&self, new: &Value, old: &Value) -> Result<(), ApiError> {

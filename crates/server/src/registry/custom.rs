@@ -17,7 +17,6 @@ pub struct CustomResourceStrategy {
     crd: Arc<ServingCrd>,
     version: ServedVersion,
     info: ResourceInfo,
-    reset: super::StatusResetFields,
 }
 
 impl CustomResourceStrategy {
@@ -38,7 +37,6 @@ impl CustomResourceStrategy {
             crd,
             version: version.clone(),
             info,
-            reset: super::StatusResetFields::default(),
         }
     }
 
@@ -104,7 +102,9 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn reset_fields(&self, sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
-        self.version.status_subresource.then(|| self.reset.of(sub))
+        self.version
+            .status_subresource
+            .then(|| super::StatusResetFields::shared().of(sub))
     }
 
     fn scale(&self) -> Option<&super::serving::ScalePaths> {

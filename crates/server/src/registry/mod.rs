@@ -152,6 +152,13 @@ impl Default for StatusResetFields {
 }
 
 impl StatusResetFields {
+    /// The sets every kind with a status subresource and a `spec` shares (built once).
+    pub fn shared() -> &'static StatusResetFields {
+        static RESET: std::sync::LazyLock<StatusResetFields> =
+            std::sync::LazyLock::new(StatusResetFields::default);
+        &RESET
+    }
+
     /// The reset fields of a write through `sub`.
     pub fn of(&self, sub: Subresource) -> &crd_merge::apply::FieldSet {
         match sub {

@@ -71,9 +71,7 @@ impl Strategy for NamespaceStrategy {
     }
 
     fn reset_fields(&self, sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
-        static RESET: std::sync::LazyLock<super::StatusResetFields> =
-            std::sync::LazyLock::new(super::StatusResetFields::default);
-        Some(RESET.of(sub))
+        Some(super::StatusResetFields::shared().of(sub))
     }
 
     fn decode_protobuf(&self, body: &[u8]) -> Option<Result<Value, String>> {

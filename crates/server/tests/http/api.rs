@@ -1115,3 +1115,65 @@ async fn built_in_lists_merge_by_their_keys_on_apply() {
         "{injector}"
     );
 }
+
+/// A built-in kind with a status subresource resets as upstream's `GetResetFields`: an apply to
+/// the main endpoint does not own `status` (which it cannot change), one to `/status` does not
+/// own `spec`.
+#[tokio::test]
+async fn built_in_applies_do_not_own_what_their_endpoint_resets() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let base = "/apis/apps/v1/namespaces/default/deployments/web";
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "main", "image": "main"}]}}},
+        "status": {"observedGeneration": 7}});
+    let mut status_apply = deployment.clone();
+    status_apply["spec"]["replicas"] = json!(5);
+    status_apply["status"] = json!({"replicas": 3});
+    for (url, manager, body) in [
+        (base.to_string(), "app", &deployment),
+        (format!("{base}/status"), "controller", &status_apply),
+    ] {
+        let r = api
+            .request(
+                Method::PATCH,
+                &format!("{url}?fieldManager={manager}&force=true"),
+            )
+            .header("Content-Type", "application/apply-patch+yaml")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let code = r.status();
+        let body: Value = r.json().await.unwrap();
+        assert!(code.is_success(), "{manager}: {body}");
+    }
+    let obj = api.get(base).await.json();
+    // The data: the main endpoint kept the stored status, `/status` the stored spec.
+    assert_eq!(obj["spec"]["replicas"], 2, "{obj}");
+    assert_eq!(obj["status"]["replicas"], 3, "{obj}");
+    assert_eq!(obj["status"].get("observedGeneration"), None, "{obj}");
+    let entry = |manager: &str| {
+        obj["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["manager"] == manager)
+            .cloned()
+            .unwrap_or_else(|| panic!("{manager}: {obj}"))
+    };
+    let app = entry("app");
+    // Still the owner of the replicas the forced `/status` apply sent and could not change.
+    assert_eq!(app["fieldsV1"]["f:spec"]["f:replicas"], json!({}), "{app}");
+    assert_eq!(app["fieldsV1"].get("f:status"), None, "{app}");
+    let controller = entry("controller");
+    assert_eq!(controller["subresource"], "status", "{controller}");
+    assert_eq!(
+        controller["fieldsV1"],
+        json!({"f:status": {"f:replicas": {}}}),
+        "{controller}"
+    );
+}
