@@ -333,10 +333,19 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
 
 /// The stored object the request's URL names, or the resource's 404.
 pub async fn get_stored(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<KeyValue, ApiError> {
+    get_stored_at(ctx, strategy, crd_storage::Freshness::Consistent).await
+}
+
+/// [`get_stored`] at `freshness` (a GET's `resourceVersion`).
+pub async fn get_stored_at(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    freshness: crd_storage::Freshness,
+) -> Result<KeyValue, ApiError> {
     let info = strategy.info();
     let key = info.key(ctx.namespace(), ctx.name());
     ctx.store()
-        .get(&key)
+        .get_with(&key, freshness)
         .await
         .map_err(|e| ApiError::storage(&info.group_resource(), ctx.name(), e))?
         .ok_or_else(|| Status::not_found(&info.group_resource(), ctx.name()).into())
