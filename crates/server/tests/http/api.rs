@@ -692,13 +692,7 @@ async fn scale_writes_are_owned_through_the_scale_subresource() {
     assert_eq!(r.status, 200, "{}", r.text);
     let obj = api.get(&format!("{base}/t")).await.json();
     assert_eq!(obj["spec"]["replicas"], 3);
-    let entry = obj["metadata"]["managedFields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["manager"] == "autoscaler")
-        .cloned()
-        .unwrap_or_else(|| panic!("no autoscaler entry: {obj}"));
+    let entry = managed_entry(&obj, "autoscaler");
     assert_eq!(entry["subresource"], "scale", "{entry}");
     assert_eq!(entry["operation"], "Update");
     assert_eq!(entry["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
@@ -722,13 +716,7 @@ async fn scale_writes_are_owned_through_the_scale_subresource() {
     let scale: Value = r.json().await.unwrap();
     assert_eq!(scale["spec"]["replicas"], 5, "{scale}");
     let obj = api.get(&format!("{base}/t")).await.json();
-    let entry = obj["metadata"]["managedFields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["manager"] == "hpa")
-        .cloned()
-        .unwrap_or_else(|| panic!("no hpa entry: {obj}"));
+    let entry = managed_entry(&obj, "hpa");
     assert_eq!(entry["operation"], "Apply", "{entry}");
     assert_eq!(entry["subresource"], "scale", "{entry}");
     assert!(
@@ -1102,13 +1090,7 @@ async fn built_in_lists_merge_by_their_keys_on_apply() {
         .map(|c| c["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["main", "sidecar"], "{obj}");
-    let injector = obj["metadata"]["managedFields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["manager"] == "injector")
-        .cloned()
-        .unwrap_or_else(|| panic!("{obj}"));
+    let injector = managed_entry(&obj, "injector");
     let owned = &injector["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"];
     assert!(
         owned.get("k:{\"name\":\"sidecar\"}").is_some() && owned.as_object().unwrap().len() == 1,
@@ -1156,24 +1138,26 @@ async fn built_in_applies_do_not_own_what_their_endpoint_resets() {
     assert_eq!(obj["spec"]["replicas"], 2, "{obj}");
     assert_eq!(obj["status"]["replicas"], 3, "{obj}");
     assert_eq!(obj["status"].get("observedGeneration"), None, "{obj}");
-    let entry = |manager: &str| {
-        obj["metadata"]["managedFields"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["manager"] == manager)
-            .cloned()
-            .unwrap_or_else(|| panic!("{manager}: {obj}"))
-    };
-    let app = entry("app");
+    let app = managed_entry(&obj, "app");
     // Still the owner of the replicas the forced `/status` apply sent and could not change.
     assert_eq!(app["fieldsV1"]["f:spec"]["f:replicas"], json!({}), "{app}");
     assert_eq!(app["fieldsV1"].get("f:status"), None, "{app}");
-    let controller = entry("controller");
+    let controller = managed_entry(&obj, "controller");
     assert_eq!(controller["subresource"], "status", "{controller}");
     assert_eq!(
         controller["fieldsV1"],
         json!({"f:status": {"f:replicas": {}}}),
         "{controller}"
     );
+}
+
+/// The `managedFields` entry of `manager` in `obj`.
+fn managed_entry(obj: &Value, manager: &str) -> Value {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == manager)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {manager} entry: {obj}"))
 }
