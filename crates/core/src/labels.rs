@@ -1082,6 +1082,23 @@ mod tests {
         assert!(!sel.matches(&labels(&[("tier", "a")])));
         assert_eq!(sel.requires_exact_match("app"), Some("web"));
 
+        // Repeated values print as given (upstream's `Requirement.String`), and the string
+        // parser keeps a set (upstream's too): both select the same (fuzz `selectors` crash).
+        let sel = Selector::from_label_selector_json(&json!({"matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["b", "b"]},
+            {"key": "canary", "operator": "DoesNotExist"}]}))
+        .unwrap_or_default();
+        assert_eq!(sel.to_string(), "!canary,tier in (b,b)");
+        let again = Selector::parse(&sel.to_string()).unwrap_or_default();
+        assert_eq!(again.to_string(), "!canary,tier in (b)");
+        for set in [
+            labels(&[("tier", "b")]),
+            labels(&[("tier", "c")]),
+            labels(&[]),
+        ] {
+            assert_eq!(again.matches(&set), sel.matches(&set), "{set:?}");
+        }
+
         // A null selector selects nothing; an empty one everything.
         let nothing = Selector::from_label_selector_json(&Value::Null).unwrap_or_default();
         assert_eq!(nothing, Selector::nothing());
