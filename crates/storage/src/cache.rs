@@ -354,6 +354,17 @@ impl CacheStore {
         Ok(self.caught_up(target, prefix).await)
     }
 
+    /// After a read's wait ran out: upstream's cacher answers a revision it did not reach with
+    /// "Too large resource version", naming its own revision (a cache not yet filled leaves
+    /// the read to the engine).
+    fn not_reached(&self, freshness: Freshness) -> Result<(), StorageError> {
+        let st = self.read();
+        if st.ready {
+            freshness.check(st.revision)?;
+        }
+        Ok(())
+    }
+
     fn list_cached(st: &State, request: &ListRequest, indexed: bool) -> ListResponse {
         let limit = request.limit.filter(|&l| l > 0).unwrap_or(usize::MAX);
         let prefix = request.prefix.as_str();
@@ -942,17 +953,7 @@ impl Store for CacheStore {
             return self.inner.get_with(key, freshness).await;
         }
         if !self.fresh(freshness, key).await? {
-            // Upstream's cacher answers a revision it did not reach within the wait with "Too
-            // large resource version", naming its own revision.
-            if let Freshness::NotOlderThan(requested) = freshness {
-                let st = self.read();
-                if st.ready && requested > st.revision {
-                    return Err(StorageError::FutureRevision {
-                        requested,
-                        current: st.revision,
-                    });
-                }
-            }
+            self.not_reached(freshness)?;
             return self.inner.get_with(key, freshness).await;
         }
         let st = self.read();
@@ -981,6 +982,7 @@ impl Store for CacheStore {
             return self.inner.list(request).await;
         }
         if !self.fresh(request.freshness, &request.prefix).await? {
+            self.not_reached(request.freshness)?;
             return self.inner.list(request).await;
         }
         let st = self.read();

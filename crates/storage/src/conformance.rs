@@ -38,6 +38,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     check_count(store.as_ref()).await;
     check_future_revision(store.as_ref()).await;
     check_get_freshness(store.as_ref()).await;
+    check_list_freshness(store.as_ref()).await;
     check_watch_history_then_live(store.as_ref()).await;
     check_watch_prefix_filter(store.as_ref()).await;
     check_watch_delete_prev(store.as_ref()).await;
@@ -609,6 +610,43 @@ pub async fn check_get_freshness(store: &dyn Store) {
         .get_with(&key, Freshness::NotOlderThan(requested))
         .await;
     assert_future(got.map(|_| ()), requested, rev);
+}
+
+/// A list of the latest state not older than a reached revision (then `0`) reads it; one not
+/// older than a revision the store has not reached fails with `FutureRevision` (a cache after
+/// its wait).
+pub async fn check_list_freshness(store: &dyn Store) {
+    let p = unique_prefix("list-freshness");
+    let rev = store
+        .create(&format!("{p}a"), b("v"))
+        .await
+        .expect("create");
+    for n in [rev, 0] {
+        let listed = store
+            .list(ListRequest {
+                prefix: p.clone(),
+                freshness: Freshness::NotOlderThan(n),
+                ..ListRequest::default()
+            })
+            .await
+            .expect("list");
+        let got: Vec<_> = listed.items.iter().map(|kv| kv.key.as_str()).collect();
+        assert_eq!(got, [format!("{p}a")], "not older than {n}");
+        assert!(
+            listed.revision >= rev,
+            "not older than {n}: {}",
+            listed.revision
+        );
+    }
+    let requested = store.current_revision().await.expect("current") + 1_000_000;
+    let listed = store
+        .list(ListRequest {
+            prefix: p,
+            freshness: Freshness::NotOlderThan(requested),
+            ..ListRequest::default()
+        })
+        .await;
+    assert_future(listed.map(|_| ()), requested, rev);
 }
 
 /// A watch from a past revision replays history in order with previous states, then delivers

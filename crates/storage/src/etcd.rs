@@ -332,6 +332,9 @@ impl Store for EtcdStore {
             }
         };
         let header = response.header().map_or(0, ResponseHeader::revision);
+        if request.revision.is_none() {
+            request.freshness.check(header)?;
+        }
         let total = u64::try_from(response.count()).unwrap_or(0);
         let mut items = Vec::new();
         for kv in response.take_kvs() {

@@ -150,8 +150,9 @@ pub struct ListRequest {
     pub limit: Option<usize>,
     /// Read the state as of this revision; `None` reads the latest state.
     pub revision: Option<Revision>,
-    /// With `revision: None`, how fresh the state must be. Engines always read the latest
-    /// state, which satisfies every freshness; a cache may answer from an older one.
+    /// With `revision: None`, how fresh the state must be. Engines read the latest state and
+    /// fail with [`StorageError::FutureRevision`] when it is older ([`Freshness::check`]); a
+    /// cache may answer from an older state that satisfies it, and waits for a newer one.
     pub freshness: Freshness,
     /// Index terms `(index name, value)` every item the caller wants has (for example a label
     /// selector's `app=web`). A hint only: the caller still filters, and a store may return
@@ -169,6 +170,21 @@ pub enum Freshness {
     Consistent,
     /// `resourceVersion=N` (`NotOlderThan`), or `0` (any): at least this revision.
     NotOlderThan(Revision),
+}
+
+impl Freshness {
+    /// Whether a state at `current` satisfies this freshness: a revision the store has not
+    /// reached fails with [`StorageError::FutureRevision`] naming `current`, as kube-apiserver's
+    /// etcd3 store refuses a read it cannot answer (engines read the latest state, so this is
+    /// their only way to miss a freshness).
+    pub fn check(self, current: Revision) -> Result<(), StorageError> {
+        match self {
+            Freshness::NotOlderThan(requested) if requested > current => {
+                Err(StorageError::FutureRevision { requested, current })
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The answer to a [`ListRequest`].
@@ -353,10 +369,7 @@ pub trait Store: Send + Sync + 'static {
         if let Freshness::NotOlderThan(requested) = freshness
             && requested > 0
         {
-            let current = self.current_revision().await?;
-            if requested > current {
-                return Err(StorageError::FutureRevision { requested, current });
-            }
+            freshness.check(self.current_revision().await?)?;
         }
         self.get(key).await
     }

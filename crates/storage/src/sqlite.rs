@@ -448,7 +448,15 @@ impl Store for SqliteStore {
     }
 
     async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
-        self.reads.run(move |conn| list_in(conn, &request)).await?
+        let freshness = request.revision.is_none().then_some(request.freshness);
+        let listed = self
+            .reads
+            .run(move |conn| list_in(conn, &request))
+            .await??;
+        if let Some(freshness) = freshness {
+            freshness.check(listed.revision)?;
+        }
+        Ok(listed)
     }
 
     async fn count(&self, prefix: &str) -> Result<u64, StorageError> {

@@ -86,7 +86,7 @@ pub async fn read_page(
             let start = t.start.trim_end_matches('\0');
             (Some(t.rv), Some(format!("{prefix}{start}")))
         }
-        None => (snapshot_revision(ctx, opts).await?, None),
+        None => (snapshot_revision(opts), None),
     };
     let mut items = Vec::new();
     let mut remaining;
@@ -166,37 +166,17 @@ fn expired_continue() -> ApiError {
     Status::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.").into()
 }
 
-/// The revision a first page reads at: latest, or exactly the requested one.
-async fn snapshot_revision(
-    ctx: &Ctx<'_>,
-    opts: &ListOptions,
-) -> Result<Option<Revision>, ApiError> {
+/// The revision a first page reads at: latest (at the options' freshness, which the store
+/// checks: a revision it has not reached, after a cache's wait, is "Too large resource
+/// version"), or exactly the requested one.
+fn snapshot_revision(opts: &ListOptions) -> Option<Revision> {
     let rv = opts.resource_version.as_str();
     if rv.is_empty() || rv == "0" {
-        return Ok(None);
+        return None;
     }
-    let n: Revision = rv.parse().unwrap_or(0);
     let exact = opts.resource_version_match == ResourceVersionMatch::Exact
         || (opts.resource_version_match == ResourceVersionMatch::Unset && opts.limit > 0);
-    if exact {
-        return Ok(Some(n));
-    }
-    let current = ctx
-        .store()
-        .current_revision()
-        .await
-        .map_err(|e| ApiError::storage(&crd_core::GroupResource::new("", ""), "", e))?;
-    if n > current {
-        return Err(ApiError::storage(
-            &crd_core::GroupResource::new("", ""),
-            "",
-            crd_storage::StorageError::FutureRevision {
-                requested: n,
-                current,
-            },
-        ));
-    }
-    Ok(None)
+    exact.then(|| rv.parse().unwrap_or(0))
 }
 
 /// The request's list options, checked against the strategy's field labels.
@@ -220,7 +200,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &Arc<dyn Strategy>) -> Result<Reply
     {
         let scan = super::list_stream::Scan {
             prefix: opts.prefix(ctx, strategy.as_ref()),
-            revision: snapshot_revision(ctx, &opts).await?,
+            revision: snapshot_revision(&opts),
             freshness: opts.freshness(),
             selectors: Some(opts),
         };
@@ -328,7 +308,7 @@ async fn verbatim_list(
             Some(format!("{prefix}{}", t.start.trim_end_matches('\0'))),
             Some(t.rv),
         ),
-        None => (None, snapshot_revision(ctx, opts).await?),
+        None => (None, snapshot_revision(opts)),
     };
     let resp = ctx
         .store()

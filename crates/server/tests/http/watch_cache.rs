@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{HttpVersion, TestServer, crd_json, eventually, watch_from_1_expires};
+use crate::support::{HttpVersion, Resp, TestServer, crd_json, eventually, watch_from_1_expires};
 
 fn names(list: &Value) -> Vec<&str> {
     list["items"]
@@ -203,6 +203,95 @@ async fn metrics_show_the_watch_cache_at_work() {
     );
 }
 
+/// An object's `metadata.resourceVersion` as a number.
+fn resource_version(object: &Value) -> i64 {
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("resourceVersion")
+        .parse()
+        .expect("a number")
+}
+
+/// `got` is upstream's 504 "Too large resource version: {future}, current: C" with its
+/// `ResourceVersionTooLarge` cause, C from `at_least` on and below `future`.
+fn assert_too_large(got: &Resp, future: i64, at_least: i64, what: &str) {
+    assert_eq!(got.status, 504, "{what}: {}", got.text);
+    let status = got.json();
+    assert_eq!(status["reason"], "Timeout", "{what}: {status}");
+    let message = status["message"].as_str().expect("message");
+    let current: i64 = message
+        .strip_prefix(&format!(
+            "Timeout: Too large resource version: {future}, current: "
+        ))
+        .unwrap_or_else(|| panic!("{what}: {message}"))
+        .parse()
+        .expect("a revision");
+    assert!(current >= at_least && current < future, "{what}: {message}");
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]),
+        "{what}: {status}"
+    );
+}
+
+/// A list at a `resourceVersion` the cache has not reached waits for it, as upstream's cacher
+/// does (`NotOlderThan`, and without a limit): a write landing during the wait answers the list
+/// with it. One the store does not reach is upstream's 504 "Too large resource version" naming
+/// the store's revision: after the cache's wait, or at once without the cache.
+#[tokio::test]
+async fn lists_wait_for_their_resource_version() {
+    for cache in [true, false] {
+        let s = TestServer::start_with(|c| c.watch_cache = cache).await;
+        let api = s.api(HttpVersion::Http1);
+        api.create_crd(crd_json(
+            "lw.example.com",
+            "widgets",
+            "Widget",
+            "Namespaced",
+        ))
+        .await;
+        let base = "/apis/lw.example.com/v1/namespaces/default/widgets";
+        let widget = |name: &str| {
+            json!({"apiVersion": "lw.example.com/v1", "kind": "Widget",
+                   "metadata": {"name": name}})
+        };
+        let created = api.post(base, widget("a")).await;
+        assert_eq!(created.status, 201, "{}", created.text);
+        let rv = resource_version(&created.json());
+        if cache {
+            // The list is in flight (the scrape holds the other read-only slot) before the
+            // write that satisfies it lands.
+            let next = rv + 1;
+            let path = format!("{base}?resourceVersion={next}&resourceVersionMatch=NotOlderThan");
+            let list = api.get(&path);
+            let write = async {
+                eventually("the list waits", || async {
+                    let text = api.get("/metrics").await.text;
+                    sample(
+                        &text,
+                        "apiserver_current_inflight_requests{request_kind=\"readOnly\"}",
+                    )
+                    .is_some_and(|n| n >= 2.0)
+                })
+                .await;
+                api.post(base, widget("b")).await
+            };
+            let (listed, second) = tokio::join!(list, write);
+            assert_eq!(second.status, 201, "{}", second.text);
+            assert_eq!(listed.status, 200, "{}", listed.text);
+            assert_eq!(names(&listed.json()), ["a", "b"], "{}", listed.text);
+        }
+        let future = rv + 1000;
+        for query in [
+            format!("resourceVersion={future}"),
+            format!("resourceVersion={future}&resourceVersionMatch=NotOlderThan"),
+        ] {
+            let got = api.get(&format!("{base}?{query}")).await;
+            assert_too_large(&got, future, rv, &format!("cache {cache}, {query}"));
+        }
+    }
+}
+
 /// A GET's `resourceVersion` (`GetOptions`): `0` and a reached revision answer from the cache; a
 /// revision the cache does not reach within its wait is upstream's 504 "Too large resource
 /// version" naming the cache's revision (the engine's, at once, without the cache); a value that
@@ -223,11 +312,7 @@ async fn gets_read_at_their_resource_version() {
             )
             .await;
         assert_eq!(created.status, 201, "{}", created.text);
-        let rv: i64 = created.json()["metadata"]["resourceVersion"]
-            .as_str()
-            .expect("resourceVersion")
-            .parse()
-            .expect("a number");
+        let rv = resource_version(&created.json());
         for at in ["0".to_string(), rv.to_string()] {
             let got = api.get(&format!("{base}/w?resourceVersion={at}")).await;
             assert_eq!(got.status, 200, "cache {cache}, at {at}: {}", got.text);
@@ -235,23 +320,7 @@ async fn gets_read_at_their_resource_version() {
         }
         let future = rv + 1000;
         let got = api.get(&format!("{base}/w?resourceVersion={future}")).await;
-        assert_eq!(got.status, 504, "cache {cache}: {}", got.text);
-        let status = got.json();
-        assert_eq!(status["reason"], "Timeout", "{status}");
-        let message = status["message"].as_str().expect("message");
-        let current: i64 = message
-            .strip_prefix(&format!(
-                "Timeout: Too large resource version: {future}, current: "
-            ))
-            .unwrap_or_else(|| panic!("cache {cache}: {message}"))
-            .parse()
-            .expect("a revision");
-        assert!(current >= rv && current < future, "{message}");
-        assert_eq!(
-            status["details"]["causes"],
-            json!([{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]),
-            "{status}"
-        );
+        assert_too_large(&got, future, rv, &format!("cache {cache}"));
         for (at, why) in [
             (
                 "abc",
