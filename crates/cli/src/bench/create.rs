@@ -21,7 +21,7 @@ use anyhow::bail;
 use crd_storage::Store;
 
 use super::pin::{self, Placement, cpu_seconds};
-use super::{Report, Server, create_load, ms, percentile, setup_crd, wait_ready};
+use super::{Connections, Report, Server, create_load_over, ms, percentile, setup_crd, wait_ready};
 
 /// One measured load: requests per second, latency percentiles, and CPU seconds per request
 /// spent by the server and by the load generator (this process).
@@ -102,14 +102,19 @@ impl Load {
     }
 }
 
-/// `n` authenticated `GET /version` from 64 clients, each on its own HTTP/1.1 connection as the
-/// creates are: (elapsed, sorted latencies).
-async fn version_load(server: &Server, n: usize) -> anyhow::Result<(Duration, Vec<Duration>)> {
+/// `n` authenticated `GET /version` from 64 clients over `connections`, as the creates reach
+/// the server: (elapsed, sorted latencies).
+async fn version_load(
+    server: &Server,
+    connections: Connections,
+    n: usize,
+) -> anyhow::Result<(Duration, Vec<Duration>)> {
     let url = format!("{}/version", server.url);
     let started = Instant::now();
     let mut tasks = Vec::new();
+    let shared = Connections::shared(server)?;
     for c in 0..64 {
-        let client = server.client(false)?;
+        let client = connections.client(server, &shared)?;
         let (url, token) = (url.clone(), server.token.clone());
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();
@@ -135,30 +140,37 @@ async fn version_load(server: &Server, n: usize) -> anyhow::Result<(Duration, Ve
     Ok((elapsed, all))
 }
 
-/// Creates from 64 clients on a fresh server started with `extra` flags, and (when `floor`)
-/// the HTTPS floor on the same server first: (creates, floor).
+/// Creates from 64 clients over `connections` on a fresh server started with `extra` flags,
+/// and (when `floor`) the HTTPS floor over the same connections on the same server first:
+/// (creates, floor).
 async fn creates_64(
     dir: &Path,
     name: &str,
-    extra: &[String],
+    variant: &Variant,
     creates: usize,
     floor: bool,
 ) -> anyhow::Result<(Load, Option<Load>)> {
+    let (extra, connections) = (&variant.flags, variant.connections);
     let data = dir.join(name);
     let (server, _) = Server::start_with(&data, extra)?;
     wait_ready(&server).await?;
     let client = server.client(true)?;
     setup_crd(&server, &client).await?;
     let floor = if floor {
-        version_load(&server, 640).await?;
+        version_load(&server, connections, 640).await?;
         let n = creates * 2;
-        Some(Load::measure(&server, n, version_load(&server, n)).await?)
+        Some(Load::measure(&server, n, version_load(&server, connections, n)).await?)
     } else {
         None
     };
     // Warm-up: connections, the CRD's strategy, the first pages of the database.
-    create_load(&server, 64, 640, "warm").await?;
-    let load = Load::measure(&server, creates, create_load(&server, 64, creates, "c")).await?;
+    create_load_over(&server, connections, 64, 640, "warm").await?;
+    let load = Load::measure(
+        &server,
+        creates,
+        create_load_over(&server, connections, 64, creates, "c"),
+    )
+    .await?;
     drop(server);
     let _ = std::fs::remove_dir_all(&data);
     Ok((load, floor))
@@ -193,13 +205,49 @@ async fn engine_limit(
     Ok((rate, per_commit))
 }
 
+/// One server configuration under test: its flags and how the 64 clients reach it.
+struct Variant {
+    name: &'static str,
+    flags: Vec<String>,
+    connections: Connections,
+}
+
+/// The variants, in their order in a round: the first of each connection shape also measures
+/// that shape's floor.
+fn variants() -> [Variant; 3] {
+    [
+        Variant {
+            name: "64 clients, watch cache on",
+            flags: Vec::new(),
+            connections: Connections::PerClient,
+        },
+        Variant {
+            name: "64 clients, watch cache off",
+            flags: vec!["--watch-cache=false".to_string()],
+            connections: Connections::PerClient,
+        },
+        Variant {
+            name: "64 clients as streams of one HTTP/2 connection (client-go's shape), watch \
+                   cache on",
+            flags: Vec::new(),
+            connections: Connections::OneHttp2,
+        },
+    ]
+}
+
 /// The best figures of one placement over the rounds.
 #[derive(Clone, Copy, Default)]
 struct Best {
     /// The engine's 64-writer commits/s and its CPU seconds per commit.
     limit: (f64, f64),
-    floor: Load,
-    creates: [Load; 2],
+    /// The floor over one connection per client, then over one HTTP/2 connection.
+    floors: [Load; 2],
+    creates: [Load; 3],
+}
+
+/// The slot in [`Best::floors`] of the floor over `connections`.
+fn floor_slot(connections: Connections) -> usize {
+    usize::from(connections == Connections::OneHttp2)
 }
 
 /// Runs the section: each round measures every placement (shared, and pinned with `--pin`),
@@ -214,10 +262,7 @@ pub async fn run(
     if pinned {
         pin::check()?;
     }
-    let variants: [(&str, Vec<String>); 2] = [
-        ("watch cache on", Vec::new()),
-        ("watch cache off", vec!["--watch-cache=false".to_string()]),
-    ];
+    let variants = variants();
     let placements = Placement::all(pinned);
     let mut best = vec![Best::default(); placements.len()];
     for round in 0..rounds.max(1) {
@@ -231,17 +276,19 @@ pub async fn run(
             if limit.0 > best.limit.0 {
                 best.limit = limit;
             }
-            let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            let order: [usize; 3] = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
             for i in order {
                 let name = format!("create-{round}-{p}-{i}");
-                let (r, f) = creates_64(dir, &name, &variants[i].1, creates, i == 0).await?;
+                let variant = &variants[i];
+                let (r, f) = creates_64(dir, &name, variant, creates, i != 1).await?;
                 if r.rate > best.creates[i].rate {
                     best.creates[i] = r;
                 }
+                let floor = &mut best.floors[floor_slot(variant.connections)];
                 if let Some(f) = f
-                    && f.rate > best.floor.rate
+                    && f.rate > floor.rate
                 {
-                    best.floor = f;
+                    *floor = f;
                 }
             }
         }
@@ -252,7 +299,7 @@ pub async fn run(
     for (p, &placement) in placements.iter().enumerate() {
         let Best {
             limit: (limit, per_commit),
-            floor,
+            floors,
             creates: loads,
         } = best[p];
         let where_ = placement.label();
@@ -271,51 +318,57 @@ pub async fn run(
                 per_commit * 1e6
             ),
         );
-        report.row(
-            &format!(
-                "HTTPS floor: authenticated GET /version/s, 64 clients, {where_} (best of the rounds)"
-            ),
-            floor.figure(),
-            format!(
-                "{:.2}x of the 64-writer limit; {}",
-                floor.rate / limit,
-                floor.cpu(placement)
-            ),
-        );
-        // A create is at least the floor's request and the engine's commit: what that costs
-        // bounds the create rate on this machine, whatever the server's own work.
-        let least = match placement {
-            Placement::Shared => floor.server_cpu + floor.bench_cpu + per_commit,
-            Placement::Pinned => floor.server_cpu + per_commit,
-        };
-        let ceiling = match placement {
-            Placement::Shared => pin::cores() as f64 / least,
-            Placement::Pinned => 1.0 / least,
-        };
-        report.row(
-            &format!("ceiling: the floor's request plus the engine's commit, {where_}"),
-            format!("{ceiling:.0}/s"),
-            format!(
-                "{:.2}x of the 64-writer limit; {:.0} µs per create ({}) before any decoding, \
-                 validation or encoding",
-                ceiling / limit,
-                least * 1e6,
-                match placement {
-                    Placement::Shared => "floor server + load generator + commit, on all cores",
-                    Placement::Pinned => "floor server + commit, on the server's core",
-                }
-            ),
-        );
-        for (i, (name, _)) in variants.iter().enumerate() {
-            let load = loads[i];
+        for (floor, over) in floors
+            .iter()
+            .zip(["64 clients", "64 streams of one HTTP/2 connection"])
+        {
             report.row(
-                &format!("creates/s, 64 clients, {name}, {where_}"),
+                &format!(
+                    "HTTPS floor: authenticated GET /version/s, {over}, {where_} (best of the rounds)"
+                ),
+                floor.figure(),
+                format!(
+                    "{:.2}x of the 64-writer limit; {}",
+                    floor.rate / limit,
+                    floor.cpu(placement)
+                ),
+            );
+            // A create is at least the floor's request and the engine's commit: what that
+            // costs bounds the create rate on this machine, whatever the server's own work.
+            let least = match placement {
+                Placement::Shared => floor.server_cpu + floor.bench_cpu + per_commit,
+                Placement::Pinned => floor.server_cpu + per_commit,
+            };
+            let ceiling = match placement {
+                Placement::Shared => pin::cores() as f64 / least,
+                Placement::Pinned => 1.0 / least,
+            };
+            report.row(
+                &format!("ceiling: the floor's request plus the engine's commit, {over}, {where_}"),
+                format!("{ceiling:.0}/s"),
+                format!(
+                    "{:.2}x of the 64-writer limit; {:.0} µs per create ({}) before any \
+                     decoding, validation or encoding",
+                    ceiling / limit,
+                    least * 1e6,
+                    match placement {
+                        Placement::Shared => "floor server + load generator + commit, on all cores",
+                        Placement::Pinned => "floor server + commit, on the server's core",
+                    }
+                ),
+            );
+        }
+        for (i, variant) in variants.iter().enumerate() {
+            let load = loads[i];
+            let floor = floors[floor_slot(variant.connections)].rate;
+            report.row(
+                &format!("creates/s, {}, {where_}", variant.name),
                 load.figure(),
                 format!(
                     "{:.2}x of the 64-writer limit (target ≥ 0.5x), {:.2}x of the floor; \
                      server CPU per create {:.1}x the engine's per commit; {}",
                     load.rate / limit,
-                    load.rate / floor.rate,
+                    load.rate / floor,
                     load.server_cpu / per_commit,
                     load.cpu(placement)
                 ),

@@ -315,6 +315,31 @@ async fn submit_crd(
     bail!("the CRD was never served")
 }
 
+/// How a load generator's clients reach the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Connections {
+    /// Each client on its own HTTP/1.1 connection (the Python client's and kube-rs's shape).
+    PerClient,
+    /// All clients as streams of one HTTP/2 connection: client-go's shape (kubectl, Go
+    /// controllers), whose transport multiplexes a process's requests over one connection.
+    OneHttp2,
+}
+
+impl Connections {
+    /// The client of client number `c`: its own connection, or a handle on the shared one.
+    fn client(self, server: &Server, shared: &reqwest::Client) -> anyhow::Result<reqwest::Client> {
+        match self {
+            Connections::PerClient => server.client(false),
+            Connections::OneHttp2 => Ok(shared.clone()),
+        }
+    }
+
+    /// The client that shares one connection among all clients (HTTP/2 by ALPN).
+    fn shared(server: &Server) -> anyhow::Result<reqwest::Client> {
+        server.client(true)
+    }
+}
+
 /// Creates `total` objects from `clients` connections; returns (elapsed, sorted latencies).
 async fn create_load(
     server: &Server,
@@ -322,11 +347,23 @@ async fn create_load(
     total: usize,
     prefix: &str,
 ) -> anyhow::Result<(Duration, Vec<Duration>)> {
+    create_load_over(server, Connections::PerClient, clients, total, prefix).await
+}
+
+/// [`create_load`] with the clients reaching the server over `connections`.
+async fn create_load_over(
+    server: &Server,
+    connections: Connections,
+    clients: usize,
+    total: usize,
+    prefix: &str,
+) -> anyhow::Result<(Duration, Vec<Duration>)> {
     let url = format!("{}/apis/{GROUP}/v1/namespaces/default/widgets", server.url);
     let started = Instant::now();
     let mut tasks = Vec::new();
+    let shared = Connections::shared(server)?;
     for c in 0..clients {
-        let client = server.client(false)?;
+        let client = connections.client(server, &shared)?;
         let url = url.clone();
         let token = server.token.clone();
         let prefix = prefix.to_string();

@@ -449,17 +449,9 @@ async fn namespace_lifecycle(
         None
     } else {
         store
-            .list(crd_storage::ListRequest {
-                prefix: key.clone(),
-                limit: Some(1),
-                freshness: crd_storage::Freshness::NotOlderThan(0),
-                ..crd_storage::ListRequest::default()
-            })
+            .get_with(&key, crd_storage::Freshness::NotOlderThan(0))
             .await
             .map_err(|e| ApiError::storage(&gr, namespace, e))?
-            .items
-            .into_iter()
-            .find(|kv| kv.key == key)
     };
     let kv = match cached {
         Some(kv) => kv,

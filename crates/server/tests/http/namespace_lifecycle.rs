@@ -60,3 +60,44 @@ async fn creates_follow_namespace_creation_and_deletion_at_once() {
         );
     }
 }
+
+/// The namespace of a create is read by key, never listed: with the watch cache the cache
+/// answers (the engine sees no read), without it the engine sees one point read per create (a
+/// create used to list the namespace's key prefix, which without the cache was a range scan of
+/// the engine per create).
+#[tokio::test]
+async fn a_create_reads_its_namespace_by_key() {
+    for cache in [true, false] {
+        let server = TestServer::start_with(|c| c.watch_cache = cache).await;
+        let api = server.api(HttpVersion::Http1);
+        let namespace_reads = || async {
+            let text = api.get("/metrics").await.text;
+            ["get", "list"].map(|op| {
+                let series = format!(
+                    "etcd_request_duration_seconds_count{{operation=\"{op}\",type=\"namespaces\"}} "
+                );
+                text.lines()
+                    .find_map(|l| l.strip_prefix(&series)?.parse::<u64>().ok())
+                    .unwrap_or(0)
+            })
+        };
+        let before = namespace_reads().await;
+        for i in 0..5 {
+            let r = api
+                .post(
+                    "/api/v1/namespaces/default/configmaps",
+                    json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": format!("cm-{i}")}}),
+                )
+                .await;
+            assert_eq!(r.status, 201, "{}", r.text);
+        }
+        let after = namespace_reads().await;
+        let gets = if cache { 0 } else { 5 };
+        assert_eq!(
+            after,
+            [before[0] + gets, before[1]],
+            "cache {cache}: namespace [gets, lists] of the engine"
+        );
+    }
+}
