@@ -442,9 +442,33 @@ impl Kind {
         }
     }
 
+    /// The metadata fields a `/status` write keeps from the stored object, as the kind's status
+    /// `PrepareForUpdate` does upstream: a Deployment's labels, and a Pod's owner references
+    /// (old kubelets corrupted them). Every kind's update keeps the deletion timestamp.
+    pub fn status_keeps_metadata(&self) -> &'static [&'static str] {
+        match self.id {
+            KindId::Deployment => &["labels"],
+            KindId::Pod => &["ownerReferences"],
+            _ => &[],
+        }
+    }
+
+    /// The metadata fields the kind's `/status` strategy declares reset besides `spec`
+    /// (upstream's `GetResetFields`), so that an apply through `/status` does not own them: a
+    /// Pod's deletion timestamp and owner references. A Deployment's set names
+    /// `metadata.labels` as a single field name, which no object has, so upstream's status
+    /// apply owns the labels it sent although they are kept; so does this one.
+    pub fn status_resets_metadata(&self) -> &'static [&'static str] {
+        match self.id {
+            KindId::Pod => &["deletionTimestamp", "ownerReferences"],
+            _ => &[],
+        }
+    }
+
     /// `PrepareForUpdate`: a main-resource write keeps the old status (kinds with `/status`)
     /// and bumps the generation when the spec changed (Deployments: or annotations); a
-    /// `/status` write (`status_subresource`) keeps everything but `status` and `metadata`.
+    /// `/status` write (`status_subresource`) keeps everything but `status` and `metadata`,
+    /// and the metadata fields of [`Kind::status_keeps_metadata`].
     pub fn prepare_update(&self, new: &mut Value, old: &Value, status_subresource: bool) {
         let Some(m) = new.as_object_mut() else {
             return;
@@ -461,6 +485,17 @@ impl Kind {
                     Some(v) => m.insert(k, v.clone()),
                     None => m.remove(&k),
                 };
+            }
+            let fields = self.status_keeps_metadata();
+            if !fields.is_empty()
+                && let Some(meta) = obj_mut(new, "metadata")
+            {
+                for &f in fields {
+                    match old.get("metadata").and_then(|o| o.get(f)) {
+                        Some(v) => meta.insert(f.to_string(), v.clone()),
+                        None => meta.remove(f),
+                    };
+                }
             }
             return;
         }
@@ -800,5 +835,46 @@ mod tests {
             get(id).prepare_update(&mut new, &old, status);
             assert_eq!(new, want, "{id:?}");
         }
+        // `/status` keeps a Deployment's labels and a Pod's owner references (set, changed or
+        // removed by the write); other metadata changes pass, as upstream's status strategies.
+        let owner = json!([{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "u"}]);
+        let old = json!({"metadata": {"name": "x", "labels": {"a": "1"}, "annotations": {"k": "v"},
+                         "ownerReferences": owner}, "spec": {"replicas": 1}});
+        let cases = vec![
+            (
+                KindId::Deployment,
+                json!({"metadata": {"name": "x", "labels": {"a": "2", "b": "3"}, "annotations": {"k": "w"}},
+                       "spec": {"replicas": 5}, "status": {"replicas": 1}}),
+                json!({"metadata": {"name": "x", "labels": {"a": "1"}, "annotations": {"k": "w"}},
+                       "spec": {"replicas": 1}, "status": {"replicas": 1}}),
+            ),
+            (
+                KindId::Pod,
+                json!({"metadata": {"name": "x", "labels": {"a": "2"}, "ownerReferences": []},
+                       "status": {"phase": "Running"}}),
+                json!({"metadata": {"name": "x", "labels": {"a": "2"}, "ownerReferences": owner},
+                       "spec": {"replicas": 1}, "status": {"phase": "Running"}}),
+            ),
+            (
+                KindId::ReplicaSet,
+                json!({"metadata": {"name": "x", "labels": {"a": "2"}}, "status": {"replicas": 1}}),
+                json!({"metadata": {"name": "x", "labels": {"a": "2"}}, "spec": {"replicas": 1},
+                       "status": {"replicas": 1}}),
+            ),
+        ];
+        for (id, mut new, want) in cases {
+            get(id).prepare_update(&mut new, &old, true);
+            assert_eq!(new, want, "{id:?}");
+        }
+        let (mut new, bare) = (
+            json!({"metadata": {"name": "x", "labels": {"a": "2"}}}),
+            json!({}),
+        );
+        get(KindId::Deployment).prepare_update(&mut new, &bare, true);
+        assert_eq!(
+            new,
+            json!({"metadata": {"name": "x"}}),
+            "labels the stored object lacks"
+        );
     }
 }

@@ -30,6 +30,9 @@ pub struct BuiltinStrategy {
     /// The kind's server-side apply schema, compiled on its first apply (a Pod's is large, and
     /// most kinds are never applied in a process's life).
     apply_schema: std::sync::OnceLock<crd_merge::apply::Schema>,
+    /// The reset fields of a `/status` write for a kind whose status strategy resets metadata
+    /// too (a Pod's); other kinds share [`super::StatusResetFields`].
+    status_resets: Option<crd_merge::apply::FieldSet>,
 }
 
 impl BuiltinStrategy {
@@ -56,6 +59,17 @@ impl BuiltinStrategy {
             info,
             scale,
             apply_schema: std::sync::OnceLock::new(),
+            status_resets: (kind.status && !kind.status_resets_metadata().is_empty()).then(|| {
+                let metadata: Vec<[&str; 2]> = kind
+                    .status_resets_metadata()
+                    .iter()
+                    .map(|f| ["metadata", f])
+                    .collect();
+                let paths: Vec<&[&str]> = std::iter::once(&["spec"][..])
+                    .chain(metadata.iter().map(|p| &p[..]))
+                    .collect();
+                crd_merge::apply::FieldSet::from_field_paths(&paths)
+            }),
         }
     }
 
@@ -304,11 +318,16 @@ impl Strategy for BuiltinStrategy {
 
     /// A kind with a status subresource resets as its `PrepareForUpdate` does (upstream's
     /// `GetResetFields`): the main endpoint keeps the stored `status`, `/status` the stored
-    /// `spec`, so neither write's manager is recorded as owning what it could not change.
+    /// `spec` (and a Pod's deletion timestamp and owner references), so neither write's
+    /// manager is recorded as owning what it could not change.
     fn reset_fields(&self, sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
-        self.kind
-            .status
-            .then(|| super::StatusResetFields::shared().of(sub))
+        match (&self.status_resets, sub) {
+            (Some(set), Subresource::Status) => Some(set),
+            _ => self
+                .kind
+                .status
+                .then(|| super::StatusResetFields::shared().of(sub)),
+        }
     }
 
     fn answerer(&self, sub: Option<&str>) -> Option<&dyn super::reviews::Answer> {

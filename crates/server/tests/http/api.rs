@@ -1151,6 +1151,83 @@ async fn built_in_applies_do_not_own_what_their_endpoint_resets() {
     );
 }
 
+/// Per-kind status strategies, as upstream's: a Deployment's `/status` keeps its labels (and its
+/// apply still owns the labels it sent: upstream's reset set names `metadata.labels` as one
+/// field), a Pod's `/status` keeps its owner references and does not own them or its deletion
+/// timestamp; other metadata changes pass through `/status`.
+#[tokio::test]
+async fn status_writes_keep_what_the_kinds_status_strategy_keeps() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let owner = json!([{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "u-1"}]);
+    let deploy = "/apis/apps/v1/namespaces/default/deployments/web";
+    let pod = "/api/v1/namespaces/default/pods/p";
+    let created = [
+        (
+            "/apis/apps/v1/namespaces/default/deployments",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "labels": {"tier": "a"}},
+                "spec": {"selector": {"matchLabels": {"app": "web"}},
+                         "template": {"metadata": {"labels": {"app": "web"}},
+                                      "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+        ),
+        (
+            "/api/v1/namespaces/default/pods",
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "labels": {"tier": "a"}, "ownerReferences": owner},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+        ),
+    ];
+    for (url, body) in created {
+        let r = api.post(url, body).await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    // A merge patch through `/status` that changes labels, annotations and owner references.
+    let patch = json!({"metadata": {"labels": {"tier": "b"}, "annotations": {"k": "v"},
+                                    "ownerReferences": null},
+                       "status": {"observedGeneration": 1}});
+    for url in [deploy, pod] {
+        let r = api
+            .call(
+                Method::PATCH,
+                &format!("{url}/status"),
+                "application/merge-patch+json",
+                Some(patch.clone()),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{url}: {}", r.text);
+    }
+    let d = api.get(deploy).await.json();
+    assert_eq!(d["metadata"]["labels"], json!({"tier": "a"}), "{d}");
+    assert_eq!(d["metadata"]["annotations"], json!({"k": "v"}), "{d}");
+    assert_eq!(d["status"]["observedGeneration"], 1, "{d}");
+    let p = api.get(pod).await.json();
+    assert_eq!(p["metadata"]["labels"], json!({"tier": "b"}), "{p}");
+    assert_eq!(p["metadata"]["ownerReferences"], owner, "{p}");
+    // A forced apply through a Pod's `/status` with owner references owns only its status.
+    let apply = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "Node", "name": "m", "uid": "u-2"}]},
+        "status": {"message": "hi"}});
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{pod}/status?fieldManager=kubelet&force=true"),
+            "application/apply-patch+yaml",
+            Some(apply),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let p = r.json();
+    assert_eq!(p["metadata"]["ownerReferences"], owner, "{p}");
+    let kubelet = managed_entry(&p, "kubelet");
+    assert_eq!(
+        kubelet["fieldsV1"],
+        json!({"f:status": {"f:message": {}}}),
+        "{kubelet}"
+    );
+}
+
 /// The `managedFields` entry of `manager` in `obj`.
 fn managed_entry(obj: &Value, manager: &str) -> Value {
     obj["metadata"]["managedFields"]
