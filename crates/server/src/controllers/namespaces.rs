@@ -7,15 +7,15 @@
 //! the kinds table and every namespaced CRD in it and
 //! then waits ([`purge`]) on the prefixes whose objects finalizers still hold.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crd_storage::{StorageError, Store};
-use serde_json::Value;
+use crd_storage::{Pages, StorageError, Store};
+use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::task::{Id, JoinError, JoinSet};
 
-use super::informer::{Change, Informer, Notification, until_shutdown};
+use super::informer::{Change, Informer, Notification, PAGE, until_shutdown};
 use super::purge::{purge, purge_pass};
 use super::{INITIAL_RETRY, guaranteed_update, retry_after};
 use crate::registry::namespaces::{NAMESPACE_FINALIZER, NamespaceStrategy, spec_finalizers};
@@ -26,8 +26,9 @@ use crate::registry::{Scope, Strategy, meta};
 pub struct NamespaceController {
     store: Arc<dyn Store>,
     registry: Arc<Registry>,
-    /// The key roots of the namespaced kinds of the kinds table (the built-in kinds).
-    table_roots: BTreeSet<String>,
+    /// The key roots of the namespaced kinds of the kinds table (the built-in kinds), with the
+    /// resource the namespace's conditions name for each.
+    table_roots: BTreeMap<String, String>,
     strategy: NamespaceStrategy,
 }
 
@@ -58,11 +59,12 @@ fn needs_finalizing(ns: &Value) -> bool {
 
 impl NamespaceController {
     /// Creates the controller; `registry` says which CRDs have namespaced objects,
-    /// `table_roots` are the key roots of the namespaced kinds with fixed strategies.
+    /// `table_roots` are the key roots of the namespaced kinds with fixed strategies, each with
+    /// its resource's name (`configmaps.`).
     pub fn new(
         store: Arc<dyn Store>,
         registry: Arc<Registry>,
-        table_roots: impl IntoIterator<Item = String>,
+        table_roots: impl IntoIterator<Item = (String, String)>,
     ) -> Arc<Self> {
         Arc::new(NamespaceController {
             store,
@@ -128,7 +130,9 @@ impl NamespaceController {
     }
 
     /// Deletes the namespace's contents, then releases the namespace. Stops early (`Ok`) at
-    /// shutdown.
+    /// shutdown. The namespace's status conditions say what is left, as kube-controller-manager's
+    /// namespace controller writes them: after the first pass over every kind, after each kind
+    /// whose objects finalizers held is empty, and once all content is gone.
     async fn finalize(
         &self,
         name: &str,
@@ -141,20 +145,25 @@ impl NamespaceController {
                 .all()
                 .iter()
                 .filter(|crd| crd.scope == Scope::Namespaced)
-                .map(|crd| crd.key_root()),
+                .map(|crd| (crd.key_root(), crd.name.clone())),
         );
-        let prefixes: Vec<String> = roots.iter().map(|r| format!("{r}/{name}/")).collect();
         // Mark everything first, so that finalizers of every kind start at once; then wait.
         let mut held = Vec::new();
-        for prefix in prefixes {
+        for (root, resource) in roots {
+            let prefix = format!("{root}/{name}/");
             if purge_pass(self.store.as_ref(), &prefix).await? > 0 {
-                held.push(prefix);
+                held.push((prefix, resource));
             }
         }
-        for prefix in held {
-            if !purge(&self.store, &prefix, shutdown.clone()).await? {
+        self.report(name, &held).await?;
+        for i in 0..held.len() {
+            if !purge(&self.store, &held[i].0, shutdown.clone()).await? {
                 return Ok(());
             }
+            self.report(name, &held[i + 1..]).await?;
+        }
+        if held.is_empty() {
+            self.report(name, &[]).await?;
         }
         let key = self.strategy.info().key(None, name);
         let released = until_shutdown(
@@ -179,6 +188,148 @@ impl NamespaceController {
         released.transpose()?;
         Ok(())
     }
+
+    /// Writes the namespace's deletion conditions for the content still `held` (prefixes with
+    /// their resource names): how many objects of each resource remain, and how many carry each
+    /// finalizer. A write only when a condition's status, reason or message changes.
+    async fn report(&self, name: &str, held: &[(String, String)]) -> Result<(), StorageError> {
+        let mut remaining = Vec::new();
+        let mut finalizers = BTreeMap::<String, u64>::new();
+        for (prefix, resource) in held {
+            let mut pages = Pages::latest(self.store.as_ref(), prefix.clone(), PAGE);
+            let mut count = 0;
+            while let Some(items) = pages.next_page().await? {
+                count += items.len();
+                for kv in items {
+                    let obj = serde_json::from_slice::<Value>(&kv.value).unwrap_or(Value::Null);
+                    for f in meta::finalizers(&obj) {
+                        *finalizers.entry(f).or_default() += 1;
+                    }
+                }
+            }
+            if count > 0 {
+                remaining.push(format!("{resource} has {count} resource instances"));
+            }
+        }
+        remaining.sort();
+        let finalizers: Vec<String> = finalizers
+            .iter()
+            .map(|(f, n)| format!("{f} in {n} resource instances"))
+            .collect();
+        let wanted = deletion_conditions(&remaining, &finalizers);
+        let key = self.strategy.info().key(None, name);
+        guaranteed_update(
+            self.store.as_ref(),
+            &key,
+            |ns| set_conditions(ns, &wanted),
+            |_| false,
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+/// The five conditions kube-controller-manager's namespace deleter keeps on a terminating
+/// namespace (`NamespaceContentRemaining` and `NamespaceFinalizersRemaining` true while
+/// `remaining` and `finalizers` name something), without their transition times.
+fn deletion_conditions(remaining: &[String], finalizers: &[String]) -> Vec<Value> {
+    let condition = |kind: &str, held: bool, reason: &str, message: String| {
+        json!({"type": kind, "status": if held { "True" } else { "False" },
+               "reason": reason, "message": message})
+    };
+    vec![
+        condition(
+            "NamespaceDeletionDiscoveryFailure",
+            false,
+            "ResourcesDiscovered",
+            "All resources successfully discovered".into(),
+        ),
+        condition(
+            "NamespaceDeletionGroupVersionParsingFailure",
+            false,
+            "ParsedGroupVersions",
+            "All legacy kube types successfully parsed".into(),
+        ),
+        condition(
+            "NamespaceDeletionContentFailure",
+            false,
+            "ContentDeleted",
+            "All content successfully deleted, may be waiting on finalization".into(),
+        ),
+        if remaining.is_empty() {
+            condition(
+                "NamespaceContentRemaining",
+                false,
+                "ContentRemoved",
+                "All content successfully removed".into(),
+            )
+        } else {
+            condition(
+                "NamespaceContentRemaining",
+                true,
+                "SomeResourcesRemain",
+                format!("Some resources are remaining: {}", remaining.join(", ")),
+            )
+        },
+        if finalizers.is_empty() {
+            condition(
+                "NamespaceFinalizersRemaining",
+                false,
+                "ContentHasNoFinalizers",
+                "All content-preserving finalizers finished".into(),
+            )
+        } else {
+            condition(
+                "NamespaceFinalizersRemaining",
+                true,
+                "SomeFinalizersRemain",
+                format!(
+                    "Some content in the namespace has finalizers remaining: {}",
+                    finalizers.join(", ")
+                ),
+            )
+        },
+    ]
+}
+
+/// Sets `wanted` as the namespace's `status.conditions`, unless they say what its conditions
+/// say already (`false`: nothing to write). A condition whose status did not change keeps its
+/// `lastTransitionTime`; the others get the current time.
+fn set_conditions(ns: &mut Value, wanted: &[Value]) -> bool {
+    let current = ns
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let same = |a: &Value, b: &Value| {
+        ["type", "status", "reason", "message"]
+            .iter()
+            .all(|k| a.get(k) == b.get(k))
+    };
+    if current.len() == wanted.len() && current.iter().zip(wanted).all(|(a, b)| same(a, b)) {
+        return false;
+    }
+    let now = meta::now_rfc3339();
+    let conditions: Vec<Value> = wanted
+        .iter()
+        .map(|w| {
+            let mut c = w.clone();
+            let since = current
+                .iter()
+                .find(|o| o.get("type") == w.get("type") && o.get("status") == w.get("status"))
+                .and_then(|o| o.get("lastTransitionTime").cloned())
+                .unwrap_or_else(|| Value::from(now.clone()));
+            c["lastTransitionTime"] = since;
+            c
+        })
+        .collect();
+    match ns.get_mut("status").and_then(Value::as_object_mut) {
+        Some(status) => {
+            status.insert("conditions".into(), Value::from(conditions));
+        }
+        None => ns["status"] = json!({"conditions": conditions}),
+    }
+    true
 }
 
 #[cfg(test)]
@@ -191,6 +342,37 @@ mod tests {
 
     use super::*;
     use crate::controllers::get_json;
+
+    /// Conditions are written only when one says something new; an unchanged status keeps its
+    /// transition time.
+    #[test]
+    fn conditions_change_only_when_what_they_say_changes() {
+        let held = deletion_conditions(&["pods. has 2 resource instances".into()], &[]);
+        let free = deletion_conditions(&[], &[]);
+        let mut ns = json!({"metadata": {"name": "n"}, "status": {"phase": "Terminating"}});
+        assert!(set_conditions(&mut ns, &held));
+        assert_eq!(ns["status"]["phase"], "Terminating");
+        assert_eq!(
+            ns["status"]["conditions"][3]["message"],
+            "Some resources are remaining: pods. has 2 resource instances"
+        );
+        assert!(!set_conditions(&mut ns, &held), "nothing new");
+        for c in ns["status"]["conditions"].as_array_mut().unwrap() {
+            c["lastTransitionTime"] = json!("2020-01-01T00:00:00Z");
+        }
+        assert!(set_conditions(&mut ns, &free));
+        let times: Vec<&str> = ns["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["lastTransitionTime"].as_str().unwrap())
+            .collect();
+        // The first three kept their status (False); content remaining turned False.
+        assert_eq!(times[..3], ["2020-01-01T00:00:00Z"; 3]);
+        assert_ne!(times[3], "2020-01-01T00:00:00Z");
+        assert_eq!(times[4], "2020-01-01T00:00:00Z");
+        assert_eq!(ns["status"]["conditions"][3]["reason"], "ContentRemoved");
+    }
 
     #[tokio::test]
     async fn a_terminating_namespace_is_emptied_then_released() {
@@ -251,7 +433,41 @@ mod tests {
             assert!(tokio::time::Instant::now() < deadline, "objects not purged");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert!(store.get(&ns_key).await.unwrap().is_some());
+        // The namespace says what holds it.
+        let conditions = loop {
+            let ns = get_json(store.as_ref(), &ns_key).await.unwrap().unwrap().0;
+            if let Some(c) = ns.pointer("/status/conditions").cloned() {
+                break c;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no conditions");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        let brief: Vec<(&str, &str, &str)> = conditions
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                assert!(c["lastTransitionTime"].is_string(), "{c}");
+                let field = |k: &str| c[k].as_str().unwrap_or_default();
+                (field("type"), field("status"), field("message"))
+            })
+            .collect();
+        assert_eq!(
+            brief[3..],
+            [
+                (
+                    "NamespaceContentRemaining",
+                    "True",
+                    "Some resources are remaining: crontabs.g.io has 1 resource instances"
+                ),
+                (
+                    "NamespaceFinalizersRemaining",
+                    "True",
+                    "Some content in the namespace has finalizers remaining: example.com/f in 1 \
+                     resource instances"
+                ),
+            ]
+        );
         // Its finalizer's owner lets go; the API server would delete it: do so.
         store.delete(held, None).await.unwrap();
         loop {

@@ -52,16 +52,26 @@ impl Kinds {
             .cloned()
     }
 
-    /// The storage key roots of the namespaced rows, each once (kinds may share storage): what
-    /// a namespace's deletion must purge besides custom objects.
-    pub fn namespaced_key_roots(&self) -> Vec<String> {
-        let roots: std::collections::BTreeSet<String> = self
-            .by_resource
-            .values()
-            .map(|s| s.info())
-            .filter(|i| i.namespaced() && !i.key_root.is_empty())
-            .map(|i| i.key_root.clone())
-            .collect();
+    /// The storage key roots of the namespaced rows, each once (kinds may share storage), with
+    /// the resource a namespace's conditions name for it (`configmaps.`, `deployments.apps`;
+    /// of rows sharing a root, the core group's): what a namespace's deletion must purge
+    /// besides custom objects.
+    pub fn namespaced_key_roots(&self) -> Vec<(String, String)> {
+        let mut roots = std::collections::BTreeMap::<String, String>::new();
+        for i in self.by_resource.values().map(|s| s.info()) {
+            if !i.namespaced() || i.key_root.is_empty() {
+                continue;
+            }
+            let name = format!("{}.{}", i.resource, i.group);
+            roots
+                .entry(i.key_root.clone())
+                .and_modify(|n| {
+                    if name < *n {
+                        n.clone_from(&name);
+                    }
+                })
+                .or_insert(name);
+        }
         roots.into_iter().collect()
     }
 

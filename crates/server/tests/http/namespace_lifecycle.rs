@@ -1,11 +1,12 @@
 //! `NamespaceLifecycle` admission as creates see it: a namespace created just before is found
 //! (the live read after a cache miss), a missing one is `404`, and once a namespace's deletion
 //! was admitted, creates in it are refused at once (upstream's force-live-lookup), even though
-//! the namespace read is otherwise answered by the watch cache without waiting.
+//! the namespace read is otherwise answered by the watch cache without waiting; the terminating
+//! namespace's conditions say which content and finalizers hold it.
 
 use serde_json::json;
 
-use crate::support::{HttpVersion, TestServer};
+use crate::support::{HttpVersion, TestServer, eventually};
 
 #[tokio::test]
 async fn creates_follow_namespace_creation_and_deletion_at_once() {
@@ -57,6 +58,59 @@ async fn creates_follow_namespace_creation_and_deletion_at_once() {
         assert_eq!(
             s["details"]["causes"][0]["message"],
             format!("namespace {ns} is being terminated")
+        );
+
+        // The namespace says what holds it, in the namespace controller's words.
+        let path = format!("/api/v1/namespaces/{ns}");
+        let said = |kind: &'static str| {
+            let path = path.clone();
+            let api = &api;
+            async move {
+                let ns = api.get(&path).await.json();
+                ns["status"]["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c["type"] == kind)
+                    .map(|c| {
+                        (
+                            c["status"].clone(),
+                            c["reason"].clone(),
+                            c["message"].clone(),
+                        )
+                    })
+            }
+        };
+        eventually("the namespace has its deletion conditions", || async {
+            said("NamespaceFinalizersRemaining").await.is_some()
+        })
+        .await;
+        assert_eq!(
+            said("NamespaceContentRemaining").await,
+            Some((
+                json!("True"),
+                json!("SomeResourcesRemain"),
+                json!("Some resources are remaining: configmaps. has 1 resource instances")
+            ))
+        );
+        assert_eq!(
+            said("NamespaceFinalizersRemaining").await,
+            Some((
+                json!("True"),
+                json!("SomeFinalizersRemain"),
+                json!(
+                    "Some content in the namespace has finalizers remaining: example.com/hold \
+                     in 1 resource instances"
+                )
+            ))
+        );
+        assert_eq!(
+            said("NamespaceDeletionContentFailure").await,
+            Some((
+                json!("False"),
+                json!("ContentDeleted"),
+                json!("All content successfully deleted, may be waiting on finalization")
+            ))
         );
     }
 }
