@@ -424,4 +424,45 @@ fn leases_and_namespace_deletion() {
     }
     let out = s.kubectl_ok(&["get", "deploy", "-n", "scratch", "-o", "name"]);
     assert!(out.trim().is_empty(), "{out}");
+
+    // A namespace held by a finalizer says so in its conditions, and the usual way out
+    // (emptying `spec.finalizers` through `namespaces/finalize`) releases it.
+    s.kubectl_ok(&["create", "namespace", "stuck"]);
+    s.write(
+        "held.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  namespace: stuck\n  \
+         finalizers: [example.com/hold]\n",
+    );
+    s.kubectl_ok(&["create", "-f", "held.yaml"]);
+    s.kubectl_ok(&["delete", "namespace", "stuck", "--wait=false"]);
+    s.kubectl_ok(&[
+        "wait",
+        "namespace/stuck",
+        "--for=condition=NamespaceFinalizersRemaining",
+        "--timeout=30s",
+    ]);
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "namespace",
+            "stuck",
+            "-o",
+            "jsonpath={.status.phase}: {.status.conditions[?(@.type==\"NamespaceContentRemaining\")].message}"
+        ]),
+        "Terminating: Some resources are remaining: configmaps. has 1 resource instances"
+    );
+    let mut ns: serde_json::Value =
+        serde_json::from_str(&s.kubectl_ok(&["get", "namespace", "stuck", "-o", "json"]))
+            .expect("namespace JSON");
+    ns["spec"]["finalizers"] = serde_json::json!([]);
+    s.write("stuck.json", &ns.to_string());
+    s.kubectl_ok(&[
+        "replace",
+        "--raw",
+        "/api/v1/namespaces/stuck/finalize",
+        "-f",
+        "stuck.json",
+    ]);
+    let err = kubectl_err(&s, &["get", "namespace", "stuck"]);
+    assert!(err.contains(r#"namespaces "stuck" not found"#), "{err}");
 }

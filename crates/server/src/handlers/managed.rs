@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::Ctx;
 use crate::error::ApiError;
-use crate::registry::{Strategy, Subresource, meta};
+use crate::registry::{Strategy, meta};
 
 /// The longest manager name, as `ValidatePatchOptions` and friends allow.
 const MAX_MANAGER_LEN: usize = 128;
@@ -43,15 +43,6 @@ pub fn manager_name(ctx: &Ctx<'_>) -> String {
         .collect()
 }
 
-/// The endpoint's name in managed-field entries ("" for the object itself).
-fn subresource_name(sub: Subresource) -> &'static str {
-    match sub {
-        Subresource::Status => "status",
-        Subresource::Scale => "scale",
-        Subresource::Main | Subresource::Other => "",
-    }
-}
-
 /// Runs `f` with the field manager of the strategy's kind and version at endpoint `sub`.
 fn with_field_manager<R>(
     ctx: &Ctx<'_>,
@@ -65,7 +56,7 @@ fn with_field_manager<R>(
     let info = strategy.info();
     let api_version = info.api_version();
     let mut fm = FieldManager::new(strategy.apply_schema(), &api_version, &info.kind)
-        .with_subresource(subresource_name(endpoint));
+        .with_subresource(endpoint.name());
     if let Some(reset) = strategy.reset_fields(sub) {
         fm = fm.with_reset_fields(reset);
     }

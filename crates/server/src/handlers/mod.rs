@@ -88,11 +88,7 @@ impl Ctx<'_> {
         operation: Operation,
         obj: &Value,
     ) -> Attributes<'_> {
-        let sub = match self.sub {
-            Subresource::Status => "status",
-            Subresource::Scale => "scale",
-            Subresource::Main | Subresource::Other => "",
-        };
+        let sub = self.sub.name();
         let namespace = match meta::namespace(obj) {
             "" => self.namespace().unwrap_or(""),
             ns => ns,
@@ -304,7 +300,16 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
         Subresource::Main => {}
         Subresource::Status if info.status_subresource => {}
         Subresource::Scale if s.scale().is_some() => {}
-        Subresource::Status | Subresource::Scale | Subresource::Other => {
+        Subresource::Finalize if s.serves_finalize() => {
+            if req.verb != Verb::Update {
+                return Err(Status::method_not_supported(
+                    &info.group_resource(),
+                    req.verb.as_str(),
+                )
+                .into());
+            }
+        }
+        Subresource::Status | Subresource::Scale | Subresource::Finalize | Subresource::Other => {
             return Err(s.unserved_subresource(name));
         }
     }

@@ -316,7 +316,7 @@ impl Strategy for CrdStrategy {
 
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         match sub {
-            Subresource::Main | Subresource::Scale | Subresource::Other => {
+            Subresource::Main | Subresource::Scale | Subresource::Finalize | Subresource::Other => {
                 let status = updated_status(new, old);
                 let generation = meta::generation(old);
                 let bumped = if new.get("spec") == old.get("spec") {
@@ -344,7 +344,7 @@ impl Strategy for CrdStrategy {
 
     fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {
         match sub {
-            Subresource::Main | Subresource::Scale | Subresource::Other => {
+            Subresource::Main | Subresource::Scale | Subresource::Finalize | Subresource::Other => {
                 validate_typed(new, Some(old))
             }
             Subresource::Status => {

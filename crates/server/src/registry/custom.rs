@@ -162,7 +162,7 @@ impl Strategy for CustomResourceStrategy {
 
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         match sub {
-            Subresource::Main | Subresource::Scale | Subresource::Other => {
+            Subresource::Main | Subresource::Scale | Subresource::Finalize | Subresource::Other => {
                 if self.version.status_subresource {
                     let old_status = old.get("status").cloned();
                     if let Some(m) = new.as_object_mut() {

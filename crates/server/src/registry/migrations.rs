@@ -99,7 +99,9 @@ impl Strategy for MigrationStrategy {
 
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         let keep = match sub {
-            Subresource::Main | Subresource::Scale | Subresource::Other => "status",
+            Subresource::Main | Subresource::Scale | Subresource::Finalize | Subresource::Other => {
+                "status"
+            }
             Subresource::Status => "spec",
         };
         if let Some(m) = new.as_object_mut() {

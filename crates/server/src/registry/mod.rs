@@ -376,4 +376,9 @@ pub trait Strategy: Send + Sync {
     fn scale(&self) -> Option<&serving::ScalePaths> {
         None
     }
+
+    /// Whether the kind serves `/finalize` (an update of `spec.finalizers` only: namespaces).
+    fn serves_finalize(&self) -> bool {
+        false
+    }
 }

@@ -50,6 +50,26 @@ pub fn spec_finalizers(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Finalizer names that need no domain (upstream's `IsStandardFinalizerName`).
+const STANDARD_FINALIZERS: [&str; 3] = [NAMESPACE_FINALIZER, "orphan", "foregroundDeletion"];
+
+/// A namespace finalizer's name: a qualified name, and one without a `/` must be a standard
+/// finalizer (upstream's `validateFinalizerName`).
+fn validate_finalizer_name(name: &str, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for m in crd_core::validation::is_qualified_name(name) {
+        errs.push(crd_core::FieldError::invalid(path, name, m));
+    }
+    if !name.contains('/') && !STANDARD_FINALIZERS.contains(&name) {
+        errs.push(crd_core::FieldError::invalid(
+            path,
+            name,
+            "name is neither a standard finalizer name nor is it fully qualified",
+        ));
+    }
+    errs
+}
+
 fn set_name_label(obj: &mut Value) {
     let name = meta::name(obj).to_string();
     let m = meta::meta_mut(obj);
@@ -132,13 +152,16 @@ impl Strategy for NamespaceStrategy {
         )
     }
 
+    /// The main endpoint keeps the stored `spec` and `status`, `/status` the stored `spec`,
+    /// `/finalize` the stored `status` (upstream's three namespace strategies).
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
-        let keep = match sub {
-            Subresource::Main | Subresource::Scale | Subresource::Other => ["status", "spec"],
-            Subresource::Status => ["spec", "spec"],
+        let keep: &[&str] = match sub {
+            Subresource::Main | Subresource::Scale | Subresource::Other => &["status", "spec"],
+            Subresource::Status => &["spec"],
+            Subresource::Finalize => &["status"],
         };
         if let Some(m) = new.as_object_mut() {
-            for k in keep {
+            for &k in keep {
                 match old.get(k) {
                     Some(v) => m.insert(k.into(), v.clone()),
                     None => m.remove(k),
@@ -148,14 +171,25 @@ impl Strategy for NamespaceStrategy {
         set_name_label(new);
     }
 
-    fn validate_update(&self, new: &Value, old: &Value, _sub: Subresource) -> ErrorList {
+    /// `/finalize` also checks each of `spec.finalizers` (`ValidateNamespaceFinalizeUpdate`).
+    fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {
         let mut errs = validate_object_meta_update(
             new.get("metadata").unwrap_or(&Value::Null),
             old.get("metadata").unwrap_or(&Value::Null),
             &Path::new("metadata"),
         );
         errs.extend(self.validate_create(new));
+        if sub == Subresource::Finalize {
+            let path = Path::new("spec").child("finalizers");
+            for (i, f) in spec_finalizers(new).iter().enumerate() {
+                errs.extend(validate_finalizer_name(f, &path.index(i)));
+            }
+        }
         errs
+    }
+
+    fn serves_finalize(&self) -> bool {
+        true
     }
 
     fn allow_unconditional_update(&self) -> bool {

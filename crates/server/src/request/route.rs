@@ -94,8 +94,23 @@ pub enum Subresource {
     Status,
     /// `/scale`: an `autoscaling/v1` Scale view of the replica count.
     Scale,
+    /// `/finalize`: a namespace's `spec.finalizers` (how a stuck namespace is released).
+    Finalize,
     /// Any other subresource name (served by no kind yet: 404).
     Other,
+}
+
+impl Subresource {
+    /// The endpoint's name as admission attributes and managed-field entries give it (`""` for
+    /// the object itself and for subresources no kind serves).
+    pub fn name(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
+            Subresource::Main | Subresource::Other => "",
+        }
+    }
 }
 
 /// A request for a resource: `/api/v1/...` or `/apis/<group>/<version>/...`.
@@ -124,6 +139,7 @@ impl ResourceRequest {
             None => Subresource::Main,
             Some("status") => Subresource::Status,
             Some("scale") => Subresource::Scale,
+            Some("finalize") => Subresource::Finalize,
             Some(_) => Subresource::Other,
         }
     }
@@ -213,7 +229,10 @@ fn resource_route(
         ["watch", tail @ ..] => (true, tail),
         _ => (false, rest),
     };
+    // `namespaces/<name>/status` and `/finalize` are subresources of a namespace, not a
+    // resource in it (upstream's `namespaceSubresources`).
     let (namespace, parts) = match rest {
+        ["namespaces", _, "status" | "finalize"] => (None, rest),
         ["namespaces", ns, tail @ ..] if !tail.is_empty() => (Some((*ns).to_string()), tail),
         _ => (None, rest),
     };
@@ -299,6 +318,28 @@ mod tests {
         assert_eq!(
             (r.subresource.as_deref(), r.verb),
             (Some("status"), Verb::Update)
+        );
+        for sub in ["status", "finalize"] {
+            let r = res(
+                &Method::PUT,
+                &format!("/api/v1/namespaces/team-a/{sub}"),
+                "",
+            );
+            assert_eq!(
+                (
+                    r.resource.as_str(),
+                    r.name.as_deref(),
+                    r.subresource.as_deref(),
+                    r.namespace.as_deref(),
+                    r.verb
+                ),
+                ("namespaces", Some("team-a"), Some(sub), None, Verb::Update)
+            );
+        }
+        let r = res(&Method::GET, "/api/v1/namespaces/team-a/pods", "");
+        assert_eq!(
+            (r.resource.as_str(), r.namespace.as_deref()),
+            ("pods", Some("team-a"))
         );
         let r = res(&Method::DELETE, "/api/v1/namespaces/team-a", "");
         assert_eq!(

@@ -6,6 +6,8 @@
 
 use serde_json::json;
 
+use reqwest::Method;
+
 use crate::support::{HttpVersion, TestServer, eventually};
 
 #[tokio::test]
@@ -154,4 +156,70 @@ async fn a_create_reads_its_namespace_by_key() {
             "cache {cache}: namespace [gets, lists] of the engine"
         );
     }
+}
+
+/// `namespaces/finalize` (update only) sets `spec.finalizers` and keeps the stored `status`;
+/// each finalizer is a qualified name or a standard one; emptying them releases a terminating
+/// namespace at once, whatever content remains (the usual way out of a stuck namespace).
+#[tokio::test]
+async fn finalize_releases_a_terminating_namespace() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let r = api
+        .post("/api/v1/namespaces", json!({"metadata": {"name": "fin"}}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let held = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
+    let r = api.post("/api/v1/namespaces/fin/configmaps", held).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    // `namespaces/<name>/status` is the namespace's subresource, not a resource in it.
+    let r = api.get("/api/v1/namespaces/fin/status").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["status"], json!({"phase": "Active"}), "{}", r.text);
+    let path = "/api/v1/namespaces/fin/finalize";
+    let r = api.get(path).await;
+    assert_eq!(r.status, 405, "{}", r.text);
+    assert_eq!(r.json()["reason"], "MethodNotAllowed", "{}", r.text);
+
+    // Active: finalizers are set, the status the body sends is not.
+    let mut ns = api.get("/api/v1/namespaces/fin").await.json();
+    ns["spec"]["finalizers"] = json!(["kubernetes", "example.com/mine"]);
+    ns["status"] = json!({"phase": "Terminating"});
+    let r = api
+        .call(Method::PUT, path, "application/json", Some(ns.clone()))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let got = r.json();
+    assert_eq!(
+        got["spec"]["finalizers"],
+        json!(["kubernetes", "example.com/mine"])
+    );
+    assert_eq!(got["status"], json!({"phase": "Active"}));
+
+    let mut ns = got;
+    ns["spec"]["finalizers"] = json!(["kubernetes", "mine"]);
+    let r = api
+        .call(Method::PUT, path, "application/json", Some(ns))
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let s = r.json();
+    assert_eq!(
+        s["message"],
+        "Namespace \"fin\" is invalid: spec.finalizers[1]: Invalid value: \"mine\": name is \
+         neither a standard finalizer name nor is it fully qualified"
+    );
+
+    // Terminating, held by its content: emptying the finalizers releases it.
+    let r = api.delete("/api/v1/namespaces/fin").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let mut ns = api.get("/api/v1/namespaces/fin").await.json();
+    assert_eq!(ns["status"]["phase"], "Terminating", "{ns}");
+    ns["spec"]["finalizers"] = json!([]);
+    let r = api
+        .call(Method::PUT, path, "application/json", Some(ns))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = api.get("/api/v1/namespaces/fin").await;
+    assert_eq!(r.status, 404, "{}", r.text);
 }
