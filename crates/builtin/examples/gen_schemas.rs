@@ -174,6 +174,8 @@ fn generate() -> Value {
     generator.subschema_for::<api::coordination::v1::Lease>();
     generator.subschema_for::<api::events::v1::Event>();
     generator.subschema_for::<api::autoscaling::v1::Scale>();
+    // Lists' metadata, which custom resources' `<Kind>List` schemas reference.
+    generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta>();
     generator.subschema_for::<api::rbac::v1::Role>();
     generator.subschema_for::<api::rbac::v1::ClusterRole>();
     generator.subschema_for::<api::rbac::v1::RoleBinding>();

@@ -558,33 +558,34 @@ fn resource_paths(
     );
 }
 
-fn object_meta_schema() -> Value {
-    json!({"description": "ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create.",
-    "type": "object",
-    "properties": {
-        "name": {"type": "string"}, "generateName": {"type": "string"},
-        "namespace": {"type": "string"}, "uid": {"type": "string"},
-        "resourceVersion": {"type": "string"}, "generation": {"type": "integer", "format": "int64"},
-        "creationTimestamp": {"type": "string", "format": "date-time"},
-        "deletionTimestamp": {"type": "string", "format": "date-time"},
-        "deletionGracePeriodSeconds": {"type": "integer", "format": "int64"},
-        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-        "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
-        "finalizers": {"type": "array", "items": {"type": "string"}},
-        "ownerReferences": {"type": "array", "items": {"type": "object"}},
-        "managedFields": {"type": "array", "items": {"type": "object"}}
-    }})
-}
-
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
+
+/// `ObjectMeta` and `ListMeta` with every definition they reach (`ManagedFieldsEntry`,
+/// `OwnerReference`, `Time`, ...), documented as upstream's (k8s-openapi's schemas): what every
+/// group-version document carries for its objects' and lists' metadata (`kubectl explain
+/// <kind>.metadata.labels`).
+fn metadata_definitions() -> &'static serde_json::Map<String, Value> {
+    static DEFS: std::sync::LazyLock<serde_json::Map<String, Value>> =
+        std::sync::LazyLock::new(|| {
+            let defs = crd_builtin::schema::definitions();
+            [OBJECT_META, LIST_META]
+                .iter()
+                .flat_map(|d| crd_builtin::schema::reachable(d))
+                .filter_map(|name| Some((name.clone(), defs.get(&name)?.clone())))
+                .collect()
+        });
+    &DEFS
+}
 
 fn document(
     paths: serde_json::Map<String, Value>,
     mut schemas: serde_json::Map<String, Value>,
 ) -> Value {
-    schemas
-        .entry(OBJECT_META.to_string())
-        .or_insert_with(object_meta_schema);
+    for (name, def) in metadata_definitions() {
+        schemas.entry(name.clone()).or_insert_with(|| def.clone());
+    }
     let mut doc =
         json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"}});
     doc["paths"] = Value::Object(paths);
@@ -782,9 +783,57 @@ fn crd_document(group: &str, version: &str, crds: &[Arc<ServingCrd>]) -> Value {
         let schema = v.schema.as_deref().cloned().unwrap_or_else(
             || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
         );
+        let list_name = format!("{schema_name}List");
+        let list_ref = json!({"application/json": {"schema": schema_ref(&list_name)}});
+        let collection = match crd.scope {
+            Scope::Namespaced => {
+                // Lists across namespaces: the resource's path without a namespace.
+                let all = format!("/apis/{group}/{version}/{}", crd.plural);
+                paths.insert(
+                    all,
+                    json!({"get": {
+                        "x-kubernetes-action": "list",
+                        "x-kubernetes-group-version-kind": g,
+                        "responses": {"200": {"description": "OK", "content": list_ref}},
+                    }}),
+                );
+                format!(
+                    "/apis/{group}/{version}/namespaces/{{namespace}}/{}",
+                    crd.plural
+                )
+            }
+            Scope::Cluster => format!("/apis/{group}/{version}/{}", crd.plural),
+        };
+        if let Some(list) = paths.get_mut(&collection) {
+            list["get"]["responses"]["200"]["content"] = list_ref;
+        }
+        schemas.insert(list_name, list_schema(group, version, crd, &schema_name));
         schemas.insert(schema_name, kind_schema(&g, "", schema));
     }
     document(paths, schemas)
+}
+
+/// A custom resource's `<Kind>List`, as kube-apiserver's CRD OpenAPI builder writes it.
+fn list_schema(group: &str, version: &str, crd: &ServingCrd, item: &str) -> Value {
+    json!({
+        "description": format!("{} is a list of {}", crd.list_kind, crd.kind),
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"},
+            "items": {
+                "type": "array",
+                "description": format!("List of {}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", crd.plural),
+                "items": schema_ref(item),
+            },
+            "kind": {"type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"},
+            "metadata": {
+                "allOf": [schema_ref(LIST_META)],
+                "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+            },
+        },
+        "x-kubernetes-group-version-kind": [gvk(group, version, &crd.list_kind)],
+    })
 }
 
 #[cfg(test)]
@@ -877,6 +926,75 @@ mod tests {
 
     /// `/openapi/v2` merged from per-document parts is the document [`swagger_v2`] merges from
     /// every document, after each change, and its hash changes exactly when it does.
+    /// A custom resource's document carries upstream's documented metadata, its `<Kind>List`
+    /// and the list across namespaces.
+    #[test]
+    fn crd_documents_carry_metadata_lists_and_the_all_namespaces_path() {
+        let registry = Registry::default();
+        registry
+            .apply_stored(&stored_crd("things.a.io", "1", "a thing"))
+            .unwrap();
+        let (_, docs) = update(&registry, None);
+        let doc: Value = serde_json::from_slice(&docs.docs["apis/a.io/v1"].1).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        for (definition, field) in [
+            (OBJECT_META, "labels"),
+            (OBJECT_META, "ownerReferences"),
+            (LIST_META, "continue"),
+            (
+                "io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference",
+                "controller",
+            ),
+        ] {
+            assert!(
+                schemas[definition]["properties"][field]["description"].is_string(),
+                "{definition}.{field}"
+            );
+        }
+        let list = &schemas["io.a.v1.ThingList"];
+        assert_eq!(list["description"], "ThingList is a list of Thing");
+        assert_eq!(
+            list["x-kubernetes-group-version-kind"],
+            json!([{"group": "a.io", "version": "v1", "kind": "ThingList"}])
+        );
+        assert_eq!(
+            list["properties"]["items"]["items"],
+            json!({"$ref": "#/components/schemas/io.a.v1.Thing"})
+        );
+        let list_ref = json!({"$ref": "#/components/schemas/io.a.v1.ThingList"});
+        for path in [
+            "/apis/a.io/v1/things",
+            "/apis/a.io/v1/namespaces/{namespace}/things",
+        ] {
+            let get = &doc["paths"][path]["get"];
+            assert_eq!(get["x-kubernetes-action"], "list", "{path}");
+            assert_eq!(
+                get["responses"]["200"]["content"]["application/json"]["schema"], list_ref,
+                "{path}"
+            );
+        }
+        // Every reference resolves inside the document.
+        let mut refs = Vec::new();
+        collect_refs(&doc, &mut refs);
+        for r in refs {
+            let name = r.strip_prefix("#/components/schemas/").unwrap();
+            assert!(schemas.get(name).is_some(), "dangling {r}");
+        }
+    }
+
+    fn collect_refs(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+                    out.push(r.to_string());
+                }
+                m.values().for_each(|x| collect_refs(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| collect_refs(x, out)),
+            _ => {}
+        }
+    }
+
     #[test]
     fn v2_from_parts_matches_the_whole_merge_through_changes() {
         let registry = Registry::default();

@@ -298,3 +298,23 @@ fn list_types_and_metadata_rules() {
         "{err}"
     );
 }
+
+/// `kubectl explain` on a custom resource documents its metadata as upstream's (the group's
+/// OpenAPI v3 document carries `ObjectMeta` and what it reaches), and its own fields by type.
+#[test]
+fn explain_documents_custom_resource_metadata() {
+    let s = with_crd(SEED_VALIDATION);
+    let out = s.kubectl_ok(&["explain", "crontab.metadata.labels"]);
+    assert!(out.contains("KIND:       CronTab"), "{out}");
+    assert!(
+        out.contains("Map of string keys and values that can be used to organize and categorize"),
+        "{out}"
+    );
+    let out = s.kubectl_ok(&["explain", "crontab.metadata.ownerReferences.controller"]);
+    assert!(
+        out.contains("If true, this reference points to the managing controller."),
+        "{out}"
+    );
+    let out = s.kubectl_ok(&["explain", "crontab.spec.replicas"]);
+    assert!(out.contains("FIELD: replicas <integer>"), "{out}");
+}
