@@ -67,10 +67,29 @@ impl V2Part {
                 .map(|(k, v)| (k.clone(), v.to_string()))
                 .collect()
         };
+        // Every document carries the metadata definitions alike: the merge adds them once.
+        let shared = metadata_definitions();
+        let mut definitions = render("definitions");
+        definitions.retain(|(name, _)| !shared.contains_key(name));
         V2Part {
             paths: render("paths"),
-            definitions: render("definitions"),
+            definitions,
         }
+    }
+
+    /// The metadata definitions ([`metadata_definitions`]) as Swagger 2.0, rendered once.
+    fn shared_definitions() -> &'static [(String, String)] {
+        static SHARED: std::sync::LazyLock<Vec<(String, String)>> =
+            std::sync::LazyLock::new(|| {
+                let doc = json!({"components": {"schemas": metadata_definitions()}});
+                swagger_v2(std::iter::once(&doc))["definitions"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.to_string()))
+                    .collect()
+            });
+        &SHARED
     }
 }
 
@@ -104,7 +123,10 @@ impl Documents {
                 parts
             };
             let mut paths: BTreeMap<&str, &str> = BTreeMap::new();
-            let mut definitions: BTreeMap<&str, &str> = BTreeMap::new();
+            let mut definitions: BTreeMap<&str, &str> = V2Part::shared_definitions()
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
             for part in &parts {
                 for (k, v) in &part.paths {
                     paths.insert(k, v);
