@@ -155,15 +155,14 @@ impl NamespaceController {
                 held.push((prefix, resource));
             }
         }
+        // Reported once now (all conditions False when nothing is held), then after each kind
+        // the finalizers let go.
         self.report(name, &held).await?;
         for i in 0..held.len() {
             if !purge(&self.store, &held[i].0, shutdown.clone()).await? {
                 return Ok(());
             }
             self.report(name, &held[i + 1..]).await?;
-        }
-        if held.is_empty() {
-            self.report(name, &[]).await?;
         }
         let key = self.strategy.info().key(None, name);
         let released = until_shutdown(
