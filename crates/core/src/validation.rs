@@ -268,12 +268,25 @@ pub fn validate_annotations(annotations: Option<&Value>, path: &Path) -> ErrorLi
     errs
 }
 
+/// A finalizer's name is a qualified name (apimachinery's `ValidateFinalizerName`).
+pub fn validate_finalizer_name(name: &str, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for m in is_qualified_name(name) {
+        errs.push(FieldError::invalid(path, name, m));
+    }
+    errs
+}
+
+/// Whether a finalizer name without a domain is one of Kubernetes' own (upstream's
+/// `IsStandardFinalizerName`: `kubernetes`, `orphan`, `foregroundDeletion`).
+pub fn is_standard_finalizer(name: &str) -> bool {
+    matches!(name, "kubernetes" | "orphan" | "foregroundDeletion")
+}
+
 fn validate_finalizers(finalizers: &[String], path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
     for f in finalizers {
-        for m in is_qualified_name(f) {
-            errs.push(FieldError::invalid(path, f.clone(), m));
-        }
+        errs.extend(validate_finalizer_name(f, path));
     }
     if finalizers.iter().any(|f| f == "orphan")
         && finalizers.iter().any(|f| f == "foregroundDeletion")
@@ -491,7 +504,7 @@ pub fn finalizer_warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
                 crate::field::go_quote(f)
             ));
         }
-        if f.contains('/') || matches!(f.as_str(), "orphan" | "foregroundDeletion" | "kubernetes") {
+        if f.contains('/') || is_standard_finalizer(f) {
             continue;
         }
         let detail = if f.contains('.') {

@@ -50,17 +50,11 @@ pub fn spec_finalizers(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Finalizer names that need no domain (upstream's `IsStandardFinalizerName`).
-const STANDARD_FINALIZERS: [&str; 3] = [NAMESPACE_FINALIZER, "orphan", "foregroundDeletion"];
-
 /// A namespace finalizer's name: a qualified name, and one without a `/` must be a standard
 /// finalizer (upstream's `validateFinalizerName`).
 fn validate_finalizer_name(name: &str, path: &Path) -> ErrorList {
-    let mut errs = ErrorList::new();
-    for m in crd_core::validation::is_qualified_name(name) {
-        errs.push(crd_core::FieldError::invalid(path, name, m));
-    }
-    if !name.contains('/') && !STANDARD_FINALIZERS.contains(&name) {
+    let mut errs = crd_core::validation::validate_finalizer_name(name, path);
+    if !name.contains('/') && !crd_core::validation::is_standard_finalizer(name) {
         errs.push(crd_core::FieldError::invalid(
             path,
             name,
