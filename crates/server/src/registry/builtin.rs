@@ -30,9 +30,9 @@ pub struct BuiltinStrategy {
     /// The kind's server-side apply schema, compiled on its first apply (a Pod's is large, and
     /// most kinds are never applied in a process's life).
     apply_schema: std::sync::OnceLock<crd_merge::apply::Schema>,
-    /// The reset fields of a `/status` write for a kind whose status strategy resets metadata
-    /// too (a Pod's); other kinds share [`super::StatusResetFields`].
-    status_resets: Option<crd_merge::apply::FieldSet>,
+    /// The reset fields of a kind whose status strategy resets metadata too (a Pod's); other
+    /// kinds with a status subresource share [`super::StatusResetFields::shared`].
+    status_resets: Option<super::StatusResetFields>,
 }
 
 impl BuiltinStrategy {
@@ -59,16 +59,8 @@ impl BuiltinStrategy {
             info,
             scale,
             apply_schema: std::sync::OnceLock::new(),
-            status_resets: (kind.status && !kind.status_resets_metadata().is_empty()).then(|| {
-                let metadata: Vec<[&str; 2]> = kind
-                    .status_resets_metadata()
-                    .iter()
-                    .map(|f| ["metadata", f])
-                    .collect();
-                let paths: Vec<&[&str]> = std::iter::once(&["spec"][..])
-                    .chain(metadata.iter().map(|p| &p[..]))
-                    .collect();
-                crd_merge::apply::FieldSet::from_field_paths(&paths)
+            status_resets: (!kind.status_resets_metadata().is_empty()).then(|| {
+                super::StatusResetFields::with_status_metadata(kind.status_resets_metadata())
             }),
         }
     }
@@ -321,13 +313,11 @@ impl Strategy for BuiltinStrategy {
     /// `spec` (and a Pod's deletion timestamp and owner references), so neither write's
     /// manager is recorded as owning what it could not change.
     fn reset_fields(&self, sub: Subresource) -> Option<&crd_merge::apply::FieldSet> {
-        match (&self.status_resets, sub) {
-            (Some(set), Subresource::Status) => Some(set),
-            _ => self
-                .kind
-                .status
-                .then(|| super::StatusResetFields::shared().of(sub)),
-        }
+        let resets = self
+            .status_resets
+            .as_ref()
+            .unwrap_or_else(|| super::StatusResetFields::shared());
+        self.kind.status.then(|| resets.of(sub))
     }
 
     fn answerer(&self, sub: Option<&str>) -> Option<&dyn super::reviews::Answer> {

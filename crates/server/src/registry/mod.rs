@@ -152,6 +152,19 @@ impl Default for StatusResetFields {
 }
 
 impl StatusResetFields {
+    /// The sets of a kind whose `/status` also resets the `metadata` fields named (a Pod's
+    /// `deletionTimestamp` and `ownerReferences`).
+    pub fn with_status_metadata(fields: &[&str]) -> StatusResetFields {
+        let metadata: Vec<[&str; 2]> = fields.iter().map(|f| ["metadata", f]).collect();
+        let status: Vec<&[&str]> = std::iter::once(&["spec"][..])
+            .chain(metadata.iter().map(|p| &p[..]))
+            .collect();
+        StatusResetFields {
+            status: crd_merge::apply::FieldSet::from_field_paths(&status),
+            ..StatusResetFields::default()
+        }
+    }
+
     /// The sets every kind with a status subresource and a `spec` shares (built once).
     pub fn shared() -> &'static StatusResetFields {
         static RESET: std::sync::LazyLock<StatusResetFields> =
