@@ -300,20 +300,19 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
         Subresource::Main => {}
         Subresource::Status if info.status_subresource => {}
         Subresource::Scale if s.scale().is_some() => {}
-        Subresource::Finalize if s.serves_finalize() => {
-            if req.verb != Verb::Update {
-                return Err(Status::method_not_supported(
-                    &info.group_resource(),
-                    req.verb.as_str(),
-                )
-                .into());
-            }
-        }
+        Subresource::Finalize if s.serves_finalize() => {}
         Subresource::Status | Subresource::Scale | Subresource::Finalize | Subresource::Other => {
             return Err(s.unserved_subresource(name));
         }
     }
-    if ctx.sub != Subresource::Main && !single_object_verbs {
+    // Subresources serve a single object; `/finalize` is an update only (upstream's
+    // `FinalizeREST`).
+    let verb_served = match ctx.sub {
+        Subresource::Main => true,
+        Subresource::Finalize => req.verb == Verb::Update,
+        _ => single_object_verbs,
+    };
+    if !verb_served {
         return Err(Status::method_not_supported(&info.group_resource(), req.verb.as_str()).into());
     }
     if let (Subresource::Scale, Some(paths)) = (ctx.sub, s.scale()) {
