@@ -112,9 +112,7 @@ async fn version_load(
     let url = format!("{}/version", server.url);
     let started = Instant::now();
     let mut tasks = Vec::new();
-    let shared = Connections::shared(server)?;
-    for c in 0..64 {
-        let client = connections.client(server, &shared)?;
+    for (c, client) in connections.clients(server, 64)?.into_iter().enumerate() {
         let (url, token) = (url.clone(), server.token.clone());
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();

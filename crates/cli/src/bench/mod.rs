@@ -326,17 +326,13 @@ enum Connections {
 }
 
 impl Connections {
-    /// The client of client number `c`: its own connection, or a handle on the shared one.
-    fn client(self, server: &Server, shared: &reqwest::Client) -> anyhow::Result<reqwest::Client> {
+    /// `n` clients: each with its own HTTP/1.1 connection, or handles on one client that
+    /// negotiates HTTP/2 (ALPN) and multiplexes them over one connection.
+    fn clients(self, server: &Server, n: usize) -> anyhow::Result<Vec<reqwest::Client>> {
         match self {
-            Connections::PerClient => server.client(false),
-            Connections::OneHttp2 => Ok(shared.clone()),
+            Connections::PerClient => (0..n).map(|_| server.client(false)).collect(),
+            Connections::OneHttp2 => Ok(vec![server.client(true)?; n]),
         }
-    }
-
-    /// The client that shares one connection among all clients (HTTP/2 by ALPN).
-    fn shared(server: &Server) -> anyhow::Result<reqwest::Client> {
-        server.client(true)
     }
 }
 
@@ -361,9 +357,11 @@ async fn create_load_over(
     let url = format!("{}/apis/{GROUP}/v1/namespaces/default/widgets", server.url);
     let started = Instant::now();
     let mut tasks = Vec::new();
-    let shared = Connections::shared(server)?;
-    for c in 0..clients {
-        let client = connections.client(server, &shared)?;
+    for (c, client) in connections
+        .clients(server, clients)?
+        .into_iter()
+        .enumerate()
+    {
         let url = url.clone();
         let token = server.token.clone();
         let prefix = prefix.to_string();
