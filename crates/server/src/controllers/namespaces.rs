@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crd_storage::{Pages, StorageError, Store};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::{Id, JoinError, JoinSet};
 
@@ -20,7 +20,7 @@ use super::purge::{purge, purge_pass};
 use super::{INITIAL_RETRY, guaranteed_update, retry_after};
 use crate::registry::namespaces::{NAMESPACE_FINALIZER, NamespaceStrategy, spec_finalizers};
 use crate::registry::serving::Registry;
-use crate::registry::{Scope, Strategy, meta};
+use crate::registry::{Scope, Strategy, conditions, meta};
 
 /// The namespace controller.
 pub struct NamespaceController {
@@ -228,59 +228,58 @@ impl NamespaceController {
     }
 }
 
+/// One namespace condition: type, status, reason, message.
+type Condition = (&'static str, &'static str, &'static str, String);
+
 /// The five conditions kube-controller-manager's namespace deleter keeps on a terminating
 /// namespace (`NamespaceContentRemaining` and `NamespaceFinalizersRemaining` true while
-/// `remaining` and `finalizers` name something), without their transition times.
-fn deletion_conditions(remaining: &[String], finalizers: &[String]) -> Vec<Value> {
-    let condition = |kind: &str, held: bool, reason: &str, message: String| {
-        json!({"type": kind, "status": if held { "True" } else { "False" },
-               "reason": reason, "message": message})
-    };
+/// `remaining` and `finalizers` name something).
+fn deletion_conditions(remaining: &[String], finalizers: &[String]) -> Vec<Condition> {
     vec![
-        condition(
+        (
             "NamespaceDeletionDiscoveryFailure",
-            false,
+            "False",
             "ResourcesDiscovered",
             "All resources successfully discovered".into(),
         ),
-        condition(
+        (
             "NamespaceDeletionGroupVersionParsingFailure",
-            false,
+            "False",
             "ParsedGroupVersions",
             "All legacy kube types successfully parsed".into(),
         ),
-        condition(
+        (
             "NamespaceDeletionContentFailure",
-            false,
+            "False",
             "ContentDeleted",
             "All content successfully deleted, may be waiting on finalization".into(),
         ),
         if remaining.is_empty() {
-            condition(
+            (
                 "NamespaceContentRemaining",
-                false,
+                "False",
                 "ContentRemoved",
                 "All content successfully removed".into(),
             )
         } else {
-            condition(
+            (
                 "NamespaceContentRemaining",
-                true,
+                "True",
                 "SomeResourcesRemain",
                 format!("Some resources are remaining: {}", remaining.join(", ")),
             )
         },
         if finalizers.is_empty() {
-            condition(
+            (
                 "NamespaceFinalizersRemaining",
-                false,
+                "False",
                 "ContentHasNoFinalizers",
                 "All content-preserving finalizers finished".into(),
             )
         } else {
-            condition(
+            (
                 "NamespaceFinalizersRemaining",
-                true,
+                "True",
                 "SomeFinalizersRemain",
                 format!(
                     "Some content in the namespace has finalizers remaining: {}",
@@ -291,42 +290,24 @@ fn deletion_conditions(remaining: &[String], finalizers: &[String]) -> Vec<Value
     ]
 }
 
-/// Sets `wanted` as the namespace's `status.conditions`, unless they say what its conditions
-/// say already (`false`: nothing to write). A condition whose status did not change keeps its
-/// `lastTransitionTime`; the others get the current time.
-fn set_conditions(ns: &mut Value, wanted: &[Value]) -> bool {
-    let current = ns
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let same = |a: &Value, b: &Value| {
-        ["type", "status", "reason", "message"]
-            .iter()
-            .all(|k| a.get(k) == b.get(k))
+/// Sets `wanted` on the namespace's `status.conditions` ([`conditions::set`]: a condition
+/// whose status did not change keeps its `lastTransitionTime`), unless its conditions say all
+/// of it already (`false`: nothing to write).
+fn set_conditions(ns: &mut Value, wanted: &[Condition]) -> bool {
+    let current = ns.pointer("/status/conditions").and_then(Value::as_array);
+    let says = |(kind, status, reason, message): &Condition| {
+        current.into_iter().flatten().any(|c| {
+            c["type"] == *kind
+                && c["status"] == *status
+                && c["reason"] == *reason
+                && c["message"] == *message
+        })
     };
-    if current.len() == wanted.len() && current.iter().zip(wanted).all(|(a, b)| same(a, b)) {
+    if wanted.iter().all(says) {
         return false;
     }
-    let now = meta::now_rfc3339();
-    let conditions: Vec<Value> = wanted
-        .iter()
-        .map(|w| {
-            let mut c = w.clone();
-            let since = current
-                .iter()
-                .find(|o| o.get("type") == w.get("type") && o.get("status") == w.get("status"))
-                .and_then(|o| o.get("lastTransitionTime").cloned())
-                .unwrap_or_else(|| Value::from(now.clone()));
-            c["lastTransitionTime"] = since;
-            c
-        })
-        .collect();
-    match ns.get_mut("status").and_then(Value::as_object_mut) {
-        Some(status) => {
-            status.insert("conditions".into(), Value::from(conditions));
-        }
-        None => ns["status"] = json!({"conditions": conditions}),
+    for (kind, status, reason, message) in wanted {
+        conditions::set(ns, kind, status, reason, message);
     }
     true
 }
