@@ -44,6 +44,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     check_watch_delete_prev(store.as_ref()).await;
     check_watch_future_revision(store.as_ref()).await;
     check_progress(store.as_ref()).await;
+    check_progress_under_writes(store.as_ref(), 4, 200).await;
     check_concurrent_creates(Arc::clone(&store), 64).await;
     check_compaction(store.as_ref()).await;
 }
@@ -826,6 +827,71 @@ pub async fn check_progress(store: &dyn Store) {
     // Without the option there are no notifications.
     let mut quiet = watch(store, &p, rev2).await;
     assert_quiet(&mut quiet).await;
+}
+
+/// Progress notifications arriving between writes never vouch for an event the watch has not
+/// been handed: `watches` watches with a short interval, read as the writes land, see each of
+/// `writes` writes once, in order, and no event at or below a progress revision they reported.
+pub async fn check_progress_under_writes(store: &dyn Store, watches: usize, writes: usize) {
+    let p = unique_prefix("progress-under-writes");
+    let now = store.current_revision().await.expect("revision");
+    // The last write's revision, once known: a reader whose progress reaches it has all it
+    // will get (a lost event shows as a short list, not as a wait).
+    let (done_tx, done) = tokio::sync::watch::channel(Revision::MAX);
+    let mut readers = Vec::new();
+    for n in 0..watches {
+        let mut stream = store
+            .watch(WatchRequest {
+                prefix: p.clone(),
+                after: now,
+                progress_interval: Some(Duration::from_micros(50)),
+            })
+            .await
+            .expect("watch");
+        let done = done.clone();
+        readers.push(tokio::spawn(async move {
+            let mut seen = Vec::with_capacity(writes);
+            let mut vouched = now;
+            while seen.len() < writes && vouched < *done.borrow() {
+                match tokio::time::timeout(EVENT_TIMEOUT, stream.next())
+                    .await
+                    .unwrap_or_else(|_| panic!("watch {n}: stalled after {} events", seen.len()))
+                    .expect("ended")
+                    .expect("failed")
+                {
+                    Event::Progress { revision } => {
+                        assert!(revision >= vouched, "watch {n}: progress went back");
+                        vouched = revision;
+                    }
+                    event => {
+                        assert!(
+                            event.revision() > vouched,
+                            "watch {n}: event {} after progress {vouched}",
+                            event.revision()
+                        );
+                        seen.push(event.revision());
+                    }
+                }
+            }
+            seen
+        }));
+    }
+    let mut written = Vec::with_capacity(writes);
+    for i in 0..writes {
+        written.push(
+            store
+                .create(&format!("{p}{i}"), b("x"))
+                .await
+                .expect("create"),
+        );
+        // Let the watches' intervals run out around the next write's publish.
+        tokio::task::yield_now().await;
+    }
+    done_tx.send_replace(*written.last().expect("writes"));
+    for (n, reader) in readers.into_iter().enumerate() {
+        let seen = reader.await.expect("reader");
+        assert_eq!(seen, written, "watch {n}: every write, once, in order");
+    }
 }
 
 /// Concurrent creates from many tasks all succeed with distinct revisions.

@@ -211,11 +211,26 @@ async fn finalize_releases_a_terminating_namespace() {
     );
 
     // Terminating, held by its content: emptying the finalizers releases it.
+    // The body names no resourceVersion (namespaces allow unconditional updates): the
+    // namespace controller writes its conditions meanwhile, which a stale one would conflict
+    // with.
     let r = api.delete("/api/v1/namespaces/fin").await;
     assert_eq!(r.status, 200, "{}", r.text);
+    eventually("the namespace says what holds it", || async {
+        let ns = api.get("/api/v1/namespaces/fin").await.json();
+        ns["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "NamespaceFinalizersRemaining" && c["status"] == "True")
+        })
+    })
+    .await;
     let mut ns = api.get("/api/v1/namespaces/fin").await.json();
     assert_eq!(ns["status"]["phase"], "Terminating", "{ns}");
     ns["spec"]["finalizers"] = json!([]);
+    ns["metadata"]
+        .as_object_mut()
+        .expect("metadata")
+        .remove("resourceVersion");
     let r = api
         .call(Method::PUT, path, "application/json", Some(ns))
         .await;
