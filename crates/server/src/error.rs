@@ -64,8 +64,9 @@ impl ApiError {
     }
 }
 
-/// Maps storage failures to the Status kube-apiserver's etcd3 store returns for them.
-fn storage_status(gr: &GroupResource, name: &str, err: &StorageError) -> Status {
+/// Maps storage failures to the Status kube-apiserver's etcd3 store returns for them (also
+/// for a watch's ERROR event, which carries the same Status).
+pub(crate) fn storage_status(gr: &GroupResource, name: &str, err: &StorageError) -> Status {
     match err {
         StorageError::AlreadyExists { .. } => Status::already_exists(gr, name),
         StorageError::NotFound { .. } => Status::not_found(gr, name),

@@ -49,6 +49,10 @@ struct WatchTask {
     include: IncludeObject,
     bookmarks: bool,
     initial_end_bookmark: bool,
+    /// `sendInitialEvents` with `resourceVersion=N`: the initial state is at least as fresh as
+    /// N. Upstream's cacher waits for it (`waitUntilWatchCacheFreshAndForceAllEvents`), then
+    /// ends the watch with an ERROR event, "Too large resource version".
+    at_least: Option<i64>,
 }
 
 /// Starts a watch.
@@ -82,7 +86,14 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
 
     // Initial state and the revision to follow from.
     // The initial state is streamed page by page from a snapshot (never held whole).
-    let (initial, after) = if send_initial {
+    let (initial, after, at_least) = if send_initial {
+        let at_least = match rv.as_str() {
+            "" | "0" => None,
+            n => Some(
+                n.parse::<i64>()
+                    .map_err(|_| Status::bad_request(format!("invalid resource version: {rv}")))?,
+            ),
+        };
         let list_opts = ListOptions {
             limit: 0,
             continue_token: None,
@@ -96,12 +107,12 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
             .await
             .map_err(|e| ApiError::storage(&strategy.info().group_resource(), "", e))?;
         opts = list_opts;
-        (true, revision)
+        (true, revision, at_least)
     } else {
         let after = rv
             .parse::<i64>()
             .map_err(|_| Status::bad_request(format!("invalid resource version: {rv}")))?;
-        (false, after)
+        (false, after, None)
     };
     let prefix = opts.prefix(ctx, strategy.as_ref());
     let request = WatchRequest {
@@ -118,6 +129,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
         include,
         bookmarks,
         initial_end_bookmark: bookmarks && asked_initial.is_some() && send_initial,
+        at_least,
     };
     let store = ctx.state.store.clone();
     tokio::spawn(async move {
@@ -146,6 +158,19 @@ impl WatchTask {
         tx: mpsc::Sender<Bytes>,
     ) {
         let mut first = true;
+        let mut request = request;
+        if initial
+            && let Some(wanted) = self.at_least
+            && wanted > request.after
+        {
+            match fresh_revision(store.as_ref(), &request.prefix, wanted).await {
+                Ok(revision) => request.after = revision,
+                Err(e) => {
+                    self.send_error(&tx, &e, request.after).await;
+                    return;
+                }
+            }
+        }
         let after = request.after;
         if initial && !self.send_initial(&store, &request, &tx, &mut first).await {
             return;
@@ -400,10 +425,28 @@ impl WatchTask {
             StorageError::WatchLagged => Status::expired(format!(
                 "too old resource version: {after} (watch fell behind)"
             )),
-            other => Status::internal(other),
+            other => {
+                crate::error::storage_status(&self.strategy.info().group_resource(), "", other)
+            }
         };
         let _ = send_line(tx, &watch_event(EventType::Error, json!(status))).await;
     }
+}
+
+/// A revision of the store at `wanted` or later, waited for as a list at `resourceVersion=N`
+/// waits (the watch cache's wait; an engine answers at once).
+async fn fresh_revision(
+    store: &dyn crd_storage::Store,
+    prefix: &str,
+    wanted: i64,
+) -> Result<i64, StorageError> {
+    let probe = crd_storage::ListRequest {
+        prefix: prefix.to_string(),
+        limit: Some(1),
+        freshness: crd_storage::Freshness::NotOlderThan(wanted),
+        ..Default::default()
+    };
+    Ok(store.list(probe).await?.revision)
 }
 
 /// A `WatchEvent` value.

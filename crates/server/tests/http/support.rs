@@ -293,7 +293,8 @@ impl Api<'_> {
     }
 }
 
-async fn read(r: reqwest::Response) -> Resp {
+/// A response read whole (for a streamed one, once it ends).
+pub async fn read(r: reqwest::Response) -> Resp {
     Resp {
         status: r.status(),
         version: r.version(),

@@ -316,6 +316,111 @@ async fn lists_wait_for_their_resource_version() {
     }
 }
 
+/// A watch with `sendInitialEvents=true` and `resourceVersion=N` starts from a state at least as
+/// fresh as N, as upstream's cacher waits for it: a write landing during the wait is in the
+/// initial events, which are the state at the initial-events-end bookmark. A revision the store
+/// does not reach ends the watch (status 200) with an ERROR event carrying upstream's 504 "Too
+/// large resource version": after the cache's wait, or at once without the cache.
+#[tokio::test]
+async fn watch_lists_wait_for_their_resource_version() {
+    for cache in [true, false] {
+        let s = TestServer::start_with(|c| c.watch_cache = cache).await;
+        let api = s.api(HttpVersion::Http1);
+        api.create_crd(crd_json(
+            "wl.example.com",
+            "widgets",
+            "Widget",
+            "Namespaced",
+        ))
+        .await;
+        let base = "/apis/wl.example.com/v1/namespaces/default/widgets";
+        let widget = |name: &str| {
+            json!({"apiVersion": "wl.example.com/v1", "kind": "Widget",
+                   "metadata": {"name": name}})
+        };
+        let created = api.post(base, widget("a")).await;
+        assert_eq!(created.status, 201, "{}", created.text);
+        let rv = resource_version(&created.json());
+        // The watch's own timeout outlasts the cache's 3 s wait where that must end it.
+        let watch_path = |at: i64, timeout: u32| {
+            format!(
+                "{base}?watch=true&sendInitialEvents=true&resourceVersion={at}\
+                 &resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true\
+                 &timeoutSeconds={timeout}"
+            )
+        };
+        if cache {
+            // The watch's response has begun (its revision read) before the write lands; the
+            // write lands during the wait or before it begins, and either way the initial
+            // state must have it.
+            let current = api.get(base).await;
+            let next = resource_version(&current.json()) + 1;
+            let started = api
+                .request(reqwest::Method::GET, &watch_path(next, 1))
+                .send()
+                .await
+                .expect("watch");
+            assert_eq!(started.status(), 200);
+            let second = api.post(base, widget("b")).await;
+            assert_eq!(second.status, 201, "{}", second.text);
+            let watched = crate::support::read(started).await;
+            let events = watched.lines();
+            let end = events
+                .iter()
+                .position(|e| {
+                    e["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"] == "true"
+                })
+                .unwrap_or_else(|| panic!("no initial-events-end bookmark: {}", watched.text));
+            let at = resource_version(&events[end]["object"]);
+            assert!(
+                at >= next,
+                "initial state older than {next}: {}",
+                watched.text
+            );
+            let initial: Vec<&str> = events[..end]
+                .iter()
+                .map(|e| {
+                    assert_eq!(e["type"], "ADDED", "{e}");
+                    e["object"]["metadata"]["name"].as_str().expect("name")
+                })
+                .collect();
+            let exact = api
+                .get(&format!(
+                    "{base}?resourceVersion={at}&resourceVersionMatch=Exact"
+                ))
+                .await;
+            assert_eq!(exact.status, 200, "{}", exact.text);
+            assert_eq!(initial, names(&exact.json()), "{}", watched.text);
+        }
+        let future = rv + 1000;
+        let watched = api.get(&watch_path(future, 30)).await;
+        assert_eq!(watched.status, 200, "cache {cache}: {}", watched.text);
+        let events = watched.lines();
+        assert_eq!(events.len(), 1, "cache {cache}: {}", watched.text);
+        assert_eq!(
+            events[0]["type"], "ERROR",
+            "cache {cache}: {}",
+            watched.text
+        );
+        let status = &events[0]["object"];
+        assert_eq!(status["code"], 504, "cache {cache}: {status}");
+        assert_eq!(status["reason"], "Timeout", "cache {cache}: {status}");
+        let message = status["message"].as_str().expect("message");
+        let current: i64 = message
+            .strip_prefix(&format!(
+                "Timeout: Too large resource version: {future}, current: "
+            ))
+            .unwrap_or_else(|| panic!("cache {cache}: {message}"))
+            .parse()
+            .expect("a revision");
+        assert!(
+            current >= rv && current < future,
+            "cache {cache}: {message}"
+        );
+        assert_eq!(status["details"]["retryAfterSeconds"], 1, "{status}");
+    }
+}
+
 /// A GET's `resourceVersion` (`GetOptions`): `0` and a reached revision answer from the cache; a
 /// revision the cache does not reach within its wait is upstream's 504 "Too large resource
 /// version" naming the cache's revision (the engine's, at once, without the cache); a value that
