@@ -234,6 +234,23 @@ fn assert_too_large(got: &Resp, future: i64, at_least: i64, what: &str) {
     );
 }
 
+/// The collection of Widgets in `default` (served by [`widgets_with_a`]).
+const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
+
+/// A Widget named `name`.
+fn widget(name: &str) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}})
+}
+
+/// Serves the Widget CRD and creates Widget `a`; its revision.
+async fn widgets_with_a(api: &crate::support::Api<'_>) -> i64 {
+    api.create_crd(crd_json("example.com", "widgets", "Widget", "Namespaced"))
+        .await;
+    let created = api.post(WIDGETS, widget("a")).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    resource_version(&created.json())
+}
+
 /// A list at a `resourceVersion` the cache has not reached waits for it, as upstream's cacher
 /// does (`NotOlderThan`, and without a limit): a write landing during the wait answers the list
 /// with it. One the store does not reach is upstream's 504 "Too large resource version" naming
@@ -243,21 +260,8 @@ async fn lists_wait_for_their_resource_version() {
     for cache in [true, false] {
         let s = TestServer::start_with(|c| c.watch_cache = cache).await;
         let api = s.api(HttpVersion::Http1);
-        api.create_crd(crd_json(
-            "lw.example.com",
-            "widgets",
-            "Widget",
-            "Namespaced",
-        ))
-        .await;
-        let base = "/apis/lw.example.com/v1/namespaces/default/widgets";
-        let widget = |name: &str| {
-            json!({"apiVersion": "lw.example.com/v1", "kind": "Widget",
-                   "metadata": {"name": name}})
-        };
-        let created = api.post(base, widget("a")).await;
-        assert_eq!(created.status, 201, "{}", created.text);
-        let rv = resource_version(&created.json());
+        let base = WIDGETS;
+        let rv = widgets_with_a(&api).await;
         if cache {
             // The list is in flight (the scrape holds the other read-only slot) before the
             // write that satisfies it lands. Any write advances the cache's revision, so one
@@ -326,21 +330,8 @@ async fn watch_lists_wait_for_their_resource_version() {
     for cache in [true, false] {
         let s = TestServer::start_with(|c| c.watch_cache = cache).await;
         let api = s.api(HttpVersion::Http1);
-        api.create_crd(crd_json(
-            "wl.example.com",
-            "widgets",
-            "Widget",
-            "Namespaced",
-        ))
-        .await;
-        let base = "/apis/wl.example.com/v1/namespaces/default/widgets";
-        let widget = |name: &str| {
-            json!({"apiVersion": "wl.example.com/v1", "kind": "Widget",
-                   "metadata": {"name": name}})
-        };
-        let created = api.post(base, widget("a")).await;
-        assert_eq!(created.status, 201, "{}", created.text);
-        let rv = resource_version(&created.json());
+        let base = WIDGETS;
+        let rv = widgets_with_a(&api).await;
         // The watch's own timeout outlasts the cache's 3 s wait where that must end it.
         let watch_path = |at: i64, timeout: u32| {
             format!(
