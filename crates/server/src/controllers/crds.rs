@@ -337,7 +337,7 @@ async fn cleanup(
             .and_then(Value::as_str)
             .unwrap_or("");
         let prefix = format!("/registry/{group}/{plural}/");
-        if !purge(store, &prefix, shutdown.clone()).await? {
+        if !purge(store, &prefix, shutdown.clone(), None).await? {
             return Ok(());
         }
         set_terminating(

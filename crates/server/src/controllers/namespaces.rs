@@ -9,10 +9,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crd_storage::{Pages, StorageError, Store};
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::{Id, JoinError, JoinSet};
 
 use super::informer::{Change, Informer, Notification, PAGE, until_shutdown};
@@ -21,6 +22,10 @@ use super::{INITIAL_RETRY, guaranteed_update, retry_after};
 use crate::registry::namespaces::{NAMESPACE_FINALIZER, NamespaceStrategy, spec_finalizers};
 use crate::registry::serving::Registry;
 use crate::registry::{Scope, Strategy, conditions, meta};
+
+/// The least time between two rewrites of a terminating namespace's conditions while held
+/// content changes: each rewrite counts the held content again.
+const RECHECK: Duration = Duration::from_secs(1);
 
 /// The namespace controller.
 pub struct NamespaceController {
@@ -159,7 +164,10 @@ impl NamespaceController {
         // the finalizers let go.
         self.report(name, &held).await?;
         for i in 0..held.len() {
-            if !purge(&self.store, &held[i].0, shutdown.clone()).await? {
+            if !self
+                .purge_reporting(name, &held[i..], shutdown.clone())
+                .await?
+            {
                 return Ok(());
             }
             self.report(name, &held[i + 1..]).await?;
@@ -186,6 +194,34 @@ impl NamespaceController {
         .await;
         released.transpose()?;
         Ok(())
+    }
+
+    /// Purges the first of the `held` prefixes (`true` once empty, `false` at shutdown),
+    /// rewriting the conditions as its objects change, at most once per [`RECHECK`]: a
+    /// finalizer let go of one of several objects shows before the kind empties, as upstream's
+    /// controller shows it on its next pass.
+    async fn purge_reporting(
+        &self,
+        name: &str,
+        held: &[(String, String)],
+        shutdown: watch::Receiver<bool>,
+    ) -> Result<bool, StorageError> {
+        let changed = Notify::new();
+        let purging = purge(&self.store, &held[0].0, shutdown, Some(&changed));
+        tokio::pin!(purging);
+        let mut pending = false;
+        let mut next_report = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                done = &mut purging => return done,
+                () = changed.notified(), if !pending => pending = true,
+                () = tokio::time::sleep_until(next_report), if pending => {
+                    self.report(name, held).await?;
+                    pending = false;
+                    next_report = tokio::time::Instant::now() + RECHECK;
+                }
+            }
+        }
     }
 
     /// Writes the namespace's deletion conditions for the content still `held` (prefixes with

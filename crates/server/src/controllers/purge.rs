@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crd_storage::{KeyValue, Pages, Revision, StorageError, Store};
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use super::get_json;
 use super::informer::{Change, Informer, Notification, PAGE};
@@ -83,11 +83,13 @@ pub async fn purge_pass(store: &dyn Store, prefix: &str) -> Result<u64, StorageE
 }
 
 /// Deletes everything under `prefix` and returns once nothing is left (`true`), or at shutdown
-/// (`false`). Objects held by finalizers are waited for through a watch on the prefix.
+/// (`false`). Objects held by finalizers are waited for through a watch on the prefix; each
+/// change to them is signalled on `changed` (the namespace controller rewrites its conditions).
 pub async fn purge(
     store: &Arc<dyn Store>,
     prefix: &str,
     shutdown: watch::Receiver<bool>,
+    changed: Option<&Notify>,
 ) -> Result<bool, StorageError> {
     if purge_pass(store.as_ref(), prefix).await? == 0 {
         return Ok(true);
@@ -98,6 +100,9 @@ pub async fn purge(
         let Some(notification) = informer.next().await else {
             return Ok(false);
         };
+        if let (Some(changed), Notification::Changed(_)) = (changed, &notification) {
+            changed.notify_one();
+        }
         if let Notification::Changed(
             Change::Added { key, new } | Change::Modified { key, new, .. },
         ) = notification
@@ -173,7 +178,7 @@ mod tests {
         let (_tx, rx) = watch::channel(false);
         let purging = tokio::spawn({
             let store = store.clone();
-            async move { purge(&store, PREFIX, rx).await }
+            async move { purge(&store, PREFIX, rx, None).await }
         });
         // The held object is marked, then released by its finalizer's owner, who deletes it
         // as the API server does when the last finalizer goes.
@@ -210,7 +215,7 @@ mod tests {
         let (tx, rx) = watch::channel(false);
         let purging = tokio::spawn({
             let store = store.clone();
-            async move { purge(&store, PREFIX, rx).await }
+            async move { purge(&store, PREFIX, rx, None).await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
         tx.send_replace(true);

@@ -33,12 +33,14 @@ async fn creates_follow_namespace_creation_and_deletion_at_once() {
             .post("/api/v1/namespaces", json!({"metadata": {"name": ns}}))
             .await;
         assert_eq!(r.status, 201, "{}", r.text);
-        let mut held = cm("held");
-        held["metadata"]["finalizers"] = json!(["example.com/hold"]);
-        let r = api
-            .post(&format!("/api/v1/namespaces/{ns}/configmaps"), held)
-            .await;
-        assert_eq!(r.status, 201, "{}", r.text);
+        for name in ["held", "held2"] {
+            let mut held = cm(name);
+            held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+            let r = api
+                .post(&format!("/api/v1/namespaces/{ns}/configmaps"), held)
+                .await;
+            assert_eq!(r.status, 201, "{}", r.text);
+        }
 
         // Deleted: the very next create is refused (the namespace stays Terminating for the
         // finalizer of its content).
@@ -92,7 +94,7 @@ async fn creates_follow_namespace_creation_and_deletion_at_once() {
             Some((
                 json!("True"),
                 json!("SomeResourcesRemain"),
-                json!("Some resources are remaining: configmaps. has 1 resource instances")
+                json!("Some resources are remaining: configmaps. has 2 resource instances")
             ))
         );
         assert_eq!(
@@ -102,7 +104,7 @@ async fn creates_follow_namespace_creation_and_deletion_at_once() {
                 json!("SomeFinalizersRemain"),
                 json!(
                     "Some content in the namespace has finalizers remaining: example.com/hold \
-                     in 1 resource instances"
+                     in 2 resource instances"
                 )
             ))
         );
@@ -112,6 +114,37 @@ async fn creates_follow_namespace_creation_and_deletion_at_once() {
                 json!("False"),
                 json!("ContentDeleted"),
                 json!("All content successfully deleted, may be waiting on finalization")
+            ))
+        );
+
+        // One held object let go: the conditions say so while the other still holds the kind.
+        let r = api
+            .call(
+                Method::PATCH,
+                &format!("/api/v1/namespaces/{ns}/configmaps/held2"),
+                "application/merge-patch+json",
+                Some(json!({"metadata": {"finalizers": null}})),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        eventually("the conditions count the one left", || async {
+            said("NamespaceFinalizersRemaining").await
+                == Some((
+                    json!("True"),
+                    json!("SomeFinalizersRemain"),
+                    json!(
+                        "Some content in the namespace has finalizers remaining: \
+                         example.com/hold in 1 resource instances"
+                    ),
+                ))
+        })
+        .await;
+        assert_eq!(
+            said("NamespaceContentRemaining").await,
+            Some((
+                json!("True"),
+                json!("SomeResourcesRemain"),
+                json!("Some resources are remaining: configmaps. has 1 resource instances")
             ))
         );
     }
