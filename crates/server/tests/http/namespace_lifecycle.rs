@@ -85,29 +85,31 @@ async fn creates_follow_namespace_creation_and_deletion_at_once() {
                     })
             }
         };
+        let content = |n: u32| {
+            Some((
+                json!("True"),
+                json!("SomeResourcesRemain"),
+                json!(format!(
+                    "Some resources are remaining: configmaps. has {n} resource instances"
+                )),
+            ))
+        };
+        let finalizers = |n: u32| {
+            Some((
+                json!("True"),
+                json!("SomeFinalizersRemain"),
+                json!(format!(
+                    "Some content in the namespace has finalizers remaining: example.com/hold \
+                     in {n} resource instances"
+                )),
+            ))
+        };
         eventually("the namespace has its deletion conditions", || async {
             said("NamespaceFinalizersRemaining").await.is_some()
         })
         .await;
-        assert_eq!(
-            said("NamespaceContentRemaining").await,
-            Some((
-                json!("True"),
-                json!("SomeResourcesRemain"),
-                json!("Some resources are remaining: configmaps. has 2 resource instances")
-            ))
-        );
-        assert_eq!(
-            said("NamespaceFinalizersRemaining").await,
-            Some((
-                json!("True"),
-                json!("SomeFinalizersRemain"),
-                json!(
-                    "Some content in the namespace has finalizers remaining: example.com/hold \
-                     in 2 resource instances"
-                )
-            ))
-        );
+        assert_eq!(said("NamespaceContentRemaining").await, content(2));
+        assert_eq!(said("NamespaceFinalizersRemaining").await, finalizers(2));
         assert_eq!(
             said("NamespaceDeletionContentFailure").await,
             Some((
@@ -128,25 +130,10 @@ async fn creates_follow_namespace_creation_and_deletion_at_once() {
             .await;
         assert_eq!(r.status, 200, "{}", r.text);
         eventually("the conditions count the one left", || async {
-            said("NamespaceFinalizersRemaining").await
-                == Some((
-                    json!("True"),
-                    json!("SomeFinalizersRemain"),
-                    json!(
-                        "Some content in the namespace has finalizers remaining: \
-                         example.com/hold in 1 resource instances"
-                    ),
-                ))
+            said("NamespaceFinalizersRemaining").await == finalizers(1)
         })
         .await;
-        assert_eq!(
-            said("NamespaceContentRemaining").await,
-            Some((
-                json!("True"),
-                json!("SomeResourcesRemain"),
-                json!("Some resources are remaining: configmaps. has 1 resource instances")
-            ))
-        );
+        assert_eq!(said("NamespaceContentRemaining").await, content(1));
     }
 }
 
