@@ -83,16 +83,20 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
     let send_initial = asked_initial.unwrap_or(rv.is_empty() || rv == "0");
     let include = ctx.opts.table.include_object;
     let bookmarks = ctx.opts.watch.bookmarks;
+    let requested = || {
+        rv.parse::<i64>().map_err(|_| {
+            ApiError::from(Status::bad_request(format!(
+                "invalid resource version: {rv}"
+            )))
+        })
+    };
 
     // Initial state and the revision to follow from.
     // The initial state is streamed page by page from a snapshot (never held whole).
     let (initial, after, at_least) = if send_initial {
         let at_least = match rv.as_str() {
             "" | "0" => None,
-            n => Some(
-                n.parse::<i64>()
-                    .map_err(|_| Status::bad_request(format!("invalid resource version: {rv}")))?,
-            ),
+            _ => Some(requested()?),
         };
         let list_opts = ListOptions {
             limit: 0,
@@ -109,10 +113,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
         opts = list_opts;
         (true, revision, at_least)
     } else {
-        let after = rv
-            .parse::<i64>()
-            .map_err(|_| Status::bad_request(format!("invalid resource version: {rv}")))?;
-        (false, after, None)
+        (false, requested()?, None)
     };
     let prefix = opts.prefix(ctx, strategy.as_ref());
     let request = WatchRequest {

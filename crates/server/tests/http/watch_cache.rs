@@ -216,8 +216,18 @@ fn resource_version(object: &Value) -> i64 {
 /// `ResourceVersionTooLarge` cause, C from `at_least` on and below `future`.
 fn assert_too_large(got: &Resp, future: i64, at_least: i64, what: &str) {
     assert_eq!(got.status, 504, "{what}: {}", got.text);
-    let status = got.json();
+    assert_too_large_status(&got.json(), future, at_least, what);
+}
+
+/// `status` is the `Status` of [`assert_too_large`] (a response's body, or a watch's ERROR
+/// event's object).
+fn assert_too_large_status(status: &Value, future: i64, at_least: i64, what: &str) {
+    assert_eq!(status["code"], 504, "{what}: {status}");
     assert_eq!(status["reason"], "Timeout", "{what}: {status}");
+    assert_eq!(
+        status["details"]["retryAfterSeconds"], 1,
+        "{what}: {status}"
+    );
     let message = status["message"].as_str().expect("message");
     let current: i64 = message
         .strip_prefix(&format!(
@@ -393,22 +403,7 @@ async fn watch_lists_wait_for_their_resource_version() {
             "cache {cache}: {}",
             watched.text
         );
-        let status = &events[0]["object"];
-        assert_eq!(status["code"], 504, "cache {cache}: {status}");
-        assert_eq!(status["reason"], "Timeout", "cache {cache}: {status}");
-        let message = status["message"].as_str().expect("message");
-        let current: i64 = message
-            .strip_prefix(&format!(
-                "Timeout: Too large resource version: {future}, current: "
-            ))
-            .unwrap_or_else(|| panic!("cache {cache}: {message}"))
-            .parse()
-            .expect("a revision");
-        assert!(
-            current >= rv && current < future,
-            "cache {cache}: {message}"
-        );
-        assert_eq!(status["details"]["retryAfterSeconds"], 1, "{status}");
+        assert_too_large_status(&events[0]["object"], future, rv, &format!("cache {cache}"));
     }
 }
 
