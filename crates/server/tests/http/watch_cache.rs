@@ -393,6 +393,21 @@ async fn watch_lists_wait_for_their_resource_version() {
             assert_eq!(exact.status, 200, "{}", exact.text);
             assert_eq!(initial, names(&exact.json()), "{}", watched.text);
         }
+        // A resourceVersion that is not a number is refused before the watch starts, with or
+        // without the initial events.
+        for query in [
+            "watch=true&resourceVersion=abc",
+            "watch=true&sendInitialEvents=true&resourceVersion=abc\
+             &resourceVersionMatch=NotOlderThan",
+        ] {
+            let r = api.get(&format!("{base}?{query}")).await;
+            assert_eq!(r.status, 400, "cache {cache}, {query}: {}", r.text);
+            assert_eq!(
+                r.json()["message"],
+                "invalid resource version: abc",
+                "cache {cache}, {query}"
+            );
+        }
         let future = rv + 1000;
         let watched = api.get(&watch_path(future, 30)).await;
         assert_eq!(watched.status, 200, "cache {cache}: {}", watched.text);
