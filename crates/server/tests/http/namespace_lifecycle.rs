@@ -8,7 +8,7 @@ use serde_json::json;
 
 use reqwest::Method;
 
-use crate::support::{HttpVersion, TestServer, eventually};
+use crate::support::{HttpVersion, TestServer, condition, eventually};
 
 #[tokio::test]
 async fn creates_follow_namespace_creation_and_deletion_at_once() {
@@ -238,10 +238,7 @@ async fn finalize_releases_a_terminating_namespace() {
     assert_eq!(r.status, 200, "{}", r.text);
     eventually("the namespace says what holds it", || async {
         let ns = api.get("/api/v1/namespaces/fin").await.json();
-        ns["status"]["conditions"].as_array().is_some_and(|c| {
-            c.iter()
-                .any(|c| c["type"] == "NamespaceFinalizersRemaining" && c["status"] == "True")
-        })
+        condition(&ns, "NamespaceFinalizersRemaining") == Some("True")
     })
     .await;
     let mut ns = api.get("/api/v1/namespaces/fin").await.json();
