@@ -136,8 +136,9 @@ impl NamespaceController {
 
     /// Deletes the namespace's contents, then releases the namespace. Stops early (`Ok`) at
     /// shutdown. The namespace's status conditions say what is left, as kube-controller-manager's
-    /// namespace controller writes them: after the first pass over every kind, after each kind
-    /// whose objects finalizers held is empty, and once all content is gone.
+    /// namespace controller writes them: after the first pass over every kind, as held objects
+    /// change (at most once per [`RECHECK`]), after each kind whose objects finalizers held is
+    /// empty, and once all content is gone.
     async fn finalize(
         &self,
         name: &str,
@@ -160,8 +161,8 @@ impl NamespaceController {
                 held.push((prefix, resource));
             }
         }
-        // Reported once now (all conditions False when nothing is held), then after each kind
-        // the finalizers let go.
+        // Reported once now (all conditions False when nothing is held), then as the held
+        // content changes and after each kind the finalizers let go.
         self.report(name, &held).await?;
         for i in 0..held.len() {
             if !self
