@@ -512,3 +512,32 @@ async fn compaction_keeps_what_later_revisions_need() {
     assert_eq!(at.items[1].mod_revision, r_keep);
     assert_eq!(at.items[0].value, Bytes::from_static(b"19"));
 }
+
+/// A command's savepoint keeps what the command wrote when released and undoes it when
+/// dropped, leaving the transaction's other commands and later savepoints intact.
+#[test]
+fn a_commands_savepoint_keeps_or_undoes_only_its_own_writes() {
+    use rusqlite::Connection;
+    let conn = Connection::open_in_memory().expect("open");
+    conn.execute_batch("CREATE TABLE t (v INTEGER)")
+        .expect("schema");
+    let tx = conn.unchecked_transaction().expect("begin");
+    let write = |v: i64| {
+        let sp = super::CommandSavepoint::begin(&tx).expect("savepoint");
+        tx.execute("INSERT INTO t (v) VALUES (?1)", [v])
+            .expect("insert");
+        sp
+    };
+    write(1).release().expect("release");
+    drop(write(2));
+    write(3).release().expect("release");
+    drop(write(4));
+    tx.commit().expect("commit");
+    let mut stmt = conn.prepare("SELECT v FROM t ORDER BY v").expect("prepare");
+    let kept: Vec<i64> = stmt
+        .query_map([], |row| row.get(0))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect();
+    assert_eq!(kept, [1, 3]);
+}
