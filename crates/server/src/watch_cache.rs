@@ -159,6 +159,28 @@ impl StoredMeta {
         }
     }
 
+    /// What [`StoredMeta::decode`] reads from the bytes `obj` encodes to, taken from the
+    /// object itself (cloning seven fields instead of parsing the whole object); `None` when
+    /// `obj` is not an object whose metadata is an object or null (the bytes are decoded then).
+    pub fn of_object(obj: &Value) -> Option<Self> {
+        let metadata = match obj.as_object()?.get("metadata") {
+            None | Some(Value::Null) => return Some(StoredMeta::NoMetadata),
+            Some(Value::Object(m)) => m,
+            Some(_) => return None,
+        };
+        let field = |name: &str| metadata.get(name).filter(|v| !v.is_null()).cloned();
+        Some(StoredMeta::Metadata(MetaFields {
+            name: field("name"),
+            namespace: field("namespace"),
+            uid: field("uid"),
+            labels: field("labels"),
+            owner_references: field("ownerReferences"),
+            finalizers: field("finalizers"),
+            deletion_timestamp: field("deletionTimestamp"),
+            repeated: 0,
+        }))
+    }
+
     /// The index terms: `metadata.name` and every label, none at all when either is not a
     /// string (labels: an object of strings) or is repeated. A value that is not an object has
     /// no terms: lists with terms then skip it, which is right, as no selector could match it.
@@ -231,6 +253,14 @@ impl StoredMeta {
             None => std::borrow::Cow::Owned(StoredMeta::decode(bytes)),
         }
     }
+}
+
+/// The decoding [`ObjectIndexer`] makes of the bytes `obj` encodes to, taken from the object,
+/// for [`crd_storage::Store::create_decoded`]: the writer holds the object it encoded, so the
+/// cache's feed need not parse the stored bytes again (that parse was about 5% of a create's
+/// instructions).
+pub fn decoding_of(obj: &Value) -> Decoded {
+    StoredMeta::of_object(obj).map_or_else(Decoded::default, |m| Decoded::new(Arc::new(m)))
 }
 
 /// Indexes stored objects by `metadata.name` and by every label (an index per label key).
@@ -374,6 +404,43 @@ mod tests {
             }
         }
         Some(serde_json::json!({ "metadata": meta }))
+    }
+
+    /// The decoding taken from a written object is what decoding the bytes it encodes to
+    /// gives; where it declines (metadata that is not an object), the bytes decode as invalid.
+    #[test]
+    fn the_decoding_of_an_object_is_the_decoding_of_its_bytes() {
+        let cases = [
+            r#"{"apiVersion":"g.io/v1","kind":"W","metadata":{"creationTimestamp":"2026-01-01T00:00:00Z","labels":{"app":"bench","tier":""},"managedFields":[{"manager":"m"}],"name":"w-1","namespace":"ns","uid":"u1"},"spec":{"replicas":3}}"#,
+            r#"{"metadata":{"name":"c","namespace":"ns","uid":"u","ownerReferences":[{"apiVersion":"v1","kind":"P","name":"p","uid":"p1","controller":true,"weight":1.5}],"finalizers":["f","g"],"deletionTimestamp":"2026-01-01T00:00:00Z"}}"#,
+            r#"{"kind":"X"}"#,
+            r#"{"metadata":null}"#,
+            r#"{"metadata":{}}"#,
+            r#"{"metadata":{"name":"a","labels":null,"uid":null,"finalizers":null}}"#,
+            r#"{"metadata":{"name":5,"labels":{"k":1},"namespace":["ns"]}}"#,
+            r#"{"metadata":"nope"}"#,
+            r#"{"metadata":[{"name":"a"}]}"#,
+            r#"[{"metadata":{"name":"a"}}]"#,
+            r#""text""#,
+        ];
+        for json in cases {
+            let obj: Value = serde_json::from_str(json).expect(json);
+            let bytes = serde_json::to_vec(&obj).expect("encode");
+            let decoded = StoredMeta::decode(&bytes);
+            match StoredMeta::of_object(&obj) {
+                Some(taken) => assert_eq!(taken, decoded, "{json}"),
+                None => assert!(
+                    decoded == StoredMeta::Invalid || !obj.is_object(),
+                    "{json}: declined, but its bytes decode to {decoded:?}"
+                ),
+            }
+            let carried = decoding_of(&obj);
+            let mut terms = Vec::new();
+            ObjectIndexer.terms("/registry/x", &bytes, &carried, &mut terms);
+            let mut parsed = Vec::new();
+            decoded.index_terms(&mut parsed);
+            assert_eq!(terms, parsed, "{json}: index terms");
+        }
     }
 
     /// One decoding for the index and the collector gives what each decoded on its own, for

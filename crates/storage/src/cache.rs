@@ -30,7 +30,7 @@
 pub mod index;
 pub mod window;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -210,6 +210,36 @@ struct Shared {
     revision: tokio::sync::watch::Sender<Revision>,
     /// Every event up to this revision has been handed to every watcher (progress notices).
     dispatched: AtomicI64,
+    /// Decodings of values being written through [`Store::create_decoded`], by key, while the
+    /// write is in flight: the feed takes an event's decoding from here when the event's bytes
+    /// are the very buffer written (the embedded engine's events carry the written `Bytes`),
+    /// instead of asking the indexer to parse them.
+    written: Mutex<HashMap<String, Vec<(Bytes, Decoded)>>>,
+}
+
+/// Holds a write's decoding in [`Shared::written`] until dropped (the write returned, or its
+/// future was dropped).
+struct WrittenDecoding<'a> {
+    shared: &'a Shared,
+    key: &'a str,
+    value: Bytes,
+}
+
+impl Drop for WrittenDecoding<'_> {
+    fn drop(&mut self) {
+        let mut written = self.shared.held_decodings();
+        if let Some(held) = written.get_mut(self.key) {
+            held.retain(|(b, _)| !same_buffer(b, &self.value));
+            if held.is_empty() {
+                written.remove(self.key);
+            }
+        }
+    }
+}
+
+/// Whether two values are one buffer (not merely equal bytes).
+fn same_buffer(a: &Bytes, b: &Bytes) -> bool {
+    a.as_ptr() == b.as_ptr() && a.len() == b.len()
 }
 
 /// The watch cache over `inner`.
@@ -262,6 +292,7 @@ impl CacheStore {
             }),
             revision,
             dispatched: AtomicI64::new(0),
+            written: Mutex::new(HashMap::new()),
         });
         let feed = tokio::spawn(feed(inner.clone(), Arc::downgrade(&shared))).abort_handle();
         Arc::new(CacheStore {
@@ -633,10 +664,27 @@ async fn load(
 }
 
 impl Shared {
+    /// [`Shared::written`], locked.
+    fn held_decodings(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<(Bytes, Decoded)>>> {
+        self.written
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
         self.state
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The decoding its writer gave for `value`, while that write is in flight.
+    fn written_decoding(&self, key: &str, value: &Bytes) -> Option<Decoded> {
+        let written = self.held_decodings();
+        written
+            .get(key)?
+            .iter()
+            .find(|(b, _)| same_buffer(b, value))
+            .map(|(_, d)| d.clone())
     }
 
     /// The terms of a value read before (an object replaced or deleted): decoded again.
@@ -667,7 +715,13 @@ impl Shared {
         // from a decoding the event then carries to the watchers.
         let mut new_terms = Vec::new();
         if let (Event::Put { kv, .. }, Some(ix)) = (&mut event, &self.indexer) {
-            kv.decoded = decode_terms(ix.as_ref(), &kv.key, &kv.value, &mut new_terms);
+            kv.decoded = match self.written_decoding(&kv.key, &kv.value) {
+                Some(decoded) => {
+                    ix.terms(&kv.key, &kv.value, &decoded, &mut new_terms);
+                    decoded
+                }
+                None => decode_terms(ix.as_ref(), &kv.key, &kv.value, &mut new_terms),
+            };
         }
         let mut blocked = Vec::new();
         let event = {
@@ -994,6 +1048,30 @@ impl Store for CacheStore {
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError> {
+        self.inner.create(key, value).await
+    }
+
+    async fn create_decoded(
+        &self,
+        key: &str,
+        value: Bytes,
+        decoded: Decoded,
+    ) -> Result<Revision, StorageError> {
+        if self.shared.indexer.is_none() || !self.covers(key) {
+            return self.inner.create(key, value).await;
+        }
+        let _held = {
+            let mut written = self.shared.held_decodings();
+            written
+                .entry(key.to_owned())
+                .or_default()
+                .push((value.clone(), decoded));
+            WrittenDecoding {
+                shared: &self.shared,
+                key,
+                value: value.clone(),
+            }
+        };
         self.inner.create(key, value).await
     }
 

@@ -383,6 +383,20 @@ pub trait Store: Send + Sync + 'static {
     /// Creates a key that must not exist; returns the new revision.
     async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError>;
 
+    /// [`Store::create`] of a value whose decoding the writer already holds (it encoded the
+    /// bytes from it): a store that decodes what it is given to write (the watch cache's
+    /// indexer) may take `decoded` instead of parsing the bytes again. It must be what that
+    /// store's own decoding of `value` would be. Others ignore it.
+    async fn create_decoded(
+        &self,
+        key: &str,
+        value: Bytes,
+        decoded: Decoded,
+    ) -> Result<Revision, StorageError> {
+        let _ = decoded;
+        self.create(key, value).await
+    }
+
     /// Replaces a key's value if its modification revision is `expected`; returns the new revision.
     async fn update(
         &self,

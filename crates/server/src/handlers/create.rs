@@ -169,7 +169,12 @@ pub async fn create_object(
                 Reply::value(201, render_object(ctx, strategy, out)?).with_warnings(warnings)
             );
         }
-        match ctx.store().create(&key, encoded.bytes.clone()).await {
+        let decoded = crate::watch_cache::decoding_of(&encoded.object);
+        match ctx
+            .store()
+            .create_decoded(&key, encoded.bytes.clone(), decoded)
+            .await
+        {
             Ok(rev) => break (encoded, rev),
             Err(StorageError::AlreadyExists { existing, .. }) => {
                 if generate && attempt + 1 < GENERATE_NAME_ATTEMPTS {

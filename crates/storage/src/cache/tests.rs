@@ -261,6 +261,81 @@ async fn watch_events_carry_the_indexer_decoding() {
     }
 }
 
+/// [`TestIndexer`], counting the values it decodes.
+#[derive(Default)]
+struct CountingIndexer {
+    decodes: std::sync::atomic::AtomicUsize,
+}
+
+impl Indexer for CountingIndexer {
+    fn decode(&self, key: &str, value: &[u8]) -> Decoded {
+        self.decodes.fetch_add(1, Ordering::SeqCst);
+        TestIndexer.decode(key, value)
+    }
+
+    fn terms(&self, key: &str, value: &[u8], decoded: &Decoded, out: &mut Vec<Term>) {
+        TestIndexer.terms(key, value, decoded, out);
+    }
+}
+
+/// A create whose writer gives the value's decoding is indexed and announced with that
+/// decoding, without the indexer parsing the bytes; a plain create is decoded as before; a
+/// create that fails leaves nothing held.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_written_decoding_is_used_instead_of_decoding_the_bytes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inner = SqliteStore::open(&dir.path().join("s.db")).expect("open");
+    let indexer = Arc::new(CountingIndexer::default());
+    let store = CacheStore::new(inner, CacheConfig::new("/r/", Some(indexer.clone())));
+    store.wait_ready().await;
+    let start = store.current_revision().await.expect("rev");
+    let mut watch = store
+        .watch(WatchRequest {
+            prefix: "/r/".into(),
+            after: start,
+            progress_interval: None,
+        })
+        .await
+        .expect("watch");
+    let given = |value: &Bytes| Decoded::new(Arc::new(value.len()));
+    let value = b("app=web");
+    store
+        .create_decoded("/r/a", value.clone(), given(&value))
+        .await
+        .expect("create");
+    match next_event(&mut watch).await {
+        Event::Put { kv, .. } => assert_eq!(kv.decoded.get::<usize>(), Some(&7)),
+        other => panic!("expected a put, got {other:?}"),
+    }
+    assert_eq!(
+        indexer.decodes.load(Ordering::SeqCst),
+        0,
+        "not decoded again"
+    );
+    let listed = store
+        .list(ListRequest {
+            prefix: "/r/".into(),
+            index_terms: vec![("l:app".into(), "web".into())],
+            ..ListRequest::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(keys(&listed), ["/r/a"], "indexed from the given decoding");
+    store.create("/r/b", b("app=db")).await.expect("create");
+    next_event(&mut watch).await;
+    assert_eq!(indexer.decodes.load(Ordering::SeqCst), 1, "a plain create");
+    let again = b("app=x");
+    let err = store
+        .create_decoded("/r/a", again.clone(), given(&again))
+        .await
+        .expect_err("exists");
+    assert!(matches!(err, StorageError::AlreadyExists { .. }), "{err:?}");
+    assert!(
+        store.shared.written.lock().expect("written").is_empty(),
+        "nothing held after the writes return"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_watch_from_before_the_window_is_too_old() {
     let (_dir, store) = cache("/r/", 100).await;
