@@ -1,5 +1,5 @@
-//! [`HookStore`]: a [`Store`] decorator that runs caller-supplied hooks around lists, updates and
-//! revision requests and forwards every call to another store. It is how tests hold back, fail or interleave
+//! [`HookStore`]: a [`Store`] decorator that runs caller-supplied hooks around lists, creates,
+//! updates and revision requests and forwards every call to another store. It is how tests hold back, fail or interleave
 //! storage calls (a write in the middle of a paged list, a list that waits) without writing out
 //! the whole trait each time.
 
@@ -21,6 +21,10 @@ pub type BeforeList =
 /// What a [`HookStore`] runs with each update's key and value before the update is forwarded.
 pub type BeforeUpdate = Box<dyn Fn(&str, &Bytes) + Send + Sync>;
 
+/// What a [`HookStore`] runs with each create's key once the inner store has answered it, before
+/// answering: the future may wait (a writer that returns late).
+pub type AfterCreate = Box<dyn Fn(&str) -> BoxFuture<'static, ()> + Send + Sync>;
+
 /// What a [`HookStore`] runs with each revision the inner store answered, before answering it:
 /// the future may wait (a slow round trip whose revision was read when the request was sent).
 pub type AfterRevision = Box<dyn Fn(Revision) -> BoxFuture<'static, ()> + Send + Sync>;
@@ -30,6 +34,7 @@ pub struct HookStore {
     inner: Arc<dyn Store>,
     before_list: Option<BeforeList>,
     before_update: Option<BeforeUpdate>,
+    after_create: Option<AfterCreate>,
     after_revision: Option<AfterRevision>,
 }
 
@@ -41,6 +46,7 @@ impl HookStore {
             inner,
             before_list: None,
             before_update: None,
+            after_create: None,
             after_revision: None,
         }
     }
@@ -56,6 +62,13 @@ impl HookStore {
     #[must_use]
     pub fn before_update(mut self, hook: BeforeUpdate) -> Self {
         self.before_update = Some(hook);
+        self
+    }
+
+    /// Runs `hook` after each create, before it is answered.
+    #[must_use]
+    pub fn after_create(mut self, hook: AfterCreate) -> Self {
+        self.after_create = Some(hook);
         self
     }
 
@@ -93,7 +106,11 @@ impl Store for HookStore {
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError> {
-        self.inner.create(key, value).await
+        let created = self.inner.create(key, value).await;
+        if let Some(hook) = &self.after_create {
+            hook(key).await;
+        }
+        created
     }
 
     async fn update(

@@ -279,12 +279,25 @@ impl Indexer for CountingIndexer {
 }
 
 /// A create whose writer gives the value's decoding is indexed and announced with that
-/// decoding, without the indexer parsing the bytes; a plain create is decoded as before; a
-/// create that fails leaves nothing held.
+/// decoding, without the indexer parsing the bytes, when the cache applies the event while the
+/// write is in flight (held here: the engine's answer waits until the event was seen); a plain
+/// create is decoded as before; a create that fails leaves nothing held.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_written_decoding_is_used_instead_of_decoding_the_bytes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let inner = SqliteStore::open(&dir.path().join("s.db")).expect("open");
+    let engine = SqliteStore::open(&dir.path().join("s.db")).expect("open");
+    let (seen, wait) = tokio::sync::watch::channel(false);
+    let inner = Arc::new(
+        crate::hook::HookStore::new(engine).after_create(Box::new(move |key| {
+            let mut wait = wait.clone();
+            let hold = key == "/r/a";
+            Box::pin(async move {
+                if hold {
+                    let _ = wait.wait_for(|seen| *seen).await;
+                }
+            })
+        })),
+    );
     let indexer = Arc::new(CountingIndexer::default());
     let store = CacheStore::new(inner, CacheConfig::new("/r/", Some(indexer.clone())));
     store.wait_ready().await;
@@ -299,14 +312,17 @@ async fn a_written_decoding_is_used_instead_of_decoding_the_bytes() {
         .expect("watch");
     let given = |value: &Bytes| Decoded::new(Arc::new(value.len()));
     let value = b("app=web");
-    store
-        .create_decoded("/r/a", value.clone(), given(&value))
-        .await
-        .expect("create");
+    let create = {
+        let store = store.clone();
+        let given = given(&value);
+        tokio::spawn(async move { store.create_decoded("/r/a", value, given).await })
+    };
     match next_event(&mut watch).await {
         Event::Put { kv, .. } => assert_eq!(kv.decoded.get::<usize>(), Some(&7)),
         other => panic!("expected a put, got {other:?}"),
     }
+    seen.send_replace(true);
+    create.await.expect("join").expect("create");
     assert_eq!(
         indexer.decodes.load(Ordering::SeqCst),
         0,
