@@ -135,6 +135,10 @@ impl Store for MeteredStore {
         self.inner.local_revision()
     }
 
+    fn events_carry_written_values(&self) -> bool {
+        self.inner.events_carry_written_values()
+    }
+
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         let t = Instant::now();
         let r = self.inner.compact(revision).await;

@@ -1055,9 +1055,12 @@ impl Store for CacheStore {
         &self,
         key: &str,
         value: Bytes,
-        decoded: Decoded,
+        decoding: &(dyn Fn() -> Decoded + Send + Sync),
     ) -> Result<Revision, StorageError> {
-        if self.shared.indexer.is_none() || !self.covers(key) {
+        if self.shared.indexer.is_none()
+            || !self.covers(key)
+            || !self.inner.events_carry_written_values()
+        {
             return self.inner.create(key, value).await;
         }
         let _held = {
@@ -1065,7 +1068,7 @@ impl Store for CacheStore {
             written
                 .entry(key.to_owned())
                 .or_default()
-                .push((value.clone(), decoded));
+                .push((value.clone(), decoding()));
             WrittenDecoding {
                 shared: &self.shared,
                 key,

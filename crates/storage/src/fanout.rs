@@ -241,6 +241,10 @@ impl Store for FanoutStore {
         self.inner.local_revision()
     }
 
+    fn events_carry_written_values(&self) -> bool {
+        self.inner.events_carry_written_values()
+    }
+
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         self.inner.compact(revision).await
     }

@@ -139,6 +139,10 @@ impl Store for HookStore {
 
     // No `local_revision`: the hook on revision requests must see every consistent read.
 
+    fn events_carry_written_values(&self) -> bool {
+        self.inner.events_carry_written_values()
+    }
+
     async fn current_revision(&self) -> Result<Revision, StorageError> {
         let revision = self.inner.current_revision().await?;
         if let Some(hook) = &self.after_revision {

@@ -383,17 +383,17 @@ pub trait Store: Send + Sync + 'static {
     /// Creates a key that must not exist; returns the new revision.
     async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StorageError>;
 
-    /// [`Store::create`] of a value whose decoding the writer already holds (it encoded the
-    /// bytes from it): a store that decodes what it is given to write (the watch cache's
-    /// indexer) may take `decoded` instead of parsing the bytes again. It must be what that
-    /// store's own decoding of `value` would be. Others ignore it.
+    /// [`Store::create`] of a value whose decoding the writer can make from what it holds (it
+    /// encoded the bytes from it): a store that decodes what it is given to write (the watch
+    /// cache's indexer) may call `decoding` instead of parsing the bytes again. It must give
+    /// what that store's own decoding of `value` would be. Others never call it.
     async fn create_decoded(
         &self,
         key: &str,
         value: Bytes,
-        decoded: Decoded,
+        decoding: &(dyn Fn() -> Decoded + Send + Sync),
     ) -> Result<Revision, StorageError> {
-        let _ = decoded;
+        let _ = decoding;
         self.create(key, value).await
     }
 
@@ -425,6 +425,14 @@ pub trait Store: Send + Sync + 'static {
     /// [`Store::current_revision`]; etcd must, as other servers may write to it).
     fn local_revision(&self) -> Option<Revision> {
         None
+    }
+
+    /// Whether the events of a write carry the very buffer written (the embedded engine hands
+    /// its watchers the written `Bytes`; etcd's events are new buffers): only then can a watch
+    /// cache over this store match an event with what its writer said of the value
+    /// ([`Store::create_decoded`]). The default is `false`; decorators forward it.
+    fn events_carry_written_values(&self) -> bool {
+        false
     }
 
     /// Forgets history before `revision`, as etcd's compaction does: a list at a revision below

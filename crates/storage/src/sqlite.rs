@@ -585,6 +585,11 @@ impl Store for SqliteStore {
         Some(self.state.current.load(Ordering::Acquire))
     }
 
+    fn events_carry_written_values(&self) -> bool {
+        // A write's event holds a clone of the `Bytes` it was given (`apply`).
+        true
+    }
+
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         match self.submit(Op::Compact { revision }).await? {
             Outcome::Compacted => Ok(()),

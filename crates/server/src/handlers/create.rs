@@ -169,10 +169,12 @@ pub async fn create_object(
                 Reply::value(201, render_object(ctx, strategy, out)?).with_warnings(warnings)
             );
         }
-        let decoded = crate::watch_cache::decoding_of(&encoded.object);
+        let object = &encoded.object;
         match ctx
             .store()
-            .create_decoded(&key, encoded.bytes.clone(), decoded)
+            .create_decoded(&key, encoded.bytes.clone(), &|| {
+                crate::watch_cache::decoding_of(object)
+            })
             .await
         {
             Ok(rev) => break (encoded, rev),

@@ -315,7 +315,11 @@ async fn a_written_decoding_is_used_instead_of_decoding_the_bytes() {
     let create = {
         let store = store.clone();
         let given = given(&value);
-        tokio::spawn(async move { store.create_decoded("/r/a", value, given).await })
+        tokio::spawn(async move {
+            store
+                .create_decoded("/r/a", value, &move || given.clone())
+                .await
+        })
     };
     match next_event(&mut watch).await {
         Event::Put { kv, .. } => assert_eq!(kv.decoded.get::<usize>(), Some(&7)),
@@ -342,7 +346,7 @@ async fn a_written_decoding_is_used_instead_of_decoding_the_bytes() {
     assert_eq!(indexer.decodes.load(Ordering::SeqCst), 1, "a plain create");
     let again = b("app=x");
     let err = store
-        .create_decoded("/r/a", again.clone(), given(&again))
+        .create_decoded("/r/a", again.clone(), &|| given(&again))
         .await
         .expect_err("exists");
     assert!(matches!(err, StorageError::AlreadyExists { .. }), "{err:?}");
