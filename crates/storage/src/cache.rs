@@ -715,13 +715,11 @@ impl Shared {
         // from a decoding the event then carries to the watchers.
         let mut new_terms = Vec::new();
         if let (Event::Put { kv, .. }, Some(ix)) = (&mut event, &self.indexer) {
-            kv.decoded = match self.written_decoding(&kv.key, &kv.value) {
-                Some(decoded) => {
-                    ix.terms(&kv.key, &kv.value, &decoded, &mut new_terms);
-                    decoded
-                }
-                None => decode_terms(ix.as_ref(), &kv.key, &kv.value, &mut new_terms),
-            };
+            let decoded = self
+                .written_decoding(&kv.key, &kv.value)
+                .unwrap_or_else(|| ix.decode(&kv.key, &kv.value));
+            ix.terms(&kv.key, &kv.value, &decoded, &mut new_terms);
+            kv.decoded = decoded;
         }
         let mut blocked = Vec::new();
         let event = {

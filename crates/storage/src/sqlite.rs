@@ -1170,8 +1170,8 @@ impl<'c> CommandSavepoint<'c> {
 
     /// Keeps what the command wrote (in the enclosing transaction).
     fn release(mut self) -> rusqlite::Result<()> {
-        self.released = true;
         self.conn.prepare_cached("RELEASE command")?.execute([])?;
+        self.released = true;
         Ok(())
     }
 }

@@ -351,7 +351,7 @@ async fn a_written_decoding_is_used_instead_of_decoding_the_bytes() {
         .expect_err("exists");
     assert!(matches!(err, StorageError::AlreadyExists { .. }), "{err:?}");
     assert!(
-        store.shared.written.lock().expect("written").is_empty(),
+        store.shared.held_decodings().is_empty(),
         "nothing held after the writes return"
     );
 }
