@@ -89,7 +89,6 @@ fn default_pod_spec(spec: &mut Map<String, Value>) {
     set_default(spec, "terminationGracePeriodSeconds", json!(30));
     set_default(spec, "securityContext", json!({}));
     set_default(spec, "schedulerName", json!("default-scheduler"));
-    set_default(spec, "enableServiceLinks", json!(true));
     for key in ["containers", "initContainers"] {
         if let Some(cs) = spec.get_mut(key).and_then(Value::as_array_mut) {
             for c in cs.iter_mut().filter_map(Value::as_object_mut) {
@@ -278,6 +277,9 @@ impl Kind {
                 }
                 if let Some(spec) = obj_mut(obj, "spec") {
                     default_pod_spec(spec);
+                    // `SetDefaults_Pod`, not `SetDefaults_PodSpec`: workload templates keep it
+                    // unset, as upstream keeps new defaults out of templates.
+                    set_default(spec, "enableServiceLinks", json!(true));
                     set_default(spec, "priority", json!(0));
                     set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
                 }
@@ -646,6 +648,7 @@ mod tests {
                 "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "securityContext": {},
                 "schedulerName": "default-scheduler", "enableServiceLinks": true, "priority": 0, "preemptionPolicy": "PreemptLowerPriority"}}),
             ),
+            // Regression: the template had `enableServiceLinks: true`, which only pods get.
             (
                 KindId::Deployment,
                 json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}}),
@@ -654,7 +657,7 @@ mod tests {
                 "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.25", "terminationMessagePath": "/dev/termination-log",
                     "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent", "resources": {}}],
                     "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "securityContext": {},
-                    "schedulerName": "default-scheduler", "enableServiceLinks": true}}}}),
+                    "schedulerName": "default-scheduler"}}}}),
             ),
             (
                 KindId::Deployment,

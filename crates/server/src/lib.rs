@@ -36,6 +36,7 @@ pub mod error;
 pub mod handlers;
 pub mod health;
 pub mod http;
+pub mod jsonpath;
 pub mod kubeconfig;
 pub mod limits;
 pub mod metered_store;

@@ -1,10 +1,13 @@
 //! Server-side `meta.k8s.io/v1 Table` rendering for `kubectl get`: column definitions, cells
-//! evaluated from JSONPath-like column paths, and ages printed as kube-apiserver prints them.
+//! evaluated from column paths in the `JSONPath` of client-go (`crate::jsonpath`), and ages printed
+//! as kube-apiserver prints them.
 //!
 //! Main items: [`TableColumn`], [`render`], [`assemble`] (rows a printer computed whole),
 //! [`human_duration`].
 
 use serde_json::{Value, json};
+
+use crate::jsonpath::{JsonPath, go_text};
 
 /// The content type of a Table response.
 pub const TABLE_CONTENT_TYPE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -26,6 +29,15 @@ pub enum Cell {
     Path(String),
     /// A value at a path, printed as is (built-in tables such as the CRD's `CREATED AT`).
     RawPath(String),
+}
+
+impl Cell {
+    /// The column's path.
+    pub fn path(&self) -> &str {
+        match self {
+            Cell::Path(p) | Cell::RawPath(p) => p,
+        }
+    }
 }
 
 /// One column after the implicit Name column.
@@ -91,6 +103,11 @@ pub fn render(
     list_meta: Value,
 ) -> Value {
     let now = jiff::Timestamp::now();
+    // Each path is parsed once per table; one that does not parse leaves its cells empty.
+    let paths: Vec<Option<JsonPath>> = columns
+        .iter()
+        .map(|c| JsonPath::parse(c.cell.path()).ok())
+        .collect();
     let rows = objects
         .iter()
         .map(|obj| {
@@ -99,7 +116,12 @@ pub fn render(
                     .cloned()
                     .unwrap_or_else(|| Value::String(String::new())),
             ];
-            cells.extend(columns.iter().map(|c| cell(c, obj, now)));
+            cells.extend(
+                columns
+                    .iter()
+                    .zip(&paths)
+                    .map(|(c, path)| cell(c, path.as_ref(), obj, now)),
+            );
             Row {
                 cells,
                 conditions: None,
@@ -173,17 +195,16 @@ pub fn partial_object_metadata(obj: &Value) -> Value {
     })
 }
 
-fn cell(col: &TableColumn, obj: &Value, now: jiff::Timestamp) -> Value {
-    let (path, raw) = match &col.cell {
-        Cell::Path(p) => (p, false),
-        Cell::RawPath(p) => (p, true),
-    };
-    let Some(v) = lookup(obj, path) else {
+/// One cell, as upstream's `TableConvertor` computes it: the path's first result, printed by
+/// the column's type.
+fn cell(col: &TableColumn, path: Option<&JsonPath>, obj: &Value, now: jiff::Timestamp) -> Value {
+    let Some(v) = path.and_then(|p| p.first(obj)) else {
         return Value::Null;
     };
-    if raw {
-        return v.clone();
+    if matches!(col.cell, Cell::RawPath(_)) {
+        return v.into_owned();
     }
+    let v = v.as_ref();
     match col.kind.as_str() {
         "date" => match v.as_str() {
             Some(s) => match s.parse::<jiff::Timestamp>() {
@@ -207,16 +228,14 @@ fn cell(col: &TableColumn, obj: &Value, now: jiff::Timestamp) -> Value {
             Value::Bool(_) => v.clone(),
             _ => Value::Null,
         },
-        _ => match v {
-            Value::String(_) => v.clone(),
-            Value::Number(_) | Value::Bool(_) => Value::String(v.to_string()),
-            Value::Null => Value::Null,
-            other => Value::String(other.to_string()),
-        },
+        // A string column prints whatever it finds, as client-go's `PrintResults` does.
+        _ => Value::String(go_text(v)),
     }
 }
 
-/// Evaluates a simple `JSONPath` (`.a.b`, `.a[0]`, `{.a.b}`) against an object.
+/// Evaluates a simple path (`.a.b`, `.a[0]`, `{.a.b}`) against an object: the paths of
+/// selectable fields and the scale subresource, which upstream reads field by field. Printer
+/// columns use the whole `JSONPath` of client-go ([`crate::jsonpath`]).
 pub fn lookup<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     let path = path.trim().trim_start_matches('{').trim_end_matches('}');
     let mut cur = obj;
@@ -281,22 +300,63 @@ mod tests {
             cell: Cell::Path(path.into()),
         };
         let now = jiff::Timestamp::now();
-        assert_eq!(cell(&col("integer", ".spec.r"), &obj, now), json!(3));
-        assert_eq!(cell(&col("integer", ".spec.s"), &obj, now), Value::Null);
-        assert_eq!(cell(&col("number", ".spec.n"), &obj, now), json!(5.0));
-        assert_eq!(cell(&col("boolean", ".spec.b"), &obj, now), json!(true));
-        assert_eq!(cell(&col("string", ".spec.n"), &obj, now), json!("5"));
+        let cell = |c: TableColumn| {
+            let path = JsonPath::parse(c.cell.path()).ok();
+            cell(&c, path.as_ref(), &obj, now)
+        };
+        assert_eq!(cell(col("integer", ".spec.r")), json!(3));
+        assert_eq!(cell(col("integer", ".spec.s")), Value::Null);
+        assert_eq!(cell(col("number", ".spec.n")), json!(5.0));
+        assert_eq!(cell(col("boolean", ".spec.b")), json!(true));
+        assert_eq!(cell(col("string", ".spec.n")), json!("5"));
+        assert_eq!(cell(col("string", ".spec.r")), json!("3.7"));
+        // Go's `fmt.Fprint` of a map, as client-go prints a non-scalar result.
+        assert_eq!(cell(col("string", ".spec.o")), json!("map[k:1]"));
+        assert_eq!(cell(col("string", ".spec.missing")), Value::Null);
         assert_eq!(
-            cell(&col("string", ".spec.o"), &obj, now),
-            json!("{\"k\":1}")
-        );
-        assert_eq!(
-            cell(&col("string", ".spec.missing"), &obj, now),
-            Value::Null
-        );
-        assert_eq!(
-            cell(&col("date", ".metadata.creationTimestamp"), &obj, now),
+            cell(col("date", ".metadata.creationTimestamp")),
             json!("<invalid>")
+        );
+    }
+
+    /// Regression: columns beyond `.a.b` and `.a[N]` (filters, wildcards, slices, negative
+    /// indexes, escaped dots) were empty; kube-apiserver shows the path's first result.
+    #[test]
+    fn columns_evaluate_client_go_jsonpath() {
+        let obj = json!({
+            "metadata": {"name": "g1", "annotations": {"example.com/x": "annval"}},
+            "status": {"conditions": [
+                {"type": "Ready", "status": "True"},
+                {"type": "Other", "status": "X"}
+            ]}
+        });
+        let paths = [
+            r#".status.conditions[?(@.type=="Ready")].status"#,
+            ".status.conditions[*].type",
+            ".status.conditions[0:2].type",
+            ".status.conditions[-1].type",
+            r".metadata.annotations.example\.com/x",
+            ".status.conditions[0].status",
+            ".status.conditions[?(@.type==\"Gone\")].status",
+            ".status.conditions[bad",
+        ];
+        let columns: Vec<TableColumn> = paths
+            .iter()
+            .map(|p| TableColumn {
+                name: "c".into(),
+                kind: "string".into(),
+                format: String::new(),
+                description: String::new(),
+                priority: 0,
+                cell: Cell::Path((*p).into()),
+            })
+            .collect();
+        let table = render(&columns, &[obj], IncludeObject::None, true, json!({}));
+        assert_eq!(
+            table["rows"][0]["cells"],
+            json!([
+                "g1", "True", "Ready", "Ready", "Other", "annval", "True", null, null
+            ])
         );
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 /// Layers, lowest first. A module may use modules of strictly lower layers (and its own
 /// submodules).
 const LAYERS: &[&[&str]] = &[
-    &["serviceaccount", "crd_files", "watch_cache"],
+    &["serviceaccount", "crd_files", "watch_cache", "jsonpath"],
     &[
         "error",
         "version",

@@ -92,6 +92,62 @@ fn printer_columns_names_and_categories() {
     );
 }
 
+/// Regression: printer columns beyond `.a.b` and `.a[N]` were empty. kube-apiserver evaluates
+/// them with the `JSONPath` of client-go and shows the first result; the Ready column of
+/// cert-manager, Crossplane and Cluster API is a filter.
+#[test]
+fn printer_columns_evaluate_client_go_jsonpath() {
+    let s = TestServer::start();
+    let crd = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    - {name: All, type: string, jsonPath: '.status.conditions[*].type'}
+    - {name: Last, type: string, jsonPath: '.status.conditions[-1].type'}
+    - {name: Note, type: string, jsonPath: '.metadata.annotations.example\.com/note'}
+    - {name: Missing, type: string, jsonPath: '.status.conditions[?(@.type=="Gone")].status'}
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#;
+    s.apply_crd("gadgets.yaml", crd, "gadgets.example.com");
+    s.write(
+        "g1.yaml",
+        "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g1\n  annotations: {example.com/note: hello}\nspec: {}\n",
+    );
+    s.kubectl_ok(&["apply", "-f", "g1.yaml"]);
+    s.kubectl_ok(&[
+        "patch",
+        "gadget",
+        "g1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"conditions":[{"type":"Ready","status":"True"},{"type":"Synced","status":"False"}]}}"#,
+    ]);
+    let out = s.kubectl_ok(&["get", "gadgets"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        columns(lines[0]),
+        ["NAME", "READY", "ALL", "LAST", "NOTE", "MISSING"],
+        "{out}"
+    );
+    // A filter that matches nothing is a null cell, which kubectl prints as nothing.
+    assert_eq!(
+        columns(lines[1]),
+        ["g1", "True", "Ready", "Synced", "hello"],
+        "{out}"
+    );
+}
+
 #[test]
 fn status_and_scale_subresources() {
     let s = setup();

@@ -61,7 +61,7 @@ fn f_format(neg: bool, digits: &str, exp: i32) -> String {
 }
 
 /// Go's `%v` of a `float64` (`strconv.FormatFloat(f, 'g', -1, 64)`): `10`, `1.5`, `1e+06`.
-pub(crate) fn float_v(f: f64) -> String {
+pub fn float_v(f: f64) -> String {
     if f.is_nan() {
         return "NaN".to_string();
     }
@@ -176,8 +176,9 @@ pub(crate) fn json(v: &Value) -> String {
     out
 }
 
-/// Go's `%v` of a decoded JSON value, used only where the text is compared, never shown alone.
-pub(crate) fn value_v(v: &Value) -> String {
+/// Go's `%v` of a decoded JSON value (`map[a:1]`, `[x y]`, `<nil>`): how messages compare
+/// values, and how the `JSONPath` of client-go prints a printer column's result.
+pub fn value_v(v: &Value) -> String {
     match v {
         Value::Null => "<nil>".to_string(),
         Value::Bool(b) => b.to_string(),

@@ -14,7 +14,7 @@
 
 mod embedded;
 pub(crate) mod formats;
-mod gofmt;
+pub mod gofmt;
 mod listtype;
 mod openapi;
 mod pattern;
