@@ -4,6 +4,7 @@
 //! upstream validates defaulted internal objects. What is checked, and what upstream checks
 //! that is not, is listed in `VALIDATION.md` beside this crate's `Cargo.toml`.
 
+use crd_core::field::go_quote;
 use crd_core::validation::{
     NameValidation, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_qualified_name,
     is_valid_label_value, validate_annotations, validate_labels, validate_object_meta,
@@ -645,6 +646,39 @@ fn docker_json(obj: &Value, key: &str, errs: &mut ErrorList) {
 
 const SERVICE_TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
 
+/// Upstream's checks for ports repeated by `(protocol, nodePort)` and by `(protocol, port)`.
+/// The second prints the key as Go's `%#v` of an internal `core.ServicePort` holding only those
+/// two fields, as kube-apiserver's message does.
+fn duplicate_service_ports(ports: &[Value], at_ports: &Path, errs: &mut ErrorList) {
+    let mut node_ports = std::collections::HashSet::new();
+    for (i, p) in ports.iter().enumerate() {
+        let np = p.get("nodePort").and_then(Value::as_i64).unwrap_or(0);
+        if np != 0 && !node_ports.insert((s(p, "/protocol"), np)) {
+            errs.push(FieldError::duplicate(
+                &at_ports.index(i).child("nodePort"),
+                np,
+            ));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, p) in ports.iter().enumerate() {
+        let protocol = s(p, "/protocol");
+        let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
+        if !seen.insert((protocol, port)) {
+            errs.push(FieldError {
+                kind: ErrorType::Duplicate,
+                field: at_ports.index(i),
+                value: None,
+                detail: format!(
+                    "core.ServicePort{{Name:\"\", Protocol:{}, AppProtocol:(*string)(nil), Port:{port}, \
+                     TargetPort:intstr.IntOrString{{Type:0, IntVal:0, StrVal:\"\"}}, NodePort:0}}",
+                    go_quote(protocol)
+                ),
+            });
+        }
+    }
+}
+
 fn service(obj: &Value, errs: &mut ErrorList) {
     let spec = at(obj, "/spec");
     let sp = Path::new("spec");
@@ -698,16 +732,18 @@ fn service(obj: &Value, errs: &mut ErrorList) {
         if let Some(np) = p.get("nodePort").and_then(Value::as_i64)
             && np != 0
         {
-            if !matches!(ty, "NodePort" | "LoadBalancer") {
+            // Upstream forbids it on ClusterIP services only (ExternalName keeps it unchecked).
+            if ty == "ClusterIP" {
                 errs.push(FieldError::forbidden(
                     &pp.child("nodePort"),
                     "may not be used when `type` is 'ClusterIP'",
                 ));
-            } else if !(1..=65535).contains(&np) {
+            } else if matches!(ty, "NodePort" | "LoadBalancer") && !(1..=65535).contains(&np) {
                 errs.push(FieldError::invalid(&pp.child("nodePort"), np, PORT_RANGE));
             }
         }
     }
+    duplicate_service_ports(ports, &sp.child("ports"), errs);
     if let Some(sa) = spec.get("sessionAffinity").and_then(Value::as_str)
         && !matches!(sa, "ClientIP" | "None")
     {
@@ -1545,6 +1581,34 @@ mod tests {
                     "spec.ports[0].protocol: Unsupported value: \"HTTP\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
                     "spec.ports[1].name: Required value",
                 ],
+            ),
+            // Regression: repeated (protocol, port) and (protocol, nodePort) pairs were accepted.
+            (
+                KindId::Service,
+                json!({"metadata": meta("web"), "spec": {"type": "NodePort", "ports": [
+                    {"name": "a", "port": 80, "protocol": "TCP", "nodePort": 30080},
+                    {"name": "b", "port": 80, "protocol": "TCP", "nodePort": 30080},
+                    {"name": "c", "port": 80, "protocol": "UDP"}]}}),
+                None,
+                vec![
+                    "spec.ports[1].nodePort: Duplicate value: 30080",
+                    "spec.ports[1]: Duplicate value: core.ServicePort{Name:\"\", Protocol:\"TCP\", AppProtocol:(*string)(nil), Port:80, TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}, NodePort:0}",
+                ],
+            ),
+            // A node port is forbidden on ClusterIP services only.
+            (
+                KindId::Service,
+                json!({"metadata": meta("web"), "spec": {"type": "ClusterIP", "ports": [{"port": 80, "nodePort": 30080}]}}),
+                None,
+                vec![
+                    "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'",
+                ],
+            ),
+            (
+                KindId::Service,
+                json!({"metadata": meta("web"), "spec": {"type": "ExternalName", "externalName": "x.example.com", "ports": [{"port": 80, "nodePort": 30080}]}}),
+                None,
+                vec![],
             ),
             (
                 KindId::Service,

@@ -217,14 +217,16 @@ impl Status {
         )
     }
 
-    /// 422 `<Kind>.<group> "<name>" is invalid: <aggregate>` with one cause per field error.
+    /// 422 `<Kind>.<group> "<name>" is invalid: <aggregate>` with one cause per field error. A
+    /// cause's `field` is the path as the message prints it: `<nil>` for an error about the whole
+    /// object, as upstream's `field.Invalid(nil, ...)` gives.
     pub fn invalid(gk: &GroupResource, name: &str, errors: &ErrorList) -> Self {
         let causes = errors
             .iter()
             .map(|e| StatusCause {
                 reason: e.kind.as_str().to_string(),
                 message: e.body(),
-                field: e.field.as_str().to_string(),
+                field: e.field.to_string(),
             })
             .collect();
         let mut details = StatusDetails::named(gk, name);
@@ -408,6 +410,19 @@ mod tests {
         assert_eq!(d.causes[0].reason, "FieldValueRequired");
         assert_eq!(d.causes[0].message, "Required value");
         assert_eq!(d.causes[0].field, "spec.group");
+    }
+
+    /// Regression: an error about the whole object had the cause field "", where upstream's
+    /// nil path gives "<nil>" (kubectl prints `* <nil>: ...`).
+    #[test]
+    fn an_error_about_the_whole_object_has_the_field_nil() {
+        let errs = ErrorList(vec![FieldError::invalid(&Path::root(), "null", "checked")]);
+        let s = Status::invalid(&GroupResource::new("g.io", "things"), "n", &errs);
+        assert_eq!(
+            s.message,
+            "things.g.io \"n\" is invalid: <nil>: Invalid value: \"null\": checked"
+        );
+        assert_eq!(s.details.unwrap().causes[0].field, "<nil>");
     }
 
     #[test]
