@@ -294,6 +294,59 @@ fn type_error(
     }
 }
 
+/// Step: times as Go stores them. A built-in object is decoded into typed Go values, so a
+/// `metav1.Time` is written back in UTC at seconds precision and a `metav1.MicroTime` in UTC
+/// with six fraction digits, whatever offset and precision the client sent
+/// (`2026-11-28T07:44:39.5+01:00` becomes `2026-11-28T06:44:39Z`). Custom resources keep their
+/// strings, as upstream's do. Runs after [`type_error`] accepted every time.
+fn normalize_times(defs: &BTreeMap<String, Value>, schema: &Value, v: &mut Value) {
+    let (resolved, name) = resolve(defs, schema);
+    match (name.and_then(|n| n.rsplit('.').next()), &mut *v) {
+        (Some(kind @ ("Time" | "MicroTime")), Value::String(s)) => {
+            if let Some(t) = go_time_utc(s, kind == "MicroTime") {
+                *s = t;
+            }
+            return;
+        }
+        (Some("Time" | "MicroTime"), _) => return,
+        _ => {}
+    }
+    match v {
+        Value::Object(m) => {
+            let props = resolved.get("properties").and_then(Value::as_object);
+            let elem = resolved
+                .get("additionalProperties")
+                .filter(|e| e.is_object());
+            for (k, child) in m.iter_mut() {
+                if let Some(p) = props.and_then(|p| p.get(k)).or(elem) {
+                    normalize_times(defs, p, child);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = resolved.get("items") {
+                for item in items {
+                    normalize_times(defs, item_schema, item);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A time as Go's `metav1.Time` (`micro` false) or `metav1.MicroTime` encodes it: UTC,
+/// fractions truncated to seconds or to microseconds.
+fn go_time_utc(text: &str, micro: bool) -> Option<String> {
+    let ts: jiff::Timestamp = text.trim().parse().ok()?;
+    let civil = jiff::tz::Offset::UTC.to_datetime(ts);
+    let seconds = civil.strftime("%Y-%m-%dT%H:%M:%S");
+    Some(if micro {
+        format!("{seconds}.{:06}Z", civil.subsec_nanosecond() / 1000)
+    } else {
+        format!("{seconds}Z")
+    })
+}
+
 #[async_trait::async_trait]
 impl Strategy for BuiltinStrategy {
     fn info(&self) -> &ResourceInfo {
@@ -357,6 +410,7 @@ impl Strategy for BuiltinStrategy {
             ))
             .into());
         }
+        normalize_times(defs, &root, obj);
         let warnings = pipeline::prune_with_schema(
             self.kind.bare_schema(),
             self.kind.kind,
@@ -479,6 +533,76 @@ mod tests {
             field_validation,
             patch: false,
         }
+    }
+
+    /// Regression: built-in objects kept the client's offset and precision in their times;
+    /// upstream stores `metav1.Time` in UTC at seconds and `metav1.MicroTime` at microseconds.
+    #[test]
+    fn times_are_stored_as_go_encodes_them() {
+        let cases = [
+            (
+                "2026-11-28T07:44:39.123456+01:00",
+                false,
+                Some("2026-11-28T06:44:39Z"),
+            ),
+            (
+                "2026-11-28T07:44:39.999+05:30",
+                false,
+                Some("2026-11-28T02:14:39Z"),
+            ),
+            ("2026-11-28T07:44:39Z", false, Some("2026-11-28T07:44:39Z")),
+            (
+                "2026-11-28T07:44:39.123456+01:00",
+                true,
+                Some("2026-11-28T06:44:39.123456Z"),
+            ),
+            (
+                "2026-11-28T07:44:39.1234567Z",
+                true,
+                Some("2026-11-28T07:44:39.123456Z"),
+            ),
+            (
+                "2026-11-28T07:44:39Z",
+                true,
+                Some("2026-11-28T07:44:39.000000Z"),
+            ),
+            (
+                "1969-12-31T23:59:59.5Z",
+                false,
+                Some("1969-12-31T23:59:59Z"),
+            ),
+            ("not a time", false, None),
+        ];
+        for (text, micro, want) in cases {
+            assert_eq!(go_time_utc(text, micro).as_deref(), want, "{text}");
+        }
+
+        let how = how(FieldValidation::Strict);
+        let mut lease = json!({"metadata": {"name": "l"}, "spec": {"holderIdentity": "a",
+            "acquireTime": "2026-11-28T07:44:39.123456+01:00",
+            "renewTime": "2026-11-28T07:44:40.500000+01:00"}});
+        strategy("coordination.k8s.io", "leases")
+            .admit(&mut lease, &how)
+            .unwrap();
+        assert_eq!(lease["spec"]["acquireTime"], "2026-11-28T06:44:39.123456Z");
+        assert_eq!(lease["spec"]["renewTime"], "2026-11-28T06:44:40.500000Z");
+
+        // Times inside lists and maps: a Deployment's conditions, an Event's timestamps.
+        let mut deployment = json!({"metadata": {"name": "d"}, "spec": {"selector": {}, "template": {}},
+            "status": {"conditions": [{"type": "Available", "status": "True",
+                "lastUpdateTime": "2026-11-28T07:44:39.999+05:30"}]}});
+        strategy("apps", "deployments")
+            .admit(&mut deployment, &how)
+            .unwrap();
+        assert_eq!(
+            deployment["status"]["conditions"][0]["lastUpdateTime"],
+            "2026-11-28T02:14:39Z"
+        );
+        let mut event = json!({"metadata": {"name": "e"}, "involvedObject": {},
+            "firstTimestamp": "2026-11-28T07:44:39+01:00", "eventTime": "2026-11-28T07:44:39.250000+01:00"});
+        strategy("", "events").admit(&mut event, &how).unwrap();
+        assert_eq!(event["firstTimestamp"], "2026-11-28T06:44:39Z");
+        assert_eq!(event["eventTime"], "2026-11-28T06:44:39.250000Z");
     }
 
     #[test]

@@ -917,15 +917,21 @@ async fn typed_values_decode_as_go_decodes_them() {
     ] {
         assert_eq!(api.get(path).await.status, 404, "a {kind} was stored");
     }
-    // Valid values of the same fields are stored.
+    // Valid values of the same fields are stored, in UTC at the precision of their Go type
+    // (regression: they were stored with the client's offset, as the Python client sends them).
     let r = api
         .post(
             "/apis/coordination.k8s.io/v1/namespaces/default/leases",
             json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
-                   "spec": {"renewTime": "2024-01-01T00:00:00.000000Z", "leaseDurationSeconds": 15}}),
+                   "spec": {"renewTime": "2024-01-01T01:00:00.123456+01:00", "leaseDurationSeconds": 15}}),
         )
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.json()["spec"]["renewTime"], "2024-01-01T00:00:00.123456Z");
+    let r = api
+        .get("/apis/coordination.k8s.io/v1/namespaces/default/leases/l")
+        .await;
+    assert_eq!(r.json()["spec"]["renewTime"], "2024-01-01T00:00:00.123456Z");
     let r = api
         .post(
             "/api/v1/namespaces/default/secrets",
