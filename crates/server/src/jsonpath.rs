@@ -684,6 +684,10 @@ fn basic(v: &Value) -> Result<Basic<'_>, String> {
 /// different kinds do not compare, except signed and unsigned integers.
 fn compare(left: &Value, op: &str, right: &Value) -> Result<bool, String> {
     use std::cmp::Ordering;
+    // The operator is checked first, as upstream's `switch` on it is.
+    if !matches!(op, "==" | "!=" | "<" | ">" | "<=" | ">=") {
+        return Err(format!("unrecognized filter operator {op}"));
+    }
     let (lhs, rhs) = (basic(left)?, basic(right)?);
     let ordering = match (&lhs, &rhs) {
         (Basic::Int(x), Basic::Int(y)) => x.cmp(y),

@@ -105,6 +105,13 @@ fn paths_give_upstreams_results() {
         (".spec.nothing.deeper", json!([])),
         (".spec.ports.port", json!([])),
         (".", json!([])),
+        // From client-go's jsonpath_test.go.
+        ("...port", json!([80, 443, 8080])),
+        (".spec.ports[?(@..port==443)].name", json!(["https"])),
+        (
+            ".spec.ports[*]['name', 'port']",
+            json!(["http", "https", 80, 443, 8080]),
+        ),
         (".a..", json!([])),
     ];
     for (path, want) in cases {
@@ -146,6 +153,7 @@ fn failures_are_upstreams_errors() {
             "unrecognized character in action: U+007B '{'",
         ),
         (".a....b", "invalid multiple recursive descent"),
+        ("....port", "invalid multiple recursive descent"),
         (
             ".spec.ports[0]*",
             "unrecognized character in action: U+002A '*'",
@@ -233,6 +241,20 @@ fn literals_and_quotes() {
     assert_eq!(find(r#".items[?(@.a=="x\"y")].b"#), vec![json!(true)]);
     assert_eq!(find(".items[?(@.b==false)].a"), vec![json!("z")]);
     assert_eq!(find(r#""text""#), vec![json!("text")]);
+
+    // client-go's cases over a bare array: a filter on the element itself, a union of indexes.
+    let numbers = json!([2, 6, 3, 7, 4]);
+    let over = |p: &str| {
+        JsonPath::parse(p)
+            .unwrap()
+            .find(&numbers)
+            .unwrap()
+            .into_iter()
+            .map(Cow::into_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(over("[?(@<5)]"), vec![json!(2), json!(3), json!(4)]);
+    assert_eq!(over("[1,3,4]"), vec![json!(6), json!(7), json!(4)]);
 }
 
 #[test]
