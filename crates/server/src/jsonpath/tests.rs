@@ -29,12 +29,16 @@ fn object() -> Value {
     })
 }
 
+/// Every result of `path` over `obj`, or the error.
+fn results(obj: &Value, path: &str) -> Result<Vec<Value>, String> {
+    JsonPath::parse(path)?
+        .find(obj)
+        .map(|found| found.into_iter().map(Cow::into_owned).collect())
+}
+
 /// Every result of `path` over the test object, or the error.
 fn all(path: &str) -> Result<Vec<Value>, String> {
-    let obj = object();
-    let p = JsonPath::parse(path)?;
-    p.find(&obj)
-        .map(|found| found.into_iter().map(Cow::into_owned).collect())
+    results(&object(), path)
 }
 
 #[test]
@@ -229,30 +233,14 @@ fn string_cells_print_as_gos_fprint() {
 #[test]
 fn literals_and_quotes() {
     let obj = json!({"items": [{"a": "x\"y", "b": true}, {"a": "z", "b": false}]});
-    let find = |p: &str| {
-        JsonPath::parse(p)
-            .unwrap()
-            .find(&obj)
-            .unwrap()
-            .into_iter()
-            .map(Cow::into_owned)
-            .collect::<Vec<_>>()
-    };
+    let find = |p: &str| results(&obj, p).unwrap();
     assert_eq!(find(r#".items[?(@.a=="x\"y")].b"#), vec![json!(true)]);
     assert_eq!(find(".items[?(@.b==false)].a"), vec![json!("z")]);
     assert_eq!(find(r#""text""#), vec![json!("text")]);
 
     // client-go's cases over a bare array: a filter on the element itself, a union of indexes.
     let numbers = json!([2, 6, 3, 7, 4]);
-    let over = |p: &str| {
-        JsonPath::parse(p)
-            .unwrap()
-            .find(&numbers)
-            .unwrap()
-            .into_iter()
-            .map(Cow::into_owned)
-            .collect::<Vec<_>>()
-    };
+    let over = |p: &str| results(&numbers, p).unwrap();
     assert_eq!(over("[?(@<5)]"), vec![json!(2), json!(3), json!(4)]);
     assert_eq!(over("[1,3,4]"), vec![json!(6), json!(7), json!(4)]);
 }
