@@ -356,6 +356,67 @@ fn validate_containers(spec: &Value, path: &Path, errs: &mut ErrorList) {
                     errs.push(FieldError::required(&mp.child("mountPath"), ""));
                 }
             }
+            resource_requirements(at(c, "/resources"), &p.child("resources"), errs);
+        }
+    }
+}
+
+/// `ValidateResourceRequirements`' quantity rules: no negative limit or request; a request at
+/// most its limit (equal to it for resources that cannot be overcommitted: extended resources
+/// and huge pages, which also need a limit). Quantities print in their canonical form, as
+/// upstream's `Quantity.String()`. Resources are taken in name order (Go's map order is random).
+fn resource_requirements(res: &Value, path: &Path, errs: &mut ErrorList) {
+    use crd_core::quantity::Quantity;
+    let parse = |v: &Value| match v {
+        Value::String(t) => Quantity::parse(t),
+        Value::Number(n) => Quantity::parse(&n.to_string()),
+        _ => None,
+    };
+    let (lim_path, req_path) = (path.child("limits"), path.child("requests"));
+    let limits = res.get("limits").and_then(Value::as_object);
+    for (name, v) in limits.into_iter().flatten() {
+        if let Some(q) = parse(v).filter(Quantity::is_negative) {
+            errs.push(FieldError::invalid(
+                &lim_path.key(name),
+                q.to_string(),
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+    let requests = res.get("requests").and_then(Value::as_object);
+    for (name, v) in requests.into_iter().flatten() {
+        let Some(q) = parse(v) else { continue };
+        if q.is_negative() {
+            errs.push(FieldError::invalid(
+                &req_path.key(name),
+                q.to_string(),
+                "must be greater than or equal to 0",
+            ));
+        }
+        let native = !name.contains('/') || name.contains("kubernetes.io/");
+        let overcommit = native && !name.starts_with("hugepages-");
+        match limits.and_then(|l| l.get(name)).and_then(parse) {
+            Some(limit) => {
+                let order = q.cmp_value(&limit);
+                if !overcommit && order != std::cmp::Ordering::Equal {
+                    errs.push(FieldError::invalid(
+                        &req_path,
+                        q.to_string(),
+                        format!("must be equal to {name} limit of {limit}"),
+                    ));
+                } else if order == std::cmp::Ordering::Greater {
+                    errs.push(FieldError::invalid(
+                        &req_path,
+                        q.to_string(),
+                        format!("must be less than or equal to {name} limit of {limit}"),
+                    ));
+                }
+            }
+            None if !overcommit => errs.push(FieldError::required(
+                &lim_path,
+                "Limit must be set for non overcommitable resources",
+            )),
+            None => {}
         }
     }
 }
@@ -1618,6 +1679,38 @@ mod tests {
                     "spec.type: Unsupported value: \"Foo\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"",
                     "spec.ports: Required value",
                 ],
+            ),
+            // Regression: requests above limits and negative quantities were accepted.
+            (
+                KindId::Pod,
+                json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c", "image": "x",
+                "resources": {"limits": {"cpu": "1", "memory": "1Gi", "example.com/gpu": "2"},
+                              "requests": {"cpu": "1500m", "memory": "-1", "example.com/gpu": "1"}}}]}}),
+                None,
+                vec![
+                    "spec.containers[0].resources.requests: Invalid value: \"1500m\": must be less than or equal to cpu limit of 1",
+                    "spec.containers[0].resources.requests: Invalid value: \"1\": must be equal to example.com/gpu limit of 2",
+                    "spec.containers[0].resources.requests[memory]: Invalid value: \"-1\": must be greater than or equal to 0",
+                ],
+            ),
+            (
+                KindId::Deployment,
+                json!({"metadata": meta("d"), "spec": {"selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x",
+                "resources": {"limits": {"memory": "-64Mi"}, "requests": {"hugepages-2Mi": "2Mi"}}}]}}}}),
+                None,
+                vec![
+                    "spec.template.spec.containers[0].resources.limits[memory]: Invalid value: \"-64Mi\": must be greater than or equal to 0",
+                    "spec.template.spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources",
+                ],
+            ),
+            // Equal, smaller and unit-different values are fine.
+            (
+                KindId::Pod,
+                json!({"metadata": meta("p"), "spec": {"containers": [{"name": "c", "image": "x",
+                "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1000m", "memory": "1G"}}}]}}),
+                None,
+                vec![],
             ),
             (
                 KindId::Pod,

@@ -10,6 +10,7 @@ pub mod field;
 pub mod fields;
 pub mod go_decode;
 pub mod labels;
+pub mod quantity;
 pub mod status;
 pub mod strict;
 pub mod validation;

@@ -151,6 +151,46 @@ fn configmaps_secrets_and_serviceaccounts() {
     assert!(out.contains("deployments.apps"), "{out}");
 }
 
+/// Regression: a container requesting more than its limit, or a negative quantity, was stored;
+/// kube-apiserver refuses both with the quantities in their canonical form. Also: a workload's
+/// template does not get `enableServiceLinks` (only pods do).
+#[test]
+fn resource_requests_above_limits_are_refused() {
+    let s = TestServer::start();
+    s.write(
+        "over.yaml",
+        &DEPLOYMENT.replace(
+            "        ports: [{containerPort: 80}]\n",
+            "        resources: {limits: {cpu: 500m}, requests: {cpu: \"0.75\", memory: -1Gi}}\n",
+        ),
+    );
+    let err = kubectl_err(&s, &["apply", "-f", "over.yaml"]);
+    assert!(
+        err.contains(
+            "spec.template.spec.containers[0].resources.requests: Invalid value: \"750m\": must be less than or equal to cpu limit of 500m"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "spec.template.spec.containers[0].resources.requests[memory]: Invalid value: \"-1Gi\": must be greater than or equal to 0"
+        ),
+        "{err}"
+    );
+    s.write("web.yaml", DEPLOYMENT);
+    s.kubectl_ok(&["apply", "-f", "web.yaml"]);
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.spec.template.spec.enableServiceLinks}"
+        ]),
+        ""
+    );
+}
+
 #[test]
 fn deployments_apply_scale_label_patch() {
     let s = TestServer::start();
