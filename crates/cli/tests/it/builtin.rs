@@ -20,6 +20,11 @@ fn kubectl_err(s: &TestServer, args: &[&str]) -> String {
     stderr(&out)
 }
 
+/// `kubectl get deploy web -o jsonpath=<expr>`.
+fn web_jsonpath(s: &TestServer, expr: &str) -> String {
+    s.kubectl_ok(&["get", "deploy", "web", "-o", &format!("jsonpath={expr}")])
+}
+
 const DEPLOYMENT: &str = "apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -180,13 +185,7 @@ fn resource_requests_above_limits_are_refused() {
     s.write("web.yaml", DEPLOYMENT);
     s.kubectl_ok(&["apply", "-f", "web.yaml"]);
     assert_eq!(
-        s.kubectl_ok(&[
-            "get",
-            "deploy",
-            "web",
-            "-o",
-            "jsonpath={.spec.template.spec.enableServiceLinks}"
-        ]),
+        web_jsonpath(&s, "{.spec.template.spec.enableServiceLinks}"),
         ""
     );
 }
@@ -212,26 +211,17 @@ fn deployments_apply_scale_label_patch() {
     // Stored only: no controller makes pods.
     assert_eq!(row[..4], ["web", "0/2", "0", "0"], "{out}");
     assert_eq!(
-        s.kubectl_ok(&[
-            "get",
-            "deploy",
-            "web",
-            "-o",
-            "jsonpath={.metadata.generation} {.spec.strategy.type} {.spec.template.spec.containers[0].ports[0].protocol}",
-        ]),
+        web_jsonpath(
+            &s,
+            "{.metadata.generation} {.spec.strategy.type} {.spec.template.spec.containers[0].ports[0].protocol}"
+        ),
         "1 RollingUpdate TCP"
     );
 
     let out = s.kubectl_ok(&["scale", "deploy", "web", "--replicas=5"]);
     assert_eq!(out.trim(), "deployment.apps/web scaled");
     assert_eq!(
-        s.kubectl_ok(&[
-            "get",
-            "deploy",
-            "web",
-            "-o",
-            "jsonpath={.spec.replicas} {.metadata.generation}"
-        ]),
+        web_jsonpath(&s, "{.spec.replicas} {.metadata.generation}"),
         "5 2"
     );
     let scale = s.kubectl_ok(&[
@@ -262,13 +252,10 @@ fn deployments_apply_scale_label_patch() {
     ]);
     assert_eq!(out.trim(), "deployment.apps/web patched");
     assert_eq!(
-        s.kubectl_ok(&[
-            "get",
-            "deploy",
-            "web",
-            "-o",
-            "jsonpath={.spec.template.spec.containers[*].image} {.spec.template.spec.containers[0].ports[0].containerPort} {.metadata.generation}",
-        ]),
+        web_jsonpath(
+            &s,
+            "{.spec.template.spec.containers[*].image} {.spec.template.spec.containers[0].ports[0].containerPort} {.metadata.generation}"
+        ),
         "nginx:1.28 80 3"
     );
     // Client-side apply of a change: a strategic merge patch too.
@@ -276,13 +263,7 @@ fn deployments_apply_scale_label_patch() {
     let out = s.kubectl_ok(&["apply", "-f", "web.yaml"]);
     assert_eq!(out.trim(), "deployment.apps/web configured");
     assert_eq!(
-        s.kubectl_ok(&[
-            "get",
-            "deploy",
-            "web",
-            "-o",
-            "jsonpath={.spec.template.spec.containers[*].image}"
-        ]),
+        web_jsonpath(&s, "{.spec.template.spec.containers[*].image}"),
         "nginx:1.29"
     );
 
