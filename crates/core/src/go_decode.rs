@@ -109,23 +109,11 @@ pub fn quantity(text: &str) -> Result<(), &'static str> {
         return Err(QUANTITY_FORMAT);
     }
     let suffix = &s[suffix_start..];
-    let known = matches!(
-        suffix,
-        b"n" | b"u"
-            | b"m"
-            | b"k"
-            | b"M"
-            | b"G"
-            | b"T"
-            | b"P"
-            | b"E"
-            | b"Ki"
-            | b"Mi"
-            | b"Gi"
-            | b"Ti"
-            | b"Pi"
-            | b"Ei"
-    );
+    let known = crate::quantity::DECIMAL_SUFFIXES
+        .iter()
+        .map(|(text, _)| text)
+        .chain(&crate::quantity::BINARY_SUFFIXES)
+        .any(|text| text.as_bytes() == suffix);
     let exponent = matches!(suffix.first(), Some(b'e' | b'E'))
         && std::str::from_utf8(&suffix[1..]).is_ok_and(|e| e.parse::<i64>().is_ok());
     if known || exponent {

@@ -29,6 +29,23 @@ pub struct Quantity {
     format: Format,
 }
 
+/// The decimal SI suffixes and the powers of ten they stand for.
+pub(crate) const DECIMAL_SUFFIXES: [(&str, i32); 10] = [
+    ("n", -9),
+    ("u", -6),
+    ("m", -3),
+    ("", 0),
+    ("k", 3),
+    ("M", 6),
+    ("G", 9),
+    ("T", 12),
+    ("P", 15),
+    ("E", 18),
+];
+
+/// The binary SI suffixes: the n-th stands for 1024^n.
+pub(crate) const BINARY_SUFFIXES: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+
 /// Nano: the finest precision a quantity keeps.
 const NANO: i32 = -9;
 
@@ -48,28 +65,15 @@ impl Quantity {
             .unwrap_or(rest.len());
         let (number, suffix) = rest.split_at(number_end);
         let (int, frac) = number.split_once('.').unwrap_or((number, ""));
-        let (format, base2, exp) = match suffix {
-            "" => (Format::DecimalSi, false, 0),
-            "n" => (Format::DecimalSi, false, -9),
-            "u" => (Format::DecimalSi, false, -6),
-            "m" => (Format::DecimalSi, false, -3),
-            "k" => (Format::DecimalSi, false, 3),
-            "M" => (Format::DecimalSi, false, 6),
-            "G" => (Format::DecimalSi, false, 9),
-            "T" => (Format::DecimalSi, false, 12),
-            "P" => (Format::DecimalSi, false, 15),
-            "E" => (Format::DecimalSi, false, 18),
-            "Ki" => (Format::BinarySi, true, 10),
-            "Mi" => (Format::BinarySi, true, 20),
-            "Gi" => (Format::BinarySi, true, 30),
-            "Ti" => (Format::BinarySi, true, 40),
-            "Pi" => (Format::BinarySi, true, 50),
-            "Ei" => (Format::BinarySi, true, 60),
-            e => {
-                let digits = e.strip_prefix(['e', 'E'])?;
-                (Format::DecimalExponent, false, digits.parse::<i32>().ok()?)
-            }
-        };
+        let (format, exp) =
+            if let Some(&(_, power)) = DECIMAL_SUFFIXES.iter().find(|(text, _)| *text == suffix) {
+                (Format::DecimalSi, power)
+            } else if let Some(n) = BINARY_SUFFIXES.iter().position(|text| *text == suffix) {
+                (Format::BinarySi, 10 * i32::try_from(n).ok()?)
+            } else {
+                let digits = suffix.strip_prefix(['e', 'E'])?;
+                (Format::DecimalExponent, digits.parse::<i32>().ok()?)
+            };
         let digits = format!("{int}{frac}");
         let mut mantissa: i128 = if digits.is_empty() {
             0
@@ -77,7 +81,7 @@ impl Quantity {
             digits.parse().ok()?
         };
         let mut scale = -i32::try_from(frac.len()).ok()?;
-        if base2 {
+        if format == Format::BinarySi {
             mantissa = mantissa.checked_mul(1i128.checked_shl(u32::try_from(exp).ok()?)?)?;
         } else {
             scale = scale.checked_add(exp)?;
@@ -188,7 +192,7 @@ impl fmt::Display for Quantity {
                 return self.decimal(Format::DecimalSi, f);
             };
             let (amount, times) = remove_factors(value, 1024);
-            let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+            let suffix = BINARY_SUFFIXES
                 .get(usize::try_from(times).unwrap_or(usize::MAX))
                 .copied()
                 .unwrap_or("");
@@ -219,19 +223,11 @@ impl Quantity {
         let suffix = match format {
             Format::DecimalExponent if exponent == 0 => String::new(),
             Format::DecimalExponent => format!("e{exponent}"),
-            _ => match exponent {
-                -9 => "n",
-                -6 => "u",
-                -3 => "m",
-                3 => "k",
-                6 => "M",
-                9 => "G",
-                12 => "T",
-                15 => "P",
-                18 => "E",
-                _ => "",
-            }
-            .to_owned(),
+            _ => DECIMAL_SUFFIXES
+                .iter()
+                .find(|(_, power)| *power == exponent)
+                .map_or("", |(text, _)| text)
+                .to_owned(),
         };
         write!(f, "{amount}{suffix}")
     }

@@ -386,9 +386,8 @@ fn slice(text: &str) -> Result<[Param; 3], String> {
     let mut params = [Param::default(); 3];
     for i in 0..3 {
         match parts.get(i) {
-            // Present: the first may be empty (unknown); a later one empty is unknown too.
-            Some(p) if i == 0 && p.is_empty() => {}
-            Some(p) if i > 0 && p.is_empty() => {}
+            // Present but empty: unknown.
+            Some(&"") => {}
             Some(p) => {
                 params[i].known = true;
                 params[i].value =
@@ -658,7 +657,6 @@ fn eval_filter<'a>(
 }
 
 /// A value's kind for Go's template comparisons (`basicKind`).
-#[derive(PartialEq)]
 enum Basic<'v> {
     Bool(bool),
     Int(i64),
@@ -685,38 +683,32 @@ fn basic(v: &Value) -> Result<Basic<'_>, String> {
 fn compare(left: &Value, op: &str, right: &Value) -> Result<bool, String> {
     use std::cmp::Ordering;
     // The operator is checked first, as upstream's `switch` on it is.
-    if !matches!(op, "==" | "!=" | "<" | ">" | "<=" | ">=") {
-        return Err(format!("unrecognized filter operator {op}"));
-    }
-    let (lhs, rhs) = (basic(left)?, basic(right)?);
-    let ordering = match (&lhs, &rhs) {
-        (Basic::Int(x), Basic::Int(y)) => x.cmp(y),
-        (Basic::Uint(x), Basic::Uint(y)) => x.cmp(y),
-        (Basic::Int(x), Basic::Uint(y)) => i128::from(*x).cmp(&i128::from(*y)),
-        (Basic::Uint(x), Basic::Int(y)) => i128::from(*x).cmp(&i128::from(*y)),
+    let holds: fn(Ordering) -> bool = match op {
+        "==" => Ordering::is_eq,
+        "!=" => Ordering::is_ne,
+        "<" => Ordering::is_lt,
+        ">" => Ordering::is_gt,
+        "<=" => Ordering::is_le,
+        ">=" => Ordering::is_ge,
+        _ => return Err(format!("unrecognized filter operator {op}")),
+    };
+    let ordering = match (basic(left)?, basic(right)?) {
+        (Basic::Int(x), Basic::Int(y)) => x.cmp(&y),
+        (Basic::Uint(x), Basic::Uint(y)) => x.cmp(&y),
+        (Basic::Int(x), Basic::Uint(y)) => i128::from(x).cmp(&i128::from(y)),
+        (Basic::Uint(x), Basic::Int(y)) => i128::from(x).cmp(&i128::from(y)),
         (Basic::Str(x), Basic::Str(y)) => x.cmp(y),
-        (Basic::Float(x), Basic::Float(y)) => match x.partial_cmp(y) {
+        (Basic::Float(x), Basic::Float(y)) => match x.partial_cmp(&y) {
             Some(o) => o,
             // NaN: only `!=` holds.
             None => return Ok(op == "!="),
         },
-        (Basic::Bool(x), Basic::Bool(y)) => match op {
-            "==" => return Ok(x == y),
-            "!=" => return Ok(x != y),
-            "<" | ">" | "<=" | ">=" => return Err("invalid type for comparison".into()),
-            _ => return Err(format!("unrecognized filter operator {op}")),
-        },
+        // Booleans are equal or not; they have no order.
+        (Basic::Bool(x), Basic::Bool(y)) if matches!(op, "==" | "!=") => x.cmp(&y),
+        (Basic::Bool(_), Basic::Bool(_)) => return Err("invalid type for comparison".into()),
         _ => return Err("incompatible types for comparison".into()),
     };
-    match op {
-        "==" => Ok(ordering == Ordering::Equal),
-        "!=" => Ok(ordering != Ordering::Equal),
-        "<" => Ok(ordering == Ordering::Less),
-        ">" => Ok(ordering == Ordering::Greater),
-        "<=" => Ok(ordering != Ordering::Greater),
-        ">=" => Ok(ordering != Ordering::Less),
-        _ => Err(format!("unrecognized filter operator {op}")),
-    }
+    Ok(holds(ordering))
 }
 
 fn go_type(v: &Value) -> &'static str {

@@ -338,12 +338,10 @@ fn normalize_times(defs: &BTreeMap<String, Value>, schema: &Value, v: &mut Value
 /// fractions truncated to seconds or to microseconds.
 fn go_time_utc(text: &str, micro: bool) -> Option<String> {
     let ts: jiff::Timestamp = text.trim().parse().ok()?;
-    let civil = jiff::tz::Offset::UTC.to_datetime(ts);
-    let seconds = civil.strftime("%Y-%m-%dT%H:%M:%S");
     Some(if micro {
-        format!("{seconds}.{:06}Z", civil.subsec_nanosecond() / 1000)
+        crate::audit::event::micro_time(ts)
     } else {
-        format!("{seconds}Z")
+        super::meta::rfc3339_seconds(ts)
     })
 }
 

@@ -7,13 +7,15 @@ pub fn now_rfc3339() -> String {
     rfc3339_seconds(jiff::Timestamp::now())
 }
 
-/// `t` as `metav1.Time` prints it (RFC 3339, whole seconds, UTC). Years 1970 to 9999 are written
-/// digit by digit (every create writes two times, and the general formatter was 1% of a
-/// create's instructions); other times by jiff's `strftime`, as before.
-fn rfc3339_seconds(t: jiff::Timestamp) -> String {
+/// `t` as `metav1.Time` prints it (RFC 3339, whole seconds, UTC; a fraction is dropped). Years
+/// 1970 to 9999 are written digit by digit (every create writes two times, and the general
+/// formatter was 1% of a create's instructions); other times by jiff's `strftime`, as before.
+pub fn rfc3339_seconds(t: jiff::Timestamp) -> String {
     const END_OF_9999: i64 = 253_402_300_800;
     let secs = t.as_second();
-    if !(0..END_OF_9999).contains(&secs) {
+    // A time in the second before 1970 has `as_second() == 0` and a negative fraction: the
+    // digit-by-digit path would print 1970; `strftime` floors to 1969-12-31T23:59:59Z.
+    if !(0..END_OF_9999).contains(&secs) || t.subsec_nanosecond() < 0 {
         return t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     }
     let (days, rem) = (secs / 86_400, secs % 86_400);
