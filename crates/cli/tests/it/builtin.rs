@@ -20,6 +20,23 @@ fn kubectl_err(s: &TestServer, args: &[&str]) -> String {
     stderr(&out)
 }
 
+/// Regression: a Service repeating a (protocol, port) pair was stored; kube-apiserver refuses it.
+#[test]
+fn services_with_repeated_ports_are_refused() {
+    let s = TestServer::start();
+    s.write(
+        "svc.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ports:\n  - {name: a, port: 80}\n  - {name: b, port: 80}\n",
+    );
+    let err = kubectl_err(&s, &["apply", "-f", "svc.yaml"]);
+    assert!(
+        err.contains(
+            "spec.ports[1]: Duplicate value: core.ServicePort{Name:\"\", Protocol:\"TCP\", AppProtocol:(*string)(nil), Port:80, TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}, NodePort:0}"
+        ),
+        "{err}"
+    );
+}
+
 /// `kubectl get deploy web -o jsonpath=<expr>`.
 fn web_jsonpath(s: &TestServer, expr: &str) -> String {
     s.kubectl_ok(&["get", "deploy", "web", "-o", &format!("jsonpath={expr}")])
@@ -411,6 +428,19 @@ fn leases_and_namespace_deletion() {
         "-p",
         r#"{"spec":{"leaseTransitions":1}}"#,
     ]);
+    // Regression: times were stored with the client's offset; upstream stores MicroTime in UTC.
+    s.kubectl_ok(&[
+        "patch",
+        "lease",
+        "leader",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"renewTime":"2026-11-28T07:44:39.123456+01:00"}}"#,
+    ]);
+    assert_eq!(
+        s.kubectl_ok(&["get", "lease", "leader", "-o", "jsonpath={.spec.renewTime}"]),
+        "2026-11-28T06:44:39.123456Z"
+    );
     assert_eq!(
         s.kubectl_ok(&[
             "get",
