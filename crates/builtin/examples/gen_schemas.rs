@@ -161,6 +161,8 @@ fn generate() -> Value {
     generator.subschema_for::<api::core::v1::Endpoints>();
     generator.subschema_for::<api::core::v1::Pod>();
     generator.subschema_for::<api::core::v1::PersistentVolumeClaim>();
+    generator.subschema_for::<api::core::v1::PersistentVolume>();
+    generator.subschema_for::<api::core::v1::ReplicationController>();
     generator.subschema_for::<api::core::v1::Event>();
     generator.subschema_for::<api::apps::v1::Deployment>();
     generator.subschema_for::<api::apps::v1::StatefulSet>();

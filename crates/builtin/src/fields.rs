@@ -52,7 +52,7 @@ impl Kind {
                     .unwrap_or(0);
                 n.to_string()
             }
-            (KindId::ReplicaSet, "status.replicas") => {
+            (KindId::ReplicaSet | KindId::ReplicationController, "status.replicas") => {
                 let n = obj
                     .pointer("/status/replicas")
                     .and_then(Value::as_i64)

@@ -52,6 +52,8 @@ pub enum KindId {
     Endpoints,
     Pod,
     PersistentVolumeClaim,
+    PersistentVolume,
+    ReplicationController,
     Event,
     Deployment,
     StatefulSet,
@@ -86,7 +88,7 @@ pub struct ScalePaths {
     /// `.status.replicas`.
     pub status_replicas: &'static str,
     /// Where the label selector lives. For built-ins it is a `LabelSelector` object at
-    /// `.spec.selector`; the Scale's `status.selector` is its string form ([`Kind::scale_of`]).
+    /// `.spec.selector` (a `ReplicationController`'s is a label set there); the Scale's `status.selector` is its string form ([`Kind::scale_of`]).
     pub label_selector: &'static str,
 }
 
@@ -225,6 +227,15 @@ pub static KINDS: &[Kind] = &[
         "persistentvolumeclaim", short: ["pvc"], cat: [], Namespaced, status: true, scale: None,
         key: "/registry/persistentvolumeclaims", def: "io.k8s.api.core.v1.PersistentVolumeClaim",
         gen: None, columns: printers::PVC, fields: [], stored_as: None),
+    kind!(PersistentVolume, "", "v1", "PersistentVolume", "persistentvolumes",
+        "persistentvolume", short: ["pv"], cat: [], Cluster, status: true, scale: None,
+        key: "/registry/persistentvolumes", def: "io.k8s.api.core.v1.PersistentVolume",
+        gen: None, columns: printers::PV, fields: [], stored_as: None),
+    kind!(ReplicationController, "", "v1", "ReplicationController", "replicationcontrollers",
+        "replicationcontroller", short: ["rc"], cat: ["all"], Namespaced, status: true,
+        scale: APPS_SCALE, key: "/registry/controllers",
+        def: "io.k8s.api.core.v1.ReplicationController", gen: Spec,
+        columns: printers::REPLICATION_CONTROLLER, fields: ["status.replicas"], stored_as: None),
     kind!(Event, "", "v1", "Event", "events", "event", short: ["ev"], cat: [], Namespaced,
         status: false, scale: None, key: "/registry/events", def: "io.k8s.api.core.v1.Event",
         gen: None, columns: printers::EVENT,
@@ -381,8 +392,14 @@ impl Kind {
     pub fn scale_of(&self, obj: &serde_json::Value) -> Option<serde_json::Value> {
         self.scale?;
         let m = obj.get("metadata").cloned().unwrap_or_default();
-        let selector = obj
-            .pointer("/spec/selector")
+        // A ReplicationController's selector is a label set, not a `LabelSelector`.
+        let set_selector;
+        let mut selector = obj.pointer("/spec/selector");
+        if self.id == KindId::ReplicationController {
+            set_selector = selector.map(|s| serde_json::json!({ "matchLabels": s }));
+            selector = set_selector.as_ref();
+        }
+        let selector = selector
             .and_then(|s| crd_core::labels::Selector::from_label_selector_json(s).ok())
             .map(|s| s.to_string())
             .unwrap_or_default();
@@ -458,6 +475,8 @@ mod tests {
             KindId::Endpoints,
             KindId::Pod,
             KindId::PersistentVolumeClaim,
+            KindId::PersistentVolume,
+            KindId::ReplicationController,
             KindId::Event,
             KindId::Deployment,
             KindId::StatefulSet,
@@ -570,6 +589,26 @@ mod tests {
                 true,
                 false,
                 "/registry/persistentvolumeclaims",
+            ),
+            (
+                "",
+                "persistentvolumes",
+                "PersistentVolume",
+                &["pv"],
+                &[],
+                true,
+                false,
+                "/registry/persistentvolumes",
+            ),
+            (
+                "",
+                "replicationcontrollers",
+                "ReplicationController",
+                &["rc"],
+                &["all"],
+                true,
+                true,
+                "/registry/controllers",
             ),
             (
                 "",
@@ -741,7 +780,8 @@ mod tests {
             assert_eq!(k.status, *status, "{plural}");
             assert_eq!(k.scale.is_some(), *scale, "{plural}");
             assert_eq!(k.key_root, *key, "{plural}");
-            assert_eq!(k.namespaced(), !plural.starts_with("cluster"), "{plural}");
+            let cluster = plural.starts_with("cluster") || *plural == "persistentvolumes";
+            assert_eq!(k.namespaced(), !cluster, "{plural}");
             assert_eq!(by_kind(group, kind).map(|k| k.plural), Some(*plural));
         }
         assert_eq!(get(KindId::Deployment).api_version(), "apps/v1");

@@ -292,6 +292,19 @@ impl Kind {
                     set_default(status, "phase", json!("Pending"));
                 }
             }
+            KindId::PersistentVolume => {
+                if let Some(spec) = obj_mut(obj, "spec") {
+                    set_default(spec, "persistentVolumeReclaimPolicy", json!("Retain"));
+                    set_default(spec, "volumeMode", json!("Filesystem"));
+                    if let Some(hp) = spec.get_mut("hostPath").and_then(Value::as_object_mut) {
+                        set_default(hp, "type", json!(""));
+                    }
+                }
+                if let Some(status) = obj_mut(obj, "status") {
+                    set_default(status, "phase", json!("Pending"));
+                }
+            }
+            KindId::ReplicationController => default_replication_controller(obj),
             KindId::Deployment => {
                 if let Some(spec) = obj_mut(obj, "spec") {
                     set_default(spec, "replicas", json!(1));
@@ -418,12 +431,18 @@ impl Kind {
                     json!({"phase": "Pending", "qosClass": qos})
                 }
                 KindId::PersistentVolumeClaim => json!({"phase": "Pending"}),
+                // `PersistentVolumeLastPhaseTransitionTime` (GA in 1.31): the phase's time is
+                // the creation's.
+                KindId::PersistentVolume => json!({
+                    "phase": "Pending",
+                    "lastPhaseTransitionTime": m.get("metadata").and_then(|m| m.get("creationTimestamp")),
+                }),
                 // Go's zero status structs as they serialize (non-`omitempty` fields stay).
                 KindId::PodDisruptionBudget => {
                     json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
                 }
                 KindId::Service | KindId::Ingress => json!({"loadBalancer": {}}),
-                KindId::ReplicaSet => json!({"replicas": 0}),
+                KindId::ReplicaSet | KindId::ReplicationController => json!({"replicas": 0}),
                 KindId::StatefulSet => json!({"replicas": 0, "availableReplicas": 0}),
                 KindId::DaemonSet => {
                     json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0})
@@ -535,6 +554,29 @@ impl Kind {
     }
 }
 
+/// `SetDefaults_ReplicationController`: the selector and the labels default to the template's
+/// labels, the replicas to 1.
+fn default_replication_controller(obj: &mut Value) {
+    let template_labels = obj.pointer("/spec/template/metadata/labels").cloned();
+    let empty = |v: Option<&Value>| v.and_then(Value::as_object).is_none_or(Map::is_empty);
+    if let Some(labels) = template_labels.filter(Value::is_object) {
+        if let Some(spec) = obj_mut(obj, "spec")
+            && empty(spec.get("selector"))
+        {
+            spec.insert("selector".into(), labels.clone());
+        }
+        if let Some(meta) = obj_mut(obj, "metadata")
+            && empty(meta.get("labels"))
+        {
+            meta.insert("labels".into(), labels);
+        }
+    }
+    if let Some(spec) = obj_mut(obj, "spec") {
+        set_default(spec, "replicas", json!(1));
+    }
+    default_template(obj, "/spec/template/spec");
+}
+
 fn new_annotations(m: &Map<String, Value>) -> Option<&Value> {
     m.get("metadata").and_then(|x| x.get("annotations"))
 }
@@ -617,6 +659,26 @@ mod tests {
     #[test]
     fn defaults_match_go_defaulters() {
         let cases = vec![
+            (
+                // `SetDefaults_ReplicationController`: selector and labels from the template.
+                KindId::ReplicationController,
+                json!({"metadata": {"name": "rc"}, "spec": {"template": {"metadata": {"labels": {"app": "web"}}}}}),
+                json!({"metadata": {"name": "rc", "labels": {"app": "web"}},
+                "spec": {"replicas": 1, "selector": {"app": "web"}, "template": {"metadata": {"labels": {"app": "web"}}}}}),
+            ),
+            (
+                KindId::ReplicationController,
+                json!({"metadata": {"name": "rc", "labels": {"team": "a"}}, "spec": {"replicas": 0, "selector": {"app": "web"},
+                "template": {"metadata": {"labels": {"app": "web", "v": "2"}}}}}),
+                json!({"metadata": {"name": "rc", "labels": {"team": "a"}}, "spec": {"replicas": 0, "selector": {"app": "web"},
+                "template": {"metadata": {"labels": {"app": "web", "v": "2"}}}}}),
+            ),
+            (
+                KindId::PersistentVolume,
+                json!({"metadata": {"name": "pv"}, "spec": {"hostPath": {"path": "/data"}}}),
+                json!({"metadata": {"name": "pv"}, "spec": {"hostPath": {"path": "/data", "type": ""},
+                "persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem"}, "status": {"phase": "Pending"}}),
+            ),
             (
                 KindId::Secret,
                 json!({"metadata": {"name": "s"}, "data": {"a": "MQ=="}, "stringData": {"b": "two", "a": "one"}}),
@@ -772,6 +834,17 @@ mod tests {
                 KindId::ConfigMap,
                 json!({"metadata": {"name": "c"}, "data": {}}),
                 json!({"metadata": {"name": "c"}, "data": {}}),
+            ),
+            (
+                KindId::ReplicationController,
+                json!({"metadata": {"name": "rc"}, "spec": {}, "status": {"replicas": 3, "readyReplicas": 3}}),
+                json!({"metadata": {"name": "rc", "generation": 1}, "spec": {}, "status": {"replicas": 0}}),
+            ),
+            (
+                KindId::PersistentVolume,
+                json!({"metadata": {"name": "pv", "creationTimestamp": "2026-11-28T10:00:00Z"}, "spec": {}, "status": {"phase": "Bound"}}),
+                json!({"metadata": {"name": "pv", "creationTimestamp": "2026-11-28T10:00:00Z"}, "spec": {},
+                "status": {"phase": "Pending", "lastPhaseTransitionTime": "2026-11-28T10:00:00Z"}}),
             ),
             (
                 KindId::EndpointSlice,

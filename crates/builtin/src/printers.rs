@@ -268,6 +268,103 @@ pub const PVC: &[Column] = &[
         1,
     ),
 ];
+/// `PersistentVolume`: NAME CAPACITY ACCESS MODES RECLAIM POLICY STATUS CLAIM STORAGECLASS
+/// VOLUMEATTRIBUTESCLASS REASON AGE (VOLUMEMODE).
+pub const PV: &[Column] = &[
+    NAME,
+    doc(
+        "Capacity",
+        "string",
+        "io.k8s.api.core.v1.PersistentVolumeSpec",
+        "capacity",
+        0,
+    ),
+    doc(
+        "Access Modes",
+        "string",
+        "io.k8s.api.core.v1.PersistentVolumeSpec",
+        "accessModes",
+        0,
+    ),
+    doc(
+        "Reclaim Policy",
+        "string",
+        "io.k8s.api.core.v1.PersistentVolumeSpec",
+        "persistentVolumeReclaimPolicy",
+        0,
+    ),
+    doc(
+        "Status",
+        "string",
+        "io.k8s.api.core.v1.PersistentVolumeStatus",
+        "phase",
+        0,
+    ),
+    doc(
+        "Claim",
+        "string",
+        "io.k8s.api.core.v1.PersistentVolumeSpec",
+        "claimRef",
+        0,
+    ),
+    text("StorageClass", "string", "StorageClass of the pv", 0),
+    text(
+        "VolumeAttributesClass",
+        "string",
+        "VolumeAttributesClass of the pv",
+        0,
+    ),
+    doc(
+        "Reason",
+        "string",
+        "io.k8s.api.core.v1.PersistentVolumeStatus",
+        "reason",
+        0,
+    ),
+    AGE,
+    doc(
+        "VolumeMode",
+        "string",
+        "io.k8s.api.core.v1.PersistentVolumeSpec",
+        "volumeMode",
+        1,
+    ),
+];
+/// `ReplicationController`: NAME DESIRED CURRENT READY AGE (CONTAINERS IMAGES SELECTOR).
+pub const REPLICATION_CONTROLLER: &[Column] = &[
+    NAME,
+    doc(
+        "Desired",
+        "integer",
+        "io.k8s.api.core.v1.ReplicationControllerSpec",
+        "replicas",
+        0,
+    ),
+    doc(
+        "Current",
+        "integer",
+        "io.k8s.api.core.v1.ReplicationControllerStatus",
+        "replicas",
+        0,
+    ),
+    doc(
+        "Ready",
+        "integer",
+        "io.k8s.api.core.v1.ReplicationControllerStatus",
+        "readyReplicas",
+        0,
+    ),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    doc(
+        "Selector",
+        "string",
+        "io.k8s.api.core.v1.ReplicationControllerSpec",
+        "selector",
+        1,
+    ),
+];
 /// Event (core/v1 and events.k8s.io/v1): LAST SEEN TYPE REASON OBJECT MESSAGE, Name last.
 pub const EVENT: &[Column] = &[
     doc(
@@ -954,6 +1051,7 @@ impl Kind {
             KindId::Endpoints => vec![name, json!(format_endpoints(obj)), age],
             KindId::Pod => pod_cells(obj, name, age, now),
             KindId::PersistentVolumeClaim => pvc_cells(obj, name, age),
+            KindId::PersistentVolume => pv_cells(obj, name, age),
             KindId::Event => event_cells(obj, now),
             KindId::EventsV1Event => event_cells(&crate::events::to_core(obj), now),
             KindId::Deployment => {
@@ -1003,8 +1101,15 @@ impl Kind {
                     json!(format_label_selector(at(obj, "/spec/selector"))),
                 ]
             }
-            KindId::ReplicaSet => {
+            KindId::ReplicaSet | KindId::ReplicationController => {
                 let (c, i) = containers_images(at(obj, "/spec/template/spec"));
+                let selector = at(obj, "/spec/selector");
+                // A ReplicationController's selector is a label set.
+                let selector = if self.id == KindId::ReplicaSet {
+                    format_label_selector(selector)
+                } else {
+                    format_labels(selector)
+                };
                 vec![
                     name,
                     json!(int(obj, "/spec/replicas")),
@@ -1013,7 +1118,7 @@ impl Kind {
                     age,
                     json!(c),
                     json!(i),
-                    json!(format_label_selector(at(obj, "/spec/selector"))),
+                    json!(selector),
                 ]
             }
             KindId::Job => job_cells(obj, name, age, now),
@@ -1333,6 +1438,53 @@ fn format_discovery_endpoints(endpoints: &[Value]) -> String {
     } else {
         ret
     }
+}
+
+/// `printPersistentVolume`.
+fn pv_cells(obj: &Value, name: Value, age: Value) -> Vec<Value> {
+    let mut phase = s(obj, "/status/phase").to_string();
+    if !at(obj, "/metadata/deletionTimestamp").is_null() {
+        phase = "Terminating".into();
+    }
+    let claim = match at(obj, "/spec/claimRef") {
+        Value::Object(_) => format!(
+            "{}/{}",
+            s(obj, "/spec/claimRef/namespace"),
+            s(obj, "/spec/claimRef/name")
+        ),
+        _ => String::new(),
+    };
+    let capacity = match at(obj, "/spec/capacity/storage") {
+        Value::String(q) => q.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => "0".to_string(),
+    };
+    let class = match at(obj, "/spec/storageClassName").as_str() {
+        Some(c) => c.to_string(),
+        None => s(
+            obj,
+            "/metadata/annotations/volume.beta.kubernetes.io~1storage-class",
+        )
+        .into(),
+    };
+    let or_unset = |ptr: &str| {
+        at(obj, ptr)
+            .as_str()
+            .map_or_else(|| "<unset>".to_string(), String::from)
+    };
+    vec![
+        name,
+        json!(capacity),
+        json!(access_modes(arr(obj, "/spec/accessModes"))),
+        json!(s(obj, "/spec/persistentVolumeReclaimPolicy")),
+        json!(phase),
+        json!(claim),
+        json!(class),
+        json!(or_unset("/spec/volumeAttributesClassName")),
+        json!(s(obj, "/status/reason")),
+        age,
+        json!(or_unset("/spec/volumeMode")),
+    ]
 }
 
 fn pvc_cells(obj: &Value, name: Value, age: Value) -> Vec<Value> {
@@ -1707,6 +1859,35 @@ mod tests {
                 ],
             ),
             (
+                KindId::PersistentVolume,
+                &[
+                    "Name",
+                    "Capacity",
+                    "Access Modes",
+                    "Reclaim Policy",
+                    "Status",
+                    "Claim",
+                    "StorageClass",
+                    "VolumeAttributesClass",
+                    "Reason",
+                    "Age",
+                    "VolumeMode",
+                ],
+            ),
+            (
+                KindId::ReplicationController,
+                &[
+                    "Name",
+                    "Desired",
+                    "Current",
+                    "Ready",
+                    "Age",
+                    "Containers",
+                    "Images",
+                    "Selector",
+                ],
+            ),
+            (
                 KindId::PersistentVolumeClaim,
                 &[
                     "Name",
@@ -2043,6 +2224,33 @@ mod tests {
                     "<none>",
                     "<none>"
                 ]),
+            ),
+            (
+                KindId::PersistentVolume,
+                json!({"metadata": {"name": "pv1", "creationTimestamp": CREATED}, "spec": {"capacity": {"storage": "5Gi"},
+                    "accessModes": ["ReadWriteMany", "ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Retain",
+                    "claimRef": {"namespace": "default", "name": "data"}, "storageClassName": "standard", "volumeMode": "Block"},
+                    "status": {"phase": "Bound"}}),
+                json!([
+                    "pv1",
+                    "5Gi",
+                    "RWO,RWX",
+                    "Retain",
+                    "Bound",
+                    "default/data",
+                    "standard",
+                    "<unset>",
+                    "",
+                    "5m",
+                    "Block"
+                ]),
+            ),
+            (
+                KindId::ReplicationController,
+                json!({"metadata": {"name": "rc", "creationTimestamp": CREATED}, "spec": {"replicas": 3, "selector": {"tier": "fe", "app": "web"},
+                    "template": {"spec": {"containers": [{"name": "a", "image": "nginx"}, {"name": "b", "image": "redis"}]}}},
+                    "status": {"replicas": 2, "readyReplicas": 1}}),
+                json!(["rc", 3, 2, 1, "5m", "a,b", "nginx,redis", "app=web,tier=fe"]),
             ),
             (
                 KindId::PersistentVolumeClaim,

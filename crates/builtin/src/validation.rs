@@ -824,25 +824,30 @@ const ACCESS_MODES: &[&str] = &[
     "ReadWriteOncePod",
 ];
 
-fn pvc(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
-    let sp = Path::new("spec");
+const RECLAIM_POLICIES: &[&str] = &["Delete", "Recycle", "Retain"];
+const VOLUME_MODES: &[&str] = &["Block", "Filesystem"];
+
+/// `spec.accessModes` of a claim or a volume: at least one, each supported.
+fn access_modes(obj: &Value, errs: &mut ErrorList) {
+    let path = Path::new("spec").child("accessModes");
     let modes = arr(obj, "/spec/accessModes");
     if modes.is_empty() {
         errs.push(FieldError::required(
-            &sp.child("accessModes"),
+            &path,
             "at least 1 access mode is required",
         ));
     }
     for m in modes {
         let m = m.as_str().unwrap_or("");
         if !ACCESS_MODES.contains(&m) {
-            errs.push(FieldError::not_supported(
-                &sp.child("accessModes"),
-                m,
-                ACCESS_MODES,
-            ));
+            errs.push(FieldError::not_supported(&path, m, ACCESS_MODES));
         }
     }
+}
+
+fn pvc(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
+    let sp = Path::new("spec");
+    access_modes(obj, errs);
     if at(obj, "/spec/resources/requests/storage").is_null() {
         errs.push(FieldError::required(
             &sp.child("resources").key("storage"),
@@ -868,6 +873,193 @@ fn pvc(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
                 "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
             ));
         }
+    }
+}
+
+/// The volume sources of a `PersistentVolumeSpec`, in the order upstream's
+/// `ValidatePersistentVolumeSpec` counts them.
+const PV_SOURCES: &[&str] = &[
+    "hostPath",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "glusterfs",
+    "flocker",
+    "nfs",
+    "rbd",
+    "quobyte",
+    "cephfs",
+    "iscsi",
+    "cinder",
+    "fc",
+    "flexVolume",
+    "azureFile",
+    "vsphereVolume",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "azureDisk",
+    "scaleIO",
+    "local",
+    "storageos",
+    "csi",
+];
+
+/// `ValidatePersistentVolume` (its main rules; `VALIDATION.md` lists what is not checked) and,
+/// on update, `ValidatePersistentVolumeUpdate`'s immutable volume source and mode.
+fn persistent_volume(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
+    let sp = Path::new("spec");
+    let spec = at(obj, "/spec");
+    access_modes(obj, errs);
+    let cp = sp.child("capacity");
+    match spec.get("capacity").and_then(Value::as_object) {
+        None => errs.push(FieldError::required(&cp, "")),
+        Some(c) if c.is_empty() => errs.push(FieldError::required(&cp, "")),
+        Some(c) => {
+            if !c.contains_key("storage") || c.len() > 1 {
+                errs.push(FieldError::not_supported(
+                    &cp,
+                    compound(at(spec, "/capacity")),
+                    &["storage"],
+                ));
+            }
+            for (name, v) in c {
+                let q = match v {
+                    Value::String(t) => crd_core::quantity::Quantity::parse(t),
+                    Value::Number(n) => crd_core::quantity::Quantity::parse(&n.to_string()),
+                    _ => None,
+                };
+                if let Some(q) = q.filter(|q| q.is_negative() || q.is_zero()) {
+                    errs.push(FieldError::invalid(
+                        &cp.key(name),
+                        q.to_string(),
+                        "must be greater than zero",
+                    ));
+                }
+            }
+        }
+    }
+    let policy = s(spec, "/persistentVolumeReclaimPolicy");
+    if !policy.is_empty() && !RECLAIM_POLICIES.contains(&policy) {
+        errs.push(FieldError::not_supported(
+            &sp.child("persistentVolumeReclaimPolicy"),
+            policy,
+            RECLAIM_POLICIES,
+        ));
+    }
+    if let Some(class) = spec.get("storageClassName").and_then(Value::as_str)
+        && !class.is_empty()
+    {
+        for m in is_dns1123_subdomain(class) {
+            errs.push(FieldError::invalid(&sp.child("storageClassName"), class, m));
+        }
+    }
+    let mode = s(spec, "/volumeMode");
+    if !mode.is_empty() && !VOLUME_MODES.contains(&mode) {
+        errs.push(FieldError::not_supported(
+            &sp.child("volumeMode"),
+            mode,
+            VOLUME_MODES,
+        ));
+    }
+    let mut sources = 0;
+    for &source in PV_SOURCES {
+        if spec.get(source).is_none_or(Value::is_null) {
+            continue;
+        }
+        if sources > 0 {
+            errs.push(FieldError::forbidden(
+                &sp.child(source),
+                "may not specify more than 1 volume type",
+            ));
+            continue;
+        }
+        sources += 1;
+        let sub = sp.child(source);
+        match source {
+            "hostPath" | "local" if s(spec, &format!("/{source}/path")).is_empty() => {
+                errs.push(FieldError::required(&sub.child("path"), ""));
+            }
+            "nfs" if s(spec, "/nfs/server").is_empty() => {
+                errs.push(FieldError::required(&sub.child("server"), ""));
+            }
+            "csi" if s(spec, "/csi/driver").is_empty() => {
+                errs.push(FieldError::required(&sub.child("driver"), ""));
+            }
+            _ => {}
+        }
+        if source == "local" && spec.get("nodeAffinity").is_none_or(Value::is_null) {
+            errs.push(FieldError::required(
+                &sp.child("nodeAffinity"),
+                "Local volume requires node affinity",
+            ));
+        }
+    }
+    if sources == 0 {
+        errs.push(FieldError::required(&sp, "must specify a volume type"));
+    }
+    if let Some(old) = old {
+        let source = |v: &Value| -> Vec<Value> {
+            PV_SOURCES
+                .iter()
+                .map(|k| at(v, &format!("/spec/{k}")).clone())
+                .collect()
+        };
+        if source(obj) != source(old) {
+            errs.push(FieldError::forbidden(
+                &sp.child("persistentvolumesource"),
+                "spec.persistentvolumesource is immutable after creation",
+            ));
+        }
+        let (new_mode, old_mode) = (at(obj, "/spec/volumeMode"), at(old, "/spec/volumeMode"));
+        if new_mode != old_mode {
+            errs.push(FieldError::invalid(
+                &sp.child("volumeMode"),
+                compound(new_mode),
+                "field is immutable",
+            ));
+        }
+    }
+}
+
+/// `ValidateReplicationControllerSpec`: a non-empty label-set selector that the template's
+/// labels match, non-negative counts, and a template that restarts `Always` with no deadline.
+fn replication_controller(spec: &Value, errs: &mut ErrorList) {
+    let sp = Path::new("spec");
+    non_negative(
+        at(spec, "/minReadySeconds"),
+        &sp.child("minReadySeconds"),
+        errs,
+    );
+    let selector = spec.get("selector").and_then(Value::as_object);
+    if selector.is_none_or(Map::is_empty) {
+        errs.push(FieldError::required(&sp.child("selector"), ""));
+    }
+    errs.extend(validate_labels(spec.get("selector"), &sp.child("selector")));
+    non_negative(at(spec, "/replicas"), &sp.child("replicas"), errs);
+    let tp = sp.child("template");
+    if spec.get("template").is_none_or(Value::is_null) {
+        errs.push(FieldError::required(&tp, ""));
+        return;
+    }
+    if let Some(sel) = selector.filter(|m| !m.is_empty()) {
+        let labels = at(spec, "/template/metadata/labels");
+        let matches = sel
+            .iter()
+            .all(|(k, v)| labels.get(k).is_some_and(|l| l == v));
+        if !matches {
+            errs.push(FieldError::invalid(
+                &tp.child("metadata").child("labels"),
+                compound(labels),
+                "`selector` does not match template `labels`",
+            ));
+        }
+    }
+    validate_template(spec, &tp, errs);
+    restart_always(spec, &sp, errs);
+    if !at(spec, "/template/spec/activeDeadlineSeconds").is_null() {
+        errs.push(FieldError::forbidden(
+            &tp.child("spec").child("activeDeadlineSeconds"),
+            "activeDeadlineSeconds in ReplicationController is not Supported",
+        ));
     }
 }
 
@@ -1349,6 +1541,8 @@ impl Kind {
                 }
             }
             KindId::PersistentVolumeClaim => pvc(obj, old, &mut errs),
+            KindId::PersistentVolume => persistent_volume(obj, old, &mut errs),
+            KindId::ReplicationController => replication_controller(at(obj, "/spec"), &mut errs),
             KindId::Event => event(obj, false, &mut errs),
             KindId::EventsV1Event => {
                 let core = crate::events::to_core(obj);
@@ -1462,6 +1656,14 @@ mod tests {
     fn valid_objects_pass() {
         let cases = vec![
             (
+                KindId::ReplicationController,
+                json!({"metadata": meta("rc"), "spec": {"template": pod_template(&json!({"app": "web"}))}}),
+            ),
+            (
+                KindId::PersistentVolume,
+                json!({"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/data"}}}),
+            ),
+            (
                 KindId::ConfigMap,
                 json!({"metadata": meta("cm"), "data": {"a.b": "1", "C_D-e": "2"}}),
             ),
@@ -1555,6 +1757,72 @@ mod tests {
     #[test]
     fn invalid_objects_get_upstream_messages() {
         let cases: Vec<(KindId, Value, Option<Value>, Vec<&str>)> = vec![
+            (
+                KindId::ReplicationController,
+                json!({"metadata": meta("rc"), "spec": {"replicas": -1, "selector": {"app": "db"}, "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"restartPolicy": "Never", "activeDeadlineSeconds": 5, "containers": [{"name": "c", "image": "nginx"}]}}}}),
+                None,
+                vec![
+                    "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+                    "spec.template.metadata.labels: Invalid value: {\"app\":\"web\"}: `selector` does not match template `labels`",
+                    "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+                    "spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in ReplicationController is not Supported",
+                ],
+            ),
+            (
+                KindId::ReplicationController,
+                json!({"metadata": meta("rc"), "spec": {}}),
+                None,
+                vec![
+                    "spec.selector: Required value",
+                    "spec.template: Required value",
+                ],
+            ),
+            (
+                KindId::PersistentVolume,
+                json!({"metadata": {"name": "pv1"}, "spec": {"persistentVolumeReclaimPolicy": "Keep", "volumeMode": "Raw"}}),
+                None,
+                vec![
+                    "spec.accessModes: Required value: at least 1 access mode is required",
+                    "spec.capacity: Required value",
+                    "spec.persistentVolumeReclaimPolicy: Unsupported value: \"Keep\": supported values: \"Delete\", \"Recycle\", \"Retain\"",
+                    "spec.volumeMode: Unsupported value: \"Raw\": supported values: \"Block\", \"Filesystem\"",
+                    "spec: Required value: must specify a volume type",
+                ],
+            ),
+            (
+                KindId::PersistentVolume,
+                json!({"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "0", "cpu": "1"}, "accessModes": ["ReadWriteOnce"],
+                    "hostPath": {"path": "/data"}, "nfs": {"server": "nfs", "path": "/"}, "local": {"path": "/x"}}}),
+                None,
+                vec![
+                    "spec.capacity: Unsupported value: {\"cpu\":\"1\",\"storage\":\"0\"}: supported values: \"storage\"",
+                    "spec.capacity[storage]: Invalid value: \"0\": must be greater than zero",
+                    "spec.nfs: Forbidden: may not specify more than 1 volume type",
+                    "spec.local: Forbidden: may not specify more than 1 volume type",
+                ],
+            ),
+            (
+                KindId::PersistentVolume,
+                json!({"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "local": {"path": ""}}}),
+                None,
+                vec![
+                    "spec.local.path: Required value",
+                    "spec.nodeAffinity: Required value: Local volume requires node affinity",
+                ],
+            ),
+            (
+                KindId::PersistentVolume,
+                json!({"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/other"}, "volumeMode": "Block"}}),
+                Some(
+                    json!({"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/data"}}}),
+                ),
+                vec![
+                    "spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation",
+                    "spec.volumeMode: Invalid value: \"Block\": field is immutable",
+                ],
+            ),
             (
                 KindId::ConfigMap,
                 json!({"metadata": meta("cm"), "data": {"a/b": "1", "..x": "2"}, "binaryData": {"..x": ""}}),

@@ -125,6 +125,11 @@ impl Quantity {
         self.mantissa < 0
     }
 
+    /// Whether the value is zero (`ValidatePositiveQuantityValue` refuses it).
+    pub fn is_zero(&self) -> bool {
+        self.mantissa == 0
+    }
+
     /// Orders two quantities by value (`Quantity.Cmp`).
     pub fn cmp_value(&self, other: &Self) -> Ordering {
         let scale = self.scale.min(other.scale);

@@ -207,6 +207,71 @@ fn resource_requests_above_limits_are_refused() {
     );
 }
 
+/// `kubectl apply --prune -l` (its default allowlist names `ReplicationControllers` and
+/// `PersistentVolumes`, so every kind of it must be served): an object of the set that left the
+/// file is deleted, one outside the selector is kept. A `ReplicationController` defaults its
+/// selector and labels from its template and scales through `/scale`.
+#[test]
+fn apply_prune_deletes_what_left_the_file() {
+    let s = TestServer::start();
+    let cm = |name: &str, app: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  labels: {{app: {app}}}\ndata: {{a: b}}\n"
+        )
+    };
+    s.write(
+        "both.yaml",
+        &format!("{DEPLOYMENT}---\n{}", cm("cfg", "web")),
+    );
+    s.kubectl_ok(&["apply", "-f", "both.yaml"]);
+    s.write("other.yaml", &cm("other", "db"));
+    s.kubectl_ok(&["apply", "-f", "other.yaml"]);
+    s.write("web.yaml", DEPLOYMENT);
+    let out = s.kubectl_ok(&["apply", "--prune", "-l", "app=web", "-f", "web.yaml"]);
+    assert!(out.contains("configmap/cfg pruned"), "{out}");
+    let names = s.kubectl_ok(&["get", "cm", "-o", "name"]);
+    assert!(!names.contains("configmap/cfg"), "{names}");
+    assert!(names.contains("configmap/other"), "{names}");
+
+    s.write(
+        "rc.yaml",
+        "apiVersion: v1\nkind: ReplicationController\nmetadata:\n  name: rc\nspec:\n  template:\n    metadata:\n      labels: {app: legacy}\n    spec:\n      containers:\n      - name: c\n        image: nginx\n",
+    );
+    s.kubectl_ok(&["apply", "-f", "rc.yaml"]);
+    let got = s.kubectl_ok(&[
+        "get",
+        "rc",
+        "rc",
+        "-o",
+        "jsonpath={.spec.selector} {.metadata.labels} {.spec.replicas} {.status.replicas}",
+    ]);
+    assert_eq!(got, r#"{"app":"legacy"} {"app":"legacy"} 1 0"#);
+    s.kubectl_ok(&["scale", "rc/rc", "--replicas=3"]);
+    let wide = s.kubectl_ok(&["get", "rc", "-o", "wide"]);
+    assert_eq!(
+        header(&wide),
+        [
+            "NAME",
+            "DESIRED",
+            "CURRENT",
+            "READY",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ],
+        "{wide}"
+    );
+    let row: Vec<&str> = wide
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[..4], ["rc", "3", "0", "0"], "{wide}");
+    assert_eq!(row[5..], ["c", "nginx", "app=legacy"], "{wide}");
+}
+
 #[test]
 fn deployments_apply_scale_label_patch() {
     let s = TestServer::start();

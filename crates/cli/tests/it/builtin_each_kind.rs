@@ -42,6 +42,16 @@ const MANIFESTS: &[(&str, &str, &str)] = &[
         "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: pvc1\nspec:\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: 1Gi\n",
     ),
     (
+        "persistentvolumes",
+        "pv1",
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: pv1\nspec:\n  capacity:\n    storage: 1Gi\n  accessModes: [ReadWriteOnce]\n  hostPath:\n    path: /data\n",
+    ),
+    (
+        "replicationcontrollers",
+        "rc1",
+        "apiVersion: v1\nkind: ReplicationController\nmetadata:\n  name: rc1\nspec:\n  template:\n    metadata:\n      labels:\n        app: rc\n    spec:\n      containers:\n      - name: c\n        image: nginx\n",
+    ),
+    (
         "events",
         "ev1",
         "apiVersion: v1\nkind: Event\nmetadata:\n  name: ev1\ninvolvedObject:\n  kind: Pod\n  name: pod1\n  namespace: default\nreason: Tested\nmessage: hello\ntype: Normal\n",
