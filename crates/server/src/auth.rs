@@ -130,7 +130,21 @@ impl Authenticator {
         audiences: &[String],
     ) -> Option<(User, Vec<String>)> {
         if let Some(u) = self.tokens.lookup(token) {
-            return Some((with_authenticated(u.clone()), audiences.to_vec()));
+            // Token-file tokens carry no audience: upstream's `WrapAudienceAgnosticToken`
+            // accepts them only for the requested audiences that are API audiences.
+            if audiences.is_empty() {
+                return Some((with_authenticated(u.clone()), Vec::new()));
+            }
+            let api = self
+                .service_accounts
+                .as_ref()
+                .map_or(&[][..], |sa| &sa.audiences[..]);
+            let accepted: Vec<String> = audiences
+                .iter()
+                .filter(|a| api.contains(a))
+                .cloned()
+                .collect();
+            return (!accepted.is_empty()).then(|| (with_authenticated(u.clone()), accepted));
         }
         let sa = self.service_accounts.as_ref()?;
         let wanted = if audiences.is_empty() {

@@ -69,6 +69,7 @@ impl WebhookClient {
         let mut builder = reqwest::Client::builder()
             .timeout(timeout)
             .user_agent("kube-apiserver-admission");
+        let mut http1_only = true;
         let url = match (&cc.url, &cc.service) {
             (Some(url), _) => {
                 let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
@@ -78,7 +79,9 @@ impl WebhookClient {
                     Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
                     None => false,
                 };
-                if !loopback {
+                if loopback {
+                    http1_only = false;
+                } else {
                     builder = builder.http1_only();
                 }
                 (*url).to_string()
@@ -99,9 +102,9 @@ impl WebhookClient {
             (None, None) => return Err("neither url nor service is set".into()),
         };
         if !cc.ca_bundle.iter().all(u8::is_ascii_whitespace) {
-            let certs = reqwest::Certificate::from_pem_bundle(cc.ca_bundle)
+            let tls = bundle_tls(cc.ca_bundle, !http1_only)
                 .map_err(|e| format!("invalid caBundle: {e}"))?;
-            builder = builder.tls_certs_only(certs);
+            builder = builder.tls_backend_preconfigured(tls);
         }
         let client = builder.build().map_err(|e| e.to_string())?;
         Ok(WebhookClient {
@@ -132,6 +135,112 @@ impl WebhookClient {
     }
 }
 
+/// The TLS configuration of a `caBundle`: its certificates are the only roots, and a server
+/// certificate that is itself one of them is accepted (for its names) even when it is a CA
+/// certificate, as Go's `x509.Verify` accepts a leaf found in the roots. `openssl req -x509`
+/// makes such self-signed certificates (with `CA:TRUE`), which webpki refuses as end entities.
+fn bundle_tls(pem: &[u8], h2: bool) -> Result<rustls::ClientConfig, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let bundle: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    if bundle.is_empty() {
+        return Err("no certificate in the PEM data".into());
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in &bundle {
+        roots.add(cert.clone()).map_err(|e| e.to_string())?;
+    }
+    let provider = rustls::crypto::CryptoProvider::get_default()
+        .cloned()
+        .unwrap_or_else(|| std::sync::Arc::new(rustls::crypto::ring::default_provider()));
+    let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
+        std::sync::Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .map_err(|e| e.to_string())?;
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(std::sync::Arc::new(BundleVerifier { inner, bundle }))
+        .with_no_client_auth();
+    config.alpn_protocols = if h2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
+    Ok(config)
+}
+
+/// webpki's verification, plus Go's acceptance of a server certificate that is one of the
+/// trusted roots (see [`bundle_tls`]).
+#[derive(Debug)]
+struct BundleVerifier {
+    inner: std::sync::Arc<rustls::client::WebPkiServerVerifier>,
+    bundle: Vec<rustls::pki_types::CertificateDer<'static>>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for BundleVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        use rustls::{CertificateError, Error};
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            // webpki checks the validity period before the CA bit, so this certificate is
+            // current; what is left is its names.
+            Err(Error::InvalidCertificate(CertificateError::Other(e)))
+                if e.0.downcast_ref::<webpki::Error>()
+                    == Some(&webpki::Error::CaUsedAsEndEntity)
+                    && self
+                        .bundle
+                        .iter()
+                        .any(|c| c.as_ref() == end_entity.as_ref()) =>
+            {
+                let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
+                rustls::client::verify_server_name(&cert, server_name)?;
+                Ok(rustls::client::danger::ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
 fn classify(e: &reqwest::Error) -> CallError {
     use std::error::Error as _;
     if e.is_timeout() {
@@ -155,5 +264,106 @@ impl CallError {
             CallError::Transport(m) => m,
         };
         format!("Post {url:?}: {cause}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// A self-signed certificate for `names`, with `CA:TRUE` when `ca` (what `openssl req
+    /// -x509` makes), and its PEM.
+    fn self_signed(names: &[&str], ca: bool) -> (CertificateDer<'static>, KeyPair, String) {
+        let mut params =
+            CertificateParams::new(names.iter().map(ToString::to_string).collect::<Vec<_>>())
+                .expect("params");
+        if ca {
+            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        }
+        let key = KeyPair::generate().expect("key");
+        let cert = params.self_signed(&key).expect("cert");
+        (cert.der().clone(), key, cert.pem())
+    }
+
+    /// Serves one HTTPS answer per connection with `cert`; returns the port.
+    async fn serve(cert: CertificateDer<'static>, key: &KeyPair) -> u16 {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key)
+            .expect("server config");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let mut buf = vec![0; 4096];
+                    let _ = tls.read(&mut buf).await;
+                    let _ = tls
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
+                        )
+                        .await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+        port
+    }
+
+    async fn call(port: u16, bundle: &str) -> Result<(u16, Bytes), CallError> {
+        let url = format!("https://127.0.0.1:{port}/hook");
+        let cc = ClientConfig {
+            url: Some(&url),
+            service: None,
+            ca_bundle: bundle.as_bytes(),
+        };
+        let client =
+            WebhookClient::build(&cc, &HashMap::new(), Duration::from_secs(5), "").expect("client");
+        client.post_json(b"{}".to_vec()).await
+    }
+
+    /// A server certificate that is itself in the `caBundle` is trusted for its names even with
+    /// `CA:TRUE`, as Go's `x509.Verify` trusts a leaf found in the roots; another CA's, or one
+    /// for other names, is not.
+    #[tokio::test]
+    async fn a_self_signed_ca_certificate_in_the_bundle_is_trusted_for_its_names() {
+        let (cert, key, pem) = self_signed(&["localhost", "127.0.0.1"], true);
+        let port = serve(cert, &key).await;
+        let (status, body) = call(port, &pem).await.expect("trusted");
+        assert_eq!((status, &body[..]), (200, &b"{}"[..]));
+
+        let (_, _, other) = self_signed(&["localhost", "127.0.0.1"], true);
+        let err = call(port, &other).await.expect_err("another CA");
+        assert!(
+            matches!(&err, CallError::Transport(m) if m.contains("certificate")),
+            "{err:?}"
+        );
+
+        let (cert, key, pem) = self_signed(&["example.com"], true);
+        let port = serve(cert, &key).await;
+        let err = call(port, &pem).await.expect_err("other names");
+        assert!(
+            matches!(&err, CallError::Transport(m) if m.contains("certificate")),
+            "{err:?}"
+        );
+
+        let (cert, key, pem) = self_signed(&["127.0.0.1"], false);
+        let port = serve(cert, &key).await;
+        assert_eq!(call(port, &pem).await.expect("end entity").0, 200);
     }
 }

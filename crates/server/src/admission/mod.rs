@@ -346,6 +346,24 @@ impl DeletionMemo {
 /// do not decode are not (as a `Value::Null` was not). Every namespaced create reads its
 /// namespace; decoding only this field skips building the namespace's whole object (managed
 /// fields, labels, status) as a `Value` each time.
+/// A `matchConditions` expression that failed, as upstream's CEL filter words it (policies and
+/// webhooks share the matcher).
+fn condition_error(source: &str, error: &str) -> String {
+    format!("expression '{source}' resulted in error: {error}")
+}
+
+/// The failures of several match conditions as upstream's matcher aggregates them
+/// (`utilerrors.NewAggregate`: one message alone, several as `[a, b]`, repeats once).
+fn aggregate_errors(mut errors: Vec<String>) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
+    errors.retain(|e| seen.insert(e.clone()));
+    match errors.len() {
+        0 => None,
+        1 => errors.pop(),
+        _ => Some(format!("[{}]", errors.join(", "))),
+    }
+}
+
 fn namespace_is_deleting(bytes: &[u8]) -> bool {
     serde_json::from_slice::<Lookup>(bytes)
         .ok()

@@ -438,6 +438,9 @@ impl Answer for SelfSubjectRulesReview {
             .pointer("/spec/namespace")
             .and_then(Value::as_str)
             .unwrap_or("");
+        if ns.is_empty() {
+            return Err(Status::bad_request("no namespace on request").into());
+        }
         let rules = req.authorizer.rules_for(req.user, ns);
         let list = |rs: &[crate::authz::rbac::rules::PolicyRule]| -> Vec<Value> {
             rs.iter()

@@ -275,11 +275,21 @@ impl ListOptions {
             ))
             .into());
         }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(invalid_options("ListOptions", &errs))
+        if !errs.is_empty() {
+            return Err(invalid_options("ListOptions", &errs));
         }
+        // A continued list reads the token's snapshot (storage's `ValidateListOptions`).
+        if !self.watch
+            && self.continue_token.is_some()
+            && !self.resource_version.is_empty()
+            && self.resource_version != "0"
+        {
+            return Err(Status::bad_request(
+                "specifying resource version is not allowed when using continue",
+            )
+            .into());
+        }
+        Ok(())
     }
 
     /// Whether any selector is set.
@@ -664,6 +674,24 @@ mod tests {
         for (query, watch, want) in bad {
             let e = ListOptions::parse(&q(query), *watch).expect_err(query);
             assert!(err_message(&e).contains(want), "{query}");
+        }
+        // A continued list reads its token's snapshot: another revision is refused (400),
+        // `0` and none are not.
+        let token = ContinueToken::encode(42, "ns/b\0");
+        for (rv, refused) in [("100", true), ("42", true), ("0", false), ("", false)] {
+            let query = format!("limit=3&continue={token}&resourceVersion={rv}");
+            match ListOptions::parse(&q(&query), false) {
+                Err(e) if refused => assert_eq!(
+                    (e.to_status().map(|s| s.code), err_message(&e).as_str()),
+                    (
+                        Some(400),
+                        "specifying resource version is not allowed when using continue"
+                    ),
+                    "{query}"
+                ),
+                Ok(_) if !refused => {}
+                other => panic!("{query}: {:?}", other.map(|o| o.limit)),
+            }
         }
         let ok = ListOptions::parse(
             &q("resourceVersion=5&resourceVersionMatch=NotOlderThan&limit=3&labelSelector=a%3Db"),

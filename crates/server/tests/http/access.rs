@@ -254,6 +254,19 @@ async fn access_reviews_answer_for_self_and_others() {
     assert!(body["status"]["resourceRules"].as_array().unwrap().contains(
         &json!({"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["configmaps"]})
     ), "{body}");
+    // Rules are per namespace: a review without one is refused, as upstream's REST does.
+    let (code, body) = post(
+        JANE,
+        "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+            "spec": {}}),
+    )
+    .await;
+    assert_eq!(
+        (code, &body["reason"], &body["message"]),
+        (400, &json!("BadRequest"), &json!("no namespace on request")),
+        "{body}"
+    );
     // Reviews are create-only.
     let (code, _) = call(&s, Some(ADMIN), &[], Method::GET, SSAR, None).await;
     assert_eq!(code, 405);
@@ -371,23 +384,46 @@ async fn service_account_tokens_authenticate_until_the_account_goes() {
             .starts_with("JTI=")
     );
 
+    let token_review = |review: Value| {
+        call(
+            &s,
+            Some(ADMIN),
+            &[],
+            Method::POST,
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            Some(review),
+        )
+    };
     // TokenReview says the same.
     let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
         "spec": {"token": token}});
-    let (_, body) = call(
-        &s,
-        Some(ADMIN),
-        &[],
-        Method::POST,
-        "/apis/authentication.k8s.io/v1/tokenreviews",
-        Some(review.clone()),
-    )
-    .await;
+    let (_, body) = token_review(review.clone()).await;
     assert_eq!(body["status"]["authenticated"], true, "{body}");
     assert_eq!(
         body["status"]["user"]["username"],
         "system:serviceaccount:default:robot"
     );
+
+    // A token-file token carries no audience: it passes a review only for the requested
+    // audiences that are API audiences, and the review names those (`WrapAudienceAgnosticToken`).
+    for (audiences, want) in [
+        (json!(["foo"]), None),
+        (
+            json!(["foo", "https://kubernetes.default.svc.cluster.local"]),
+            Some(json!(["https://kubernetes.default.svc.cluster.local"])),
+        ),
+    ] {
+        let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+            "spec": {"token": ADMIN, "audiences": audiences}});
+        let (_, body) = token_review(review).await;
+        match want {
+            None => assert_eq!(body["status"]["authenticated"], Value::Null, "{body}"),
+            Some(accepted) => {
+                assert_eq!(body["status"]["authenticated"], true, "{body}");
+                assert_eq!(body["status"]["audiences"], accepted, "{body}");
+            }
+        }
+    }
 
     // OIDC discovery documents.
     let (_, doc) = call(
@@ -419,14 +455,6 @@ async fn service_account_tokens_authenticate_until_the_account_goes() {
     assert_eq!(code, 200);
     let (code, _) = call(&s, Some(&token), &[], Method::GET, "/version", None).await;
     assert_eq!(code, 401);
-    let (_, body) = call(
-        &s,
-        Some(ADMIN),
-        &[],
-        Method::POST,
-        "/apis/authentication.k8s.io/v1/tokenreviews",
-        Some(review),
-    )
-    .await;
+    let (_, body) = token_review(review).await;
     assert_eq!(body["status"]["authenticated"], Value::Null, "{body}");
 }

@@ -542,6 +542,9 @@ async fn selectors_and_match_conditions() {
                     {"name": "only-bad-x", "expression": "object.metadata.name.startsWith('bad-x')"},
                     {"name": "not-admins-dry", "expression": "request.userInfo.username == 'admin'"},
                     {"name": "authorized", "expression": "authorizer.requestResource.check('create').allowed() && !authorizer.serviceAccount('dev', 'nobody').group('').resource('secrets').check('create').allowed()"}]})),
+            webhook("err.example.com", hook.client_config("/deny"), &["serviceaccounts"],
+                json!({"matchConditions": [
+                    {"name": "labelled", "expression": "object.metadata.labels.team == 'a'"}]})),
         ],
     )
     .await;
@@ -586,6 +589,19 @@ async fn selectors_and_match_conditions() {
     // The `authorizer` condition asked the server's authorizer (the admin may create secrets, a
     // service account without bindings may not), so the webhook was called.
     assert!(!hook.reviews("/deny", "bad-x1").is_empty());
+
+    // A condition that fails to evaluate fails closed with the CEL filter's text.
+    let r = api
+        .post(
+            "/api/v1/namespaces/dev/serviceaccounts",
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}),
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "serviceaccounts \"robot\" is forbidden: expression 'object.metadata.labels.team == 'a'' resulted in error: no such key: labels",
+    );
 }
 
 #[tokio::test]

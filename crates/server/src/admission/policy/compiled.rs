@@ -122,8 +122,8 @@ pub struct Policy {
     pub param_kind: Option<(String, String)>,
     /// `matchConstraints`.
     pub constraints: MatchResources,
-    /// `matchConditions` (name, expression).
-    pub match_conditions: Vec<(String, Result<Expression, String>)>,
+    /// `matchConditions` (name, source, expression).
+    pub match_conditions: Vec<(String, String, Result<Expression, String>)>,
     /// `variables` (name, expression), in order.
     pub variables: Vec<(String, Result<Expression, String>)>,
     /// `validations`.
@@ -184,11 +184,12 @@ impl Policy {
     /// Every compiled expression.
     fn expressions(&self) -> Vec<&Expression> {
         let mut out: Vec<&Expression> = Vec::new();
-        for named in [
-            &self.match_conditions,
-            &self.variables,
-            &self.audit_annotations,
-        ] {
+        out.extend(
+            self.match_conditions
+                .iter()
+                .filter_map(|(_, _, e)| e.as_ref().ok()),
+        );
+        for named in [&self.variables, &self.audit_annotations] {
             out.extend(named.iter().filter_map(|(_, e)| e.as_ref().ok()));
         }
         for v in &self.validations {
@@ -243,12 +244,17 @@ impl Policy {
             constraints: MatchResources::from_json(
                 spec.get("matchConstraints").unwrap_or(&Value::Null),
             ),
-            match_conditions: named(
-                list(spec, "matchConditions"),
-                "name",
-                "expression",
-                Expression::compile_bool,
-            ),
+            match_conditions: list(spec, "matchConditions")
+                .iter()
+                .map(|c| {
+                    let source = s(c, "expression");
+                    (
+                        s(c, "name").to_string(),
+                        source.to_string(),
+                        Expression::compile_bool(source, POLICY_VARIABLES),
+                    )
+                })
+                .collect(),
             variables: named(
                 list(spec, "variables"),
                 "name",

@@ -860,27 +860,25 @@ fn prepare(policy: &Policy, v: &Vars<'_>) -> Result<Option<Prepared>, (String, b
     let mut variables = serde_json::Map::new();
     // Match conditions: all must be true; errors decide by the failure policy.
     let mut bound = bind(policy, v, &Value::Object(serde_json::Map::new()));
-    let mut condition_error = None;
-    for (name, expr) in &policy.match_conditions {
+    let (mut errors, mut compile) = (Vec::new(), false);
+    for (_, source, expr) in &policy.match_conditions {
         let r = match expr {
             Ok(e) => e
                 .eval_bool_with(&bound, PER_CALL_COST_LIMIT)
-                .map_err(|e| (error_text(&e), false)),
-            Err(e) => Err((format!("compilation failed: {e}"), true)),
+                .map_err(|e| super::condition_error(source, &error_text(&e))),
+            Err(e) => {
+                compile = true;
+                Err(format!("compilation error: {e}"))
+            }
         };
         match r {
             Ok(true) => {}
             Ok(false) => return Ok(None),
-            Err((e, compile)) => {
-                condition_error.get_or_insert((
-                    format!("failed to evaluate matchCondition '{name}': {e}"),
-                    compile,
-                ));
-            }
+            Err(e) => errors.push(e),
         }
     }
-    if let Some(e) = condition_error {
-        return Err(e);
+    if let Some(e) = super::aggregate_errors(errors) {
+        return Err((e, compile));
     }
     // Variables, in order; each sees the ones before it. A variable that fails is left out, so
     // an expression reaching it fails with the variable's error (upstream evaluates them
@@ -1217,6 +1215,63 @@ mod tests {
                 .map(|d| (d.message.as_str(), d.reason.as_str()))
                 .collect();
             assert_eq!(got, want, "{fail} {validations}");
+        }
+    }
+
+    /// A match condition that fails to evaluate denies (under `Fail`) with the CEL filter's
+    /// text, several aggregated as upstream's matcher does; a false one skips the policy.
+    #[test]
+    fn match_condition_errors_are_worded_as_upstream_s_matcher() {
+        let policy = |conditions: Value| {
+            Policy::build(&json!({"metadata": {"name": "p"}, "spec": {
+                "failurePolicy": "Fail",
+                "matchConditions": conditions,
+                "validations": [{"expression": "false", "message": "denied"}],
+            }}))
+        };
+        let obj = json!({"metadata": {"name": "x"}});
+        let vars = Vars {
+            object: &obj,
+            old: &Value::Null,
+            request: &Value::Null,
+            params: &Value::Null,
+            namespace: &Value::Null,
+            authorizer: None,
+        };
+        let cases = [
+            (
+                json!([{"name": "not-exempt", "expression": "!('exempt' in object.metadata.labels)"}]),
+                vec![
+                    "expression '!('exempt' in object.metadata.labels)' resulted in error: no such key: labels",
+                ],
+            ),
+            (
+                json!([
+                    {"name": "a", "expression": "object.spec.x == 1"},
+                    {"name": "b", "expression": "object.metadata.name == 'x'"},
+                    {"name": "c", "expression": "object.data.y == 2"},
+                ]),
+                vec![
+                    "[expression 'object.spec.x == 1' resulted in error: no such key: spec, expression 'object.data.y == 2' resulted in error: no such key: data]",
+                ],
+            ),
+            // A false condition skips the policy, errors or not.
+            (
+                json!([
+                    {"name": "a", "expression": "object.spec.x == 1"},
+                    {"name": "b", "expression": "object.metadata.name == 'y'"},
+                ]),
+                vec![],
+            ),
+            (
+                json!([{"name": "a", "expression": "object.metadata.name == 'x'"}]),
+                vec!["denied"],
+            ),
+        ];
+        for (conditions, want) in cases {
+            let out = evaluate(&policy(conditions.clone()), &vars);
+            let got: Vec<&str> = out.denials.iter().map(|d| d.message.as_str()).collect();
+            assert_eq!(got, want, "{conditions}");
         }
     }
 }

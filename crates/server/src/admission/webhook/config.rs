@@ -37,8 +37,8 @@ pub struct Hook {
     pub review_version: Option<&'static str>,
     /// `reinvocationPolicy: IfNeeded`.
     pub reinvoke_if_needed: bool,
-    /// `matchConditions`: name and the compiled expression (or its compilation error).
-    pub match_conditions: Vec<(String, Result<Expression, String>)>,
+    /// `matchConditions`: name, source and the compiled expression (or its compilation error).
+    pub match_conditions: Vec<(String, String, Result<Expression, String>)>,
     /// The client, or why none could be built.
     pub client: Result<WebhookClient, String>,
 }
@@ -113,6 +113,7 @@ impl Hook {
                         let expr = c.get("expression").and_then(Value::as_str).unwrap_or("");
                         (
                             name.to_string(),
+                            expr.to_string(),
                             Expression::compile_bool(expr, MATCH_CONDITION_VARIABLES),
                         )
                     })

@@ -610,9 +610,9 @@ fn match_conditions(
     ]);
     vars.set_authorizer("authorizer", authorizer);
     let mut errors = Vec::new();
-    for (name, expr) in &hook.match_conditions {
+    for (_, source, expr) in &hook.match_conditions {
         let result = match expr {
-            Err(e) => Err(format!("compilation failed: {e}")),
+            Err(e) => Err(format!("compilation error: {e}")),
             Ok(expr) => expr
                 .eval_bool_with(&vars, MATCH_CONDITION_COST_LIMIT)
                 .map_err(|e| match e {
@@ -628,14 +628,13 @@ fn match_conditions(
         match result {
             Ok(false) => return Ok(false),
             Ok(true) => {}
-            Err(e) => errors.push(format!("matchCondition {name:?} failed: {e}")),
+            Err(e) => errors.push(match expr {
+                Ok(_) => super::condition_error(source, &e),
+                Err(_) => e,
+            }),
         }
     }
-    match errors.len() {
-        0 => Ok(true),
-        1 => Err(errors.remove(0)),
-        _ => Err(format!("[{}]", errors.join(", "))),
-    }
+    super::aggregate_errors(errors).map_or(Ok(true), Err)
 }
 
 /// Keeps a webhook's warnings and audit annotations (`<webhook>/<key>`).

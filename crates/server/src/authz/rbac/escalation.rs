@@ -174,10 +174,18 @@ pub fn guard(
             {
                 return Ok(());
             }
+            // A missing role is the registry's NotFound, as upstream's resolver reads roles
+            // through their storage here (not the lister the authorizer's reasons name).
             let rules = authorizer
                 .resolver()
                 .read(|p| p.role_reference_rules(role_kind, role_name, write.namespace))
-                .map_err(|e| forbidden(&e))?;
+                .map_err(|e| match role_resource {
+                    Some(resource) => Box::new(Status::not_found(
+                        &GroupResource::new(GROUP, resource),
+                        role_name,
+                    )),
+                    None => forbidden(&e),
+                })?;
             confirm_no_escalation(authorizer, user, write.namespace, &rules)
                 .map_err(|m| forbidden(&m))
         }

@@ -408,8 +408,16 @@ fn escalation_messages() {
     assert!(escalation::guard(&authz, &jane, bw, &rb("Role", "cm"), None).is_ok());
     let err = escalation::guard(&authz, &jane, bw, &rb("Role", "nope"), None).unwrap_err();
     assert_eq!(
-        err.message,
-        "rolebindings.rbac.authorization.k8s.io \"b\" is forbidden: role.rbac.authorization.k8s.io \"nope\" not found"
+        (err.code, err.message.as_str()),
+        (404, "roles.rbac.authorization.k8s.io \"nope\" not found")
+    );
+    let err = escalation::guard(&authz, &jane, bw, &rb("ClusterRole", "nope"), None).unwrap_err();
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (
+            404,
+            "clusterroles.rbac.authorization.k8s.io \"nope\" not found"
+        )
     );
     let err = escalation::guard(&authz, &jane, bw, &rb("ClusterRole", "all"), None).unwrap_err();
     assert!(
