@@ -263,6 +263,27 @@ impl Status {
         Self::failure(403, "Forbidden", message).with_details(StatusDetails::named(gr, name))
     }
 
+    /// 404 for a path under a built-in group version that no route serves, as kube-apiserver's
+    /// go-restful container answers it (`NewGenericServerResponse`).
+    pub fn route_not_found() -> Self {
+        Self::failure(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(StatusDetails::default())
+    }
+
+    /// 405 for a method a built-in route does not serve, as go-restful answers it.
+    pub fn route_method_not_allowed() -> Self {
+        Self::failure(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+        .with_details(StatusDetails::default())
+    }
+
     /// 405 `<verb> is not supported on resources of kind "<resource>.<group>"`.
     pub fn method_not_supported(gr: &GroupResource, verb: &str) -> Self {
         Self::failure(

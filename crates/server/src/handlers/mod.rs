@@ -293,7 +293,7 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
         return if req.verb == Verb::Create {
             answer::handle(ctx, answer).await
         } else {
-            Err(Status::method_not_supported(&info.group_resource(), req.verb.as_str()).into())
+            Err(s.unserved_verb(req.verb.as_str()))
         };
     }
     match ctx.sub {
@@ -313,7 +313,7 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
         _ => single_object_verbs,
     };
     if !verb_served {
-        return Err(Status::method_not_supported(&info.group_resource(), req.verb.as_str()).into());
+        return Err(s.unserved_verb(req.verb.as_str()));
     }
     if let (Subresource::Scale, Some(paths)) = (ctx.sub, s.scale()) {
         // A scale write is a write of the main object's replica count.

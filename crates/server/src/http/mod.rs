@@ -142,9 +142,16 @@ async fn serve_request(
     if !ready {
         return status_response(&Status::paths_not_installed(), &[]);
     }
+    // A path under a built-in group version that no route serves is go-restful's JSON 404.
+    let restful = |e: ApiError| match e {
+        ApiError::NoRoute if state.kinds.serves_group_version(&req.group, &req.version) => {
+            Status::route_not_found().into()
+        }
+        e => e,
+    };
     let strategy = match handlers::resolve(state, req) {
         Ok(s) => s,
-        Err(e) => return error_response(&e),
+        Err(e) => return error_response(&restful(e)),
     };
     let prepared = negotiate::choose_output(&parts.headers, false)
         .and_then(|output| Ok((output, RequestOptions::parse(query, req.verb, &body)?)));
@@ -185,7 +192,7 @@ async fn serve_request(
             render::render(r, output)
         }
         Err(e) => {
-            let mut resp = error_response(&e);
+            let mut resp = error_response(&restful(e));
             add_warnings(resp.headers_mut(), &dispatched.warnings);
             add_warnings(resp.headers_mut(), &admission_warnings);
             resp

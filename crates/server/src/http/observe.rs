@@ -403,7 +403,7 @@ fn dry_run(query: &Query) -> &'static str {
 fn nonresource_path<'a>(parts: &'a http::request::Parts, route: &Route) -> &'a str {
     let path = parts.uri.path();
     match route {
-        Route::Unknown => "",
+        Route::Unknown | Route::WrongMethod(_) => "",
         Route::Health => ["/healthz", "/livez", "/readyz"]
             .into_iter()
             .find(|root| path.starts_with(root))

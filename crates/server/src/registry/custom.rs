@@ -122,6 +122,10 @@ impl Strategy for CustomResourceStrategy {
         Status::not_found(&self.info.group_resource(), name).into()
     }
 
+    fn unserved_verb(&self, verb: &str) -> ApiError {
+        Status::method_not_supported(&self.info.group_resource(), verb).into()
+    }
+
     fn check_create_allowed(&self, name: &str) -> Result<(), ApiError> {
         if self.crd.terminating {
             return Err(Status::forbidden(

@@ -52,6 +52,14 @@ impl Kinds {
             .cloned()
     }
 
+    /// Whether a built-in group version is served: upstream routes every path under it
+    /// through go-restful, whose misses are JSON `Status` answers rather than the plain 404.
+    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
+        self.by_resource
+            .keys()
+            .any(|(g, v, _)| g == group && v == version)
+    }
+
     /// The storage key roots of the namespaced rows, each once (kinds may share storage), with
     /// the resource a namespace's conditions name for it (`configmaps.`, `deployments.apps`;
     /// of rows sharing a root, the core group's): what a namespace's deletion must purge

@@ -207,10 +207,17 @@ pub trait Strategy: Send + Sync {
     fn admit(&self, obj: &mut Value, how: &Admission) -> Result<Vec<String>, ApiError>;
 
     /// What a request for a subresource the kind does not serve (`pods/log`, `configmaps/x/y`)
-    /// gets: kube-apiserver registers no route for it, so `404 page not found`. Custom
+    /// gets: kube-apiserver registers no route for it (go-restful's JSON 404). Custom
     /// resources answer NotFound naming the object instead, as its CRD handler does.
     fn unserved_subresource(&self, _name: &str) -> ApiError {
         ApiError::NoRoute
+    }
+
+    /// What a verb the endpoint does not serve gets (`DELETE` of `pods/x/status`, `GET` of a
+    /// review): go-restful's 405. Custom resources name the verb and the resource, as the CRD
+    /// handler's `NewMethodNotSupported` does.
+    fn unserved_verb(&self, _verb: &str) -> ApiError {
+        crd_core::Status::route_method_not_allowed().into()
     }
 
     /// For creates that are answered rather than stored (reviews, `serviceaccounts/token`):

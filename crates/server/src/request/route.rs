@@ -44,8 +44,24 @@ pub enum Route {
     OpenIdKeys,
     /// A resource endpoint.
     Resource(ResourceRequest),
+    /// A resource path with a method its shape has no verb for (`POST` to an object, `PUT` to a
+    /// collection, `OPTIONS`): 405 for built-in kinds, as go-restful routes them.
+    WrongMethod(WrongMethod),
     /// Anything else.
     Unknown,
+}
+
+/// What [`Route::WrongMethod`] addressed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WrongMethod {
+    /// The API group ("" for core).
+    pub group: String,
+    /// The version.
+    pub version: String,
+    /// The resource (plural).
+    pub resource: String,
+    /// Whether the path names an object.
+    pub named: bool,
 }
 
 /// The verb of a resource request, as kube-apiserver's RequestInfo names it.
@@ -254,7 +270,14 @@ fn resource_route(
         ("PATCH", true) => Verb::Patch,
         ("DELETE", true) => Verb::Delete,
         ("DELETE", false) => Verb::DeleteCollection,
-        _ => return Route::Unknown,
+        _ => {
+            return Route::WrongMethod(WrongMethod {
+                group: group.to_string(),
+                version: version.to_string(),
+                resource: resource.to_string(),
+                named: name.is_some(),
+            });
+        }
     };
     Route::Resource(ResourceRequest {
         group: group.to_string(),

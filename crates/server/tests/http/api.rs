@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{CRDS, HttpVersion, TestServer, crd_json, eventually};
+use crate::support::{CRDS, HttpVersion, Resp, TestServer, crd_json, eventually};
 
 async fn crud_scenario(s: &TestServer, v: HttpVersion) {
     let api = s.api(v);
@@ -1014,9 +1014,11 @@ async fn apply_of_an_undeclared_field_is_refused() {
     assert_eq!(r.status(), 201);
 }
 
-/// A subresource a kind does not serve: built-in kinds have no route for it (kube-apiserver's
-/// plain `404 page not found`, which clients tell from a missing object); a custom resource's
-/// CRD handler answers NotFound naming the object.
+/// A subresource a kind does not serve: built-in kinds have no route for it, and paths under a
+/// built-in group version are go-restful's, whose misses are a JSON `Status` naming nothing
+/// (`NewGenericServerResponse`: 404 `NotFound`, 405 `MethodNotAllowed` for a method the route does
+/// not serve); a custom resource's CRD handler answers NotFound naming the object. Outside any
+/// served group version the answer is the plain `404 page not found`.
 #[tokio::test]
 async fn unserved_subresources_are_not_routes_for_built_in_kinds() {
     let s = TestServer::start().await;
@@ -1032,14 +1034,46 @@ async fn unserved_subresources_are_not_routes_for_built_in_kinds() {
         "/api/v1/namespaces/default/configmaps/app/foo",
         "/api/v1/namespaces/default/configmaps/app/status",
         "/api/v1/namespaces/default/configmaps/app/log",
+        "/api/v1/namespaces/default/foos",
+        "/apis/apps/v1/namespaces/default/configmaps",
+        "/api/v1/namespaces/default/namespaces/x",
     ] {
         let r = api.get(path).await;
         assert_eq!(
-            (r.status.as_u16(), r.text.as_str()),
-            (404, "404 page not found\n"),
+            (r.status.as_u16(), r.json()),
+            (
+                404,
+                json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": "the server could not find the requested resource",
+                    "reason": "NotFound", "details": {}, "code": 404})
+            ),
             "{path}"
         );
     }
+    let not_allowed = |r: &Resp| {
+        assert_eq!(r.status, 405, "{}", r.text);
+        assert_eq!(r.json()["reason"], "MethodNotAllowed", "{}", r.text);
+        assert_eq!(
+            r.json()["message"],
+            "the server does not allow this method on the requested resource"
+        );
+    };
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
+    not_allowed(
+        &api.post("/api/v1/namespaces/default/configmaps/app", cm.clone())
+            .await,
+    );
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let put = |path: &'static str| api.call(Method::PUT, path, "application/json", Some(json!({})));
+    not_allowed(&put(deployments).await);
+    not_allowed(&api.delete("/api/v1/namespaces/default/pods/p/status").await);
+    let r = api
+        .get("/apis/nothing.example.com/v1/namespaces/default/things")
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), r.text.as_str()),
+        (404, "404 page not found\n")
+    );
     api.create_crd(crd_json(
         "subs.example.com",
         "widgets",
@@ -1054,6 +1088,12 @@ async fn unserved_subresources_are_not_routes_for_built_in_kinds() {
     let st = r.json();
     assert_eq!(st["reason"], "NotFound");
     assert_eq!(st["message"], "widgets.subs.example.com \"w\" not found");
+    // The CRD handler takes PUT to a collection as an update and finds no name.
+    let r = put("/apis/subs.example.com/v1/namespaces/default/widgets").await;
+    assert_eq!(
+        (r.status.as_u16(), r.json()["message"].clone()),
+        (400, json!("name parameter required."))
+    );
 }
 
 /// Built-in kinds are applied with their schema, as upstream types them: two managers applying
