@@ -126,6 +126,9 @@ pub struct Record {
     pub warnings: Vec<String>,
     /// Audit annotations (`<webhook>/<key>`, value), for the audit log.
     pub audit_annotations: Vec<(String, String)>,
+    /// Audit annotations logged only at level `Request` and above (a mutating webhook's patch,
+    /// upstream's `AddAnnotationWithLevel(..., LevelRequest)`).
+    pub request_audit_annotations: Vec<(String, String)>,
 }
 
 /// The admission chain.

@@ -30,6 +30,11 @@ const MIN_REQUEST_TIMEOUT: u64 = 1800;
 /// How often an idle watch with bookmarks gets a BOOKMARK.
 const BOOKMARK_INTERVAL: Duration = Duration::from_mins(1);
 
+/// A watch with bookmarks gets one this long before its timeout (upstream's cacheWatcher
+/// `nextBookmarkTime`: "right before the watcher timeout"), so that the client resumes from
+/// as fresh a revision as the watch reached.
+const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
+
 /// Objects read per store page while sending a watch's initial events.
 const INITIAL_PAGE: usize = 500;
 
@@ -53,6 +58,17 @@ struct WatchTask {
     /// N. Upstream's cacher waits for it (`waitUntilWatchCacheFreshAndForceAllEvents`), then
     /// ends the watch with an ERROR event, "Too large resource version".
     at_least: Option<i64>,
+    /// When the pre-timeout BOOKMARK is due (bookmarks on and a timeout longer than
+    /// [`PRE_TIMEOUT_BOOKMARK`]).
+    pre_timeout: Option<tokio::time::Instant>,
+}
+
+/// Waits until `at`, or forever when it is `None`.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Starts a watch.
@@ -131,6 +147,10 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
         bookmarks,
         initial_end_bookmark: bookmarks && asked_initial.is_some() && send_initial,
         at_least,
+        pre_timeout: timeout
+            .checked_sub(PRE_TIMEOUT_BOOKMARK)
+            .filter(|_| bookmarks)
+            .map(|t| tokio::time::Instant::now() + t),
     };
     let store = ctx.state.store.clone();
     tokio::spawn(async move {
@@ -190,7 +210,26 @@ impl WatchTask {
                 return;
             }
         };
-        while let Some(item) = stream.next().await {
+        // The revision every event up to which this watcher has seen (its filters decide
+        // what it sends): what the pre-timeout BOOKMARK says.
+        let mut seen = after;
+        let mut pre_timeout = self.pre_timeout;
+        loop {
+            let item = tokio::select! {
+                item = stream.next() => item,
+                () = sleep_until_some(pre_timeout) => {
+                    pre_timeout = None;
+                    let line = watch_event(EventType::Bookmark, self.bookmark(seen));
+                    if !send_line(&tx, &line).await {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let Some(item) = item else { return };
+            if let Ok(e) = &item {
+                seen = seen.max(e.revision());
+            }
             let event = match item {
                 Ok(e) => e,
                 Err(e) => {

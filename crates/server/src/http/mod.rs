@@ -175,17 +175,18 @@ async fn serve_request(
         admission: std::sync::Mutex::default(),
     };
     let dispatched = handlers::dispatch(&mut ctx, strategy).await;
-    let (admission_warnings, admission_annotations) = ctx
+    let (admission_warnings, admission_annotations, request_annotations) = ctx
         .admission
         .get_mut()
         .map(|r| {
             (
                 std::mem::take(&mut r.warnings),
                 std::mem::take(&mut r.audit_annotations),
+                std::mem::take(&mut r.request_audit_annotations),
             )
         })
         .unwrap_or_default();
-    obs.admission_annotations(admission_annotations);
+    obs.admission_annotations(admission_annotations, request_annotations);
     match dispatched.result {
         Ok(mut r) => {
             r.warnings.extend(admission_warnings);

@@ -159,12 +159,21 @@ impl Observation {
         }
     }
 
-    /// Records the audit annotations admission plugins left.
-    pub fn admission_annotations(&mut self, annotations: Vec<(String, String)>) {
-        if let Some(a) = &mut self.audit
-            && !annotations.is_empty()
-        {
+    /// Records the audit annotations admission plugins left (`request_level` ones only at
+    /// level `Request` and above).
+    pub fn admission_annotations(
+        &mut self,
+        annotations: Vec<(String, String)>,
+        request_level: Vec<(String, String)>,
+    ) {
+        let Some(a) = &mut self.audit else {
+            return;
+        };
+        if !annotations.is_empty() {
             a.annotate(annotations);
+        }
+        if !request_level.is_empty() && a.level() >= Level::Request {
+            a.annotate(request_level);
         }
     }
 

@@ -604,9 +604,15 @@ async fn selectors_and_match_conditions() {
     );
 }
 
+/// Gadgets are audited at level `Request`, so the webhooks' patch annotations are logged.
+const GADGET_AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Request\n    resources:\n      - group: sub.example.com\n        resources: [\"gadgets\"]\n";
+
+/// Also: the audit annotations upstream's dispatchers leave, keyed by round and index: each
+/// mutating call's `mutation.`, an applied patch's `patch.`, and a validating webhook that failed
+/// open its `failed-open.validating.`.
 #[tokio::test]
 async fn reinvocation_and_status_rules() {
-    let server = TestServer::start().await;
+    let (server, log) = TestServer::start_audited(GADGET_AUDIT_POLICY).await;
     let api = server.api(HttpVersion::Http2);
     let hook = Hook::start().await;
     let mut crd = crd_json("sub.example.com", "gadgets", "Gadget", "Namespaced");
@@ -635,17 +641,27 @@ async fn reinvocation_and_status_rules() {
         ],
     )
     .await;
+    let mut unreachable = hook.client_config("/x");
+    unreachable["url"] = json!("https://127.0.0.1:1/x");
     configure(
         &api,
         VWC,
         "ValidatingWebhookConfiguration",
         "status",
-        vec![webhook(
-            "status.example.com",
-            hook.client_config("/deny"),
-            &["*/status"],
-            json!({}),
-        )],
+        vec![
+            webhook(
+                "status.example.com",
+                hook.client_config("/deny"),
+                &["*/status"],
+                json!({}),
+            ),
+            webhook(
+                "gone.example.com",
+                unreachable,
+                &["gadgets"],
+                json!({"failurePolicy": "Ignore"}),
+            ),
+        ],
     )
     .await;
     let gadget = |name: &str| json!({"apiVersion": "sub.example.com/v1", "kind": "Gadget", "metadata": {"name": name}});
@@ -664,6 +680,32 @@ async fn reinvocation_and_status_rules() {
         "yes"
     );
     assert_eq!(hook.reviews("/label", "bad-g").len(), 1);
+    let id = r.headers["audit-id"].to_str().unwrap();
+    let annotations = log.completed(id).await["annotations"].clone();
+    // Values in Go's field order.
+    let mutation = |webhook: &str, mutated: bool| {
+        format!(r#"{{"configuration":"mutators","webhook":"{webhook}","mutated":{mutated}}}"#)
+    };
+    assert_eq!(
+        annotations["mutation.webhook.admission.k8s.io/round_0_index_0"],
+        mutation("first.example.com", false),
+    );
+    assert_eq!(
+        annotations["mutation.webhook.admission.k8s.io/round_0_index_1"],
+        mutation("second.example.com", true),
+    );
+    assert_eq!(
+        annotations["mutation.webhook.admission.k8s.io/round_1_index_0"],
+        mutation("first.example.com", false),
+    );
+    assert_eq!(
+        annotations["patch.webhook.admission.k8s.io/round_0_index_1"],
+        r#"{"configuration":"mutators","webhook":"second.example.com","patch":[{"op":"add","path":"/metadata/labels","value":{"mutated":"yes"}}],"patchType":"JSONPatch"}"#,
+    );
+    assert_eq!(
+        annotations["failed-open.validating.webhook.admission.k8s.io/round_0_index_0"],
+        "gone.example.com"
+    );
     // The `*/status` rule did not match the main resource; it matches /status.
     assert!(hook.reviews("/deny", "bad-g").is_empty());
     let mut obj = r.json();

@@ -203,21 +203,7 @@ const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStage
 
 #[tokio::test]
 async fn warn_and_audit_actions() {
-    let dir = tempfile::tempdir().unwrap();
-    let audit_policy = dir.path().join("policy.yaml");
-    std::fs::write(&audit_policy, AUDIT_POLICY).unwrap();
-    let log = dir.path().join("audit.log");
-    let log_path = log.clone();
-    let server = TestServer::start_with(move |c| {
-        c.audit = crd_server::audit::AuditOptions {
-            policy_file: Some(audit_policy),
-            log: Some(crd_server::audit::log::LogOptions {
-                path: log_path,
-                ..Default::default()
-            }),
-        };
-    })
-    .await;
+    let (server, log) = TestServer::start_audited(AUDIT_POLICY).await;
     let api = server.api(HttpVersion::Http2);
     create(&api, CMS, cm("limits", &json!({"max": "5"}))).await;
     create(
@@ -248,19 +234,8 @@ async fn warn_and_audit_actions() {
             "299 - \"Validation failed for ValidatingAdmissionPolicy 'soft' with binding 'soft-binding': failed expression: !has(object.data) || !('forbidden' in object.data)\""
         ]
     );
-    let id = r.headers["audit-id"].to_str().unwrap().to_string();
-    let event = || -> Option<Value> {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|e| e["auditID"] == id.as_str() && e["stage"] == "ResponseComplete")
-    };
-    eventually("the create's audit event is written", || async {
-        event().is_some()
-    })
-    .await;
-    let annotations = event().unwrap()["annotations"].clone();
+    let id = r.headers["audit-id"].to_str().unwrap();
+    let annotations = log.completed(id).await["annotations"].clone();
     let failure: Value = serde_json::from_str(
         annotations["validation.policy.admission.k8s.io/validation_failure"]
             .as_str()

@@ -43,6 +43,26 @@ impl TestServer {
         TestServer::start_inner(configure, |store| store, true).await
     }
 
+    /// Starts a server that writes an audit log with the policy `policy` (YAML), and the log.
+    pub async fn start_audited(policy: &str) -> (TestServer, AuditLog) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let policy_file = dir.path().join("policy.yaml");
+        std::fs::write(&policy_file, policy).expect("policy written");
+        let path = dir.path().join("audit.log");
+        let log_path = path.clone();
+        let server = TestServer::start_with(move |c| {
+            c.audit = crd_server::audit::AuditOptions {
+                policy_file: Some(policy_file),
+                log: Some(crd_server::audit::log::LogOptions {
+                    path: log_path,
+                    ..Default::default()
+                }),
+            };
+        })
+        .await;
+        (server, AuditLog { _dir: dir, path })
+    }
+
     /// Starts a server over `wrap(the SQLite store)` and returns as soon as its port accepts
     /// connections, without waiting until it is ready (start-up behaviour).
     pub async fn start_unready(
@@ -177,6 +197,30 @@ pub enum HttpVersion {
     Http1,
     /// HTTP/2 negotiated by ALPN.
     Http2,
+}
+
+/// A server's audit log file (see [`TestServer::start_audited`]).
+pub struct AuditLog {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
+
+impl AuditLog {
+    /// The `ResponseComplete` event of the request with `Audit-ID` `id`, once it is written.
+    pub async fn completed(&self, id: &str) -> Value {
+        let event = || -> Option<Value> {
+            std::fs::read_to_string(&self.path)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|e| e["auditID"] == id && e["stage"] == "ResponseComplete")
+        };
+        eventually("the request's audit event is written", || async {
+            event().is_some()
+        })
+        .await;
+        event().expect("written")
+    }
 }
 
 /// A response read whole.

@@ -143,6 +143,48 @@ async fn metadata_only_responses_and_watch_details() {
     watch_from_1_expires(&api, base).await;
 }
 
+/// A watch with bookmarks gets a BOOKMARK two seconds before its timeout (upstream's
+/// cacheWatcher `nextBookmarkTime`), at the revision of the last event it saw, even one its
+/// label selector filtered out; none without `allowWatchBookmarks`.
+#[tokio::test]
+async fn a_bookmark_comes_right_before_the_watch_times_out() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let base = "/api/v1/namespaces/default/configmaps";
+    let cm = |name: &str, app: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "labels": {"app": app}}})
+    };
+    let rv = |r: &crate::support::Resp| {
+        r.json()["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let first = api.post(base, cm("a", "web")).await;
+    assert_eq!(first.status, 201, "{}", first.text);
+    let filtered = api.post(base, cm("b", "db")).await;
+    assert_eq!(filtered.status, 201, "{}", filtered.text);
+    let from = rv(&first);
+    let watch = |bookmarks: bool| {
+        format!(
+            "{base}?watch=true&resourceVersion={from}&labelSelector=app%3Dweb\
+             &allowWatchBookmarks={bookmarks}&timeoutSeconds=3"
+        )
+    };
+    let r = api.get(&watch(true)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let events = r.lines();
+    assert_eq!(events.len(), 1, "{}", r.text);
+    assert_eq!(events[0]["type"], "BOOKMARK");
+    assert_eq!(
+        events[0]["object"]["metadata"]["resourceVersion"],
+        rv(&filtered).as_str()
+    );
+    let r = api.get(&watch(false)).await;
+    assert_eq!((r.status.as_u16(), r.text.as_str()), (200, ""));
+}
+
 /// Watchers without selectors share each event's encoded line (`handlers/watch_lines.rs`): every
 /// watcher still gets its own form (full objects, metadata only), selectors still filter, and
 /// two plain watchers get the same bytes with the right types and resourceVersions.

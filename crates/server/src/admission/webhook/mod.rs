@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crd_core::{GroupResource, Status};
 use crd_storage::{KeyValue, Store};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use self::config::Hook;
@@ -220,15 +220,20 @@ impl Webhooks {
             return Ok(false);
         }
         let mut any_change = false;
-        for hook in &hooks {
+        for (index, hook) in hooks.iter().enumerate() {
             if reinvoking && !state.reinvoke.contains(&hook.name) {
                 continue;
             }
             let Some(inv) = self.should_call(hook, attrs, obj.as_deref(), old).await? else {
                 continue;
             };
+            let at = Annotator {
+                record,
+                hook,
+                key: format!("round_{}_index_{index}", u8::from(reinvoking)),
+            };
             let changed = self
-                .call_mutating(hook, inv, attrs, obj.as_deref_mut(), record)
+                .call_mutating(hook, inv, attrs, obj.as_deref_mut(), &at)
                 .await?;
             if changed {
                 any_change = true;
@@ -268,7 +273,7 @@ impl Webhooks {
         )
         .await;
         let mut first_error = None;
-        for ((hook, _), result) in calls.iter().zip(results) {
+        for (index, ((hook, _), result)) in calls.iter().zip(results).enumerate() {
             let outcome = match result {
                 Ok(resp) => {
                     collect(record, hook, &resp);
@@ -278,7 +283,16 @@ impl Webhooks {
                         Err(review::denial(&hook.name, resp.status.as_ref()).into())
                     }
                 }
-                Err(Failure::Calling(_)) if hook.fail_open => Ok(()),
+                Err(Failure::Calling(_)) if hook.fail_open => {
+                    // Indexed among the webhooks called, as upstream's validating dispatcher.
+                    lock(record).audit_annotations.push((
+                        format!(
+                            "failed-open.validating.webhook.admission.k8s.io/round_0_index_{index}"
+                        ),
+                        hook.name.clone(),
+                    ));
+                    Ok(())
+                }
                 Err(Failure::Calling(reason)) => Err(calling_error(hook, &reason)),
                 Err(Failure::Status(e)) => Err(e),
             };
@@ -437,17 +451,36 @@ impl Webhooks {
     }
 
     /// Calls one mutating webhook and applies its patch; returns whether the object changed.
+    /// Every call leaves its `mutation.webhook.admission.k8s.io/` audit annotation (upstream
+    /// records it on every return), an applied patch its `patch.` one.
     async fn call_mutating(
+        &self,
+        hook: &Hook,
+        inv: Invocation,
+        attrs: &Attributes<'_>,
+        obj: Option<&mut Value>,
+        at: &Annotator<'_>,
+    ) -> Result<bool, ApiError> {
+        let result = self.call_and_patch(hook, inv, attrs, obj, at).await;
+        at.mutation(matches!(result, Ok(true)));
+        result
+    }
+
+    async fn call_and_patch(
         &self,
         hook: &Hook,
         mut inv: Invocation,
         attrs: &Attributes<'_>,
         obj: Option<&mut Value>,
-        record: &Mutex<Record>,
+        at: &Annotator<'_>,
     ) -> Result<bool, ApiError> {
+        let record = at.record;
         let resp = match self.call(hook, &inv, attrs, true).await {
             Ok(r) => r,
-            Err(Failure::Calling(_)) if hook.fail_open => return Ok(false),
+            Err(Failure::Calling(_)) if hook.fail_open => {
+                at.failed_open();
+                return Ok(false);
+            }
             Err(Failure::Calling(reason)) => return Err(calling_error(hook, &reason)),
             Err(Failure::Status(e)) => return Err(e),
         };
@@ -472,6 +505,7 @@ impl Webhooks {
         if resp.patch_type != "JSONPatch" {
             let reason = format!("unsupported patch type {:?}", resp.patch_type);
             if hook.fail_open {
+                at.failed_open();
                 return Ok(false);
             }
             return Err(calling_error(hook, &reason));
@@ -491,6 +525,7 @@ impl Webhooks {
         };
         let changed = patched != *obj;
         *obj = patched;
+        at.patch(&ops);
         Ok(changed)
     }
 
@@ -637,12 +672,93 @@ fn match_conditions(
     super::aggregate_errors(errors).map_or(Ok(true), Err)
 }
 
-/// Keeps a webhook's warnings and audit annotations (`<webhook>/<key>`).
-fn collect(record: &Mutex<Record>, hook: &Hook, resp: &review::Response) {
-    let mut r = match record.lock() {
+fn lock(record: &Mutex<Record>) -> std::sync::MutexGuard<'_, Record> {
+    match record.lock() {
         Ok(r) => r,
         Err(p) => p.into_inner(),
-    };
+    }
+}
+
+/// Upstream's `MutationAuditAnnotation` value, in its field order.
+#[derive(serde::Serialize)]
+struct MutationAuditAnnotation<'a> {
+    configuration: &'a str,
+    webhook: &'a str,
+    mutated: bool,
+}
+
+/// Upstream's `PatchAuditAnnotation` value, in its field order.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PatchAuditAnnotation<'a> {
+    configuration: &'a str,
+    webhook: &'a str,
+    patch: Vec<Value>,
+    patch_type: &'a str,
+}
+
+/// The audit annotations of one mutating webhook call (upstream's `webhookAnnotator`), keyed
+/// `round_<r>_index_<i>`: the round (0, or 1 when reinvoked) and the webhook's place among all
+/// mutating webhooks.
+struct Annotator<'a> {
+    record: &'a Mutex<Record>,
+    hook: &'a Hook,
+    key: String,
+}
+
+impl Annotator<'_> {
+    /// `mutation.webhook.admission.k8s.io/<key>`: whether the call changed the object.
+    fn mutation(&self, mutated: bool) {
+        let value = MutationAuditAnnotation {
+            configuration: &self.hook.configuration,
+            webhook: &self.hook.name,
+            mutated,
+        };
+        lock(self.record).audit_annotations.push((
+            format!("mutation.webhook.admission.k8s.io/{}", self.key),
+            serde_json::to_string(&value).unwrap_or_default(),
+        ));
+    }
+
+    /// `patch.webhook.admission.k8s.io/<key>` (level `Request` and above): the JSON patch
+    /// applied, each operation's keys in Go's (sorted) order.
+    fn patch(&self, ops: &Value) {
+        let ops: Vec<Value> = ops
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|op| match op.as_object() {
+                Some(m) => {
+                    let sorted: std::collections::BTreeMap<&String, &Value> = m.iter().collect();
+                    json!(sorted)
+                }
+                None => op.clone(),
+            })
+            .collect();
+        let value = PatchAuditAnnotation {
+            configuration: &self.hook.configuration,
+            webhook: &self.hook.name,
+            patch: ops,
+            patch_type: "JSONPatch",
+        };
+        lock(self.record).request_audit_annotations.push((
+            format!("patch.webhook.admission.k8s.io/{}", self.key),
+            serde_json::to_string(&value).unwrap_or_default(),
+        ));
+    }
+
+    /// `failed-open.mutation.webhook.admission.k8s.io/<key>`: the webhook that failed open.
+    fn failed_open(&self) {
+        lock(self.record).audit_annotations.push((
+            format!("failed-open.mutation.webhook.admission.k8s.io/{}", self.key),
+            self.hook.name.clone(),
+        ));
+    }
+}
+
+/// Keeps a webhook's warnings and audit annotations (`<webhook>/<key>`).
+fn collect(record: &Mutex<Record>, hook: &Hook, resp: &review::Response) {
+    let mut r = lock(record);
     r.warnings.extend(resp.warnings.iter().cloned());
     for (k, v) in &resp.audit_annotations {
         r.audit_annotations
