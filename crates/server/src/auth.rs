@@ -122,18 +122,24 @@ impl Authenticator {
     }
 
     /// A token as `TokenReview` checks it: the token file, then service-account tokens for
-    /// `audiences` (the API audiences when empty). Returns the user (without
-    /// `system:authenticated`) and the audiences it was accepted for.
+    /// `audiences` (the API audiences when empty). Returns the user (with
+    /// `system:authenticated`) and the audiences it was accepted for, or the review's `error`:
+    /// upstream's bearer-token authenticators each fail a token they do not know with
+    /// `invalid bearer token`, and a service-account token whose account (or bound object) is
+    /// gone with `service account token has been invalidated`, aggregated.
     pub async fn review_token(
         &self,
         token: &str,
         audiences: &[String],
-    ) -> Option<(User, Vec<String>)> {
+    ) -> Result<(User, Vec<String>), &'static str> {
+        const UNKNOWN: &str = "invalid bearer token";
+        const INVALIDATED: &str =
+            "[invalid bearer token, service account token has been invalidated]";
         if let Some(u) = self.tokens.lookup(token) {
             // Token-file tokens carry no audience: upstream's `WrapAudienceAgnosticToken`
             // accepts them only for the requested audiences that are API audiences.
             if audiences.is_empty() {
-                return Some((with_authenticated(u.clone()), Vec::new()));
+                return Ok((with_authenticated(u.clone()), Vec::new()));
             }
             let api = self
                 .service_accounts
@@ -144,21 +150,35 @@ impl Authenticator {
                 .filter(|a| api.contains(a))
                 .cloned()
                 .collect();
-            return (!accepted.is_empty()).then(|| (with_authenticated(u.clone()), accepted));
+            return if accepted.is_empty() {
+                Err(UNKNOWN)
+            } else {
+                Ok((with_authenticated(u.clone()), accepted))
+            };
         }
-        let sa = self.service_accounts.as_ref()?;
+        let Some(sa) = self.service_accounts.as_ref() else {
+            return Err(UNKNOWN);
+        };
         let wanted = if audiences.is_empty() {
             sa.audiences.clone()
         } else {
             audiences.to_vec()
         };
-        let user = self.token(token, Some(&wanted)).await?;
+        let claims = match sa.issuer.verify(token, &wanted) {
+            Ok(c) => c,
+            Err(TokenError::NotOurs) => return Err(UNKNOWN),
+            Err(TokenError::Invalid(e)) => {
+                tracing::debug!(error = %e, "service account token refused");
+                return Err(INVALIDATED);
+            }
+        };
+        let user = sa.check_live(&claims).await.ok_or(INVALIDATED)?;
         let accepted = if audiences.is_empty() {
             Vec::new()
         } else {
             wanted
         };
-        Some((with_authenticated(user), accepted))
+        Ok((with_authenticated(user), accepted))
     }
 
     async fn token(&self, token: &str, audiences: Option<&[String]>) -> Option<User> {

@@ -240,16 +240,14 @@ impl Answer for TokenReview {
         }
         let audiences = string_list(req.body.pointer("/spec/audiences"));
         let status = match req.authn.review_token(token, &audiences).await {
-            Some((user, accepted)) => {
+            Ok((user, accepted)) => {
                 let mut s = json!({"authenticated": true, "user": user.to_json()});
                 if !accepted.is_empty() {
                     s["audiences"] = json!(accepted);
                 }
                 s
             }
-            None => {
-                json!({"user": {}, "error": "[invalid bearer token, service account token has been invalidated]"})
-            }
+            Err(error) => json!({"user": {}, "error": error}),
         };
         Ok(respond(kind, av, &req.body, status))
     }

@@ -417,7 +417,11 @@ async fn service_account_tokens_authenticate_until_the_account_goes() {
             "spec": {"token": ADMIN, "audiences": audiences}});
         let (_, body) = token_review(review).await;
         match want {
-            None => assert_eq!(body["status"]["authenticated"], Value::Null, "{body}"),
+            None => assert_eq!(
+                (&body["status"]["authenticated"], &body["status"]["error"]),
+                (&Value::Null, &json!("invalid bearer token")),
+                "{body}"
+            ),
             Some(accepted) => {
                 assert_eq!(body["status"]["authenticated"], true, "{body}");
                 assert_eq!(body["status"]["audiences"], accepted, "{body}");
@@ -457,4 +461,13 @@ async fn service_account_tokens_authenticate_until_the_account_goes() {
     assert_eq!(code, 401);
     let (_, body) = token_review(review).await;
     assert_eq!(body["status"]["authenticated"], Value::Null, "{body}");
+    assert_eq!(
+        body["status"]["error"],
+        "[invalid bearer token, service account token has been invalidated]"
+    );
+    // A token nobody issued is refused by every bearer-token authenticator alike.
+    let (_, body) = token_review(json!({"apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview", "spec": {"token": "not-a-token"}}))
+    .await;
+    assert_eq!(body["status"]["error"], "invalid bearer token", "{body}");
 }
