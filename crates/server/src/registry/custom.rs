@@ -249,7 +249,7 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn verbatim_reads(&self) -> bool {
-        !self.version.has_defaults()
+        !self.version.has_defaults() && !self.crd.pruned_on_read
     }
 
     fn conversion(&self) -> Option<pipeline::ConversionPlan> {

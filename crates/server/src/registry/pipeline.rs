@@ -308,6 +308,9 @@ pub struct ConversionPlan {
     pub defaulted: Arc<std::collections::BTreeSet<String>>,
     /// Whether converted objects are pruned (not for `preserveUnknownFields: true`).
     pub prune: bool,
+    /// Whether stored objects are pruned by their own version's schema when read
+    /// ([`ServingCrd::pruned_on_read`]).
+    pub pruned_on_read: bool,
 }
 
 impl ConversionPlan {
@@ -321,18 +324,24 @@ impl ConversionPlan {
             schemas: crd.schemas.clone(),
             defaulted: crd.defaulted.clone(),
             prune: !crd.preserve_unknown_fields,
+            pruned_on_read: crd.pruned_on_read,
         }
     }
 }
 
 impl ConversionPlan {
-    /// Step: applies the defaults of the schema of `own`, the version `obj` was stored at, as
-    /// Kubernetes' decoding of a stored object does; nothing for a schema without defaults.
-    fn default_stored(&self, obj: &mut Value, own: Option<&str>) {
-        if let Some(schema) = own
-            .filter(|v| self.defaulted.contains(*v))
-            .and_then(|v| self.schemas.get(v))
-        {
+    /// Step: coerces a stored object to the schema of `own`, the version it was stored at, as
+    /// Kubernetes' decoding of a stored object does: prunes what the schema no longer declares
+    /// (once the CRD's spec has changed), then applies its defaults (nothing for a schema
+    /// without defaults).
+    fn coerce_stored(&self, obj: &mut Value, own: Option<&str>) {
+        let Some((version, schema)) = own.and_then(|v| self.schemas.get_key_value(v)) else {
+            return;
+        };
+        if self.pruned_on_read {
+            crd_schema::prune::prune(obj, schema, true);
+        }
+        if self.defaulted.contains(version) {
             crd_schema::default::apply_defaults(obj, schema);
         }
     }
@@ -372,7 +381,7 @@ pub fn read_stored_in_process(
     index: usize,
 ) -> Option<Result<Value, ApiError>> {
     let own = version_of(&obj);
-    plan.default_stored(&mut obj, own.as_deref());
+    plan.coerce_stored(&mut obj, own.as_deref());
     let request = plan.request.rsplit_once('/').map(|(_, v)| v);
     let converted = own.as_deref() != request;
     let mut out = match plan
@@ -410,7 +419,7 @@ pub async fn read_stored(
     let mut converted = Vec::with_capacity(objs.len());
     for obj in &mut objs {
         let own = version_of(obj);
-        plan.default_stored(obj, own.as_deref());
+        plan.coerce_stored(obj, own.as_deref());
         converted.push(own.as_deref() != plan.request.rsplit_once('/').map(|(_, v)| v));
     }
     let mut out = plan

@@ -187,6 +187,12 @@ pub struct ServingCrd {
     /// `spec.preserveUnknownFields: true` (CRDs written at v1beta1, where it is the default):
     /// unknown fields are kept, never pruned.
     pub preserve_unknown_fields: bool,
+    /// Whether stored objects are pruned by their version's schema when read, as upstream's
+    /// schema-coercing decoder prunes every read: only once the CRD's spec has changed
+    /// (`metadata.generation` > 1), since objects written under its first spec were pruned by
+    /// that same schema when written. Reads of the others may send the stored bytes as they
+    /// are.
+    pub pruned_on_read: bool,
 }
 
 fn condition_true(crd: &CustomResourceDefinition, kind: &str) -> bool {
@@ -310,6 +316,8 @@ impl ServingCrd {
             schemas: Arc::default(),
             defaulted: Arc::default(),
             preserve_unknown_fields: spec.preserve_unknown_fields.unwrap_or(false),
+            pruned_on_read: !spec.preserve_unknown_fields.unwrap_or(false)
+                && crd.metadata.generation.unwrap_or(1) > 1,
         };
         serving.schemas = Arc::new(
             serving

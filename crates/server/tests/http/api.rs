@@ -1284,3 +1284,60 @@ fn managed_entry(obj: &Value, manager: &str) -> Value {
         .cloned()
         .unwrap_or_else(|| panic!("no {manager} entry: {obj}"))
 }
+
+/// Stored objects are read through their version's current schema once the CRD's spec has
+/// changed, as upstream's schema-coercing decoder prunes every read (`TestPruningFromStorage`):
+/// a property removed from the schema disappears from gets, lists and watches before the
+/// object is written again.
+#[tokio::test]
+async fn a_property_removed_from_the_schema_is_pruned_on_read() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let mut crd = crd_json("prune.example.com", "things", "Thing", "Namespaced");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({"type": "object",
+        "properties": {"spec": {"type": "object", "properties": {
+            "keep": {"type": "string"}, "drop": {"type": "string"}}}}});
+    api.create_crd(crd).await;
+    let base = "/apis/prune.example.com/v1/namespaces/default/things";
+    let r = api
+        .post(
+            base,
+            json!({"apiVersion": "prune.example.com/v1", "kind": "Thing",
+                   "metadata": {"name": "t1"}, "spec": {"keep": "k", "drop": "d"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let rv = r.json()["metadata"]["resourceVersion"].clone();
+    assert_eq!(
+        api.get(&format!("{base}/t1")).await.json()["spec"],
+        json!({"keep": "k", "drop": "d"})
+    );
+
+    let crd_path = format!("{CRDS}/things.prune.example.com");
+    let r = api
+        .call(
+            Method::PATCH,
+            &crd_path,
+            "application/json-patch+json",
+            Some(json!([{"op": "remove",
+                "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/drop"}])),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let pruned = json!({"keep": "k"});
+    eventually("reads prune the removed property", || async {
+        api.get(&format!("{base}/t1")).await.json()["spec"] == pruned
+    })
+    .await;
+    let got = api.get(&format!("{base}/t1")).await.json();
+    assert_eq!(got["metadata"]["resourceVersion"], rv, "not rewritten");
+    let list = api.get(base).await.json();
+    assert_eq!(list["items"][0]["spec"], pruned);
+    let list = api.get(&format!("{base}?resourceVersion=0")).await.json();
+    assert_eq!(list["items"][0]["spec"], pruned);
+    let watch = api
+        .get(&format!("{base}?watch=true&timeoutSeconds=1"))
+        .await
+        .lines();
+    assert_eq!(watch[0]["object"]["spec"], pruned);
+}
