@@ -2,7 +2,7 @@
 //! structural schema (`.spec.foo`, `.spec['a.b']`). Used for `x-kubernetes-validations[].fieldPath`
 //! and for `selectableFields[].jsonPath`.
 
-use crd_core::field::Path;
+use crd_core::field::{ErrorList, FieldError, Path};
 use serde_json::Value;
 
 use crate::prune::{additional, properties};
@@ -137,6 +137,67 @@ fn step(path: &mut Path, current: &mut Option<&Value>, name: &str) -> Result<(),
     } else {
         Err("does not refer to a valid field".into())
     }
+}
+
+/// The most selectable fields a CRD version may declare (`MaxSelectableFields`).
+const MAX_SELECTABLE_FIELDS: usize = 8;
+
+/// Upstream's `ValidateCustomResourceSelectableFields`: each `jsonPath` required, a valid
+/// field path without array notation, not under `metadata`, naming a string, boolean or
+/// integer field, and unique; at most 8 of them. `fields` is the `selectableFields` array,
+/// `path` where it is reported.
+pub fn check_selectable_fields(fields: &[Value], schema: &Value, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let mut unique = std::collections::BTreeSet::new();
+    for (i, f) in fields.iter().enumerate() {
+        let fp = path.index(i).child("jsonPath");
+        let json_path = f.get("jsonPath").and_then(Value::as_str).unwrap_or("");
+        if json_path.is_empty() {
+            errs.push(FieldError::required(&fp, ""));
+            continue;
+        }
+        let (found, field_schema) = match valid_field_path(json_path, schema, false) {
+            Ok(found) => found,
+            Err(e) => {
+                errs.push(FieldError::invalid(
+                    &fp,
+                    json_path,
+                    format!("is an invalid path: {e}"),
+                ));
+                continue;
+            }
+        };
+        let found = found.to_string();
+        if found == "metadata" || found.starts_with("metadata.") || found.starts_with("metadata[") {
+            errs.push(FieldError::invalid(
+                &fp,
+                json_path,
+                "must not point to fields in metadata",
+            ));
+        }
+        let allowed = field_schema
+            .and_then(|s| s.get("type"))
+            .and_then(Value::as_str)
+            .is_some_and(|t| matches!(t, "string" | "boolean" | "integer"));
+        if !allowed {
+            errs.push(FieldError::invalid(
+                &fp,
+                json_path,
+                "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+            ));
+        }
+        if !unique.insert(found) {
+            errs.push(FieldError::duplicate(&fp, json_path));
+        }
+    }
+    if unique.len() > MAX_SELECTABLE_FIELDS {
+        errs.push(FieldError::too_many(
+            path,
+            unique.len(),
+            MAX_SELECTABLE_FIELDS,
+        ));
+    }
+    errs
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use crate::prune::{
     properties, prune_structural, str_of,
 };
 
-pub use fieldpath::valid_field_path;
+pub use fieldpath::{check_selectable_fields, valid_field_path};
 
 /// The OpenAPI v3 types a schema may name (sorted, as printed in the `Unsupported value` error).
 pub(crate) const TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];

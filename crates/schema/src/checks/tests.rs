@@ -756,3 +756,61 @@ fn never_panics_on_odd_schemas() {
         let _ = create().ratcheted([s]);
     }
 }
+
+/// `ValidateCustomResourceSelectableFields`' cases: required, invalid paths (array notation,
+/// unknown fields), metadata, types, duplicates by the path they name, and the limit of 8.
+#[test]
+fn selectable_fields_table() {
+    let schema = json!({"type": "object", "properties": {
+        "metadata": {"type": "object", "properties": {"name": {"type": "string"}}},
+        "spec": {"type": "object", "properties": {
+            "color": {"type": "string", "enum": ["red"]}, "size": {"type": "integer"},
+            "on": {"type": "boolean"}, "ratio": {"type": "number"},
+            "obj": {"type": "object"}, "arr": {"type": "array", "items": {"type": "string"}},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}}});
+    let path = Path::new("spec").child("selectableFields");
+    let run = |paths: &[&str]| -> Vec<String> {
+        let fields: Vec<Value> = paths.iter().map(|p| json!({"jsonPath": p})).collect();
+        check_selectable_fields(&fields, &schema, &path)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec![".spec.color", ".spec.size", ".spec.on", ".spec.labels.team"],
+            vec![],
+        ),
+        (
+            vec![
+                "",
+                ".spec.obj",
+                ".spec.ratio",
+                ".spec.nope",
+                ".spec.arr[0]",
+                ".metadata.name",
+            ],
+            vec![
+                "spec.selectableFields[0].jsonPath: Required value",
+                "spec.selectableFields[1].jsonPath: Invalid value: \".spec.obj\": must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+                "spec.selectableFields[2].jsonPath: Invalid value: \".spec.ratio\": must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+                "spec.selectableFields[3].jsonPath: Invalid value: \".spec.nope\": is an invalid path: does not refer to a valid field",
+                "spec.selectableFields[4].jsonPath: Invalid value: \".spec.arr[0]\": is an invalid path: array notation is not allowed",
+                "spec.selectableFields[5].jsonPath: Invalid value: \".metadata.name\": must not point to fields in metadata",
+            ],
+        ),
+        (
+            vec![".spec.color", ".spec.color"],
+            vec!["spec.selectableFields[1].jsonPath: Duplicate value: \".spec.color\""],
+        ),
+    ];
+    for (paths, want) in cases {
+        assert_eq!(run(&paths), exp(&want), "{paths:?}");
+    }
+    let many: Vec<String> = (0..9).map(|i| format!(".spec.labels.k{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    assert_eq!(
+        run(&many),
+        exp(&["spec.selectableFields: Too many: 9: must have at most 8 items"])
+    );
+}

@@ -163,7 +163,48 @@ pub fn validate_typed_at(
             }
         }
     }
+    for e in selectable_field_errors(obj) {
+        if seen.insert(e.to_string()) {
+            errs.push(e);
+        }
+    }
     errs.extend(crd_cel::conversion::check_conversion_rules(obj));
+    errs
+}
+
+/// Each version's `selectableFields` checked against its schema, at upstream's internal paths:
+/// `spec.selectableFields` when every version declares the same ones, else per version.
+fn selectable_field_errors(obj: &Value) -> ErrorList {
+    fn fields(v: &Value) -> &[Value] {
+        v.get("selectableFields")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+    }
+    let versions = obj
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let shared = versions
+        .split_first()
+        .is_some_and(|(first, rest)| rest.iter().all(|v| fields(v) == fields(first)));
+    let mut errs = ErrorList::new();
+    for (i, v) in versions.iter().enumerate() {
+        let (list, schema) = (fields(v), v.pointer("/schema/openAPIV3Schema"));
+        let Some(schema) = schema.filter(|_| !list.is_empty()) else {
+            continue;
+        };
+        let path = if shared {
+            crd_core::Path::new("spec").child("selectableFields")
+        } else {
+            crd_core::Path::new("spec")
+                .child("versions")
+                .index(i)
+                .child("selectableFields")
+        };
+        errs.extend(crd_schema::checks::check_selectable_fields(
+            list, schema, &path,
+        ));
+    }
     errs
 }
 

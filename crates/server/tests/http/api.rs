@@ -358,18 +358,7 @@ async fn crd_validation_errors() {
         "conversionReviewVersions": ["v2"], "clientConfig": {"url": "http://example.com/convert?x=1"}}});
     let r = api.post(CRDS, crd).await;
     assert_eq!(r.status, 422, "{}", r.text);
-    let causes: Vec<String> = r.json()["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            format!(
-                "{}: {}",
-                c["field"].as_str().unwrap(),
-                c["message"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let causes = r.causes();
     for want in [
         "spec.conversion.webhookClientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]",
         "spec.conversion.webhookClientConfig.url: Invalid value: \"x=1\": query parameters are not permitted in the URL",
@@ -1340,4 +1329,31 @@ async fn a_property_removed_from_the_schema_is_pruned_on_read() {
         .await
         .lines();
     assert_eq!(watch[0]["object"]["spec"], pruned);
+}
+
+/// A CRD's `selectableFields` are checked against its schema when it is written, at upstream's
+/// internal path (`spec.selectableFields` when every version declares the same ones).
+#[tokio::test]
+async fn selectable_fields_are_validated_against_the_schema() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let mut crd = crd_json("sel.example.com", "things", "Thing", "Namespaced");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({"type": "object",
+        "properties": {"spec": {"type": "object", "properties": {
+            "color": {"type": "string"}, "obj": {"type": "object"}}}}});
+    crd["spec"]["versions"][0]["selectableFields"] =
+        json!([{"jsonPath": ".spec.color"}, {"jsonPath": ".spec.obj"}, {"jsonPath": ".spec.nope"}]);
+    let r = api.post(CRDS, crd.clone()).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let causes = r.causes();
+    assert_eq!(
+        causes,
+        [
+            "spec.selectableFields[1].jsonPath: Invalid value: \".spec.obj\": must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+            "spec.selectableFields[2].jsonPath: Invalid value: \".spec.nope\": is an invalid path: does not refer to a valid field",
+        ]
+    );
+    crd["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.color"}]);
+    let r = api.post(CRDS, crd).await;
+    assert_eq!(r.status, 201, "{}", r.text);
 }

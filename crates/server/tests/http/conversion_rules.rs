@@ -178,21 +178,6 @@ async fn objects_are_converted_by_rules_on_read_write_list_and_watch() {
     );
 }
 
-fn causes(r: &Value) -> Vec<String> {
-    r["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            format!(
-                "{}: {}",
-                c["field"].as_str().unwrap(),
-                c["message"].as_str().unwrap()
-            )
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn invalid_rules_are_refused_and_a_lossy_round_trip_warns() {
     let s = TestServer::start().await;
@@ -212,7 +197,7 @@ async fn invalid_rules_are_refused_and_a_lossy_round_trip_warns() {
     let st = r.json();
     assert_eq!(st["reason"], "Invalid");
     assert_eq!(
-        causes(&st),
+        r.causes(),
         [
             "spec.conversion.conversionRules[0].rules[0].fromField: Invalid value: \".spec.lastName\": no such field in the schema of version v1",
             "spec.conversion.conversionRules[0].rules[1].transformation: Invalid value: \"self + 's'\": compilation failed: ERROR: <input>:1:6: found no matching overload for '_+_' applied to '(int, string)'\n | self + 's'\n | .....^",

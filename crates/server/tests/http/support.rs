@@ -241,6 +241,22 @@ impl Resp {
         serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
     }
 
+    /// A `Status` body's causes as kubectl prints them (`<field>: <message>`).
+    pub fn causes(&self) -> Vec<String> {
+        self.json()["details"]["causes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                format!(
+                    "{}: {}",
+                    c["field"].as_str().unwrap_or(""),
+                    c["message"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    }
+
     /// The `Warning` headers' values, in order.
     pub fn warnings(&self) -> Vec<String> {
         self.headers

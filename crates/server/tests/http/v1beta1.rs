@@ -153,18 +153,7 @@ async fn v1beta1_checks_have_upstreams_messages() {
     let r = api.post(V1BETA1, both).await;
     assert_eq!(r.status, 422, "{}", r.text);
     assert_eq!(r.warnings(), [WARNING]);
-    let causes: Vec<String> = r.json()["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            format!(
-                "{}: {}",
-                c["field"].as_str().unwrap(),
-                c["message"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let causes = r.causes();
     assert!(
         causes.contains(
             &"spec.validation: Forbidden: top-level and per-version schemas are mutually exclusive"
