@@ -28,6 +28,9 @@ pub struct HealthState {
     controllers_started: AtomicBool,
     crd_informer_synced: AtomicBool,
     shutting_down: AtomicBool,
+    /// True once the server has stopped accepting and drains its requests: watches end then
+    /// (upstream's `ShutdownWatchTerminationGracePeriod` of 0) instead of holding shutdown.
+    draining: tokio::sync::watch::Sender<bool>,
 }
 
 impl HealthState {
@@ -49,6 +52,20 @@ impl HealthState {
     /// Whether graceful shutdown has begun.
     pub fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
+    }
+
+    /// Marks the server as draining: it accepts no more connections and ends its watches.
+    pub fn set_draining(&self) {
+        self.draining.send_replace(true);
+    }
+
+    /// Completes once the server drains (see [`HealthState::set_draining`]); `'static`, for
+    /// tasks that outlive the request.
+    pub fn drained(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.draining.subscribe();
+        async move {
+            let _ = rx.wait_for(|draining| *draining).await;
+        }
     }
 }
 

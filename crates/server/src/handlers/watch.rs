@@ -153,12 +153,15 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
             .map(|t| tokio::time::Instant::now() + t),
     };
     let store = ctx.state.store.clone();
+    let drained = ctx.state.health.drained();
     tokio::spawn(async move {
         let run = task.run(store, request, initial, tx.clone());
         tokio::select! {
             () = run => {}
             () = tokio::time::sleep(timeout) => {}
             () = tx.closed() => {}
+            // Shutdown ends watches at once rather than waiting out its grace period.
+            () = drained => {}
         }
     });
     let body = crate::body::stream_body(rx);

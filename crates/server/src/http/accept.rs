@@ -123,6 +123,7 @@ pub async fn serve(
         });
     }
     drop(listener);
+    state.health.set_draining();
     if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
         .await
         .is_err()

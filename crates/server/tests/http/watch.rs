@@ -291,3 +291,26 @@ async fn watchers_sharing_encoded_events_each_get_their_own_form() {
     assert_eq!(types, ["ADDED", "DELETED"], "{}", bodies[3]);
     assert_eq!(selected[1]["object"]["metadata"]["labels"]["keep"], "yes");
 }
+
+/// Shutdown ends open watches cleanly once the server drains (upstream's
+/// `ShutdownWatchTerminationGracePeriod` of 0), instead of cutting them off when its grace
+/// period runs out: a test server with a controller's watch open stops at once.
+#[tokio::test]
+async fn shutdown_ends_watches_cleanly() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let mut resp = api
+        .request(
+            Method::GET,
+            "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=3600",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    s.begin_shutdown();
+    // The body ends with its terminating chunk: a connection closed mid-stream is an error.
+    while let Some(chunk) = resp.chunk().await.expect("the watch ends cleanly") {
+        let _ = chunk;
+    }
+}
