@@ -19,6 +19,7 @@ import queue
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -28,8 +29,9 @@ from crd_apiserver import find_crd_apiserver_bin
 
 __all__ = ["Server", "ServerError", "serve", "crd_apiserver"]
 
-#: How long start-up may take (the CRDs of `--crd-dir` included).
-START_TIMEOUT = 30.0
+#: How long start-up may take (the CRDs of `--crd-dir` included). Longer than the server's own
+#: 30 s wait for its CRDs, so that its error (which CRD, and why) is the one reported.
+START_TIMEOUT = 60.0
 #: How long the server gets to exit after SIGTERM before it is killed.
 STOP_TIMEOUT = 10.0
 _READY_PREFIX = "export KUBECONFIG="
@@ -68,29 +70,36 @@ def serve(
     `crd_dir`: install every CRD in its `*.yaml`/`*.yml` files before ready. `args`: more
     `serve` flags. `binary`: another binary than the bundled one.
     """
+    executable = binary or find_crd_apiserver_bin()
+    args = list(args)
+    # A port of the caller's wins over the default of any free one.
+    port_given = any(a == "--secure-port" or a.startswith("--secure-port=") for a in args)
     workdir = tempfile.mkdtemp(prefix="crd-apiserver-pytest-")
     kubeconfig = os.path.join(workdir, "kubeconfig")
     stderr_path = os.path.join(workdir, "stderr")
-    command = [
-        binary or find_crd_apiserver_bin(),
-        "serve",
-        "--ephemeral",
-        "--secure-port",
-        "0",
-        "--kubeconfig-out",
-        kubeconfig,
-    ]
+    command = [executable, "serve", "--ephemeral", "--kubeconfig-out", kubeconfig]
+    if not port_given:
+        command += ["--secure-port", "0"]
     if crd_dir is not None:
         command += ["--crd-dir", os.fspath(crd_dir)]
-    command += list(args)
-    with open(stderr_path, "wb") as stderr:
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=stderr, text=True, bufsize=1
-        )
+    command += args
+    try:
+        with open(stderr_path, "wb") as stderr:
+            process = subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                bufsize=1,
+                preexec_fn=_DIE_WITH_PARENT,
+            )
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
     server = None
     try:
-        url = _wait_ready(process, stderr_path, timeout)
-        server = Server(kubeconfig=kubeconfig, url=url, process=process)
+        server = Server(kubeconfig=kubeconfig, url="", process=process)
+        server.url = _wait_ready(process, stderr_path, timeout, server.output)
         server.api_client = _api_client(kubeconfig)
         yield server
     finally:
@@ -100,15 +109,48 @@ def serve(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _wait_ready(process: subprocess.Popen, stderr_path: str, timeout: float) -> str:
-    """Reads stdout (on a thread that keeps draining it) until the server announces itself."""
+def _pdeathsig() -> Optional[Any]:
+    """A `preexec_fn` that asks Linux to SIGTERM the child when the test process dies (a CI
+    timeout's SIGKILL included), so that no server outlives its tests (`PR_SET_PDEATHSIG`).
+    Resolved once here: the child, forked while other threads may hold locks, only calls it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig, sigterm = 1, int(signal.SIGTERM)
+
+    def die_with_parent() -> None:
+        prctl(pr_set_pdeathsig, sigterm)
+
+    return die_with_parent
+
+
+_DIE_WITH_PARENT = _pdeathsig()
+
+
+def _wait_ready(
+    process: subprocess.Popen, stderr_path: str, timeout: float, output: list
+) -> str:
+    """Reads stdout (on a thread that keeps draining it) until the server announces itself;
+    what it prints later is appended to `output`."""
     lines: queue.Queue = queue.Queue()
 
     def drain() -> None:
         assert process.stdout is not None
+        ready = False
         for line in process.stdout:
-            lines.put(line.rstrip("\n"))
-        lines.put(None)
+            line = line.rstrip("\n")
+            if ready:
+                output.append(line)
+                continue
+            lines.put(line)
+            ready = line.startswith(_READY_PREFIX)
+        if not ready:
+            lines.put(None)
 
     threading.Thread(target=drain, name="crd-apiserver-stdout", daemon=True).start()
     url = ""
