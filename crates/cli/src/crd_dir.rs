@@ -21,11 +21,20 @@ pub fn read(dir: &Path) -> anyhow::Result<Vec<Value>> {
     crd_server::crd_files::in_dir(dir).with_context(|| format!("--crd-dir {}", dir.display()))
 }
 
-/// Creates `crds`, then waits until each is Established.
+/// Creates `crds` (each through the API version it is written at, `v1` or `v1beta1`), then
+/// waits until each is Established; a CRD whose names are not accepted (a conflict with
+/// another CRD) fails at once with the condition's message.
 pub async fn install(client: &Client, crds: &[Value]) -> anyhow::Result<()> {
     for crd in crds {
+        let api_version = crd["apiVersion"]
+            .as_str()
+            .filter(|v| v.starts_with("apiextensions.k8s.io/"))
+            .unwrap_or("apiextensions.k8s.io/v1");
         client
-            .post(CRDS, crd)
+            .post(
+                &format!("/apis/{api_version}/customresourcedefinitions"),
+                crd,
+            )
             .await
             .with_context(|| format!("creating CRD {}", name(crd)))?;
     }
@@ -34,12 +43,22 @@ pub async fn install(client: &Client, crds: &[Value]) -> anyhow::Result<()> {
         let path = format!("{CRDS}/{}", name(crd));
         loop {
             let current = client.get(&path).await?;
-            let established = current["status"]["conditions"].as_array().is_some_and(|c| {
-                c.iter()
-                    .any(|c| c["type"] == "Established" && c["status"] == "True")
-            });
-            if established {
+            let condition = |kind: &str| {
+                current["status"]["conditions"]
+                    .as_array()
+                    .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+                    .cloned()
+            };
+            if condition("Established").is_some_and(|c| c["status"] == "True") {
                 break;
+            }
+            if let Some(c) = condition("NamesAccepted").filter(|c| c["status"] == "False") {
+                anyhow::bail!(
+                    "CRD {} cannot be served: NamesAccepted=False ({}): {}",
+                    name(crd),
+                    c["reason"].as_str().unwrap_or_default(),
+                    c["message"].as_str().unwrap_or_default()
+                );
             }
             anyhow::ensure!(
                 Instant::now() < deadline,

@@ -1,6 +1,7 @@
 //! CustomResourceDefinitions read from YAML files: one text (several `---` documents) or every
-//! `*.yaml`/`*.yml` file directly in a directory, in file-name order, as `config/crd` directories
-//! are laid out. Shared by `serve --crd-dir` and the test harness. Pure apart from reading files.
+//! `*.yaml`/`*.yml`/`*.json` file directly in a directory, in file-name order, as `config/crd`
+//! directories are laid out (kustomize's own `kustomization.yaml` files are skipped). Shared by
+//! `serve --crd-dir` and the test harness. Pure apart from reading files.
 
 use std::path::Path;
 
@@ -24,17 +25,25 @@ pub fn documents(yaml: &str) -> anyhow::Result<Vec<Value>> {
         .collect()
 }
 
-/// Every CRD document in the `*.yaml` and `*.yml` files directly in `dir` (subdirectories are
-/// not searched), files in name order; errors name the file (`<file>: <why>`).
+/// Every CRD document in the `*.yaml`, `*.yml` and `*.json` files directly in `dir`
+/// (subdirectories are not searched, as envtest's `CRDDirectoryPaths`), files in name order;
+/// errors name the file (`<file>: <why>`). `kustomization.yaml` files, kustomize's and never a
+/// CRD, are skipped.
 pub fn in_dir(dir: &Path) -> anyhow::Result<Vec<Value>> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| {
+            let kustomization = p
+                .file_stem()
+                .is_some_and(|s| s.eq_ignore_ascii_case("kustomization"));
             p.is_file()
+                && !kustomization
                 && p.extension().is_some_and(|e| {
-                    e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml")
+                    ["yaml", "yml", "json"]
+                        .iter()
+                        .any(|x| e.eq_ignore_ascii_case(x))
                 })
         })
         .collect();

@@ -154,3 +154,39 @@ fn a_crd_dir_with_another_kind_fails_before_serving() {
     );
     assert!(got.stdout.is_empty());
 }
+
+/// Two CRDs of one group with the same kind: the second's names are not accepted, and the
+/// server says so at once, quoting the condition, instead of waiting out its start-up timeout.
+/// Also: a `kustomization.yaml` beside the CRDs is skipped and `*.json` files are read.
+#[test]
+fn a_crd_whose_names_conflict_fails_at_once_with_the_reason() {
+    let work = tempfile::tempdir().unwrap();
+    let crd = |plural: &str| {
+        format!(
+            r#"{{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+"metadata": {{"name": "{plural}.example.com"}},
+"spec": {{"group": "example.com", "names": {{"plural": "{plural}", "kind": "Foo"}}, "scope": "Namespaced",
+"versions": [{{"name": "v1", "served": true, "storage": true, "schema": {{"openAPIV3Schema": {{"type": "object"}}}}}}]}}}}"#
+        )
+    };
+    std::fs::write(work.path().join("a.json"), crd("foos")).unwrap();
+    std::fs::write(work.path().join("b.json"), crd("bars")).unwrap();
+    std::fs::write(
+        work.path().join("kustomization.yaml"),
+        "resources: [a.json, b.json]\n",
+    )
+    .unwrap();
+    let got = Command::new(env!("CARGO_BIN_EXE_crd-apiserver"))
+        .args(["serve", "--ephemeral", "--secure-port", "0", "--crd-dir"])
+        .arg(work.path())
+        .output()
+        .unwrap();
+    assert_eq!(got.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    assert!(
+        stderr.contains(
+            "CRD bars.example.com cannot be served: NamesAccepted=False (ListKindConflict): \"FooList\" is already in use"
+        ),
+        "{stderr}"
+    );
+}
