@@ -141,18 +141,24 @@ fn a_crd_dir_with_another_kind_fails_before_serving() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
     )
     .unwrap();
-    let got = Command::new(env!("CARGO_BIN_EXE_crd-apiserver"))
-        .args(["serve", "--ephemeral", "--secure-port", "0", "--crd-dir"])
-        .arg(work.path())
-        .output()
-        .unwrap();
-    assert_eq!(got.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&got.stderr);
+    let stderr = failed_start(work.path());
     assert!(
         stderr.contains("cm.yaml: expected kind CustomResourceDefinition, found \"ConfigMap\""),
         "{stderr}"
     );
+}
+
+/// `serve --ephemeral --crd-dir DIR` that must fail before serving: exit code 1, nothing on
+/// stdout (no kubeconfig announced); returns stderr.
+fn failed_start(dir: &std::path::Path) -> String {
+    let got = Command::new(env!("CARGO_BIN_EXE_crd-apiserver"))
+        .args(["serve", "--ephemeral", "--secure-port", "0", "--crd-dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert_eq!(got.status.code(), Some(1));
     assert!(got.stdout.is_empty());
+    String::from_utf8_lossy(&got.stderr).into_owned()
 }
 
 /// Two CRDs of one group with the same kind: the second's names are not accepted, and the
@@ -176,13 +182,7 @@ fn a_crd_whose_names_conflict_fails_at_once_with_the_reason() {
         "resources: [a.json, b.json]\n",
     )
     .unwrap();
-    let got = Command::new(env!("CARGO_BIN_EXE_crd-apiserver"))
-        .args(["serve", "--ephemeral", "--secure-port", "0", "--crd-dir"])
-        .arg(work.path())
-        .output()
-        .unwrap();
-    assert_eq!(got.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&got.stderr);
+    let stderr = failed_start(work.path());
     assert!(
         stderr.contains(
             "CRD bars.example.com cannot be served: NamesAccepted=False (ListKindConflict): \"FooList\" is already in use"
