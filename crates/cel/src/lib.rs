@@ -8,7 +8,8 @@
 //!
 //! - [`CompiledRules`]: every rule of one version's schema, compiled once per CRD revision.
 //! - [`check_rules`]: the checks run when a CRD is written (rule fields, type checking,
-//!   `oldSelf` placement, undeclared fields, the per-rule and per-CRD cost limits).
+//!   `oldSelf` placement, undeclared fields, the per-rule and per-CRD cost limits);
+//!   [`check_default_rules`]: defaults against the rules over them.
 //! - [`Expression`]: an admission expression (webhook `matchConditions`) over `dyn` variables;
 //!   [`Authorizer`] binds the `authorizer` variable to the caller's [`Authorize`].
 //! - [`PolicyTypes`]: an admission policy's expressions type-checked against a matched kind's
@@ -85,6 +86,36 @@ pub fn validate(
 /// ones only with the libraries of the compatibility version.
 pub fn check_rules(schema: &Value, path: &Path, old_schemas: &[Value]) -> ErrorList {
     crd_checks::check(schema, path, old_schemas)
+}
+
+/// Every `default` of the schema at `path` checked against the rules of the schema it sits in
+/// (and those below it), as upstream's `structuraldefaulting` validation runs the CEL validator
+/// on each default when a CRD is written: a default no object could keep is refused then, not
+/// on every create that leaves the field out. Errors are at `<schema path>.default`.
+pub fn check_default_rules(schema: &Value, path: &Path) -> ErrorList {
+    fn walk(node: &Value, path: &Path, errs: &mut ErrorList) {
+        let Some(m) = node.as_object() else { return };
+        if let Some(default) = m.get("default")
+            && let Some(rules) = compile::tree(node, false)
+        {
+            let run = validator::Run::validate_at(&rules, default, &path.child("default"));
+            errs.extend(run.errs);
+        }
+        if let Some(props) = m.get("properties").and_then(Value::as_object) {
+            for (k, v) in props {
+                walk(v, &path.child("properties").key(k), errs);
+            }
+        }
+        if let Some(items) = m.get("items") {
+            walk(items, &path.child("items"), errs);
+        }
+        if let Some(more) = m.get("additionalProperties").filter(|a| a.is_object()) {
+            walk(more, &path.child("additionalProperties"), errs);
+        }
+    }
+    let mut errs = ErrorList::new();
+    walk(schema, path, &mut errs);
+    errs
 }
 
 #[cfg(test)]

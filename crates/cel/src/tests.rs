@@ -674,3 +674,46 @@ fn parser_limits_bound_expression_depth_and_size() {
         .join()
         .expect("no case overflows the stack");
 }
+
+/// Defaults are checked against the rules over them when the CRD is written: at the default's
+/// own node, and inside an object default through its children's rules.
+#[test]
+fn defaults_that_fail_their_rules_are_refused_at_crd_write() {
+    let path = Path::new("spec")
+        .child("validation")
+        .child("openAPIV3Schema");
+    let schema = |spec: Value| json!({"type": "object", "properties": {"spec": spec}});
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (
+            schema(
+                json!({"type": "object", "properties": {"mode": {"type": "string", "default": "b",
+                "x-kubernetes-validations": [{"rule": "self == 'a'"}]}}}),
+            ),
+            vec![
+                "spec.validation.openAPIV3Schema.properties[spec].properties[mode].default: Invalid value: \"string\": failed rule: self == 'a'",
+            ],
+        ),
+        (
+            schema(json!({"type": "object", "default": {"size": 11},
+                "properties": {"size": {"type": "integer",
+                    "x-kubernetes-validations": [{"rule": "self <= 10", "message": "too big"}]}}})),
+            vec![
+                "spec.validation.openAPIV3Schema.properties[spec].default.size: Invalid value: \"integer\": too big",
+            ],
+        ),
+        (
+            schema(
+                json!({"type": "object", "properties": {"mode": {"type": "string", "default": "a",
+                "x-kubernetes-validations": [{"rule": "self == 'a'"}]}}}),
+            ),
+            vec![],
+        ),
+    ];
+    for (schema, want) in cases {
+        let got: Vec<String> = crate::check_default_rules(&schema, &path)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(got, want, "{schema}");
+    }
+}

@@ -64,6 +64,18 @@ impl Run {
         run
     }
 
+    /// Evaluates the rules of `root` against a value with no old one, reporting under `base`
+    /// (a default value checked when its CRD is written).
+    pub(crate) fn validate_at(root: &Node, new: &Json, base: &Path) -> Run {
+        let mut run = Run {
+            errs: ErrorList::new(),
+            warnings: Vec::new(),
+            budget: RUNTIME_BUDGET,
+        };
+        run.node(root, base, new, Corr::Node(None), false);
+        run
+    }
+
     /// Returns false once the budget is gone (no further rules run).
     fn node(&mut self, n: &Node, path: &Path, new: &Json, corr: Corr<'_>, root: bool) -> bool {
         if new.is_null() {

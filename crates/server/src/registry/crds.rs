@@ -156,6 +156,9 @@ pub fn validate_typed_at(
         if found.is_empty() {
             found = crd_cel::check_rules(schema, &loc.path, &old_schemas);
         }
+        if found.is_empty() {
+            found = crd_cel::check_default_rules(schema, &loc.path);
+        }
         for e in found {
             // A spec-level error (preserveUnknownFields with defaults) is reported once.
             if seen.insert(e.to_string()) {

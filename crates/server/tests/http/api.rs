@@ -1357,3 +1357,24 @@ async fn selectable_fields_are_validated_against_the_schema() {
     let r = api.post(CRDS, crd).await;
     assert_eq!(r.status, 201, "{}", r.text);
 }
+
+/// A default that fails the CEL rules over it is refused when the CRD is written (upstream's
+/// default validation runs the CEL validator), rather than on every create that omits it.
+#[tokio::test]
+async fn a_default_failing_its_rules_refuses_the_crd() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let mut crd = crd_json("dflt.example.com", "things", "Thing", "Namespaced");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({"type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"mode": {
+            "type": "string", "default": "b",
+            "x-kubernetes-validations": [{"rule": "self == 'a'"}]}}}}});
+    let r = api.post(CRDS, crd).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.causes(),
+        [
+            "spec.validation.openAPIV3Schema.properties[spec].properties[mode].default: Invalid value: \"string\": failed rule: self == 'a'"
+        ]
+    );
+}
