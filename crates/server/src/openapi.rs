@@ -616,6 +616,12 @@ fn document(
     doc
 }
 
+/// `TypeMeta`'s and `PartialObjectMetadata`'s field docs, as upstream's CRD OpenAPI builder
+/// (`addTypeMetaProperties`) writes them on every kind and list.
+const API_VERSION_DOC: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
+const KIND_DOC: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
+const METADATA_DOC: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
 fn kind_schema(gvk_value: &Value, description: &str, mut schema: Value) -> Value {
     if !schema.is_object() {
         schema = json!({"type": "object"});
@@ -625,9 +631,9 @@ fn kind_schema(gvk_value: &Value, description: &str, mut schema: Value) -> Value
         .map(|m| m.entry("properties").or_insert_with(|| json!({})))
         .filter(|p| p.is_object());
     if let Some(props) = props {
-        props["apiVersion"] = json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."});
-        props["kind"] = json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."});
-        props["metadata"] = json!({"allOf": [schema_ref(OBJECT_META)], "description": "Standard object's metadata."});
+        props["apiVersion"] = json!({"type": "string", "description": API_VERSION_DOC});
+        props["kind"] = json!({"type": "string", "description": KIND_DOC});
+        props["metadata"] = json!({"allOf": [schema_ref(OBJECT_META)], "description": METADATA_DOC});
     }
     schema["x-kubernetes-group-version-kind"] = json!([gvk_value]);
     if schema.get("description").is_none() && !description.is_empty() {
@@ -842,13 +848,13 @@ fn list_schema(group: &str, version: &str, crd: &ServingCrd, item: &str) -> Valu
         "type": "object",
         "required": ["items"],
         "properties": {
-            "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"},
+            "apiVersion": {"type": "string", "description": API_VERSION_DOC},
             "items": {
                 "type": "array",
                 "description": format!("List of {}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", crd.plural),
                 "items": schema_ref(item),
             },
-            "kind": {"type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"},
+            "kind": {"type": "string", "description": KIND_DOC},
             "metadata": {
                 "allOf": [schema_ref(LIST_META)],
                 "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
@@ -974,6 +980,20 @@ mod tests {
             );
         }
         let list = &schemas["io.a.v1.ThingList"];
+        // The kind and its list document apiVersion and kind alike, with upstream's full texts.
+        let kind = &schemas["io.a.v1.Thing"];
+        for field in ["apiVersion", "kind"] {
+            assert_eq!(
+                kind["properties"][field]["description"],
+                list["properties"][field]["description"]
+            );
+        }
+        assert!(
+            kind["properties"]["metadata"]["description"]
+                .as_str()
+                .unwrap()
+                .ends_with("api-conventions.md#metadata")
+        );
         assert_eq!(list["description"], "ThingList is a list of Thing");
         assert_eq!(
             list["x-kubernetes-group-version-kind"],

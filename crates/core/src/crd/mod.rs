@@ -626,16 +626,15 @@ fn validate_status_names(crd: &CustomResourceDefinition) -> ErrorList {
 /// writes, so that editing storedVersions cannot drop the storage version.
 pub fn validate_stored_versions(crd: &CustomResourceDefinition) -> ErrorList {
     let path = Path::new("status").child("storedVersions");
-    let stored: Vec<String> = crd
-        .status
-        .as_ref()
-        .and_then(|s| s.stored_versions.clone())
-        .unwrap_or_default();
+    let given = crd.status.as_ref().and_then(|s| s.stored_versions.clone());
+    // Errors carry the list as given (absent: null), as upstream's do.
+    let value = given.as_ref().map_or(Value::Null, |l| Value::from(l.clone()));
+    let stored = given.unwrap_or_default();
     let mut errs = ErrorList::new();
     if stored.is_empty() {
         errs.push(FieldError::invalid(
             &path,
-            Value::Null,
+            value,
             "must have at least one stored version",
         ));
         return errs;
@@ -644,7 +643,7 @@ pub fn validate_stored_versions(crd: &CustomResourceDefinition) -> ErrorList {
         if v.storage && !stored.contains(&v.name) {
             errs.push(FieldError::invalid(
                 &path,
-                serde_json::to_value(v).unwrap_or(Value::Null),
+                value.clone(),
                 format!("must have the storage version {}", v.name),
             ));
         }

@@ -242,3 +242,22 @@ fn schema_locations_follow_the_internal_layout() {
         ]
     );
 }
+
+/// Stored-version errors carry the list as given, as upstream's (1.34) do.
+#[test]
+fn stored_version_errors_carry_the_list() {
+    let mut crd = crontab();
+    merge(&mut crd, &json!({"status": {"storedVersions": ["v1alpha1"]}}));
+    let crd: CustomResourceDefinition = serde_json::from_value(crd).unwrap();
+    let got: Vec<String> = validate_stored_versions(&crd)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "status.storedVersions: Invalid value: [\"v1alpha1\"]: must have the storage version v1",
+            "status.storedVersions[0]: Invalid value: \"v1alpha1\": missing from spec.versions; v1alpha1 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v1alpha1 and removes v1alpha1 from status.storedVersions",
+        ]
+    );
+}
