@@ -633,7 +633,8 @@ fn kind_schema(gvk_value: &Value, description: &str, mut schema: Value) -> Value
     if let Some(props) = props {
         props["apiVersion"] = json!({"type": "string", "description": API_VERSION_DOC});
         props["kind"] = json!({"type": "string", "description": KIND_DOC});
-        props["metadata"] = json!({"allOf": [schema_ref(OBJECT_META)], "description": METADATA_DOC});
+        props["metadata"] =
+            json!({"allOf": [schema_ref(OBJECT_META)], "description": METADATA_DOC});
     }
     schema["x-kubernetes-group-version-kind"] = json!([gvk_value]);
     if schema.get("description").is_none() && !description.is_empty() {

@@ -628,7 +628,9 @@ pub fn validate_stored_versions(crd: &CustomResourceDefinition) -> ErrorList {
     let path = Path::new("status").child("storedVersions");
     let given = crd.status.as_ref().and_then(|s| s.stored_versions.clone());
     // Errors carry the list as given (absent: null), as upstream's do.
-    let value = given.as_ref().map_or(Value::Null, |l| Value::from(l.clone()));
+    let value = given
+        .as_ref()
+        .map_or(Value::Null, |l| Value::from(l.clone()));
     let stored = given.unwrap_or_default();
     let mut errs = ErrorList::new();
     if stored.is_empty() {

@@ -247,7 +247,10 @@ fn schema_locations_follow_the_internal_layout() {
 #[test]
 fn stored_version_errors_carry_the_list() {
     let mut crd = crontab();
-    merge(&mut crd, &json!({"status": {"storedVersions": ["v1alpha1"]}}));
+    merge(
+        &mut crd,
+        &json!({"status": {"storedVersions": ["v1alpha1"]}}),
+    );
     let crd: CustomResourceDefinition = serde_json::from_value(crd).unwrap();
     let got: Vec<String> = validate_stored_versions(&crd)
         .iter()
