@@ -169,7 +169,8 @@ impl TestServer {
     }
 
     /// Creates the CRDs, then waits until every one is Established (all at once: they are
-    /// independent).
+    /// independent). A CRD whose names are not accepted (a conflict with another CRD) fails at
+    /// once with the condition's reason and message.
     async fn install(&self, crds: Vec<CustomResourceDefinition>) -> anyhow::Result<()> {
         let api: Api<CustomResourceDefinition> = Api::all(self.client());
         let api = &api;
@@ -178,8 +179,17 @@ impl TestServer {
             api.create(&PostParams::default(), crd)
                 .await
                 .with_context(|| format!("creating CRD {name}"))?;
-            self.wait_for(api, name, conditions::is_crd_established(), START_TIMEOUT)
-                .await
+            let established = conditions::is_crd_established();
+            let settled = move |c: Option<&CustomResourceDefinition>| {
+                established.matches_object(c) || names_refused(c).is_some()
+            };
+            let found = self.wait_for(api, name, settled, START_TIMEOUT).await?;
+            if let Some((reason, message)) = names_refused(found.as_ref()) {
+                anyhow::bail!(
+                    "CRD {name} cannot be served: NamesAccepted=False ({reason}): {message}"
+                );
+            }
+            Ok(())
         }))
         .await?;
         Ok(())
@@ -600,4 +610,20 @@ fn serve(
             } => Ok(()),
         }
     })
+}
+
+/// The reason and message of a CRD's `NamesAccepted=False` condition, if it has one.
+fn names_refused(crd: Option<&CustomResourceDefinition>) -> Option<(String, String)> {
+    crd?.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "NamesAccepted" && c.status == "False")
+        .map(|c| {
+            (
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
 }

@@ -117,6 +117,34 @@ async fn a_rejected_crd_fails_start_with_the_servers_message() {
     );
 }
 
+/// Two CRDs of one group with the same kind: the second's names are refused, and `start` says
+/// so at once with the condition's reason instead of timing out.
+#[tokio::test]
+async fn a_crd_whose_names_conflict_fails_start_with_the_reason() {
+    let crd = |plural: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+             metadata: {{name: {plural}.example.com}}\n\
+             spec: {{group: example.com, scope: Namespaced, names: {{plural: {plural}, kind: Foo}},\n\
+             \x20 versions: [{{name: v1, served: true, storage: true, schema: {{openAPIV3Schema: {{type: object}}}}}}]}}\n"
+        )
+    };
+    let err = TestServer::builder()
+        .crd_yaml(&crd("foos"))
+        .crd_yaml(&crd("bars"))
+        .start()
+        .await
+        .unwrap_err();
+    // The CRDs are created at once: either may be the one refused.
+    let chain = format!("{err:#}");
+    assert!(
+        ["foos", "bars"].iter().any(|p| chain.contains(&format!(
+            "CRD {p}.example.com cannot be served: NamesAccepted=False (ListKindConflict): \"FooList\" is already in use"
+        ))),
+        "{chain}"
+    );
+}
+
 #[tokio::test]
 async fn client_as_is_authorized_as_that_user() {
     let server = TestServer::builder()
