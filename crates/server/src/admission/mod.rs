@@ -344,29 +344,69 @@ impl DeletionMemo {
     }
 }
 
+/// `matchConditions` compiled: name, source and the expression (or its compilation error).
+pub(crate) type MatchConditions = [(String, String, Result<crd_cel::Expression, String>)];
+
+/// Evaluates match conditions as upstream's matcher (shared by policies and webhooks):
+/// `Ok(false)` as soon as one is false; otherwise the conditions that failed, each worded as the
+/// CEL filter words it (`expression '<source>' resulted in error: ...`, `compilation error:
+/// ...`), aggregated as `utilerrors.NewAggregate` (one message alone, several as `[a, b]`,
+/// repeats once), with whether one failed to compile.
+pub(crate) fn match_conditions(
+    conditions: &MatchConditions,
+    vars: &crd_cel::Bindings,
+    cost_limit: i64,
+) -> Result<bool, (String, bool)> {
+    let (mut errors, mut compile) = (Vec::<String>::new(), false);
+    for (_, source, expr) in conditions {
+        let error = match expr {
+            Ok(e) => match e.eval_bool_with(vars, cost_limit) {
+                Ok(true) => continue,
+                Ok(false) => return Ok(false),
+                Err(e) => format!(
+                    "expression '{source}' resulted in error: {}",
+                    error_text(&e)
+                ),
+            },
+            Err(e) => {
+                compile = true;
+                format!("compilation error: {e}")
+            }
+        };
+        if !errors.contains(&error) {
+            errors.push(error);
+        }
+    }
+    match errors.len() {
+        0 => Ok(true),
+        1 => Err((errors.swap_remove(0), compile)),
+        _ => Err((format!("[{}]", errors.join(", ")), compile)),
+    }
+}
+
+/// An expression's evaluation error in cel-go's words.
+pub(crate) fn error_text(e: &crd_cel::ExpressionError) -> String {
+    match e {
+        crd_cel::ExpressionError::CostLimit => {
+            "operation cancelled: actual cost limit exceeded".into()
+        }
+        crd_cel::ExpressionError::Runtime(m) => m.clone(),
+        crd_cel::ExpressionError::NotBool => "cel expression must evaluate to a bool".into(),
+    }
+}
+
+/// A request's admission record, locked (a panicked holder's record stays usable).
+pub(crate) fn lock(record: &Mutex<Record>) -> std::sync::MutexGuard<'_, Record> {
+    record
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Whether the stored namespace `bytes` are being deleted: a non-empty string
 /// `metadata.deletionTimestamp`, as [`meta::is_deleting`] of the decoded object says; bytes that
 /// do not decode are not (as a `Value::Null` was not). Every namespaced create reads its
 /// namespace; decoding only this field skips building the namespace's whole object (managed
 /// fields, labels, status) as a `Value` each time.
-/// A `matchConditions` expression that failed, as upstream's CEL filter words it (policies and
-/// webhooks share the matcher).
-fn condition_error(source: &str, error: &str) -> String {
-    format!("expression '{source}' resulted in error: {error}")
-}
-
-/// The failures of several match conditions as upstream's matcher aggregates them
-/// (`utilerrors.NewAggregate`: one message alone, several as `[a, b]`, repeats once).
-fn aggregate_errors(mut errors: Vec<String>) -> Option<String> {
-    let mut seen = std::collections::HashSet::new();
-    errors.retain(|e| seen.insert(e.clone()));
-    match errors.len() {
-        0 => None,
-        1 => errors.pop(),
-        _ => Some(format!("[{}]", errors.join(", "))),
-    }
-}
-
 fn namespace_is_deleting(bytes: &[u8]) -> bool {
     serde_json::from_slice::<Lookup>(bytes)
         .ok()

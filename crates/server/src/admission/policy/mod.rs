@@ -22,7 +22,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use crd_cel::ExpressionError;
 use crd_core::{GroupResource, Status, StatusCause};
 use crd_storage::{KeyValue, Pages, Store};
 use serde_json::{Value, json};
@@ -30,7 +29,7 @@ use tokio::sync::watch;
 
 use self::compiled::{Binding, MatchResources, Policy};
 use super::webhook::matching::{self, Target};
-use super::{Attributes, Record};
+use super::{Attributes, Record, error_text, lock};
 use crate::controllers::informer::{Cache, Informer, Notification};
 use crate::error::ApiError;
 use crate::registry::Strategy;
@@ -750,12 +749,6 @@ impl Policies {
     }
 }
 
-fn lock(record: &Mutex<Record>) -> std::sync::MutexGuard<'_, Record> {
-    record
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 fn is_namespace_request(attrs: &Attributes<'_>) -> bool {
     attrs.request.group.is_empty() && attrs.request.resource == "namespaces"
 }
@@ -827,14 +820,6 @@ fn bind(policy: &Policy, v: &Vars<'_>, variables: &Value) -> crd_cel::Bindings {
     b
 }
 
-fn error_text(e: &ExpressionError) -> String {
-    match e {
-        ExpressionError::CostLimit => "operation cancelled: actual cost limit exceeded".into(),
-        ExpressionError::Runtime(m) => m.clone(),
-        ExpressionError::NotBool => "cel expression must evaluate to a bool".into(),
-    }
-}
-
 /// A policy's expressions ready to evaluate for one param: the variables bound, and the
 /// variables that failed with their errors.
 struct Prepared {
@@ -860,25 +845,8 @@ fn prepare(policy: &Policy, v: &Vars<'_>) -> Result<Option<Prepared>, (String, b
     let mut variables = serde_json::Map::new();
     // Match conditions: all must be true; errors decide by the failure policy.
     let mut bound = bind(policy, v, &Value::Object(serde_json::Map::new()));
-    let (mut errors, mut compile) = (Vec::new(), false);
-    for (_, source, expr) in &policy.match_conditions {
-        let r = match expr {
-            Ok(e) => e
-                .eval_bool_with(&bound, PER_CALL_COST_LIMIT)
-                .map_err(|e| super::condition_error(source, &error_text(&e))),
-            Err(e) => {
-                compile = true;
-                Err(format!("compilation error: {e}"))
-            }
-        };
-        match r {
-            Ok(true) => {}
-            Ok(false) => return Ok(None),
-            Err(e) => errors.push(e),
-        }
-    }
-    if let Some(e) = super::aggregate_errors(errors) {
-        return Err((e, compile));
+    if !super::match_conditions(&policy.match_conditions, &bound, PER_CALL_COST_LIMIT)? {
+        return Ok(None);
     }
     // Variables, in order; each sees the ones before it. A variable that fails is left out, so
     // an expression reaching it fails with the variable's error (upstream evaluates them

@@ -14,7 +14,8 @@ use crd_core::{GroupResource, Status, StatusCause};
 use serde_json::Value;
 
 use super::compiled::{Binding, PatchType, Policy, ReinvocationPolicy};
-use super::{Attributes, Policies, Vars, error_text, prepare, request_value};
+use super::{Attributes, Policies, Vars, prepare, request_value};
+use crate::admission::error_text;
 use crate::error::ApiError;
 use crate::registry::Strategy;
 

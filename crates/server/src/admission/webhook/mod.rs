@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use self::config::Hook;
 use self::matching::Target;
 use self::review::Versioned;
+use super::lock;
 use super::{Attributes, Record};
 use crate::controllers::informer::{Cache, Informer, Notification};
 use crate::error::ApiError;
@@ -644,39 +645,8 @@ fn match_conditions(
         ("request", request),
     ]);
     vars.set_authorizer("authorizer", authorizer);
-    let mut errors = Vec::new();
-    for (_, source, expr) in &hook.match_conditions {
-        let result = match expr {
-            Err(e) => Err(format!("compilation error: {e}")),
-            Ok(expr) => expr
-                .eval_bool_with(&vars, MATCH_CONDITION_COST_LIMIT)
-                .map_err(|e| match e {
-                    crd_cel::ExpressionError::CostLimit => {
-                        "operation cancelled: actual cost limit exceeded".to_string()
-                    }
-                    crd_cel::ExpressionError::Runtime(m) => m,
-                    crd_cel::ExpressionError::NotBool => {
-                        "cel expression must evaluate to a bool".to_string()
-                    }
-                }),
-        };
-        match result {
-            Ok(false) => return Ok(false),
-            Ok(true) => {}
-            Err(e) => errors.push(match expr {
-                Ok(_) => super::condition_error(source, &e),
-                Err(_) => e,
-            }),
-        }
-    }
-    super::aggregate_errors(errors).map_or(Ok(true), Err)
-}
-
-fn lock(record: &Mutex<Record>) -> std::sync::MutexGuard<'_, Record> {
-    match record.lock() {
-        Ok(r) => r,
-        Err(p) => p.into_inner(),
-    }
+    super::match_conditions(&hook.match_conditions, &vars, MATCH_CONDITION_COST_LIMIT)
+        .map_err(|(e, _)| e)
 }
 
 /// Upstream's `MutationAuditAnnotation` value, in its field order.
