@@ -110,7 +110,7 @@ impl Authenticator {
         let user = match bearer(authorization) {
             Some(token) => match self.tokens.lookup(token) {
                 Some(u) => u.clone(),
-                None => self.token(token, None).await.ok_or(Unauthenticated)?,
+                None => self.token(token, None).await.map_err(|_| Unauthenticated)?,
             },
             None => match cert_user {
                 Some(u) => u.clone(),
@@ -156,43 +156,40 @@ impl Authenticator {
                 Ok((with_authenticated(u.clone()), accepted))
             };
         }
-        let Some(sa) = self.service_accounts.as_ref() else {
-            return Err(UNKNOWN);
-        };
-        let wanted = if audiences.is_empty() {
-            sa.audiences.clone()
-        } else {
-            audiences.to_vec()
-        };
-        let claims = match sa.issuer.verify(token, &wanted) {
-            Ok(c) => c,
-            Err(TokenError::NotOurs) => return Err(UNKNOWN),
-            Err(TokenError::Invalid(e)) => {
-                tracing::debug!(error = %e, "service account token refused");
-                return Err(INVALIDATED);
-            }
-        };
-        let user = sa.check_live(&claims).await.ok_or(INVALIDATED)?;
-        let accepted = if audiences.is_empty() {
-            Vec::new()
-        } else {
-            wanted
-        };
-        Ok((with_authenticated(user), accepted))
+        let requested = (!audiences.is_empty()).then_some(audiences);
+        let user = self.token(token, requested).await.map_err(|f| match f {
+            TokenFailure::NotOurs => UNKNOWN,
+            TokenFailure::Invalidated => INVALIDATED,
+        })?;
+        Ok((with_authenticated(user), audiences.to_vec()))
     }
 
-    async fn token(&self, token: &str, audiences: Option<&[String]>) -> Option<User> {
-        let sa = self.service_accounts.as_ref()?;
+    /// A service-account token's user, for `audiences` (the API audiences when `None`).
+    async fn token(&self, token: &str, audiences: Option<&[String]>) -> Result<User, TokenFailure> {
+        let sa = self
+            .service_accounts
+            .as_ref()
+            .ok_or(TokenFailure::NotOurs)?;
         let claims = match sa.issuer.verify(token, audiences.unwrap_or(&sa.audiences)) {
             Ok(c) => c,
-            Err(TokenError::NotOurs) => return None,
+            Err(TokenError::NotOurs) => return Err(TokenFailure::NotOurs),
             Err(TokenError::Invalid(e)) => {
                 tracing::debug!(error = %e, "service account token refused");
-                return None;
+                return Err(TokenFailure::Invalidated);
             }
         };
-        sa.check_live(&claims).await
+        sa.check_live(&claims)
+            .await
+            .ok_or(TokenFailure::Invalidated)
     }
+}
+
+/// Why a bearer token is not a service-account token that authenticates.
+enum TokenFailure {
+    /// Not a token of this server's issuer (or service-account tokens are off).
+    NotOurs,
+    /// Ours, but refused: expired, for other audiences, or its account or bound object gone.
+    Invalidated,
 }
 
 fn with_authenticated(mut user: User) -> User {

@@ -69,8 +69,8 @@ impl WebhookClient {
         let mut builder = reqwest::Client::builder()
             .timeout(timeout)
             .user_agent("kube-apiserver-admission");
-        let mut http1_only = true;
-        let url = match (&cc.url, &cc.service) {
+        // HTTP/2 only to loopback URLs (a test's own webhook server); HTTP/1.1 elsewhere.
+        let (url, http1_only) = match (&cc.url, &cc.service) {
             (Some(url), _) => {
                 let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
                 let loopback = match parsed.host() {
@@ -79,12 +79,7 @@ impl WebhookClient {
                     Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
                     None => false,
                 };
-                if loopback {
-                    http1_only = false;
-                } else {
-                    builder = builder.http1_only();
-                }
-                (*url).to_string()
+                ((*url).to_string(), !loopback)
             }
             (None, Some(svc)) => {
                 let host = format!("{}.{}.svc", svc.name, svc.namespace);
@@ -95,13 +90,16 @@ impl WebhookClient {
                     builder = builder.resolve(&host, *addr);
                     port = i32::from(addr.port());
                 }
-                builder = builder.http1_only();
                 let path = svc.path.unwrap_or("");
-                format!("https://{host}:{port}{path}")
+                (format!("https://{host}:{port}{path}"), true)
             }
             (None, None) => return Err("neither url nor service is set".into()),
         };
+        if http1_only {
+            builder = builder.http1_only();
+        }
         if !cc.ca_bundle.iter().all(u8::is_ascii_whitespace) {
+            // The preconfigured TLS carries its own ALPN list, which must agree.
             let tls = bundle_tls(cc.ca_bundle, !http1_only)
                 .map_err(|e| format!("invalid caBundle: {e}"))?;
             builder = builder.tls_backend_preconfigured(tls);
