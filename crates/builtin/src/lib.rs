@@ -393,13 +393,15 @@ impl Kind {
         self.scale?;
         let m = obj.get("metadata").cloned().unwrap_or_default();
         // A ReplicationController's selector is a label set, not a `LabelSelector`.
-        let set_selector;
-        let mut selector = obj.pointer("/spec/selector");
-        if self.id == KindId::ReplicationController {
-            set_selector = selector.map(|s| serde_json::json!({ "matchLabels": s }));
-            selector = set_selector.as_ref();
-        }
+        let selector = obj.pointer("/spec/selector");
+        let selector = match self.id {
+            KindId::ReplicationController => {
+                selector.map(|s| serde_json::json!({ "matchLabels": s }))
+            }
+            _ => selector.cloned(),
+        };
         let selector = selector
+            .as_ref()
             .and_then(|s| crd_core::labels::Selector::from_label_selector_json(s).ok())
             .map(|s| s.to_string())
             .unwrap_or_default();

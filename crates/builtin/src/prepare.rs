@@ -29,6 +29,17 @@ fn set_default(m: &mut Map<String, Value>, key: &str, v: Value) {
     }
 }
 
+/// Sets `key` to `v` unless it holds a non-empty map (Go's `len(m) == 0` defaulting of a map
+/// field).
+fn set_if_empty_map(m: &mut Map<String, Value>, key: &str, v: Value) {
+    if m.get(key)
+        .and_then(Value::as_object)
+        .is_none_or(Map::is_empty)
+    {
+        m.insert(key.into(), v);
+    }
+}
+
 fn each_mut(v: &mut Value, key: &str, f: impl Fn(&mut Map<String, Value>)) {
     if let Some(items) = v.get_mut(key).and_then(Value::as_array_mut) {
         for i in items.iter_mut().filter_map(Value::as_object_mut) {
@@ -373,13 +384,8 @@ impl Kind {
             KindId::Job => {
                 default_job_spec(obj.get_mut("spec"));
                 let template_labels = obj.pointer("/spec/template/metadata/labels").cloned();
-                if let (Some(labels), Some(meta)) = (template_labels, obj_mut(obj, "metadata"))
-                    && meta
-                        .get("labels")
-                        .and_then(Value::as_object)
-                        .is_none_or(Map::is_empty)
-                {
-                    meta.insert("labels".into(), labels);
+                if let (Some(labels), Some(meta)) = (template_labels, obj_mut(obj, "metadata")) {
+                    set_if_empty_map(meta, "labels", labels);
                 }
                 default_template(obj, "/spec/template/spec");
             }
@@ -558,17 +564,12 @@ impl Kind {
 /// labels, the replicas to 1.
 fn default_replication_controller(obj: &mut Value) {
     let template_labels = obj.pointer("/spec/template/metadata/labels").cloned();
-    let empty = |v: Option<&Value>| v.and_then(Value::as_object).is_none_or(Map::is_empty);
     if let Some(labels) = template_labels.filter(Value::is_object) {
-        if let Some(spec) = obj_mut(obj, "spec")
-            && empty(spec.get("selector"))
-        {
-            spec.insert("selector".into(), labels.clone());
+        if let Some(spec) = obj_mut(obj, "spec") {
+            set_if_empty_map(spec, "selector", labels.clone());
         }
-        if let Some(meta) = obj_mut(obj, "metadata")
-            && empty(meta.get("labels"))
-        {
-            meta.insert("labels".into(), labels);
+        if let Some(meta) = obj_mut(obj, "metadata") {
+            set_if_empty_map(meta, "labels", labels);
         }
     }
     if let Some(spec) = obj_mut(obj, "spec") {

@@ -361,21 +361,25 @@ fn validate_containers(spec: &Value, path: &Path, errs: &mut ErrorList) {
     }
 }
 
+/// A quantity as JSON carries it (a string, or a bare number); `None` when it does not parse.
+fn quantity(v: &Value) -> Option<crd_core::quantity::Quantity> {
+    match v {
+        Value::String(t) => crd_core::quantity::Quantity::parse(t),
+        Value::Number(n) => crd_core::quantity::Quantity::parse(&n.to_string()),
+        _ => None,
+    }
+}
+
 /// `ValidateResourceRequirements`' quantity rules: no negative limit or request; a request at
 /// most its limit (equal to it for resources that cannot be overcommitted: extended resources
 /// and huge pages, which also need a limit). Quantities print in their canonical form, as
 /// upstream's `Quantity.String()`. Resources are taken in name order (Go's map order is random).
 fn resource_requirements(res: &Value, path: &Path, errs: &mut ErrorList) {
     use crd_core::quantity::Quantity;
-    let parse = |v: &Value| match v {
-        Value::String(t) => Quantity::parse(t),
-        Value::Number(n) => Quantity::parse(&n.to_string()),
-        _ => None,
-    };
     let (lim_path, req_path) = (path.child("limits"), path.child("requests"));
     let limits = res.get("limits").and_then(Value::as_object);
     for (name, v) in limits.into_iter().flatten() {
-        if let Some(q) = parse(v).filter(Quantity::is_negative) {
+        if let Some(q) = quantity(v).filter(Quantity::is_negative) {
             errs.push(FieldError::invalid(
                 &lim_path.key(name),
                 q.to_string(),
@@ -385,7 +389,7 @@ fn resource_requirements(res: &Value, path: &Path, errs: &mut ErrorList) {
     }
     let requests = res.get("requests").and_then(Value::as_object);
     for (name, v) in requests.into_iter().flatten() {
-        let Some(q) = parse(v) else { continue };
+        let Some(q) = quantity(v) else { continue };
         if q.is_negative() {
             errs.push(FieldError::invalid(
                 &req_path.key(name),
@@ -395,7 +399,7 @@ fn resource_requirements(res: &Value, path: &Path, errs: &mut ErrorList) {
         }
         let native = !name.contains('/') || name.contains("kubernetes.io/");
         let overcommit = native && !name.starts_with("hugepages-");
-        match limits.and_then(|l| l.get(name)).and_then(parse) {
+        match limits.and_then(|l| l.get(name)).and_then(quantity) {
             Some(limit) => {
                 let order = q.cmp_value(&limit);
                 if !overcommit && order != std::cmp::Ordering::Equal {
@@ -922,12 +926,7 @@ fn persistent_volume(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
                 ));
             }
             for (name, v) in c {
-                let q = match v {
-                    Value::String(t) => crd_core::quantity::Quantity::parse(t),
-                    Value::Number(n) => crd_core::quantity::Quantity::parse(&n.to_string()),
-                    _ => None,
-                };
-                if let Some(q) = q.filter(|q| q.is_negative() || q.is_zero()) {
+                if let Some(q) = quantity(v).filter(|q| q.is_negative() || q.is_zero()) {
                     errs.push(FieldError::invalid(
                         &cp.key(name),
                         q.to_string(),
