@@ -142,11 +142,8 @@ async fn serve_request(
     if !ready {
         return status_response(&Status::paths_not_installed(), &[]);
     }
-    // A path under a built-in group version that no route serves is go-restful's JSON 404.
     let restful = |e: ApiError| match e {
-        ApiError::NoRoute if state.kinds.serves_group_version(&req.group, &req.version) => {
-            Status::route_not_found().into()
-        }
+        ApiError::NoRoute => no_route(state, &req.group, &req.version),
         e => e,
     };
     let strategy = match handlers::resolve(state, req) {
@@ -198,6 +195,17 @@ async fn serve_request(
             add_warnings(resp.headers_mut(), &admission_warnings);
             resp
         }
+    }
+}
+
+/// What a path under `group`/`version` that no route serves gets: under a built-in group
+/// version, go-restful's JSON 404 (upstream routes every such path through it); elsewhere the
+/// plain `404 page not found`.
+fn no_route(state: &AppState, group: &str, version: &str) -> ApiError {
+    if state.kinds.serves_group_version(group, version) {
+        Status::route_not_found().into()
+    } else {
+        ApiError::NoRoute
     }
 }
 

@@ -242,26 +242,27 @@ pub async fn handle(
             );
             Ok(resp)
         }
-        Route::WrongMethod(w) => {
-            let crd = || state.registry.strategy(&w.group, &w.resource, &w.version);
+        Route::WrongMethod(w) => Err(
             if state
                 .kinds
                 .lookup(&w.group, &w.version, &w.resource)
                 .is_some()
             {
-                Err(crd_core::Status::route_method_not_allowed().into())
-            } else if state.kinds.serves_group_version(&w.group, &w.version) {
-                Err(crd_core::Status::route_not_found().into())
-            } else if !w.named
+                crd_core::Status::route_method_not_allowed().into()
+            } else if !state.kinds.serves_group_version(&w.group, &w.version)
+                && !w.named
                 && matches!(parts.method, Method::PUT | Method::PATCH)
-                && crd().is_some()
+                && state
+                    .registry
+                    .strategy(&w.group, &w.resource, &w.version)
+                    .is_some()
             {
                 // The CRD handler takes the method's verb and finds no name in the path.
-                Err(crd_core::Status::bad_request("name parameter required.").into())
+                crd_core::Status::bad_request("name parameter required.").into()
             } else {
-                Err(ApiError::NoRoute)
-            }
-        }
+                super::no_route(state, &w.group, &w.version)
+            },
+        ),
         _ => Err(ApiError::NoRoute),
     }
 }
