@@ -17,6 +17,8 @@ use std::sync::{Arc, LazyLock, OnceLock};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha512};
 
+mod cr_schema;
+
 use crate::registry::Scope;
 use crate::registry::serving::{Registry, ServingCrd, group_of_name};
 
@@ -40,6 +42,17 @@ pub struct Documents {
     /// documents that follow this one: after a CRD change only the changed documents are
     /// converted again.
     v2_parts: Arc<std::sync::Mutex<HashMap<Arc<str>, Arc<V2Part>>>>,
+    /// What each CRD group version's document was built from, by document path: its v2 share
+    /// is built from the same CRDs with their schemas published for v2.
+    crd_sources: HashMap<String, CrdSource>,
+}
+
+/// A CRD group version's document's inputs.
+#[derive(Clone)]
+struct CrdSource {
+    group: String,
+    version: String,
+    crds: Arc<Vec<Arc<ServingCrd>>>,
 }
 
 /// One OpenAPI v3 document's share of `/openapi/v2`: its paths and definitions, converted to
@@ -50,12 +63,20 @@ struct V2Part {
 }
 
 impl V2Part {
-    fn of(bytes: &[u8]) -> V2Part {
-        let Ok(doc) = serde_json::from_slice::<Value>(bytes) else {
-            return V2Part {
-                paths: Vec::new(),
-                definitions: Vec::new(),
-            };
+    /// The share of a document, from its v3 bytes or, for a CRD group version, built again
+    /// from its CRDs for v2.
+    fn of(bytes: &[u8], source: Option<&CrdSource>) -> V2Part {
+        let doc = match source {
+            Some(s) => crd_document(&s.group, &s.version, &s.crds, cr_schema::Flavor::V2),
+            None => match serde_json::from_slice::<Value>(bytes) {
+                Ok(doc) => doc,
+                Err(_) => {
+                    return V2Part {
+                        paths: Vec::new(),
+                        definitions: Vec::new(),
+                    };
+                }
+            },
         };
         let merged = swagger_v2(std::iter::once(&doc));
         let render = |key: &str| -> Vec<(String, String)> {
@@ -109,11 +130,13 @@ impl Documents {
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let parts: Vec<Arc<V2Part>> = self
                     .docs
-                    .values()
-                    .map(|(h, bytes)| {
+                    .iter()
+                    .map(|(path, (h, bytes))| {
                         cache
                             .entry(h.clone())
-                            .or_insert_with(|| Arc::new(V2Part::of(bytes)))
+                            .or_insert_with(|| {
+                                Arc::new(V2Part::of(bytes, self.crd_sources.get(path)))
+                            })
                             .clone()
                     })
                     .collect();
@@ -205,6 +228,7 @@ impl Documents {
             v2: OnceLock::new(),
             v2_protobuf: OnceLock::new(),
             v2_parts: Arc::default(),
+            crd_sources: HashMap::new(),
         };
         if registry.runtime_config().crd_v1beta1 {
             docs.docs.insert(
@@ -230,6 +254,7 @@ impl Documents {
             v2: OnceLock::new(),
             v2_protobuf: OnceLock::new(),
             v2_parts: self.v2_parts.clone(),
+            crd_sources: self.crd_sources.clone(),
         };
         for group in groups {
             docs.rebuild_group(registry, group);
@@ -241,6 +266,7 @@ impl Documents {
     /// whose bytes are unchanged keeps its hash.
     fn rebuild_group(&mut self, registry: &Registry, group: &str) {
         for path in self.crd_paths.remove(group).unwrap_or_default() {
+            self.crd_sources.remove(&path);
             // A built-in document a CRD group had replaced comes back.
             match BUILTIN.get(&path) {
                 Some(doc) => self.docs.insert(path, doc.clone()),
@@ -262,10 +288,18 @@ impl Documents {
         let mut paths = Vec::with_capacity(by_version.len());
         for (version, crds) in by_version {
             let path = format!("apis/{group}/{version}");
-            let doc = crd_document(group, &version, &crds);
+            let doc = crd_document(group, &version, &crds, cr_schema::Flavor::V3);
             let bytes = serde_json::to_vec(&doc).unwrap_or_default();
             self.docs
                 .insert(path.clone(), (hash(&bytes).into(), Arc::new(bytes)));
+            self.crd_sources.insert(
+                path.clone(),
+                CrdSource {
+                    group: group.to_string(),
+                    version,
+                    crds: Arc::new(crds),
+                },
+            );
             paths.push(path);
         }
         if !paths.is_empty() {
@@ -387,10 +421,23 @@ pub fn hex_upper(bytes: &[u8]) -> String {
 }
 
 /// Rewrites OpenAPI v3 references (`#/components/schemas/X`) as Swagger 2.0 ones
-/// (`#/definitions/X`).
+/// (`#/definitions/X`), and kube-openapi's v3 wrapping of a described reference
+/// (`allOf: [{$ref}]` beside a description) as the v2 form (`$ref` beside it).
 fn v2_refs(v: &mut Value) {
     match v {
         Value::Object(m) => {
+            let single_ref = m
+                .get("allOf")
+                .and_then(Value::as_array)
+                .filter(|a| a.len() == 1)
+                .and_then(|a| a[0].as_object())
+                .filter(|r| r.len() == 1)
+                .and_then(|r| r.get("$ref"))
+                .cloned();
+            if let Some(r) = single_ref {
+                m.remove("allOf");
+                m.insert("$ref".into(), r);
+            }
             if let Some(Value::String(r)) = m.get_mut("$ref")
                 && let Some(name) = r.strip_prefix("#/components/schemas/")
             {
@@ -622,6 +669,12 @@ const API_VERSION_DOC: &str = "APIVersion defines the versioned schema of this r
 const KIND_DOC: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
 const METADATA_DOC: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
+/// The `metadata` property of a kind (and of a custom resource's embedded resources): the
+/// documented `ObjectMeta`.
+fn metadata_property() -> Value {
+    json!({"allOf": [schema_ref(OBJECT_META)], "description": METADATA_DOC})
+}
+
 fn kind_schema(gvk_value: &Value, description: &str, mut schema: Value) -> Value {
     if !schema.is_object() {
         schema = json!({"type": "object"});
@@ -633,8 +686,7 @@ fn kind_schema(gvk_value: &Value, description: &str, mut schema: Value) -> Value
     if let Some(props) = props {
         props["apiVersion"] = json!({"type": "string", "description": API_VERSION_DOC});
         props["kind"] = json!({"type": "string", "description": KIND_DOC});
-        props["metadata"] =
-            json!({"allOf": [schema_ref(OBJECT_META)], "description": METADATA_DOC});
+        props["metadata"] = metadata_property();
     }
     schema["x-kubernetes-group-version-kind"] = json!([gvk_value]);
     if schema.get("description").is_none() && !description.is_empty() {
@@ -788,7 +840,13 @@ fn reversed_group(group: &str) -> String {
     group.split('.').rev().collect::<Vec<_>>().join(".")
 }
 
-fn crd_document(group: &str, version: &str, crds: &[Arc<ServingCrd>]) -> Value {
+/// One CRD group version's document, its kinds' schemas published for `flavor`.
+fn crd_document(
+    group: &str,
+    version: &str,
+    crds: &[Arc<ServingCrd>],
+    flavor: cr_schema::Flavor,
+) -> Value {
     let mut paths = serde_json::Map::new();
     let mut schemas = serde_json::Map::new();
     for crd in crds {
@@ -808,9 +866,6 @@ fn crd_document(group: &str, version: &str, crds: &[Arc<ServingCrd>]) -> Value {
                 "application/merge-patch+json",
                 "application/apply-patch+yaml",
             ],
-        );
-        let schema = v.schema.as_deref().cloned().unwrap_or_else(
-            || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
         );
         let list_name = format!("{schema_name}List");
         let list_ref = json!({"application/json": {"schema": schema_ref(&list_name)}});
@@ -837,7 +892,12 @@ fn crd_document(group: &str, version: &str, crds: &[Arc<ServingCrd>]) -> Value {
             list["get"]["responses"]["200"]["content"] = list_ref;
         }
         schemas.insert(list_name, list_schema(group, version, crd, &schema_name));
-        schemas.insert(schema_name, kind_schema(&g, "", schema));
+        let kind =
+            match cr_schema::kind_body(v.schema.as_deref(), crd.preserve_unknown_fields, flavor) {
+                Some(body) => kind_schema(&g, "", body),
+                None => json!({"type": "object", "x-kubernetes-group-version-kind": [g]}),
+            };
+        schemas.insert(schema_name, kind);
     }
     document(paths, schemas)
 }

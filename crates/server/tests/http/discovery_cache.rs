@@ -135,3 +135,74 @@ async fn openapi_documents_answer_304_to_their_etag() {
         assert!(!body.is_empty(), "{path}");
     }
 }
+
+/// A custom resource's schema is published in `/openapi/v3` as written (int-or-string unfolded,
+/// embedded resources with type and object metadata) and in `/openapi/v2` as upstream's
+/// `ToStructuralOpenAPIV2` leaves it: nullable fields untyped and not required, so that v2
+/// validators (old kubectl, Helm) accept their `null`.
+#[tokio::test]
+async fn custom_resource_schemas_are_published_for_v3_and_for_v2() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let mut crd = crd_json("nulls.example.com", "things", "Thing", "Namespaced");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = serde_json::json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "required": ["owner", "size"],
+            "properties": {
+                "owner": {"type": "string", "nullable": true},
+                "size": {"type": "integer"},
+                "port": {"x-kubernetes-int-or-string": true},
+                "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                    "x-kubernetes-preserve-unknown-fields": true},
+            },
+        }},
+    });
+    api.create_crd(crd).await;
+    let name = "com.example.nulls.v1.Thing";
+    let v3 = api
+        .get("/openapi/v3/apis/nulls.example.com/v1")
+        .await
+        .json();
+    let spec = &v3["components"]["schemas"][name]["properties"]["spec"];
+    assert_eq!(
+        spec["properties"]["owner"],
+        serde_json::json!({"type": "string", "nullable": true})
+    );
+    assert_eq!(spec["required"], serde_json::json!(["owner", "size"]));
+    assert_eq!(
+        spec["properties"]["port"]["anyOf"],
+        serde_json::json!([{"type": "integer"}, {"type": "string"}])
+    );
+    let template = &spec["properties"]["template"];
+    assert_eq!(
+        template["required"],
+        serde_json::json!(["kind", "apiVersion"])
+    );
+    assert_eq!(
+        template["properties"]["metadata"]["allOf"][0]["$ref"],
+        "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    );
+
+    let v2 = api.get("/openapi/v2").await.json();
+    let kind = &v2["definitions"][name];
+    let spec = &kind["properties"]["spec"];
+    assert_eq!(spec["properties"]["owner"], serde_json::json!({}), "{spec}");
+    assert_eq!(spec["required"], serde_json::json!(["size"]));
+    assert_eq!(
+        spec["properties"]["port"],
+        serde_json::json!({"x-kubernetes-int-or-string": true})
+    );
+    assert_eq!(
+        spec["properties"]["template"],
+        serde_json::json!({"x-kubernetes-embedded-resource": true,
+            "x-kubernetes-preserve-unknown-fields": true})
+    );
+    assert_eq!(
+        kind["properties"]["metadata"]["$ref"],
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+        "{kind}"
+    );
+    assert!(kind["properties"]["metadata"]["description"].is_string());
+}
