@@ -524,6 +524,13 @@ impl Kind {
                     };
                 }
             }
+            if self.id == KindId::PersistentVolume {
+                phase_transition_time(new, old, || {
+                    jiff::Timestamp::now()
+                        .strftime("%Y-%m-%dT%H:%M:%SZ")
+                        .to_string()
+                });
+            }
             return;
         }
         if self.status {
@@ -556,6 +563,34 @@ impl Kind {
         let generation = if changed { old_gen + 1 } else { old_gen };
         if let Some(meta) = obj_mut(new, "metadata") {
             meta.insert("generation".into(), json!(generation));
+        }
+    }
+}
+
+/// A PersistentVolume `/status` write's `lastPhaseTransitionTime`, as upstream's status
+/// `PrepareForUpdate` keeps it (`PersistentVolumeLastPhaseTransitionTime`, GA in 1.31): the
+/// stored time while the phase stays and the write sets none; `now` when the phase changes and
+/// the write sets none or the stored one; whatever else the write sets.
+fn phase_transition_time(new: &mut Value, old: &Value, now: impl FnOnce() -> String) {
+    const TIME: &str = "lastPhaseTransitionTime";
+    let status = |v: &Value, field: &str| v.get("status").and_then(|s| s.get(field)).cloned();
+    let (old_phase, new_phase) = (status(old, "phase"), status(new, "phase"));
+    let old_time = status(old, TIME).filter(|t| !t.is_null());
+    let new_time = status(new, TIME).filter(|t| !t.is_null());
+    let time = if old_phase == new_phase && new_time.is_none() {
+        old_time
+    } else if old_phase != new_phase && (new_time.is_none() || new_time == old_time) {
+        Some(Value::from(now()))
+    } else {
+        return;
+    };
+    let Some(time) = time else {
+        return;
+    };
+    if let Some(m) = new.as_object_mut() {
+        let status = m.entry("status").or_insert_with(|| json!({}));
+        if let Some(status) = status.as_object_mut() {
+            status.insert(TIME.into(), time);
         }
     }
 }
@@ -649,7 +684,7 @@ fn generate_job_selector(obj: &mut Value) {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::pod_qos_class;
+    use super::{phase_transition_time, pod_qos_class};
     use crate::{KindId, get};
 
     fn defaulted(id: KindId, mut obj: Value) -> Value {
@@ -952,6 +987,70 @@ mod tests {
             new,
             json!({"metadata": {"name": "x"}}),
             "labels the stored object lacks"
+        );
+    }
+
+    /// Upstream's `TestStatusUpdate` cases for a PersistentVolume's phase transition time.
+    #[test]
+    fn a_volume_phase_change_moves_its_transition_time() {
+        let (t0, t1, now) = (
+            "2026-01-01T00:00:00Z",
+            "2026-02-01T00:00:00Z",
+            "2026-11-28T12:00:00Z",
+        );
+        let pv = |phase: &str, time: Option<&str>| match time {
+            Some(t) => json!({"status": {"phase": phase, "lastPhaseTransitionTime": t}}),
+            None => json!({"status": {"phase": phase}}),
+        };
+        let cases = [
+            (
+                "phase kept, time unset: the stored time",
+                pv("Pending", Some(t0)),
+                pv("Pending", None),
+                pv("Pending", Some(t0)),
+            ),
+            (
+                "phase kept, time set: the write's",
+                pv("Pending", Some(t0)),
+                pv("Pending", Some(t1)),
+                pv("Pending", Some(t1)),
+            ),
+            (
+                "phase changed, time unset: now",
+                pv("Pending", Some(t0)),
+                pv("Bound", None),
+                pv("Bound", Some(now)),
+            ),
+            (
+                "phase changed, stored time sent back: now",
+                pv("Pending", Some(t0)),
+                pv("Bound", Some(t0)),
+                pv("Bound", Some(now)),
+            ),
+            (
+                "phase changed, time set: the write's",
+                pv("Pending", Some(t0)),
+                pv("Bound", Some(t1)),
+                pv("Bound", Some(t1)),
+            ),
+            (
+                "nothing stored, phase kept",
+                pv("Pending", None),
+                pv("Pending", None),
+                pv("Pending", None),
+            ),
+        ];
+        for (name, old, mut new, want) in cases {
+            phase_transition_time(&mut new, &old, || now.to_string());
+            assert_eq!(new, want, "{name}");
+        }
+        // Through the kind's status update, the time is the clock's.
+        let mut new = pv("Available", None);
+        get(KindId::PersistentVolume).prepare_update(&mut new, &pv("Pending", Some(t0)), true);
+        let time = new["status"]["lastPhaseTransitionTime"].as_str().unwrap();
+        assert!(
+            time.parse::<jiff::Timestamp>().unwrap() > t0.parse().unwrap(),
+            "{time}"
         );
     }
 }
