@@ -567,7 +567,7 @@ impl Kind {
     }
 }
 
-/// A PersistentVolume `/status` write's `lastPhaseTransitionTime`, as upstream's status
+/// A persistent volume's `/status` write's `lastPhaseTransitionTime`, as upstream's status
 /// `PrepareForUpdate` keeps it (`PersistentVolumeLastPhaseTransitionTime`, GA in 1.31): the
 /// stored time while the phase stays and the write sets none; `now` when the phase changes and
 /// the write sets none or the stored one; whatever else the write sets.
@@ -990,7 +990,7 @@ mod tests {
         );
     }
 
-    /// Upstream's `TestStatusUpdate` cases for a PersistentVolume's phase transition time.
+    /// Upstream's `TestStatusUpdate` cases for a persistent volume's phase transition time.
     #[test]
     fn a_volume_phase_change_moves_its_transition_time() {
         let (t0, t1, now) = (
