@@ -481,13 +481,14 @@ impl Kind {
     }
 
     /// The metadata fields the kind's `/status` strategy declares reset besides `spec`
-    /// (upstream's `GetResetFields`), so that an apply through `/status` does not own them: a
-    /// Pod's deletion timestamp and owner references. A Deployment's set names
-    /// `metadata.labels` as a single field name, which no object has, so upstream's status
-    /// apply owns the labels it sent although they are kept; so does this one.
+    /// (upstream's `GetResetFields`), so that an apply or update through `/status` does not own
+    /// them: a Pod's deletion timestamp and owner references, a Deployment's labels (1.33+
+    /// names them as the path `metadata`, `labels`; earlier releases as one field
+    /// `metadata.labels`, which no object has).
     pub fn status_resets_metadata(&self) -> &'static [&'static str] {
         match self.id {
             KindId::Pod => &["deletionTimestamp", "ownerReferences"],
+            KindId::Deployment => &["labels"],
             _ => &[],
         }
     }

@@ -1186,10 +1186,9 @@ async fn built_in_applies_do_not_own_what_their_endpoint_resets() {
     );
 }
 
-/// Per-kind status strategies, as upstream's: a Deployment's `/status` keeps its labels (and its
-/// apply still owns the labels it sent: upstream's reset set names `metadata.labels` as one
-/// field), a Pod's `/status` keeps its owner references and does not own them or its deletion
-/// timestamp; other metadata changes pass through `/status`.
+/// Per-kind status strategies, as upstream's: a Deployment's `/status` keeps its labels and does
+/// not own them (1.33+'s reset set), a Pod's `/status` keeps its owner references and does not
+/// own them or its deletion timestamp; other metadata changes pass through `/status`.
 #[tokio::test]
 async fn status_writes_keep_what_the_kinds_status_strategy_keeps() {
     let s = TestServer::start().await;
@@ -1260,6 +1259,27 @@ async fn status_writes_keep_what_the_kinds_status_strategy_keeps() {
         kubelet["fieldsV1"],
         json!({"f:status": {"f:message": {}}}),
         "{kubelet}"
+    );
+    // A Deployment's `/status` apply with labels owns only its status.
+    let apply = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"viastatus": "1"}},
+        "status": {"readyReplicas": 1}});
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{deploy}/status?fieldManager=controller&force=true"),
+            "application/apply-patch+yaml",
+            Some(apply),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let d = r.json();
+    assert_eq!(d["metadata"]["labels"], json!({"tier": "a"}), "{d}");
+    let controller = managed_entry(&d, "controller");
+    assert_eq!(
+        controller["fieldsV1"],
+        json!({"f:status": {"f:readyReplicas": {}}}),
+        "{controller}"
     );
 }
 
