@@ -480,6 +480,48 @@ impl Kind {
         }
     }
 
+    /// The grace period of a DELETE of `obj` (upstream's `CheckGracefulDelete`), for the kinds
+    /// deleted gracefully: a Pod's is the requested one, else its
+    /// `terminationGracePeriodSeconds`, and 0 when it is not scheduled or has finished (no
+    /// kubelet would stop it). `None` for other kinds.
+    pub fn grace_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
+        if self.id != KindId::Pod {
+            return None;
+        }
+        let mut period = requested.unwrap_or_else(|| {
+            obj.pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+        });
+        let unscheduled = obj
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty);
+        let finished = matches!(
+            obj.pointer("/status/phase").and_then(Value::as_str),
+            Some("Failed" | "Succeeded")
+        );
+        if unscheduled || finished {
+            period = 0;
+        }
+        // A negative period is one second, as upstream treats it on the delete path.
+        Some(if period < 0 { 1 } else { period })
+    }
+
+    /// Whether a DELETE that removes an object of the kind answers with the object, as the
+    /// kind's upstream store sets `ReturnDeletedObject` (typed clients decode the answer as
+    /// the kind).
+    pub fn returns_deleted_object(&self) -> bool {
+        matches!(
+            self.id,
+            KindId::Pod
+                | KindId::Service
+                | KindId::ServiceAccount
+                | KindId::PersistentVolume
+                | KindId::PersistentVolumeClaim
+        )
+    }
+
     /// The metadata fields the kind's `/status` strategy declares reset besides `spec`
     /// (upstream's `GetResetFields`), so that an apply or update through `/status` does not own
     /// them: a Pod's deletion timestamp and owner references, a Deployment's labels (1.33+

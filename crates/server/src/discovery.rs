@@ -175,7 +175,9 @@ fn crd_resource(version: &str) -> Resource {
         group: "apiextensions.k8s.io".into(),
         version: version.into(),
         kind: "CustomResourceDefinition".into(),
-        verbs: CR_VERBS.to_vec(),
+        // The generic installer sorts verbs (`sort.Strings(apiResource.Verbs)`), as the
+        // built-in kinds' list is.
+        verbs: crd_builtin::VERBS.to_vec(),
         short_names: vec!["crd".into(), "crds".into()],
         categories: vec!["api-extensions".into()],
         storage_version_hash: storage_version_hash(
@@ -225,7 +227,9 @@ fn svm_resource() -> Resource {
         group: "storagemigration.k8s.io".into(),
         version: "v1alpha1".into(),
         kind: "StorageVersionMigration".into(),
-        verbs: CR_VERBS.to_vec(),
+        // The generic installer sorts verbs (`sort.Strings(apiResource.Verbs)`), as the
+        // built-in kinds' list is.
+        verbs: crd_builtin::VERBS.to_vec(),
         short_names: Vec::new(),
         categories: Vec::new(),
         storage_version_hash: storage_version_hash(

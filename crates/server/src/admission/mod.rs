@@ -275,6 +275,15 @@ impl Admission {
             && attrs.request.group == ns.group
             && attrs.request.resource == ns.resource
         {
+            // `NamespaceLifecycle`'s immortal namespaces.
+            if IMMORTAL_NAMESPACES.contains(&attrs.name.as_str()) {
+                return Err(Status::forbidden(
+                    &ns.group_resource(),
+                    &attrs.name,
+                    "this namespace may not be deleted",
+                )
+                .into());
+            }
             let now = std::time::Instant::now();
             let mut live = self
                 .force_live
@@ -482,6 +491,9 @@ impl<'de> serde::de::DeserializeSeed<'de> for LookupVisitor {
         d.deserialize_map(self)
     }
 }
+
+/// The namespaces kube-apiserver's `NamespaceLifecycle` plugin refuses to delete.
+const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
 /// How long a namespace whose deletion was admitted is read consistently (upstream's
 /// `forceLiveLookupTTL`).

@@ -784,7 +784,7 @@ async fn delete(
             return Ok(());
         }
         let original = obj.clone();
-        let result = match owners::prepare_delete(strategy.as_ref(), &mut obj, Some(policy)) {
+        let result = match owners::prepare_delete(strategy.as_ref(), &mut obj, Some(policy), None) {
             DeleteOutcome::Immediate => store.delete(key, Some(kv.mod_revision)).await.map(drop),
             DeleteOutcome::Graceful => {
                 meta::mark_deleting(&mut obj);

@@ -75,17 +75,30 @@ pub async fn delete_object(
     admission
         .validate(&attrs, None, Some(&obj), &ctx.admission)
         .await?;
-    let outcome = owners::prepare_delete(strategy, &mut obj, opts.propagation_policy);
+    let outcome = owners::prepare_delete(
+        strategy,
+        &mut obj,
+        opts.propagation_policy,
+        opts.grace_period_seconds,
+    );
     match outcome {
         DeleteOutcome::Immediate => {
-            if opts.dry_run {
+            // What a removal answers: the object for kinds whose store returns it, else a
+            // success `Status`.
+            let removed = |obj: serde_json::Value| -> Result<Reply, ApiError> {
+                if strategy.returns_deleted_object() {
+                    return Ok(Reply::value(200, render_object(ctx, strategy, obj)?));
+                }
                 let status = Status::success_deleted(&gr, &name, meta::uid(&obj));
-                return Ok(Reply {
+                Ok(Reply {
                     code: 200,
                     body: ReplyBody::Status(Box::new(status)),
                     warnings: Vec::new(),
                     content_type: None,
-                });
+                })
+            };
+            if opts.dry_run {
+                return removed(obj);
             }
             match ctx
                 .store()
@@ -98,25 +111,26 @@ pub async fn delete_object(
                 }
                 Err(e) => return Err(ApiError::storage(&gr, &name, e)),
             }
-            let status = Status::success_deleted(&gr, &name, meta::uid(&obj));
-            Ok(Reply {
-                code: 200,
-                body: ReplyBody::Status(Box::new(status)),
-                warnings: Vec::new(),
-                content_type: None,
-            })
+            removed(obj)
         }
         DeleteOutcome::Graceful => {
+            // An object left waiting for its dependents after `orphanDependents: false` is
+            // 202 Accepted (the handler's legacy rule); every other graceful deletion is 200.
+            let code = if opts.orphan_dependents == Some(false) {
+                202
+            } else {
+                200
+            };
             meta::mark_deleting(&mut obj);
             let original = read_object(strategy, current).await?;
             if meta::same_ignoring_rv(&obj, &original) {
-                return Ok(Reply::value(200, render_object(ctx, strategy, original)?));
+                return Ok(Reply::value(code, render_object(ctx, strategy, original)?));
             }
             let value = storage_bytes(ctx, strategy, &obj).await?;
             if opts.dry_run {
                 let out =
                     super::preview(strategy, &current.key, value, current.mod_revision).await?;
-                return Ok(Reply::value(200, render_object(ctx, strategy, out)?));
+                return Ok(Reply::value(code, render_object(ctx, strategy, out)?));
             }
             let rev = ctx
                 .store()
@@ -131,7 +145,7 @@ pub async fn delete_object(
                 decoded: crd_storage::Decoded::default(),
             };
             let out = read_object(strategy, &stored).await?;
-            Ok(Reply::value(200, render_object(ctx, strategy, out)?))
+            Ok(Reply::value(code, render_object(ctx, strategy, out)?))
         }
     }
 }

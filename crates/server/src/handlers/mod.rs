@@ -308,7 +308,7 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
     // Subresources serve a single object; `/finalize` is an update only (upstream's
     // `FinalizeREST`).
     let verb_served = match ctx.sub {
-        Subresource::Main => true,
+        Subresource::Main => req.verb != Verb::DeleteCollection || s.serves_delete_collection(),
         Subresource::Finalize => req.verb == Verb::Update,
         _ => single_object_verbs,
     };

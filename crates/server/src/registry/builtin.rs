@@ -446,6 +446,14 @@ impl Strategy for BuiltinStrategy {
         true
     }
 
+    fn returns_deleted_object(&self) -> bool {
+        self.kind.returns_deleted_object()
+    }
+
+    fn grace_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
+        self.kind.grace_period(obj, requested)
+    }
+
     fn read_shape(&self, obj: &mut Value) {
         if self.kind.stored_as.is_some() {
             *obj = crd_builtin::events::from_core(obj);

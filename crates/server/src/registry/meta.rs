@@ -118,6 +118,46 @@ pub fn encode(obj: &Value) -> Result<bytes::Bytes, crd_storage::StorageError> {
         .map_err(|e| crd_storage::StorageError::Engine(format!("encoding an object: {e}")))
 }
 
+/// `metadata.deletionGracePeriodSeconds`, 0 when unset.
+pub fn deletion_grace_period(obj: &Value) -> i64 {
+    obj.pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// Starts a graceful deletion of `period` seconds (upstream's `rest.BeforeDelete`):
+/// `deletionTimestamp` that far ahead, `deletionGracePeriodSeconds: period`, and `generation`
+/// bumped when the kind tracks it.
+pub fn mark_deleting_gracefully(obj: &mut Value, period: i64) {
+    let generation = generation(obj);
+    let at = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(period);
+    let m = meta_mut(obj);
+    m.insert(
+        "deletionTimestamp".into(),
+        Value::String(rfc3339_seconds(at)),
+    );
+    m.insert("deletionGracePeriodSeconds".into(), Value::from(period));
+    if generation > 0 {
+        m.insert("generation".into(), Value::from(generation + 1));
+    }
+}
+
+/// Shortens a pending graceful deletion to `period` seconds, moving its `deletionTimestamp`
+/// back by the difference.
+pub fn shorten_grace_period(obj: &mut Value, period: i64) {
+    let current = deletion_grace_period(obj);
+    let at = meta_str(obj, "deletionTimestamp")
+        .parse::<jiff::Timestamp>()
+        .unwrap_or_else(|_| jiff::Timestamp::now())
+        - jiff::SignedDuration::from_secs(current - period);
+    let m = meta_mut(obj);
+    m.insert(
+        "deletionTimestamp".into(),
+        Value::String(rfc3339_seconds(at)),
+    );
+    m.insert("deletionGracePeriodSeconds".into(), Value::from(period));
+}
+
 /// Marks an object as being deleted, as the generic store's graceful deletion does:
 /// `deletionTimestamp` now, `deletionGracePeriodSeconds: 0`, and `generation` bumped when the
 /// kind tracks it. An object already being deleted is left as it is.

@@ -248,6 +248,24 @@ pub trait Strategy: Send + Sync {
         false
     }
 
+    /// Whether the collection can be deleted at once (DELETE of the collection path); upstream
+    /// serves no `deletecollection` for namespaces.
+    fn serves_delete_collection(&self) -> bool {
+        true
+    }
+
+    /// Whether a DELETE that removes the object answers with the object rather than a
+    /// `Status` (upstream's store `ReturnDeletedObject`: Pods, Services, ...).
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
+
+    /// For kinds deleted gracefully (upstream's `CheckGracefulDelete`: Pods), the grace period a
+    /// DELETE of `obj` gets from the `requested` one; `None` for every other kind.
+    fn grace_period(&self, _obj: &Value, _requested: Option<i64>) -> Option<i64> {
+        None
+    }
+
     /// Prepares an object for deletion and says whether it can go at once.
     fn before_delete(&self, obj: &mut Value) -> DeleteOutcome {
         if meta::finalizers(obj).is_empty() {
@@ -265,9 +283,10 @@ pub trait Strategy: Send + Sync {
         owners::GcPolicy::DeleteDependents
     }
 
-    /// Whether a deleting object whose finalizers are gone may now be removed.
+    /// Whether a deleting object whose finalizers are gone may now be removed: not while a
+    /// graceful deletion's period is pending (upstream's `shouldDeleteDuringUpdate`).
     fn ready_to_remove(&self, obj: &Value) -> bool {
-        meta::finalizers(obj).is_empty()
+        meta::finalizers(obj).is_empty() && meta::deletion_grace_period(obj) <= 0
     }
 
     /// How objects convert between the request and storage versions; `None` for kinds with a

@@ -190,9 +190,18 @@ impl Strategy for NamespaceStrategy {
         true
     }
 
+    fn serves_delete_collection(&self) -> bool {
+        false
+    }
+
+    /// Upstream's namespace `REST.Delete`: phase `Terminating` and a `deletionTimestamp`, but
+    /// no `deletionGracePeriodSeconds`.
     fn before_delete(&self, obj: &mut Value) -> DeleteOutcome {
         if let Some(m) = obj.as_object_mut() {
             m.insert("status".into(), json!({ "phase": "Terminating" }));
+        }
+        if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
         }
         if spec_finalizers(obj).is_empty() && meta::finalizers(obj).is_empty() {
             DeleteOutcome::Immediate

@@ -176,25 +176,48 @@ pub fn deletion_finalizers(
     (!same).then_some(next)
 }
 
-/// Prepares `obj` for a DELETE with `policy` and says whether it goes now: sets the GC
-/// finalizers the policy asks for, then asks the strategy ([`Strategy::before_delete`], or
-/// [`Strategy::ready_to_remove`] for an object whose deletion is already pending).
+/// Prepares `obj` for a DELETE with `policy` and the requested grace period, and says whether
+/// it goes now (upstream's `rest.BeforeDelete` and the store's `Delete`):
+/// - a graceful deletion already pending (a grace period left) may only be shortened, and
+///   otherwise leaves the object as it is, its GC finalizers included;
+/// - the GC finalizers the policy asks for are set;
+/// - a kind that deletes gracefully ([`Strategy::grace_period`]) starts a deletion of that many
+///   seconds when it is more than 0;
+/// - otherwise the strategy decides ([`Strategy::before_delete`], or
+///   [`Strategy::ready_to_remove`] for an object whose deletion is already pending).
 pub fn prepare_delete(
     strategy: &dyn Strategy,
     obj: &mut Value,
     policy: Option<PropagationPolicy>,
+    grace_period: Option<i64>,
 ) -> DeleteOutcome {
+    let pending = meta::deletion_grace_period(obj);
+    if meta::is_deleting(obj) && pending > 0 && strategy.grace_period(obj, None).is_some() {
+        match grace_period {
+            Some(p) if p < pending => meta::shorten_grace_period(obj, p),
+            _ => return DeleteOutcome::Graceful,
+        }
+        if meta::deletion_grace_period(obj) > 0 || !meta::finalizers(obj).is_empty() {
+            return DeleteOutcome::Graceful;
+        }
+        return DeleteOutcome::Immediate;
+    }
     if let Some(finalizers) = deletion_finalizers(obj, policy, strategy.gc_policy()) {
         meta::set_finalizers(obj, &finalizers);
     }
     if meta::is_deleting(obj) {
-        if strategy.ready_to_remove(obj) {
+        return if strategy.ready_to_remove(obj) {
             DeleteOutcome::Immediate
         } else {
             DeleteOutcome::Graceful
+        };
+    }
+    match strategy.grace_period(obj, grace_period) {
+        Some(p) if p > 0 => {
+            meta::mark_deleting_gracefully(obj, p);
+            DeleteOutcome::Graceful
         }
-    } else {
-        strategy.before_delete(obj)
+        _ => strategy.before_delete(obj),
     }
 }
 

@@ -354,6 +354,9 @@ pub struct DeleteOptions {
     pub propagation_policy: Option<PropagationPolicy>,
     /// `gracePeriodSeconds`.
     pub grace_period_seconds: Option<i64>,
+    /// The legacy `orphanDependents`, when sent: `false` deletes dependents in the foreground
+    /// and answers 202 while the object waits for them.
+    pub orphan_dependents: Option<bool>,
 }
 
 impl DeleteOptions {
@@ -426,11 +429,13 @@ impl DeleteOptions {
                     "orphanDependents and deletionPropagation cannot be both set",
                 ));
             } else {
-                // `orphanDependents: false` drops both GC finalizers, as `Background` does.
+                // `orphanDependents: false` deletes dependents first (`shouldDeleteDependents`
+                // returns `!*options.OrphanDependents`).
+                opts.orphan_dependents = Some(o);
                 opts.propagation_policy = Some(if o {
                     PropagationPolicy::Orphan
                 } else {
-                    PropagationPolicy::Background
+                    PropagationPolicy::Foreground
                 });
             }
         }
@@ -720,6 +725,11 @@ mod tests {
         assert_eq!(o.uid.as_deref(), Some("u1"));
         let o = DeleteOptions::parse(&q("orphanDependents=true"), b"").expect("valid");
         assert_eq!(o.propagation_policy, Some(PropagationPolicy::Orphan));
+        let o = DeleteOptions::parse(&q(""), br#"{"orphanDependents":false}"#).expect("valid");
+        assert_eq!(
+            (o.propagation_policy, o.orphan_dependents),
+            (Some(PropagationPolicy::Foreground), Some(false))
+        );
         let e = DeleteOptions::parse(&q("propagationPolicy=Sometimes"), b"").expect_err("bad");
         assert_eq!(
             err_message(&e),

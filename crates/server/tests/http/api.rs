@@ -1398,3 +1398,109 @@ async fn a_default_failing_its_rules_refuses_the_crd() {
         ]
     );
 }
+
+/// DELETE answers as each kind's upstream store does: Pods (and Services, service accounts,
+/// volumes and claims) with the deleted object, other kinds with a success `Status`; a scheduled
+/// Pod is deleted gracefully (`CheckGracefulDelete`): it stays, its `deletionTimestamp` its
+/// grace period ahead, until a DELETE with a shorter period (`--grace-period=0 --force`); a
+/// repeated DELETE and an update leave it pending.
+#[tokio::test]
+async fn pods_answer_deletes_with_themselves_and_are_deleted_gracefully_when_scheduled() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let pods = "/api/v1/namespaces/default/pods";
+    let pod = |name: &str, node: Option<&str>| {
+        let mut p = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        if let Some(n) = node {
+            p["spec"]["nodeName"] = json!(n);
+        }
+        p
+    };
+    assert_eq!(api.post(pods, pod("loose", None)).await.status, 201);
+    let r = api.delete(&format!("{pods}/loose")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let out = r.json();
+    assert_eq!(
+        (out["kind"].as_str(), out["metadata"]["name"].as_str()),
+        (Some("Pod"), Some("loose")),
+        "{out}"
+    );
+    assert_eq!(api.get(&format!("{pods}/loose")).await.status, 404);
+    // A ConfigMap's delete answers a Status.
+    let r = api
+        .post(
+            "/api/v1/namespaces/default/configmaps",
+            json!({"metadata": {"name": "c"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    let r = api.delete("/api/v1/namespaces/default/configmaps/c").await;
+    assert_eq!(r.json()["kind"], "Status", "{}", r.text);
+
+    // Scheduled: graceful, 30 s (the defaulted terminationGracePeriodSeconds).
+    assert_eq!(
+        api.post(pods, pod("running", Some("node-a"))).await.status,
+        201
+    );
+    let path = format!("{pods}/running");
+    let delete_within = |seconds: i64| {
+        api.call(
+            Method::DELETE,
+            &path,
+            "application/json",
+            Some(json!({"gracePeriodSeconds": seconds})),
+        )
+    };
+    let r = api.delete(&path).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let out = r.json();
+    assert_eq!(out["metadata"]["deletionGracePeriodSeconds"], 30, "{out}");
+    let at: jiff::Timestamp = out["metadata"]["deletionTimestamp"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        at > jiff::Timestamp::now() + jiff::SignedDuration::from_secs(20),
+        "{at}"
+    );
+    // Again, and an update: still pending.
+    let r = api.delete(&path).await;
+    assert_eq!(
+        r.json()["metadata"]["deletionTimestamp"],
+        out["metadata"]["deletionTimestamp"]
+    );
+    let r = api
+        .call(
+            Method::PATCH,
+            &path,
+            "application/merge-patch+json",
+            Some(json!({"metadata": {"labels": {"a": "b"}}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(api.get(&path).await.status, 200);
+    // A longer period changes nothing; a shorter one moves the timestamp back.
+    let r = delete_within(60).await;
+    assert_eq!(r.json()["metadata"]["deletionGracePeriodSeconds"], 30);
+    let r = delete_within(10).await;
+    let short = r.json();
+    assert_eq!(
+        short["metadata"]["deletionGracePeriodSeconds"], 10,
+        "{short}"
+    );
+    let moved: jiff::Timestamp = short["metadata"]["deletionTimestamp"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        at.duration_since(moved),
+        jiff::SignedDuration::from_secs(20)
+    );
+    // Forced: gone.
+    let r = delete_within(0).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(api.get(&path).await.status, 404);
+}

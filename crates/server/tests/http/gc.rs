@@ -1,6 +1,6 @@
 //! DELETE's propagation policies over HTTP: the GC finalizers a DELETE adds (`foregroundDeletion`,
-//! `orphan`, both dropped by `Background` and `orphanDependents: false`), and the garbage
-//! collector taking them off again.
+//! `orphan`, both dropped by `Background`; `orphanDependents: false` is `Foreground`), and the
+//! garbage collector taking them off again.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -22,10 +22,16 @@ async fn propagation_policies_set_gc_finalizers_the_collector_removes() {
         let api = &api;
         let path = &path;
         async move {
+            // An object left waiting after `orphanDependents: false` is 202.
+            let want = if body["orphanDependents"] == json!(false) {
+                202
+            } else {
+                200
+            };
             let r = api
                 .call(Method::DELETE, path, "application/json", Some(body))
                 .await;
-            assert_eq!(r.status, 200, "{}", r.text);
+            assert_eq!(r.status, want, "{}", r.text);
             r.json()
         }
     };
@@ -39,6 +45,11 @@ async fn propagation_policies_set_gc_finalizers_the_collector_removes() {
         (
             json!({"propagationPolicy": "Orphan"}),
             json!(["example.com/hold", "orphan"]),
+        ),
+        // The legacy `orphanDependents: false` is a foreground deletion.
+        (
+            json!({"orphanDependents": false}),
+            json!(["example.com/hold", "foregroundDeletion"]),
         ),
     ];
     for (options, want) in cases {
@@ -68,12 +79,59 @@ async fn propagation_policies_set_gc_finalizers_the_collector_removes() {
         finalizers(api.get(&path).await.json()),
         json!(["example.com/hold"])
     );
-    // Background and `orphanDependents: false` add nothing.
-    for options in [
-        json!({"propagationPolicy": "Background"}),
-        json!({"orphanDependents": false}),
-    ] {
-        let out = delete(options).await;
-        assert_eq!(finalizers(out), json!(["example.com/hold"]));
-    }
+    // Background adds nothing.
+    let out = delete(json!({"propagationPolicy": "Background"})).await;
+    assert_eq!(finalizers(out), json!(["example.com/hold"]));
+}
+
+/// The legacy `orphanDependents: false` deletes dependents first, as `Foreground` does, and the
+/// owner left waiting for them is answered `202 Accepted` (the delete handler's rule for it).
+#[tokio::test]
+async fn orphan_dependents_false_is_a_foreground_deletion_answered_202() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let base = "/api/v1/namespaces/default/configmaps";
+    let r = api.post(base, json!({"metadata": {"name": "owner"}})).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let uid = r.json()["metadata"]["uid"].as_str().unwrap().to_string();
+    let child = json!({"metadata": {"name": "child", "finalizers": ["example.com/hold"],
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                             "uid": uid, "blockOwnerDeletion": true}]}});
+    assert_eq!(api.post(base, child).await.status, 201);
+    let r = api
+        .call(
+            Method::DELETE,
+            &format!("{base}/owner"),
+            "application/json",
+            Some(json!({"kind": "DeleteOptions", "apiVersion": "v1", "orphanDependents": false})),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let owner = r.json();
+    assert_eq!(
+        owner["metadata"]["finalizers"],
+        json!(["foregroundDeletion"]),
+        "{owner}"
+    );
+    // The owner waits for its held dependent.
+    eventually("the dependent is being deleted", || async {
+        let c = api.get(&format!("{base}/child")).await.json();
+        c["metadata"]["deletionTimestamp"].is_string()
+    })
+    .await;
+    assert_eq!(api.get(&format!("{base}/owner")).await.status, 200);
+    // Released, the dependent goes, then the owner.
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{base}/child"),
+            "application/merge-patch+json",
+            Some(json!({"metadata": {"finalizers": null}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    eventually("the owner goes after its dependent", || async {
+        api.get(&format!("{base}/owner")).await.status == 404
+    })
+    .await;
 }

@@ -255,3 +255,54 @@ async fn finalize_releases_a_terminating_namespace() {
     let r = api.get("/api/v1/namespaces/fin").await;
     assert_eq!(r.status, 404, "{}", r.text);
 }
+
+/// `NamespaceLifecycle` keeps the system namespaces: deleting `default`, `kube-system` or
+/// `kube-public` is 403; namespaces serve no `deletecollection` (405); a deleted namespace
+/// carries a `deletionTimestamp` but no `deletionGracePeriodSeconds`, as upstream's namespace
+/// `REST.Delete` writes it.
+#[tokio::test]
+async fn system_namespaces_cannot_be_deleted_nor_namespaces_all_at_once() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    for ns in ["default", "kube-system", "kube-public"] {
+        let r = api.delete(&format!("/api/v1/namespaces/{ns}")).await;
+        assert_eq!(r.status, 403, "{ns}: {}", r.text);
+        let s = r.json();
+        assert_eq!(s["reason"], "Forbidden");
+        assert_eq!(
+            s["message"],
+            format!("namespaces \"{ns}\" is forbidden: this namespace may not be deleted")
+        );
+        let r = api.get(&format!("/api/v1/namespaces/{ns}")).await;
+        assert_eq!(r.json()["status"]["phase"], "Active", "{ns}");
+    }
+    let r = api
+        .call(
+            Method::DELETE,
+            "/api/v1/namespaces",
+            "application/json",
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 405, "{}", r.text);
+    assert_eq!(r.json()["reason"], "MethodNotAllowed");
+    assert_eq!(api.get("/api/v1/namespaces/default").await.status, 200);
+
+    let r = api
+        .post("/api/v1/namespaces", json!({"metadata": {"name": "gone"}}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let mut held = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
+    held["metadata"]["namespace"] = json!("gone");
+    let r = api.post("/api/v1/namespaces/gone/configmaps", held).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = api.delete("/api/v1/namespaces/gone").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let ns = r.json();
+    assert!(ns["metadata"]["deletionTimestamp"].is_string(), "{ns}");
+    assert!(
+        ns["metadata"].get("deletionGracePeriodSeconds").is_none(),
+        "{ns}"
+    );
+}
