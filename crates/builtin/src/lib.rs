@@ -30,6 +30,7 @@
 
 pub mod admissionpolicy;
 pub mod admissionregistration;
+pub mod cron;
 pub mod events;
 pub mod fields;
 pub mod prepare;

@@ -11,7 +11,7 @@ use crd_core::validation::{
     validate_object_meta_update,
 };
 use crd_core::{ErrorList, ErrorType, FieldError, Path};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::{Kind, KindId};
 
@@ -1305,11 +1305,36 @@ fn job_spec(spec: &Value, sp: &Path, errs: &mut ErrorList) {
     job_restart_policy(spec, sp, errs);
 }
 
-fn cron_job(obj: &Value, errs: &mut ErrorList) {
+/// `validateCronJobSpec`: the schedule parses (`TZ=` in it only where the stored schedule had
+/// one), the time zone exists.
+fn cron_job(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
     let spec = at(obj, "/spec");
     let sp = Path::new("spec");
-    if s(spec, "/schedule").is_empty() {
+    let schedule = s(spec, "/schedule");
+    let time_zone = spec.get("timeZone").and_then(Value::as_str);
+    if schedule.is_empty() {
         errs.push(FieldError::required(&sp.child("schedule"), ""));
+    } else {
+        let path = sp.child("schedule");
+        if let Err(e) = crate::cron::parse_standard(schedule) {
+            errs.push(FieldError::invalid(&path, schedule, &e));
+        }
+        let tz_allowed = old.is_some_and(|o| s(o, "/spec/schedule").contains("TZ"));
+        if schedule.contains("TZ") {
+            if !tz_allowed {
+                errs.push(FieldError::invalid(
+                    &path,
+                    schedule,
+                    "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+                ));
+            } else if time_zone.is_some() {
+                errs.push(FieldError::invalid(
+                    &path,
+                    schedule,
+                    "cannot use both timeZone field and TZ or CRON_TZ in schedule",
+                ));
+            }
+        }
     }
     if let Some(cp) = spec.get("concurrencyPolicy").and_then(Value::as_str)
         && !matches!(cp, "Allow" | "Forbid" | "Replace")
@@ -1332,6 +1357,21 @@ fn cron_job(obj: &Value, errs: &mut ErrorList) {
     let jp = sp.child("jobTemplate").child("spec");
     validate_template(jt, &jp.child("template"), errs);
     job_restart_policy(jt, &jp, errs);
+    if let Some(tz) = time_zone {
+        let path = sp.child("timeZone");
+        if tz.is_empty() {
+            errs.push(FieldError::invalid(&path, tz, "unknown time zone "));
+        } else if let Err(e) = crate::cron::load_location(tz) {
+            errs.push(FieldError::invalid(&path, tz, &e));
+        }
+        if tz.eq_ignore_ascii_case("Local") {
+            errs.push(FieldError::invalid(
+                &path,
+                tz,
+                "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
+            ));
+        }
+    }
 }
 
 fn ingress(obj: &Value, errs: &mut ErrorList) {
@@ -1435,6 +1475,13 @@ fn endpoint_slice(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
 fn pdb(obj: &Value, errs: &mut ErrorList) {
     let spec = at(obj, "/spec");
     let sp = Path::new("spec");
+    if !at(spec, "/minAvailable").is_null() && !at(spec, "/maxUnavailable").is_null() {
+        errs.push(FieldError::invalid(
+            &sp,
+            compound(spec),
+            "minAvailable and maxUnavailable cannot be both set",
+        ));
+    }
     for f in ["minAvailable", "maxUnavailable"] {
         let p = sp.child(f);
         match at(spec, &format!("/{f}")) {
@@ -1569,7 +1616,7 @@ impl Kind {
                 restart_always(spec, &sp, &mut errs);
             }
             KindId::Job => job_spec(at(obj, "/spec"), &sp, &mut errs),
-            KindId::CronJob => cron_job(obj, &mut errs),
+            KindId::CronJob => cron_job(obj, old, &mut errs),
             KindId::Ingress => ingress(obj, &mut errs),
             KindId::EndpointSlice => endpoint_slice(obj, old, &mut errs),
             KindId::PodDisruptionBudget => pdb(obj, &mut errs),
@@ -1599,8 +1646,138 @@ impl Kind {
         }
         if let Some(old) = old {
             immutable_spec_fields(self, obj, old, &mut errs);
+            match self.id {
+                KindId::Job => job_update(obj, old, &mut errs),
+                KindId::StatefulSet => stateful_set_update(obj, old, &mut errs),
+                _ => {}
+            }
         }
         errs
+    }
+}
+
+/// `ValidateJobSpecUpdate`'s rules beyond the immutable fields: completions change only on
+/// Indexed jobs (and with parallelism), and the pod template only in its scheduling directives
+/// while the job is suspended and has not started (`AllowMutableSchedulingDirectives`).
+fn job_update(obj: &Value, old: &Value, errs: &mut ErrorList) {
+    let sp = Path::new("spec");
+    let (spec, old_spec) = (at(obj, "/spec"), at(old, "/spec"));
+    let completions = at(spec, "/completions");
+    if completions != at(old_spec, "/completions") {
+        let indexed = s(spec, "/completionMode") == "Indexed";
+        if !indexed {
+            errs.push(FieldError::invalid(
+                &sp.child("completions"),
+                compound(completions),
+                "field is immutable",
+            ));
+        } else if !completions.is_null() && completions != at(spec, "/parallelism") {
+            errs.push(FieldError::invalid(
+                &sp.child("completions"),
+                compound(completions),
+                "can only be modified in tandem with spec.parallelism",
+            ));
+        }
+    }
+    let template = at(spec, "/template");
+    let mut old_template = at(old_spec, "/template").clone();
+    let suspended_unstarted =
+        at(old_spec, "/suspend") == &Value::Bool(true) && at(old, "/status/startTime").is_null();
+    if suspended_unstarted {
+        for ptr in [
+            "/metadata/labels",
+            "/metadata/annotations",
+            "/spec/nodeSelector",
+            "/spec/tolerations",
+            "/spec/schedulingGates",
+            "/spec/affinity/nodeAffinity",
+        ] {
+            set_at(&mut old_template, ptr, at(template, ptr).clone());
+        }
+        // An affinity left holding nothing but the node affinity taken over is no affinity.
+        if template.pointer("/spec/affinity").is_none()
+            && old_template.pointer("/spec/affinity") == Some(&json!({}))
+            && let Some(spec) = old_template.get_mut("spec").and_then(Value::as_object_mut)
+        {
+            spec.remove("affinity");
+        }
+    }
+    if template != &old_template {
+        errs.push(FieldError::invalid(
+            &sp.child("template"),
+            compound(template),
+            "field is immutable",
+        ));
+    }
+    for f in [
+        "podFailurePolicy",
+        "backoffLimitPerIndex",
+        "managedBy",
+        "successPolicy",
+    ] {
+        let ptr = format!("/{f}");
+        if at(spec, &ptr) != at(old_spec, &ptr) {
+            errs.push(FieldError::invalid(
+                &sp.child(f),
+                compound(at(spec, &ptr)),
+                "field is immutable",
+            ));
+        }
+    }
+}
+
+/// Sets the value at a JSON pointer of object keys, creating objects on the way; `null` removes
+/// it.
+fn set_at(v: &mut Value, ptr: &str, new: Value) {
+    let keys: Vec<&str> = ptr.split('/').skip(1).collect();
+    let Some((last, parents)) = keys.split_last() else {
+        return;
+    };
+    let mut cur = v;
+    for k in parents {
+        if new.is_null() && cur.get(*k).is_none() {
+            return;
+        }
+        if !cur.is_object() {
+            *cur = json!({});
+        }
+        let Some(m) = cur.as_object_mut() else {
+            return;
+        };
+        cur = m.entry(k.to_string()).or_insert_with(|| json!({}));
+    }
+    if let Some(m) = cur.as_object_mut() {
+        if new.is_null() {
+            m.remove(*last);
+        } else {
+            m.insert(last.to_string(), new);
+        }
+    }
+}
+
+/// `ValidateStatefulSetUpdate`: only the listed spec fields may change.
+fn stateful_set_update(obj: &Value, old: &Value, errs: &mut ErrorList) {
+    const MUTABLE: [&str; 7] = [
+        "replicas",
+        "ordinals",
+        "template",
+        "updateStrategy",
+        "revisionHistoryLimit",
+        "persistentVolumeClaimRetentionPolicy",
+        "minReadySeconds",
+    ];
+    let without_mutable = |spec: &Value| -> Value {
+        let mut spec = spec.clone();
+        if let Some(m) = spec.as_object_mut() {
+            m.retain(|k, _| !MUTABLE.contains(&k.as_str()));
+        }
+        spec
+    };
+    if without_mutable(at(obj, "/spec")) != without_mutable(at(old, "/spec")) {
+        errs.push(FieldError::forbidden(
+            &Path::new("spec"),
+            "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+        ));
     }
 }
 
@@ -1751,6 +1928,36 @@ mod tests {
                 "{id:?} {obj}"
             );
         }
+    }
+
+    /// A suspended Job that never started may change its template's scheduling directives
+    /// (upstream's `AllowMutableSchedulingDirectives`), and nothing else of it.
+    #[test]
+    fn suspended_jobs_take_new_scheduling_directives() {
+        let job = |suspend: bool, template: Value| {
+            json!({"metadata": meta("j"), "spec": {"suspend": suspend, "selector": {"matchLabels": {"a": "b"}},
+                "template": template}})
+        };
+        let before = json!({"metadata": {"labels": {"a": "b"}}, "spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "x"}]}});
+        let mut after = before.clone();
+        after["metadata"]["annotations"] = json!({"k": "v"});
+        after["spec"]["nodeSelector"] = json!({"zone": "a"});
+        after["spec"]["tolerations"] = json!([{"key": "k", "operator": "Exists"}]);
+        after["spec"]["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "z", "operator": "Exists"}]}]}}});
+        let errs = |suspended: bool, template: &Value| {
+            errors(
+                KindId::Job,
+                job(suspended, template.clone()),
+                Some(job(suspended, before.clone())),
+            )
+        };
+        assert_eq!(errs(true, &after), Vec::<String>::new());
+        assert_eq!(errs(false, &after).len(), 1, "{:?}", errs(false, &after));
+        let mut image = after.clone();
+        image["spec"]["containers"][0]["image"] = json!("y");
+        assert!(errs(true, &image)[0].starts_with("spec.template: Invalid value"));
     }
 
     #[test]
@@ -2134,8 +2341,74 @@ mod tests {
                 json!({"metadata": meta("pdb"), "spec": {"minAvailable": "150%", "maxUnavailable": -1}}),
                 None,
                 vec![
+                    "spec: Invalid value: {\"maxUnavailable\":-1,\"minAvailable\":\"150%\"}: minAvailable and maxUnavailable cannot be both set",
                     "spec.minAvailable: Invalid value: \"150%\": must not be greater than 100%",
                     "spec.maxUnavailable: Invalid value: -1: must be greater than or equal to 0",
+                ],
+            ),
+            (
+                KindId::CronJob,
+                json!({"metadata": meta("c"), "spec": {"schedule": "61 * * * *", "timeZone": "Mars/Olympus",
+                "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+                None,
+                vec![
+                    "spec.schedule: Invalid value: \"61 * * * *\": end of range (61) above maximum (59): 61",
+                    "spec.timeZone: Invalid value: \"Mars/Olympus\": unknown time zone Mars/Olympus",
+                ],
+            ),
+            (
+                KindId::CronJob,
+                json!({"metadata": meta("c"), "spec": {"schedule": "TZ=UTC * * * * *", "timeZone": "Local",
+                "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+                None,
+                vec![
+                    "spec.schedule: Invalid value: \"TZ=UTC * * * * *\": cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+                    "spec.timeZone: Invalid value: \"Local\": timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
+                ],
+            ),
+            // A stored schedule with `TZ=` may keep it, but not beside a time zone.
+            (
+                KindId::CronJob,
+                json!({"metadata": meta("c"), "spec": {"schedule": "TZ=UTC 0 * * * *", "timeZone": "UTC",
+                "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+                Some(
+                    json!({"metadata": meta("c"), "spec": {"schedule": "TZ=UTC * * * *",
+                "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+                ),
+                vec![
+                    "spec.schedule: Invalid value: \"TZ=UTC 0 * * * *\": cannot use both timeZone field and TZ or CRON_TZ in schedule",
+                ],
+            ),
+            // A Job's template and a NonIndexed job's completions are immutable.
+            (
+                KindId::Job,
+                json!({"metadata": meta("j"), "spec": {"completions": 5, "selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "x"}]}}}}),
+                Some(
+                    json!({"metadata": meta("j"), "spec": {"completions": 1, "selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}}),
+                ),
+                vec![
+                    "spec.completions: Invalid value: 5: field is immutable",
+                    "spec.template: Invalid value: {\"metadata\":{\"labels\":{\"a\":\"b\"}},\"spec\":{\"containers\":[{\"image\":\"x\",\"imagePullPolicy\":\"Always\",\"name\":\"c\",\"resources\":{},\"terminationMessagePath\":\"/dev/termination-log\",\"terminationMessagePolicy\":\"File\"}],\"dnsPolicy\":\"ClusterFirst\",\"restartPolicy\":\"Never\",\"schedulerName\":\"default-scheduler\",\"securityContext\":{},\"terminationGracePeriodSeconds\":30}}: field is immutable",
+                ],
+            ),
+            (
+                KindId::StatefulSet,
+                json!({"metadata": meta("s"), "spec": {"serviceName": "other", "replicas": 3, "selector": {"matchLabels": {"app": "db"}},
+                "template": pod_template(&json!({"app": "db"}))}}),
+                Some(
+                    json!({"metadata": meta("s"), "spec": {"serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                "template": pod_template(&json!({"app": "db"}))}}),
+                ),
+                vec![
+                    "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
                 ],
             ),
             (
