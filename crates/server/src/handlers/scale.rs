@@ -28,9 +28,16 @@ pub async fn handle(
     let gr = info.group_resource();
     let current = get_stored(ctx, strategy).await?;
     let obj = read_object(strategy, &current).await?;
-    let scale = scale_of(&obj, paths)?;
+    if ctx.req.verb == Verb::Get {
+        return Ok(Reply::value(200, scale_of(&obj, paths)?));
+    }
+    // A write starts from the object's Scale; a missing replicas field reads as upstream's
+    // sentinel, which the write must replace (`scaleUpdatedObjectInfo`).
+    let (mut scale, found) = scale_parts(&obj, paths)?;
+    if !found {
+        scale["spec"]["replicas"] = Value::from(UNSET_REPLICAS);
+    }
     let requested = match ctx.req.verb {
-        Verb::Get => return Ok(Reply::value(200, scale)),
         Verb::Update => decode_body(ctx, strategy)?,
         Verb::Patch => {
             let kind = patch_kind(ctx, strategy)?;
@@ -55,9 +62,9 @@ pub async fn handle(
         return Err(Status::conflict_modified(&gr, name).into());
     }
     let replicas = requested.pointer("/spec/replicas").and_then(Value::as_i64);
-    let had_replicas = lookup(&obj, &paths.spec_replicas).is_some();
-    let Some(replicas) =
-        replicas.or_else(|| had_replicas.then(|| scale["spec"]["replicas"].as_i64().unwrap_or(0)))
+    let Some(replicas) = replicas
+        .filter(|r| *r != UNSET_REPLICAS)
+        .or_else(|| found.then(|| scale["spec"]["replicas"].as_i64().unwrap_or(0)))
     else {
         return Err(Status::bad_request(format!(
             "the spec replicas field {:?} cannot be empty",
@@ -110,17 +117,29 @@ async fn apply_scale(
     Ok(Reply::value(200, scale_of(&out, paths)?).with_warnings(warnings))
 }
 
-/// Builds the `autoscaling/v1` Scale of an object.
+/// The replicas a Scale built from an object without its replicas field carries into a write
+/// (upstream's `invalidSpecReplicas`, the smallest int32).
+const UNSET_REPLICAS: i64 = -2_147_483_648;
+
+/// Builds the `autoscaling/v1` Scale of an object; reading one whose replicas field is missing
+/// is upstream's internal error.
 pub fn scale_of(obj: &Value, paths: &ScalePaths) -> Result<Value, ApiError> {
-    let spec = match lookup(obj, &paths.spec_replicas) {
-        None => {
-            return Err(Status::internal(format!(
-                "the spec replicas field {:?} does not exist",
-                paths.spec_replicas
-            ))
-            .into());
-        }
-        Some(v) => as_int(v, &paths.spec_replicas)?,
+    match scale_parts(obj, paths)? {
+        (scale, true) => Ok(scale),
+        (_, false) => Err(Status::internal(format!(
+            "the spec replicas field {:?} does not exist",
+            paths.spec_replicas
+        ))
+        .into()),
+    }
+}
+
+/// The Scale of an object (replicas 0 when its field is missing) and whether the field exists
+/// (upstream's `scaleFromCustomResource`).
+fn scale_parts(obj: &Value, paths: &ScalePaths) -> Result<(Value, bool), ApiError> {
+    let (spec, found) = match lookup(obj, &paths.spec_replicas) {
+        None => (0, false),
+        Some(v) => (as_int(v, &paths.spec_replicas)?, true),
     };
     let status = match lookup(obj, &paths.status_replicas) {
         None => 0,
@@ -152,13 +171,14 @@ pub fn scale_of(obj: &Value, paths: &ScalePaths) -> Result<Value, ApiError> {
             metadata.insert(k.into(), v.clone());
         }
     }
-    Ok(json!({
+    let scale = json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": metadata,
         "spec": { "replicas": spec },
         "status": status_obj,
-    }))
+    });
+    Ok((scale, found))
 }
 
 fn as_int(v: &Value, path: &str) -> Result<i64, ApiError> {

@@ -1504,3 +1504,53 @@ async fn pods_answer_deletes_with_themselves_and_are_deleted_gracefully_when_sch
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(api.get(&path).await.status, 404);
 }
+
+/// An object without its replicas field: reading its Scale is upstream's internal error, but a
+/// write that sets the replicas creates the field (`kubectl scale` works), and one that leaves
+/// them unset is a 400 (`scaleUpdatedObjectInfo`'s sentinel).
+#[tokio::test]
+async fn scaling_an_object_without_replicas_sets_them() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let mut crd = crd_json("unset.example.com", "things", "Thing", "Namespaced");
+    crd["spec"]["versions"][0]["subresources"] = json!({"scale": {
+        "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}});
+    api.create_crd(crd).await;
+    let base = "/apis/unset.example.com/v1/namespaces/default/things";
+    let r = api
+        .post(
+            base,
+            json!({"apiVersion": "unset.example.com/v1", "kind": "Thing",
+                   "metadata": {"name": "t"}, "spec": {}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let scale = format!("{base}/t/scale");
+    let r = api.get(&scale).await;
+    assert_eq!(r.status, 500, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "Internal error occurred: the spec replicas field \".spec.replicas\" does not exist"
+    );
+    let patch = |body: Value| {
+        api.call(
+            Method::PATCH,
+            &scale,
+            "application/merge-patch+json",
+            Some(body),
+        )
+    };
+    let r = patch(json!({"metadata": {"labels": {"a": "b"}}})).await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "the spec replicas field \".spec.replicas\" cannot be empty"
+    );
+    let r = patch(json!({"spec": {"replicas": 2}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["spec"]["replicas"], 2);
+    assert_eq!(
+        api.get(&format!("{base}/t")).await.json()["spec"]["replicas"],
+        2
+    );
+}
