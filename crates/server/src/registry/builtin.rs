@@ -14,7 +14,7 @@ use crd_builtin::Kind;
 use std::collections::BTreeMap;
 
 use crd_core::{ErrorList, Status};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::serving::ScalePaths;
 use super::{Admission, ResourceInfo, Strategy, Subresource, UnsupportedField, pipeline};
@@ -334,6 +334,56 @@ fn normalize_times(defs: &BTreeMap<String, Value>, schema: &Value, v: &mut Value
     }
 }
 
+/// Step: empty maps and lists as Go's `omitempty` drops them once a built-in object is decoded
+/// into its typed value (`labels: {}`, `env: []`, `nodeSelector: {}`): a struct field whose
+/// schema is a map or a list and that the struct does not require goes when empty (map entries
+/// and list items stay). `metadata.managedFields` stays: an empty list there asks the field
+/// manager to clear them.
+fn drop_empty_collections(defs: &BTreeMap<String, Value>, schema: &Value, v: &mut Value) {
+    let (resolved, name) = resolve(defs, schema);
+    match v {
+        Value::Object(m) => {
+            let props = resolved.get("properties").and_then(Value::as_object);
+            let elem = resolved
+                .get("additionalProperties")
+                .filter(|e| e.is_object());
+            let required = |k: &str| {
+                resolved
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .is_some_and(|r| r.iter().any(|f| f == k))
+            };
+            let object_meta = name == Some("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
+            m.retain(|k, child| {
+                if object_meta && k == "managedFields" {
+                    return true;
+                }
+                let Some(p) = props.and_then(|p| p.get(k)) else {
+                    if let Some(e) = elem {
+                        drop_empty_collections(defs, e, child);
+                    }
+                    return true;
+                };
+                drop_empty_collections(defs, p, child);
+                let (field, _) = resolve(defs, p);
+                let collection = field.get("type") == Some(&json!("array"))
+                    || (field.get("type") == Some(&json!("object"))
+                        && field.get("properties").is_none()
+                        && field.get("additionalProperties").is_some());
+                !(collection && !required(k) && super::meta::is_empty_collection(child))
+            });
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = resolved.get("items") {
+                for item in items {
+                    drop_empty_collections(defs, item_schema, item);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A time as Go's `metav1.Time` (`micro` false) or `metav1.MicroTime` encodes it: UTC,
 /// fractions truncated to seconds or to microseconds.
 fn go_time_utc(text: &str, micro: bool) -> Option<String> {
@@ -409,6 +459,7 @@ impl Strategy for BuiltinStrategy {
             .into());
         }
         normalize_times(defs, &root, obj);
+        drop_empty_collections(defs, &root, obj);
         let warnings = pipeline::prune_with_schema(
             self.kind.bare_schema(),
             self.kind.kind,

@@ -338,6 +338,7 @@ impl Strategy for CrdStrategy {
             before,
         )?;
         super::pipeline::remove_fields(obj, &unknown);
+        super::meta::drop_empty_collections(obj);
         crd_core::crd::set_defaults(obj);
         typed(obj)?;
         Ok(warnings)

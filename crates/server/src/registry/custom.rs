@@ -113,6 +113,7 @@ impl Strategy for CustomResourceStrategy {
 
     fn admit(&self, obj: &mut Value, how: &super::Admission) -> Result<Vec<String>, ApiError> {
         pipeline::check_type_meta(&self.crd, &self.version.name, obj)?;
+        meta::drop_empty_collections(obj);
         let warnings = pipeline::prune_unknown_fields(&self.crd, &self.version, obj, how)?;
         pipeline::default(&self.version, obj);
         Ok(warnings)

@@ -118,6 +118,30 @@ pub fn encode(obj: &Value) -> Result<bytes::Bytes, crd_storage::StorageError> {
         .map_err(|e| crd_storage::StorageError::Engine(format!("encoding an object: {e}")))
 }
 
+/// Step: `ObjectMeta` as Go re-encodes it (upstream's `objectmeta.Coerce` for custom resources,
+/// the typed decode for everything else): empty `labels`, `annotations`, `ownerReferences`
+/// and `finalizers` are dropped (`omitempty`). An empty `managedFields` stays: it asks the
+/// field manager to clear them.
+pub fn drop_empty_collections(obj: &mut Value) {
+    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.retain(|k, v| {
+            !(matches!(
+                k.as_str(),
+                "labels" | "annotations" | "ownerReferences" | "finalizers"
+            ) && is_empty_collection(v))
+        });
+    }
+}
+
+/// An empty JSON object or array.
+pub fn is_empty_collection(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
 /// `metadata.deletionGracePeriodSeconds`, 0 when unset.
 pub fn deletion_grace_period(obj: &Value) -> i64 {
     obj.pointer("/metadata/deletionGracePeriodSeconds")

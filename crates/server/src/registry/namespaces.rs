@@ -123,6 +123,7 @@ impl Strategy for NamespaceStrategy {
         )?;
         // Unknown fields are dropped, as decoding into the typed object drops them.
         super::pipeline::remove_fields(obj, &unknown);
+        meta::drop_empty_collections(obj);
         Ok(warnings)
     }
 

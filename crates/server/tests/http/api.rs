@@ -1554,3 +1554,114 @@ async fn scaling_an_object_without_replicas_sets_them() {
         2
     );
 }
+
+/// Empty maps and lists are stored as Go's `omitempty` leaves them: gone from a built-in
+/// object's optional map and list fields (metadata included) and from a custom resource's
+/// metadata (`objectmeta.Coerce`), so no managed-fields entry lists them either; structs stay
+/// (`resources: {}`), a custom resource's own fields stay, and an empty `managedFields` still
+/// clears them.
+#[tokio::test]
+async fn empty_maps_and_lists_are_dropped_as_go_drops_them() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let r = api
+        .post(
+            "/api/v1/namespaces/default/configmaps?fieldManager=m",
+            json!({"metadata": {"name": "c", "labels": {}, "annotations": {}, "finalizers": [],
+                                "ownerReferences": []},
+                   "data": {}, "binaryData": {}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let cm = r.json();
+    for gone in ["labels", "annotations", "finalizers", "ownerReferences"] {
+        assert!(cm["metadata"].get(gone).is_none(), "{gone}: {cm}");
+    }
+    assert!(
+        cm.get("data").is_none() && cm.get("binaryData").is_none(),
+        "{cm}"
+    );
+    // The create owned nothing, so it has no entry (upstream records none for an empty set).
+    assert!(cm["metadata"].get("managedFields").is_none(), "{cm}");
+    // Removing the last label leaves no `labels: {}`.
+    let path = "/api/v1/namespaces/default/configmaps/c";
+    let r = api
+        .call(
+            Method::PATCH,
+            path,
+            "application/merge-patch+json",
+            Some(json!({"metadata": {"labels": {"a": "b"}}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = api
+        .call(
+            Method::PATCH,
+            &format!("{path}?fieldManager=unlabel"),
+            "application/strategic-merge-patch+json",
+            Some(json!({"metadata": {"labels": {"a": null}}})),
+        )
+        .await;
+    let cm = r.json();
+    assert!(cm["metadata"].get("labels").is_none(), "{cm}");
+
+    let r = api
+        .post(
+            "/apis/apps/v1/namespaces/default/deployments",
+            json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {
+                    "nodeSelector": {}, "tolerations": [], "securityContext": {},
+                    "containers": [{"name": "c", "image": "i", "env": [], "args": [],
+                                    "resources": {"limits": {}}}]}}}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let d = r.json();
+    let pod = &d["spec"]["template"]["spec"];
+    assert!(
+        pod.get("nodeSelector").is_none() && pod.get("tolerations").is_none(),
+        "{pod}"
+    );
+    assert_eq!(pod["securityContext"], json!({}));
+    let c = &pod["containers"][0];
+    assert!(c.get("env").is_none() && c.get("args").is_none(), "{c}");
+    assert_eq!(c["resources"], json!({}), "{c}");
+
+    api.create_crd(crd_json(
+        "empty.example.com",
+        "things",
+        "Thing",
+        "Namespaced",
+    ))
+    .await;
+    let r = api
+        .post(
+            "/apis/empty.example.com/v1/namespaces/default/things",
+            json!({"apiVersion": "empty.example.com/v1", "kind": "Thing",
+                   "metadata": {"name": "t", "labels": {}, "finalizers": []},
+                   "spec": {"list": [], "map": {}}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let t = r.json();
+    assert!(
+        t["metadata"].get("labels").is_none() && t["metadata"].get("finalizers").is_none(),
+        "{t}"
+    );
+    assert_eq!(t["spec"], json!({"list": [], "map": {}}));
+    // An empty managedFields list still clears them.
+    let r = api
+        .call(
+            Method::PATCH,
+            path,
+            "application/merge-patch+json",
+            Some(json!({"metadata": {"managedFields": []}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        r.json()["metadata"].get("managedFields").is_none(),
+        "{}",
+        r.text
+    );
+}
