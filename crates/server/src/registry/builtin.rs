@@ -294,6 +294,15 @@ fn type_error(
     }
 }
 
+/// An object schema's members: its struct fields' schemas and its map values' schema.
+fn member_schemas(resolved: &Value) -> (Option<&serde_json::Map<String, Value>>, Option<&Value>) {
+    let props = resolved.get("properties").and_then(Value::as_object);
+    let elem = resolved
+        .get("additionalProperties")
+        .filter(|e| e.is_object());
+    (props, elem)
+}
+
 /// Step: times as Go stores them. A built-in object is decoded into typed Go values, so a
 /// `metav1.Time` is written back in UTC at seconds precision and a `metav1.MicroTime` in UTC
 /// with six fraction digits, whatever offset and precision the client sent
@@ -313,10 +322,7 @@ fn normalize_times(defs: &BTreeMap<String, Value>, schema: &Value, v: &mut Value
     }
     match v {
         Value::Object(m) => {
-            let props = resolved.get("properties").and_then(Value::as_object);
-            let elem = resolved
-                .get("additionalProperties")
-                .filter(|e| e.is_object());
+            let (props, elem) = member_schemas(resolved);
             for (k, child) in m.iter_mut() {
                 if let Some(p) = props.and_then(|p| p.get(k)).or(elem) {
                     normalize_times(defs, p, child);
@@ -343,10 +349,7 @@ fn drop_empty_collections(defs: &BTreeMap<String, Value>, schema: &Value, v: &mu
     let (resolved, name) = resolve(defs, schema);
     match v {
         Value::Object(m) => {
-            let props = resolved.get("properties").and_then(Value::as_object);
-            let elem = resolved
-                .get("additionalProperties")
-                .filter(|e| e.is_object());
+            let (props, elem) = member_schemas(resolved);
             let required = |k: &str| {
                 resolved
                     .get("required")

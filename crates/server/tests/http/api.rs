@@ -1562,8 +1562,8 @@ async fn scaling_an_object_without_replicas_sets_them() {
 /// clears them.
 #[tokio::test]
 async fn empty_maps_and_lists_are_dropped_as_go_drops_them() {
-    let s = TestServer::start().await;
-    let api = s.api(HttpVersion::Http1);
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
     let r = api
         .post(
             "/api/v1/namespaces/default/configmaps?fieldManager=m",
@@ -1616,16 +1616,19 @@ async fn empty_maps_and_lists_are_dropped_as_go_drops_them() {
         )
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
-    let d = r.json();
-    let pod = &d["spec"]["template"]["spec"];
+    let deployment = r.json();
+    let pod = &deployment["spec"]["template"]["spec"];
     assert!(
         pod.get("nodeSelector").is_none() && pod.get("tolerations").is_none(),
         "{pod}"
     );
     assert_eq!(pod["securityContext"], json!({}));
-    let c = &pod["containers"][0];
-    assert!(c.get("env").is_none() && c.get("args").is_none(), "{c}");
-    assert_eq!(c["resources"], json!({}), "{c}");
+    let container = &pod["containers"][0];
+    assert!(
+        container.get("env").is_none() && container.get("args").is_none(),
+        "{container}"
+    );
+    assert_eq!(container["resources"], json!({}), "{container}");
 
     api.create_crd(crd_json(
         "empty.example.com",
@@ -1643,12 +1646,12 @@ async fn empty_maps_and_lists_are_dropped_as_go_drops_them() {
         )
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
-    let t = r.json();
+    let thing = r.json();
     assert!(
-        t["metadata"].get("labels").is_none() && t["metadata"].get("finalizers").is_none(),
-        "{t}"
+        thing["metadata"].get("labels").is_none() && thing["metadata"].get("finalizers").is_none(),
+        "{thing}"
     );
-    assert_eq!(t["spec"], json!({"list": [], "map": {}}));
+    assert_eq!(thing["spec"], json!({"list": [], "map": {}}));
     // An empty managedFields list still clears them.
     let r = api
         .call(
