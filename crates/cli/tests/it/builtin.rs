@@ -61,6 +61,127 @@ spec:
         ports: [{containerPort: 80}]
 ";
 
+/// kubectl's `create` generators for workloads, services, ingresses and budgets send protobuf
+/// only; each object is stored as kube-apiserver stores it (defaults included).
+#[test]
+fn kubectl_create_generators_send_protobuf_the_server_reads() {
+    let s = TestServer::start();
+    for (args, created) in [
+        (
+            &[
+                "create",
+                "deployment",
+                "web",
+                "--image=nginx",
+                "--replicas=0",
+                "--port=80",
+            ][..],
+            "deployment.apps/web created",
+        ),
+        (
+            &[
+                "create",
+                "job",
+                "once",
+                "--image=busybox",
+                "--",
+                "echo",
+                "hi",
+            ],
+            "job.batch/once created",
+        ),
+        (
+            &[
+                "create",
+                "cronjob",
+                "tick",
+                "--image=busybox",
+                "--schedule=*/5 * * * *",
+                "--",
+                "date",
+            ],
+            "cronjob.batch/tick created",
+        ),
+        (
+            &["create", "job", "manual", "--from=cronjob/tick"],
+            "job.batch/manual created",
+        ),
+        (
+            &["create", "service", "clusterip", "web", "--tcp=80:8080"],
+            "service/web created",
+        ),
+        (
+            &[
+                "create",
+                "ingress",
+                "web",
+                "--rule=example.com/api*=web:80",
+                "--class=nginx",
+            ],
+            "ingress.networking.k8s.io/web created",
+        ),
+        (
+            &[
+                "create",
+                "poddisruptionbudget",
+                "web",
+                "--selector=app=web",
+                "--min-available=50%",
+            ],
+            "poddisruptionbudget.policy/web created",
+        ),
+    ] {
+        assert_eq!(s.kubectl_ok(args).trim(), created, "{args:?}");
+    }
+    let get =
+        |what: &str, path: &str| s.kubectl_ok(&["get", what, "-o", &format!("jsonpath={path}")]);
+    // `--replicas=0` is a pointer set to 0: kept, not defaulted to 1.
+    assert_eq!(get("deployment/web", "{.spec.replicas}"), "0");
+    assert_eq!(
+        get(
+            "deployment/web",
+            "{.spec.template.spec.containers[0].ports[0]}"
+        ),
+        r#"{"containerPort":80,"protocol":"TCP"}"#
+    );
+    assert_eq!(
+        get("deployment/web", "{.spec.strategy.type}"),
+        "RollingUpdate"
+    );
+    assert_eq!(
+        get("job/once", "{.spec.template.spec.containers[0].command}"),
+        r#"["echo","hi"]"#
+    );
+    assert_eq!(
+        get("job/once", "{.spec.template.spec.restartPolicy}"),
+        "Never"
+    );
+    assert_eq!(get("cronjob/tick", "{.spec.schedule}"), "*/5 * * * *");
+    assert_eq!(
+        get(
+            "job/manual",
+            "{.metadata.ownerReferences[0].kind} {.metadata.annotations}"
+        ),
+        r#"CronJob {"cronjob.kubernetes.io/instantiate":"manual"}"#
+    );
+    assert_eq!(
+        get("service/web", "{.spec.ports[0]}"),
+        r#"{"name":"80-8080","port":80,"protocol":"TCP","targetPort":8080}"#
+    );
+    assert_eq!(
+        get(
+            "ingress/web",
+            "{.spec.ingressClassName} {.spec.rules[0].http.paths[0]}"
+        ),
+        r#"nginx {"backend":{"service":{"name":"web","port":{"number":80}}},"path":"/api","pathType":"Prefix"}"#
+    );
+    assert_eq!(get("pdb/web", "{.spec.minAvailable}"), "50%");
+    // `kubectl expose` reads the deployment back and creates its service.
+    let out = s.kubectl_ok(&["expose", "deployment", "web", "--name=web2", "--port=80"]);
+    assert_eq!(out.trim(), "service/web2 exposed");
+    assert_eq!(get("service/web2", "{.spec.selector}"), r#"{"app":"web"}"#);
+}
+
 #[test]
 fn configmaps_secrets_and_serviceaccounts() {
     let s = TestServer::start();

@@ -1,0 +1,797 @@
+//! The protobuf messages this server reads, as tables ([`super::table`]): field numbers from
+//! `k8s.io/api`'s `generated.proto`, JSON names and zero handling from the Go types' tags.
+//! They cover what kubectl's `create` generators and `auth` commands send (kubectl sends those
+//! as protobuf only) and the fields a typed client commonly sets beside them; any other field
+//! set in a body is refused by name, not dropped.
+//!
+//! A status is skipped ([`Ty::Ignored`]): every kind here resets it on create and keeps the
+//! stored one on a main-resource write.
+
+use super::table::{Field, Msg, Ty};
+
+const fn keep(tag: u32, json: &'static str, ty: Ty) -> Field {
+    Field::keep(tag, json, ty)
+}
+const fn omit(tag: u32, json: &'static str, ty: Ty) -> Field {
+    Field::omit(tag, json, ty)
+}
+const fn list(tag: u32, json: &'static str, ty: Ty) -> Field {
+    Field::list(tag, json, ty)
+}
+/// A struct embedded inline (`json:",inline"`): its fields join the parent's.
+const fn inline(tag: u32, msg: &'static Msg) -> Field {
+    Field::keep(tag, "", Ty::Msg(msg))
+}
+
+pub static OBJECT_META: Msg = Msg {
+    name: "v1.ObjectMeta",
+    fields: &[
+        omit(1, "name", Ty::String),
+        omit(2, "generateName", Ty::String),
+        omit(3, "namespace", Ty::String),
+        omit(4, "selfLink", Ty::String),
+        omit(5, "uid", Ty::String),
+        omit(6, "resourceVersion", Ty::String),
+        omit(7, "generation", Ty::Int64),
+        keep(8, "creationTimestamp", Ty::Time),
+        keep(9, "deletionTimestamp", Ty::Time),
+        keep(10, "deletionGracePeriodSeconds", Ty::Int64),
+        omit(11, "labels", Ty::StringMap),
+        omit(12, "annotations", Ty::StringMap),
+        list(13, "ownerReferences", Ty::Msg(&OWNER_REFERENCE)),
+        list(14, "finalizers", Ty::String),
+    ],
+};
+
+static OWNER_REFERENCE: Msg = Msg {
+    name: "v1.OwnerReference",
+    fields: &[
+        keep(1, "kind", Ty::String),
+        keep(3, "name", Ty::String),
+        keep(4, "uid", Ty::String),
+        keep(5, "apiVersion", Ty::String),
+        keep(6, "controller", Ty::Bool),
+        keep(7, "blockOwnerDeletion", Ty::Bool),
+    ],
+};
+
+static LABEL_SELECTOR: Msg = Msg {
+    name: "v1.LabelSelector",
+    fields: &[
+        omit(1, "matchLabels", Ty::StringMap),
+        list(2, "matchExpressions", Ty::Msg(&LABEL_SELECTOR_REQUIREMENT)),
+    ],
+};
+
+static LABEL_SELECTOR_REQUIREMENT: Msg = Msg {
+    name: "v1.LabelSelectorRequirement",
+    fields: &[
+        keep(1, "key", Ty::String),
+        keep(2, "operator", Ty::String),
+        list(3, "values", Ty::String),
+    ],
+};
+
+// core/v1
+
+static POD_TEMPLATE_SPEC: Msg = Msg {
+    name: "v1.PodTemplateSpec",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&POD_SPEC)),
+    ],
+};
+
+static POD_SPEC: Msg = Msg {
+    name: "v1.PodSpec",
+    fields: &[
+        list(2, "containers", Ty::Msg(&CONTAINER)),
+        omit(3, "restartPolicy", Ty::String),
+        keep(4, "terminationGracePeriodSeconds", Ty::Int64),
+        keep(5, "activeDeadlineSeconds", Ty::Int64),
+        omit(6, "dnsPolicy", Ty::String),
+        omit(7, "nodeSelector", Ty::StringMap),
+        omit(8, "serviceAccountName", Ty::String),
+        omit(9, "serviceAccount", Ty::String),
+        omit(10, "nodeName", Ty::String),
+        omit(11, "hostNetwork", Ty::Bool),
+        omit(12, "hostPID", Ty::Bool),
+        omit(13, "hostIPC", Ty::Bool),
+        keep(14, "securityContext", Ty::Msg(&POD_SECURITY_CONTEXT)),
+        list(15, "imagePullSecrets", Ty::Msg(&LOCAL_OBJECT_REFERENCE)),
+        omit(16, "hostname", Ty::String),
+        omit(17, "subdomain", Ty::String),
+        omit(19, "schedulerName", Ty::String),
+        list(20, "initContainers", Ty::Msg(&CONTAINER)),
+        keep(21, "automountServiceAccountToken", Ty::Bool),
+        list(22, "tolerations", Ty::Msg(&TOLERATION)),
+        omit(24, "priorityClassName", Ty::String),
+        keep(25, "priority", Ty::Int32),
+        keep(27, "shareProcessNamespace", Ty::Bool),
+        keep(29, "runtimeClassName", Ty::String),
+        keep(30, "enableServiceLinks", Ty::Bool),
+        keep(31, "preemptionPolicy", Ty::String),
+        keep(35, "setHostnameAsFQDN", Ty::Bool),
+        keep(37, "hostUsers", Ty::Bool),
+    ],
+};
+
+static POD_SECURITY_CONTEXT: Msg = Msg {
+    name: "v1.PodSecurityContext",
+    fields: &[
+        keep(2, "runAsUser", Ty::Int64),
+        keep(3, "runAsNonRoot", Ty::Bool),
+        list(4, "supplementalGroups", Ty::Int64),
+        keep(5, "fsGroup", Ty::Int64),
+        keep(6, "runAsGroup", Ty::Int64),
+        keep(9, "fsGroupChangePolicy", Ty::String),
+    ],
+};
+
+static SECURITY_CONTEXT: Msg = Msg {
+    name: "v1.SecurityContext",
+    fields: &[
+        keep(1, "capabilities", Ty::Msg(&CAPABILITIES)),
+        keep(2, "privileged", Ty::Bool),
+        keep(4, "runAsUser", Ty::Int64),
+        keep(5, "runAsNonRoot", Ty::Bool),
+        keep(6, "readOnlyRootFilesystem", Ty::Bool),
+        keep(7, "allowPrivilegeEscalation", Ty::Bool),
+        keep(8, "runAsGroup", Ty::Int64),
+    ],
+};
+
+static CAPABILITIES: Msg = Msg {
+    name: "v1.Capabilities",
+    fields: &[list(1, "add", Ty::String), list(2, "drop", Ty::String)],
+};
+
+static CONTAINER: Msg = Msg {
+    name: "v1.Container",
+    fields: &[
+        keep(1, "name", Ty::String),
+        omit(2, "image", Ty::String),
+        list(3, "command", Ty::String),
+        list(4, "args", Ty::String),
+        omit(5, "workingDir", Ty::String),
+        list(6, "ports", Ty::Msg(&CONTAINER_PORT)),
+        list(7, "env", Ty::Msg(&ENV_VAR)),
+        keep(8, "resources", Ty::Msg(&RESOURCE_REQUIREMENTS)),
+        list(9, "volumeMounts", Ty::Msg(&VOLUME_MOUNT)),
+        keep(10, "livenessProbe", Ty::Msg(&PROBE)),
+        keep(11, "readinessProbe", Ty::Msg(&PROBE)),
+        omit(13, "terminationMessagePath", Ty::String),
+        omit(14, "imagePullPolicy", Ty::String),
+        keep(15, "securityContext", Ty::Msg(&SECURITY_CONTEXT)),
+        omit(16, "stdin", Ty::Bool),
+        omit(17, "stdinOnce", Ty::Bool),
+        omit(18, "tty", Ty::Bool),
+        list(19, "envFrom", Ty::Msg(&ENV_FROM_SOURCE)),
+        omit(20, "terminationMessagePolicy", Ty::String),
+        keep(22, "startupProbe", Ty::Msg(&PROBE)),
+        keep(24, "restartPolicy", Ty::String),
+    ],
+};
+
+static CONTAINER_PORT: Msg = Msg {
+    name: "v1.ContainerPort",
+    fields: &[
+        omit(1, "name", Ty::String),
+        omit(2, "hostPort", Ty::Int32),
+        keep(3, "containerPort", Ty::Int32),
+        omit(4, "protocol", Ty::String),
+        omit(5, "hostIP", Ty::String),
+    ],
+};
+
+static ENV_VAR: Msg = Msg {
+    name: "v1.EnvVar",
+    fields: &[
+        keep(1, "name", Ty::String),
+        omit(2, "value", Ty::String),
+        keep(3, "valueFrom", Ty::Msg(&ENV_VAR_SOURCE)),
+    ],
+};
+
+static ENV_VAR_SOURCE: Msg = Msg {
+    name: "v1.EnvVarSource",
+    fields: &[
+        keep(1, "fieldRef", Ty::Msg(&OBJECT_FIELD_SELECTOR)),
+        keep(3, "configMapKeyRef", Ty::Msg(&KEY_SELECTOR)),
+        keep(4, "secretKeyRef", Ty::Msg(&KEY_SELECTOR)),
+    ],
+};
+
+static OBJECT_FIELD_SELECTOR: Msg = Msg {
+    name: "v1.ObjectFieldSelector",
+    fields: &[
+        omit(1, "apiVersion", Ty::String),
+        keep(2, "fieldPath", Ty::String),
+    ],
+};
+
+/// `ConfigMapKeySelector` and `SecretKeySelector`, which share their shape.
+static KEY_SELECTOR: Msg = Msg {
+    name: "v1.KeySelector",
+    fields: &[
+        inline(1, &LOCAL_OBJECT_REFERENCE),
+        keep(2, "key", Ty::String),
+        keep(3, "optional", Ty::Bool),
+    ],
+};
+
+static ENV_FROM_SOURCE: Msg = Msg {
+    name: "v1.EnvFromSource",
+    fields: &[
+        omit(1, "prefix", Ty::String),
+        keep(2, "configMapRef", Ty::Msg(&ENV_SOURCE)),
+        keep(3, "secretRef", Ty::Msg(&ENV_SOURCE)),
+    ],
+};
+
+/// `ConfigMapEnvSource` and `SecretEnvSource`.
+static ENV_SOURCE: Msg = Msg {
+    name: "v1.EnvSource",
+    fields: &[
+        inline(1, &LOCAL_OBJECT_REFERENCE),
+        keep(2, "optional", Ty::Bool),
+    ],
+};
+
+static LOCAL_OBJECT_REFERENCE: Msg = Msg {
+    name: "v1.LocalObjectReference",
+    fields: &[omit(1, "name", Ty::String)],
+};
+
+static RESOURCE_REQUIREMENTS: Msg = Msg {
+    name: "v1.ResourceRequirements",
+    fields: &[
+        omit(1, "limits", Ty::QuantityMap),
+        omit(2, "requests", Ty::QuantityMap),
+    ],
+};
+
+static VOLUME_MOUNT: Msg = Msg {
+    name: "v1.VolumeMount",
+    fields: &[
+        keep(1, "name", Ty::String),
+        omit(2, "readOnly", Ty::Bool),
+        keep(3, "mountPath", Ty::String),
+        omit(4, "subPath", Ty::String),
+        keep(5, "mountPropagation", Ty::String),
+        omit(6, "subPathExpr", Ty::String),
+        keep(7, "recursiveReadOnly", Ty::String),
+    ],
+};
+
+static TOLERATION: Msg = Msg {
+    name: "v1.Toleration",
+    fields: &[
+        omit(1, "key", Ty::String),
+        omit(2, "operator", Ty::String),
+        omit(3, "value", Ty::String),
+        omit(4, "effect", Ty::String),
+        keep(5, "tolerationSeconds", Ty::Int64),
+    ],
+};
+
+static PROBE: Msg = Msg {
+    name: "v1.Probe",
+    fields: &[
+        inline(1, &PROBE_HANDLER),
+        omit(2, "initialDelaySeconds", Ty::Int32),
+        omit(3, "timeoutSeconds", Ty::Int32),
+        omit(4, "periodSeconds", Ty::Int32),
+        omit(5, "successThreshold", Ty::Int32),
+        omit(6, "failureThreshold", Ty::Int32),
+        keep(7, "terminationGracePeriodSeconds", Ty::Int64),
+    ],
+};
+
+static PROBE_HANDLER: Msg = Msg {
+    name: "v1.ProbeHandler",
+    fields: &[
+        keep(1, "exec", Ty::Msg(&EXEC_ACTION)),
+        keep(2, "httpGet", Ty::Msg(&HTTP_GET_ACTION)),
+        keep(3, "tcpSocket", Ty::Msg(&TCP_SOCKET_ACTION)),
+    ],
+};
+
+static EXEC_ACTION: Msg = Msg {
+    name: "v1.ExecAction",
+    fields: &[list(1, "command", Ty::String)],
+};
+
+static HTTP_GET_ACTION: Msg = Msg {
+    name: "v1.HTTPGetAction",
+    fields: &[
+        omit(1, "path", Ty::String),
+        keep(2, "port", Ty::IntOrString),
+        omit(3, "host", Ty::String),
+        omit(4, "scheme", Ty::String),
+    ],
+};
+
+static TCP_SOCKET_ACTION: Msg = Msg {
+    name: "v1.TCPSocketAction",
+    fields: &[
+        keep(1, "port", Ty::IntOrString),
+        omit(2, "host", Ty::String),
+    ],
+};
+
+pub static NAMESPACE: Msg = Msg {
+    name: "v1.Namespace",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&NAMESPACE_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static NAMESPACE_SPEC: Msg = Msg {
+    name: "v1.NamespaceSpec",
+    fields: &[list(1, "finalizers", Ty::String)],
+};
+
+pub static CONFIG_MAP: Msg = Msg {
+    name: "v1.ConfigMap",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        omit(2, "data", Ty::StringMap),
+        omit(3, "binaryData", Ty::BytesMap),
+        keep(4, "immutable", Ty::Bool),
+    ],
+};
+
+pub static SECRET: Msg = Msg {
+    name: "v1.Secret",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        omit(2, "data", Ty::BytesMap),
+        omit(3, "type", Ty::String),
+        omit(4, "stringData", Ty::StringMap),
+        keep(5, "immutable", Ty::Bool),
+    ],
+};
+
+pub static SERVICE_ACCOUNT: Msg = Msg {
+    name: "v1.ServiceAccount",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        list(3, "imagePullSecrets", Ty::Msg(&LOCAL_OBJECT_REFERENCE)),
+        keep(4, "automountServiceAccountToken", Ty::Bool),
+    ],
+};
+
+pub static SERVICE: Msg = Msg {
+    name: "v1.Service",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&SERVICE_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static SERVICE_SPEC: Msg = Msg {
+    name: "v1.ServiceSpec",
+    fields: &[
+        list(1, "ports", Ty::Msg(&SERVICE_PORT)),
+        omit(2, "selector", Ty::StringMap),
+        omit(3, "clusterIP", Ty::String),
+        omit(4, "type", Ty::String),
+        list(5, "externalIPs", Ty::String),
+        omit(7, "sessionAffinity", Ty::String),
+        omit(8, "loadBalancerIP", Ty::String),
+        list(9, "loadBalancerSourceRanges", Ty::String),
+        omit(10, "externalName", Ty::String),
+        omit(11, "externalTrafficPolicy", Ty::String),
+        omit(12, "healthCheckNodePort", Ty::Int32),
+        omit(13, "publishNotReadyAddresses", Ty::Bool),
+        keep(17, "ipFamilyPolicy", Ty::String),
+        list(18, "clusterIPs", Ty::String),
+        list(19, "ipFamilies", Ty::String),
+        keep(20, "allocateLoadBalancerNodePorts", Ty::Bool),
+        keep(21, "loadBalancerClass", Ty::String),
+        keep(22, "internalTrafficPolicy", Ty::String),
+        keep(23, "trafficDistribution", Ty::String),
+    ],
+};
+
+static SERVICE_PORT: Msg = Msg {
+    name: "v1.ServicePort",
+    fields: &[
+        omit(1, "name", Ty::String),
+        omit(2, "protocol", Ty::String),
+        keep(3, "port", Ty::Int32),
+        keep(4, "targetPort", Ty::IntOrString),
+        omit(5, "nodePort", Ty::Int32),
+        keep(6, "appProtocol", Ty::String),
+    ],
+};
+
+// apps/v1
+
+pub static DEPLOYMENT: Msg = Msg {
+    name: "v1.Deployment",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&DEPLOYMENT_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static DEPLOYMENT_SPEC: Msg = Msg {
+    name: "v1.DeploymentSpec",
+    fields: &[
+        keep(1, "replicas", Ty::Int32),
+        keep(2, "selector", Ty::Msg(&LABEL_SELECTOR)),
+        keep(3, "template", Ty::Msg(&POD_TEMPLATE_SPEC)),
+        keep(4, "strategy", Ty::Msg(&DEPLOYMENT_STRATEGY)),
+        omit(5, "minReadySeconds", Ty::Int32),
+        keep(6, "revisionHistoryLimit", Ty::Int32),
+        omit(7, "paused", Ty::Bool),
+        keep(9, "progressDeadlineSeconds", Ty::Int32),
+    ],
+};
+
+static DEPLOYMENT_STRATEGY: Msg = Msg {
+    name: "v1.DeploymentStrategy",
+    fields: &[
+        omit(1, "type", Ty::String),
+        keep(2, "rollingUpdate", Ty::Msg(&ROLLING_UPDATE_DEPLOYMENT)),
+    ],
+};
+
+static ROLLING_UPDATE_DEPLOYMENT: Msg = Msg {
+    name: "v1.RollingUpdateDeployment",
+    fields: &[
+        keep(1, "maxUnavailable", Ty::IntOrString),
+        keep(2, "maxSurge", Ty::IntOrString),
+    ],
+};
+
+// batch/v1
+
+pub static JOB: Msg = Msg {
+    name: "v1.Job",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&JOB_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static JOB_SPEC: Msg = Msg {
+    name: "v1.JobSpec",
+    fields: &[
+        keep(1, "parallelism", Ty::Int32),
+        keep(2, "completions", Ty::Int32),
+        keep(3, "activeDeadlineSeconds", Ty::Int64),
+        keep(4, "selector", Ty::Msg(&LABEL_SELECTOR)),
+        keep(5, "manualSelector", Ty::Bool),
+        keep(6, "template", Ty::Msg(&POD_TEMPLATE_SPEC)),
+        keep(7, "backoffLimit", Ty::Int32),
+        keep(8, "ttlSecondsAfterFinished", Ty::Int32),
+        keep(9, "completionMode", Ty::String),
+        keep(10, "suspend", Ty::Bool),
+        keep(12, "backoffLimitPerIndex", Ty::Int32),
+        keep(13, "maxFailedIndexes", Ty::Int32),
+        keep(14, "podReplacementPolicy", Ty::String),
+        keep(15, "managedBy", Ty::String),
+    ],
+};
+
+pub static CRON_JOB: Msg = Msg {
+    name: "v1.CronJob",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&CRON_JOB_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static CRON_JOB_SPEC: Msg = Msg {
+    name: "v1.CronJobSpec",
+    fields: &[
+        keep(1, "schedule", Ty::String),
+        keep(2, "startingDeadlineSeconds", Ty::Int64),
+        omit(3, "concurrencyPolicy", Ty::String),
+        keep(4, "suspend", Ty::Bool),
+        keep(5, "jobTemplate", Ty::Msg(&JOB_TEMPLATE_SPEC)),
+        keep(6, "successfulJobsHistoryLimit", Ty::Int32),
+        keep(7, "failedJobsHistoryLimit", Ty::Int32),
+        keep(8, "timeZone", Ty::String),
+    ],
+};
+
+static JOB_TEMPLATE_SPEC: Msg = Msg {
+    name: "v1.JobTemplateSpec",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&JOB_SPEC)),
+    ],
+};
+
+// networking/v1
+
+pub static INGRESS: Msg = Msg {
+    name: "v1.Ingress",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&INGRESS_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static INGRESS_SPEC: Msg = Msg {
+    name: "v1.IngressSpec",
+    fields: &[
+        keep(1, "defaultBackend", Ty::Msg(&INGRESS_BACKEND)),
+        list(2, "tls", Ty::Msg(&INGRESS_TLS)),
+        list(3, "rules", Ty::Msg(&INGRESS_RULE)),
+        keep(4, "ingressClassName", Ty::String),
+    ],
+};
+
+static INGRESS_TLS: Msg = Msg {
+    name: "v1.IngressTLS",
+    fields: &[
+        list(1, "hosts", Ty::String),
+        omit(2, "secretName", Ty::String),
+    ],
+};
+
+static INGRESS_RULE: Msg = Msg {
+    name: "v1.IngressRule",
+    fields: &[omit(1, "host", Ty::String), inline(2, &INGRESS_RULE_VALUE)],
+};
+
+static INGRESS_RULE_VALUE: Msg = Msg {
+    name: "v1.IngressRuleValue",
+    fields: &[keep(1, "http", Ty::Msg(&HTTP_INGRESS_RULE_VALUE))],
+};
+
+static HTTP_INGRESS_RULE_VALUE: Msg = Msg {
+    name: "v1.HTTPIngressRuleValue",
+    fields: &[list(1, "paths", Ty::Msg(&HTTP_INGRESS_PATH))],
+};
+
+static HTTP_INGRESS_PATH: Msg = Msg {
+    name: "v1.HTTPIngressPath",
+    fields: &[
+        omit(1, "path", Ty::String),
+        keep(2, "backend", Ty::Msg(&INGRESS_BACKEND)),
+        keep(3, "pathType", Ty::String),
+    ],
+};
+
+static INGRESS_BACKEND: Msg = Msg {
+    name: "v1.IngressBackend",
+    fields: &[
+        keep(3, "resource", Ty::Msg(&TYPED_LOCAL_OBJECT_REFERENCE)),
+        keep(4, "service", Ty::Msg(&INGRESS_SERVICE_BACKEND)),
+    ],
+};
+
+static TYPED_LOCAL_OBJECT_REFERENCE: Msg = Msg {
+    name: "v1.TypedLocalObjectReference",
+    fields: &[
+        keep(1, "apiGroup", Ty::String),
+        keep(2, "kind", Ty::String),
+        keep(3, "name", Ty::String),
+    ],
+};
+
+static INGRESS_SERVICE_BACKEND: Msg = Msg {
+    name: "v1.IngressServiceBackend",
+    fields: &[
+        keep(1, "name", Ty::String),
+        keep(2, "port", Ty::Msg(&SERVICE_BACKEND_PORT)),
+    ],
+};
+
+static SERVICE_BACKEND_PORT: Msg = Msg {
+    name: "v1.ServiceBackendPort",
+    fields: &[omit(1, "name", Ty::String), omit(2, "number", Ty::Int32)],
+};
+
+// policy/v1
+
+pub static POD_DISRUPTION_BUDGET: Msg = Msg {
+    name: "v1.PodDisruptionBudget",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&POD_DISRUPTION_BUDGET_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static POD_DISRUPTION_BUDGET_SPEC: Msg = Msg {
+    name: "v1.PodDisruptionBudgetSpec",
+    fields: &[
+        keep(1, "minAvailable", Ty::IntOrString),
+        keep(2, "selector", Ty::Msg(&LABEL_SELECTOR)),
+        keep(3, "maxUnavailable", Ty::IntOrString),
+        keep(4, "unhealthyPodEvictionPolicy", Ty::String),
+    ],
+};
+
+// rbac.authorization.k8s.io/v1
+
+/// `Role` and `ClusterRole` (a Role has no aggregation rule).
+pub static ROLE: Msg = Msg {
+    name: "v1.ClusterRole",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        list(2, "rules", Ty::Msg(&POLICY_RULE)),
+        keep(3, "aggregationRule", Ty::Msg(&AGGREGATION_RULE)),
+    ],
+};
+
+static POLICY_RULE: Msg = Msg {
+    name: "v1.PolicyRule",
+    fields: &[
+        list(1, "verbs", Ty::String),
+        list(2, "apiGroups", Ty::String),
+        list(3, "resources", Ty::String),
+        list(4, "resourceNames", Ty::String),
+        list(5, "nonResourceURLs", Ty::String),
+    ],
+};
+
+static AGGREGATION_RULE: Msg = Msg {
+    name: "v1.AggregationRule",
+    fields: &[list(1, "clusterRoleSelectors", Ty::Msg(&LABEL_SELECTOR))],
+};
+
+/// `RoleBinding` and `ClusterRoleBinding`.
+pub static ROLE_BINDING: Msg = Msg {
+    name: "v1.RoleBinding",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        list(2, "subjects", Ty::Msg(&SUBJECT)),
+        keep(3, "roleRef", Ty::Msg(&ROLE_REF)),
+    ],
+};
+
+static SUBJECT: Msg = Msg {
+    name: "v1.Subject",
+    fields: &[
+        keep(1, "kind", Ty::String),
+        omit(2, "apiGroup", Ty::String),
+        keep(3, "name", Ty::String),
+        omit(4, "namespace", Ty::String),
+    ],
+};
+
+static ROLE_REF: Msg = Msg {
+    name: "v1.RoleRef",
+    fields: &[
+        keep(1, "apiGroup", Ty::String),
+        keep(2, "kind", Ty::String),
+        keep(3, "name", Ty::String),
+    ],
+};
+
+// authorization.k8s.io/v1 and authentication.k8s.io/v1: the reviews kubectl's `auth` commands
+// and `create token` send.
+
+pub static SELF_SUBJECT_ACCESS_REVIEW: Msg = Msg {
+    name: "v1.SelfSubjectAccessReview",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&ACCESS_REVIEW_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static ACCESS_REVIEW_SPEC: Msg = Msg {
+    name: "v1.SelfSubjectAccessReviewSpec",
+    fields: &[
+        keep(1, "resourceAttributes", Ty::Msg(&RESOURCE_ATTRIBUTES)),
+        keep(
+            2,
+            "nonResourceAttributes",
+            Ty::Msg(&NON_RESOURCE_ATTRIBUTES),
+        ),
+    ],
+};
+
+static RESOURCE_ATTRIBUTES: Msg = Msg {
+    name: "v1.ResourceAttributes",
+    fields: &[
+        omit(1, "namespace", Ty::String),
+        omit(2, "verb", Ty::String),
+        omit(3, "group", Ty::String),
+        omit(4, "version", Ty::String),
+        omit(5, "resource", Ty::String),
+        omit(6, "subresource", Ty::String),
+        omit(7, "name", Ty::String),
+    ],
+};
+
+static NON_RESOURCE_ATTRIBUTES: Msg = Msg {
+    name: "v1.NonResourceAttributes",
+    fields: &[omit(1, "path", Ty::String), omit(2, "verb", Ty::String)],
+};
+
+pub static SELF_SUBJECT_RULES_REVIEW: Msg = Msg {
+    name: "v1.SelfSubjectRulesReview",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&RULES_REVIEW_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static RULES_REVIEW_SPEC: Msg = Msg {
+    name: "v1.SelfSubjectRulesReviewSpec",
+    fields: &[omit(1, "namespace", Ty::String)],
+};
+
+pub static SELF_SUBJECT_REVIEW: Msg = Msg {
+    name: "v1.SelfSubjectReview",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "status", Ty::Ignored),
+    ],
+};
+
+pub static TOKEN_REQUEST: Msg = Msg {
+    name: "v1.TokenRequest",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&TOKEN_REQUEST_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static TOKEN_REQUEST_SPEC: Msg = Msg {
+    name: "v1.TokenRequestSpec",
+    fields: &[
+        list(1, "audiences", Ty::String),
+        keep(3, "boundObjectRef", Ty::Msg(&BOUND_OBJECT_REFERENCE)),
+        keep(4, "expirationSeconds", Ty::Int64),
+    ],
+};
+
+static BOUND_OBJECT_REFERENCE: Msg = Msg {
+    name: "v1.BoundObjectReference",
+    fields: &[
+        omit(1, "kind", Ty::String),
+        omit(2, "apiVersion", Ty::String),
+        omit(3, "name", Ty::String),
+        omit(4, "uid", Ty::String),
+    ],
+};
+
+/// The table of a review's protobuf body, by its API version and kind.
+pub fn review(api_version: &str, kind: &str) -> Option<&'static Msg> {
+    Some(match (api_version, kind) {
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => &SELF_SUBJECT_ACCESS_REVIEW,
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => &SELF_SUBJECT_RULES_REVIEW,
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => &SELF_SUBJECT_REVIEW,
+        ("authentication.k8s.io/v1", "TokenRequest") => &TOKEN_REQUEST,
+        _ => return None,
+    })
+}
+
+/// The table of a built-in kind's protobuf body, by its API version and kind.
+pub fn of(api_version: &str, kind: &str) -> Option<&'static Msg> {
+    Some(match (api_version, kind) {
+        ("v1", "Namespace") => &NAMESPACE,
+        ("v1", "ConfigMap") => &CONFIG_MAP,
+        ("v1", "Secret") => &SECRET,
+        ("v1", "ServiceAccount") => &SERVICE_ACCOUNT,
+        ("v1", "Service") => &SERVICE,
+        ("apps/v1", "Deployment") => &DEPLOYMENT,
+        ("batch/v1", "Job") => &JOB,
+        ("batch/v1", "CronJob") => &CRON_JOB,
+        ("networking.k8s.io/v1", "Ingress") => &INGRESS,
+        ("policy/v1", "PodDisruptionBudget") => &POD_DISRUPTION_BUDGET,
+        ("rbac.authorization.k8s.io/v1", "Role" | "ClusterRole") => &ROLE,
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => &ROLE_BINDING,
+        _ => return None,
+    })
+}
