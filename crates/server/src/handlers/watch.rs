@@ -154,14 +154,23 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply,
     };
     let store = ctx.state.store.clone();
     let drained = ctx.state.health.drained();
+    let retired = task.strategy.definition_retired(&ctx.state.registry);
     tokio::spawn(async move {
         let run = task.run(store, request, initial, tx.clone());
+        let retired = async move {
+            match retired {
+                Some(r) => r.await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = run => {}
             () = tokio::time::sleep(timeout) => {}
             () = tx.closed() => {}
             // Shutdown ends watches at once rather than waiting out its grace period.
             () = drained => {}
+            // The definition serving the resource went or changed.
+            () = retired => {}
         }
     });
     let body = crate::body::stream_body(rx);

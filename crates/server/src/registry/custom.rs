@@ -119,6 +119,36 @@ impl Strategy for CustomResourceStrategy {
         Ok(warnings)
     }
 
+    /// Upstream's CRD handler tears a CRD's storage down when the CRD goes or its spec or
+    /// accepted names change, about a second after (`tearDown`): watches end then, and clients
+    /// list again.
+    fn definition_retired(
+        &self,
+        registry: &Arc<super::serving::Registry>,
+    ) -> Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> {
+        let mut changes = registry.subscribe();
+        let registry = registry.clone();
+        let (name, uid, identity) = (
+            self.crd.name.clone(),
+            self.crd.uid.clone(),
+            self.crd.storage_identity,
+        );
+        Some(Box::pin(async move {
+            loop {
+                let same = registry
+                    .get(&name)
+                    .is_some_and(|c| c.uid == uid && c.storage_identity == identity);
+                if !same {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    return;
+                }
+                if changes.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+        }))
+    }
+
     fn unserved_subresource(&self, name: &str) -> ApiError {
         Status::not_found(&self.info.group_resource(), name).into()
     }

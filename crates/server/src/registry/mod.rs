@@ -248,6 +248,17 @@ pub trait Strategy: Send + Sync {
         false
     }
 
+    /// For a resource served from a definition that can change under an open watch (custom
+    /// resources): a future that resolves once that definition is gone or its spec changed,
+    /// when upstream tears the resource's storage down and every watch of it ends. `None` for
+    /// resources whose serving never changes.
+    fn definition_retired(
+        &self,
+        _registry: &std::sync::Arc<serving::Registry>,
+    ) -> Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> {
+        None
+    }
+
     /// Whether the collection can be deleted at once (DELETE of the collection path); upstream
     /// serves no `deletecollection` for namespaces.
     fn serves_delete_collection(&self) -> bool {

@@ -193,6 +193,20 @@ pub struct ServingCrd {
     /// that same schema when written. Reads of the others may send the stored bytes as they
     /// are.
     pub pruned_on_read: bool,
+    /// A fingerprint of `spec` and `status.acceptedNames`: what upstream's CRD handler compares
+    /// to decide whether a CRD change tears its storage down (ending every watch of it).
+    pub storage_identity: u64,
+}
+
+/// Hashes a CRD's `spec` and `status.acceptedNames` ([`ServingCrd::storage_identity`]).
+fn storage_identity(raw: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    raw.get("spec").map(Value::to_string).hash(&mut h);
+    raw.pointer("/status/acceptedNames")
+        .map(Value::to_string)
+        .hash(&mut h);
+    h.finish()
 }
 
 fn condition_true(crd: &CustomResourceDefinition, kind: &str) -> bool {
@@ -318,6 +332,7 @@ impl ServingCrd {
             preserve_unknown_fields: spec.preserve_unknown_fields.unwrap_or(false),
             pruned_on_read: !spec.preserve_unknown_fields.unwrap_or(false)
                 && crd.metadata.generation.unwrap_or(1) > 1,
+            storage_identity: storage_identity(raw),
         };
         serving.schemas = Arc::new(
             serving

@@ -314,3 +314,79 @@ async fn shutdown_ends_watches_cleanly() {
         let _ = chunk;
     }
 }
+
+/// Watches of a custom resource end (cleanly) once its CRD's spec changes or the CRD goes,
+/// as upstream's CRD handler tears the storage down: after the objects' DELETED events when
+/// the CRD is deleted.
+#[tokio::test]
+async fn custom_resource_watches_end_when_their_crd_changes_or_goes() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    api.create_crd(crd_json(
+        "gone.example.com",
+        "things",
+        "Thing",
+        "Namespaced",
+    ))
+    .await;
+    let base = "/apis/gone.example.com/v1/namespaces/default/things";
+    let r = api
+        .post(
+            base,
+            json!({"apiVersion": "gone.example.com/v1", "kind": "Thing",
+                               "metadata": {"name": "t"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let watch = || async {
+        let resp = api
+            .request(
+                Method::GET,
+                &format!("{base}?watch=true&timeoutSeconds=3600"),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        resp
+    };
+    /// Reads a watch to its end, with the event types it carried.
+    async fn to_the_end(mut resp: reqwest::Response) -> Vec<String> {
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.expect("the watch ends cleanly") {
+            body.extend_from_slice(&chunk);
+        }
+        String::from_utf8_lossy(&body)
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+    // A spec change: the watch ends.
+    let first = watch().await;
+    let crd = format!("{CRDS}/things.gone.example.com");
+    let r = api
+        .call(
+            Method::PATCH,
+            &crd,
+            "application/merge-patch+json",
+            Some(json!({"spec": {"names": {"shortNames": ["th"]}}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let ended = tokio::time::timeout(Duration::from_secs(30), to_the_end(first))
+        .await
+        .expect("the watch ends after the CRD's spec changed");
+    assert_eq!(ended, ["ADDED"]);
+    // The CRD goes: its objects' DELETED events, then the end.
+    let second = watch().await;
+    assert_eq!(api.delete(&crd).await.status, 200);
+    let ended = tokio::time::timeout(Duration::from_secs(30), to_the_end(second))
+        .await
+        .expect("the watch ends after the CRD is deleted");
+    assert_eq!(ended, ["ADDED", "DELETED"]);
+}
