@@ -315,6 +315,23 @@ async fn shutdown_ends_watches_cleanly() {
     }
 }
 
+/// Reads a watch to its end, with the event types it carried.
+async fn to_the_end(mut resp: reqwest::Response) -> Vec<String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.expect("the watch ends cleanly") {
+        body.extend_from_slice(&chunk);
+    }
+    String::from_utf8_lossy(&body)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
 /// Watches of a custom resource end (cleanly) once its CRD's spec changes or the CRD goes,
 /// as upstream's CRD handler tears the storage down: after the objects' DELETED events when
 /// the CRD is deleted.
@@ -350,22 +367,6 @@ async fn custom_resource_watches_end_when_their_crd_changes_or_goes() {
         assert_eq!(resp.status(), 200);
         resp
     };
-    /// Reads a watch to its end, with the event types it carried.
-    async fn to_the_end(mut resp: reqwest::Response) -> Vec<String> {
-        let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.expect("the watch ends cleanly") {
-            body.extend_from_slice(&chunk);
-        }
-        String::from_utf8_lossy(&body)
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["type"]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
-    }
     // A spec change: the watch ends.
     let first = watch().await;
     let crd = format!("{CRDS}/things.gone.example.com");
