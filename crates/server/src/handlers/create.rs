@@ -24,8 +24,9 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
         sub: Subresource::Main,
         field_validation: ctx.opts.write.field_validation,
         patch: false,
+        patch_value: None,
     };
-    let mut warnings = duplicate_fields(ctx, strategy, &obj, how, repeats)?;
+    let mut warnings = duplicate_fields(ctx, strategy, &obj, how.clone(), repeats)?;
     warnings.extend(strategy.admit(&mut obj, &how)?);
     create_object(ctx, strategy, obj, warnings, Ownership::Track).await
 }

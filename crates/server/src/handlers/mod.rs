@@ -165,6 +165,7 @@ pub fn readmission(ctx: &Ctx<'_>) -> crate::registry::Admission {
         sub: ctx.sub,
         field_validation: crate::request::options::FieldValidation::Ignore,
         patch: true,
+        patch_value: None,
     }
 }
 

@@ -43,6 +43,10 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
             sub: ctx.sub,
             field_validation,
             patch: true,
+            patch_value: (kind == PatchType::StrategicMerge)
+                .then(|| serde_json::from_slice::<serde_json::Value>(&ctx.body).ok())
+                .flatten()
+                .map(|p| crd_schema::validate::gofmt::value_v(&p)),
         };
         warnings.extend(strategy.admit(&mut patched, &how)?);
         let patched_rv = meta::resource_version(&patched).to_string();
@@ -96,6 +100,7 @@ async fn apply_patch(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Ap
         sub: ctx.sub,
         field_validation: ctx.opts.write.field_validation,
         patch: true,
+        patch_value: None,
     };
     let gr = info.group_resource();
     for attempt in 0..MAX_ATTEMPTS {

@@ -22,8 +22,9 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
         sub: ctx.sub,
         field_validation: ctx.opts.write.field_validation,
         patch: false,
+        patch_value: None,
     };
-    let mut warnings = super::create::duplicate_fields(ctx, strategy, &new, how, repeats)?;
+    let mut warnings = super::create::duplicate_fields(ctx, strategy, &new, how.clone(), repeats)?;
     warnings.extend(strategy.admit(&mut new, &how)?);
     if meta::name(&new) != name {
         return Err(Status::bad_request(format!(

@@ -592,6 +592,7 @@ mod tests {
             sub: Subresource::Main,
             field_validation,
             patch: false,
+            patch_value: None,
         }
     }
 

@@ -38,7 +38,7 @@ pub use crate::request::route::Subresource;
 
 /// How a body is being admitted: which endpoint, the `fieldValidation` mode, and whether it is
 /// the result of a patch (strict errors are then 422, as upstream).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Admission {
     /// The endpoint written through.
     pub sub: Subresource,
@@ -46,6 +46,10 @@ pub struct Admission {
     pub field_validation: pipeline::FieldValidation,
     /// The body is a patched object.
     pub patch: bool,
+    /// How a strict decoding error shows the patch, when not as the patched object's JSON: a
+    /// strategic merge patch shows the patch itself as Go's `%+v` prints the decoded map
+    /// (`map[spec:map[bogus:1]]`), as upstream's `applyPatchToObject` does.
+    pub patch_value: Option<String>,
 }
 
 /// The static description of one resource at one version.

@@ -208,7 +208,7 @@ pub fn unknown_fields_outcome(
         FieldValidation::Strict if how.patch => {
             let errors = ErrorList(vec![crd_core::FieldError::invalid(
                 &Path::new("patch"),
-                before.unwrap_or_default(),
+                how.patch_value.clone().or(before).unwrap_or_default(),
                 format!("strict decoding error: {}", items.join(", ")),
             )]);
             Err(Status::invalid(&crd_core::GroupResource::new("", ""), "", &errors).into())

@@ -1668,3 +1668,49 @@ async fn empty_maps_and_lists_are_dropped_as_go_drops_them() {
         r.text
     );
 }
+
+/// A strict strategic merge patch with an unknown field: 422 on `patch` whose value is the
+/// patch as Go prints the decoded map (`applyPatchToObject`); a merge patch shows the patched
+/// object's JSON instead.
+#[tokio::test]
+async fn strict_patch_errors_show_the_patch_as_upstream_shows_it() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let r = api
+        .post(
+            "/api/v1/namespaces/default/configmaps",
+            json!({"metadata": {"name": "p"}, "data": {"a": "1"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let url = "/api/v1/namespaces/default/configmaps/p?fieldValidation=Strict";
+    let patch = json!({"data": {"b": "2"}, "bogus": {"x": [1, true]}});
+    let r = api
+        .call(
+            Method::PATCH,
+            url,
+            "application/strategic-merge-patch+json",
+            Some(patch.clone()),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        " \"\" is invalid: patch: Invalid value: \"map[bogus:map[x:[1 true]] data:map[b:2]]\": strict decoding error: unknown field \"bogus\""
+    );
+    let r = api
+        .call(
+            Method::PATCH,
+            url,
+            "application/merge-patch+json",
+            Some(patch),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let message = r.json()["message"].as_str().unwrap().to_string();
+    assert!(
+        message.starts_with(" \"\" is invalid: patch: Invalid value: \"{")
+            && message.contains("\\\"bogus\\\""),
+        "{message}"
+    );
+}
