@@ -39,14 +39,27 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
             field_validation,
             strategy.schema(),
         )?;
+        // A strategic merge patch shows itself in errors as Go prints the decoded map.
+        let patch_value = (kind == PatchType::StrategicMerge)
+            .then(|| serde_json::from_slice::<serde_json::Value>(&ctx.body).ok())
+            .flatten()
+            .map(|p| crd_schema::validate::gofmt::value_v(&p));
+        // A patched object its Go type cannot hold: upstream's 422 on `patch`.
+        if let Some(e) = strategy.patched_decode_error(&patched, kind == PatchType::StrategicMerge)
+        {
+            let value = patch_value.clone().unwrap_or_else(|| patched.to_string());
+            let errors = crd_core::ErrorList(vec![crd_core::FieldError::invalid(
+                &crd_core::Path::new("patch"),
+                value,
+                e,
+            )]);
+            return Err(Status::invalid(&crd_core::GroupResource::new("", ""), "", &errors).into());
+        }
         let how = crate::registry::Admission {
             sub: ctx.sub,
             field_validation,
             patch: true,
-            patch_value: (kind == PatchType::StrategicMerge)
-                .then(|| serde_json::from_slice::<serde_json::Value>(&ctx.body).ok())
-                .flatten()
-                .map(|p| crd_schema::validate::gofmt::value_v(&p)),
+            patch_value,
         };
         warnings.extend(strategy.admit(&mut patched, &how)?);
         let patched_rv = meta::resource_version(&patched).to_string();

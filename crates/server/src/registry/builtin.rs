@@ -303,6 +303,83 @@ fn member_schemas(resolved: &Value) -> (Option<&serde_json::Map<String, Value>>,
     (props, elem)
 }
 
+/// The first value `runtime.DefaultUnstructuredConverter.FromUnstructured` cannot put into
+/// the kind's Go type, in its words (`unrecognized type: int32`, `cannot restore slice from
+/// map`): how a strategic merge patch's result is decoded upstream. Types with their own
+/// decoding (quantities, times, int-or-string, raw extensions) are left to the typed check.
+fn converter_error(defs: &BTreeMap<String, Value>, schema: &Value, v: &Value) -> Option<String> {
+    let (resolved, name) = resolve(defs, schema);
+    if v.is_null()
+        || resolved.get("x-kubernetes-int-or-string").is_some()
+        || resolved
+            .get("x-kubernetes-preserve-unknown-fields")
+            .is_some()
+        || name.is_some_and(|n| {
+            n.ends_with(".Time") || n.ends_with(".MicroTime") || n.ends_with(".Quantity")
+        })
+    {
+        return None;
+    }
+    let got = match v {
+        Value::String(_) => "string",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "int64",
+        Value::Number(_) => "float64",
+        Value::Array(_) => "slice",
+        _ => "map",
+    };
+    let ty = resolved.get("type").and_then(Value::as_str).unwrap_or("");
+    let (props, elem) = member_schemas(resolved);
+    match ty {
+        "object" if props.is_some() || elem.is_none() => {
+            let Value::Object(m) = v else {
+                return Some(format!("cannot restore struct from: {got}"));
+            };
+            let props = props?;
+            m.iter()
+                .find_map(|(k, child)| converter_error(defs, props.get(k)?, child))
+        }
+        "object" => {
+            let Value::Object(m) = v else {
+                return Some(format!("cannot restore map from {got}"));
+            };
+            let elem = elem?;
+            m.values()
+                .find_map(|child| converter_error(defs, elem, child))
+        }
+        "array" => {
+            let Value::Array(items) = v else {
+                return Some(format!("cannot restore slice from {got}"));
+            };
+            let item = resolved.get("items")?;
+            items.iter().find_map(|i| converter_error(defs, item, i))
+        }
+        "string" | "integer" | "number" | "boolean" => {
+            let want = go_type(defs, schema);
+            let integral = v.as_f64().is_some_and(|f| f.fract() == 0.0);
+            let fits = match (ty, got) {
+                ("string", "string")
+                | ("boolean", "bool")
+                | ("integer", "int64")
+                | ("number", "int64" | "float64") => true,
+                ("integer", "float64") => integral,
+                _ => false,
+            };
+            if fits {
+                return None;
+            }
+            // Go converts between numbers and from integers to strings, refusing the rest.
+            Some(match (ty, got) {
+                ("string" | "integer", "int64" | "float64") => {
+                    format!("cannot convert {got} to {want}")
+                }
+                _ => format!("unrecognized type: {want}"),
+            })
+        }
+        _ => None,
+    }
+}
+
 /// Step: times as Go stores them. A built-in object is decoded into typed Go values, so a
 /// `metav1.Time` is written back in UTC at seconds precision and a `metav1.MicroTime` in UTC
 /// with six fraction digits, whatever offset and precision the client sent
@@ -472,6 +549,16 @@ impl Strategy for BuiltinStrategy {
         )?;
         self.kind.apply_defaults(obj);
         Ok(warnings)
+    }
+
+    fn patched_decode_error(&self, obj: &Value, strategic: bool) -> Option<String> {
+        let defs = crd_builtin::schema::definitions();
+        let root = serde_json::json!({ "$ref": format!("{REF_PREFIX}{}", self.kind.definition) });
+        if strategic {
+            converter_error(defs, &root, obj)
+        } else {
+            type_error(defs, &root, obj, "", self.kind.kind)
+        }
     }
 
     fn prepare_create(&self, obj: &mut Value) {

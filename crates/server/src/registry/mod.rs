@@ -263,6 +263,14 @@ pub trait Strategy: Send + Sync {
         None
     }
 
+    /// Why a patched object cannot be decoded into the kind's Go type, as upstream's patchers
+    /// say it: the JSON decoder's words for JSON and merge patches, the unstructured
+    /// converter's for strategic merge patches (`strategic`). `None` when it can, and for kinds
+    /// decoded without Go types (custom resources).
+    fn patched_decode_error(&self, _obj: &Value, _strategic: bool) -> Option<String> {
+        None
+    }
+
     /// Whether the collection can be deleted at once (DELETE of the collection path); upstream
     /// serves no `deletecollection` for namespaces.
     fn serves_delete_collection(&self) -> bool {

@@ -1714,3 +1714,53 @@ async fn strict_patch_errors_show_the_patch_as_upstream_shows_it() {
         "{message}"
     );
 }
+
+/// A patch whose result the kind's Go type cannot hold: 422 on `patch`, in the JSON decoder's
+/// words for merge and JSON patches (the value is the patched object) and the unstructured
+/// converter's for strategic merge patches (the value is the patch), as upstream's patchers.
+#[tokio::test]
+async fn patches_of_the_wrong_type_are_invalid_as_upstream_says() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let r = api
+        .post(
+            "/apis/apps/v1/namespaces/default/deployments",
+            json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}},
+                             "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let url = "/apis/apps/v1/namespaces/default/deployments/d";
+    let patch = |content_type: &'static str, body: Value| {
+        api.call(Method::PATCH, url, content_type, Some(body))
+    };
+    let r = patch(
+        "application/merge-patch+json",
+        json!({"spec": {"replicas": "abc"}}),
+    )
+    .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let message = r.json()["message"].as_str().unwrap().to_string();
+    assert!(
+        message.starts_with(" \"\" is invalid: patch: Invalid value: \"{")
+            && message.ends_with("\": json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"),
+        "{message}"
+    );
+    for (body, want) in [
+        (
+            json!({"spec": {"replicas": "abc"}}),
+            " \"\" is invalid: patch: Invalid value: \"map[spec:map[replicas:abc]]\": unrecognized type: int32",
+        ),
+        (
+            json!({"spec": {"template": {"spec": {"containers": {"name": "c"}}}}}),
+            " \"\" is invalid: patch: Invalid value: \"map[spec:map[template:map[spec:map[containers:map[name:c]]]]]\": cannot restore slice from map",
+        ),
+    ] {
+        let r = patch("application/strategic-merge-patch+json", body).await;
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert_eq!(r.json()["message"], want);
+    }
+    // The stored object is unchanged.
+    assert_eq!(api.get(url).await.json()["spec"]["replicas"], 1);
+}
