@@ -60,6 +60,9 @@ pub enum KindId {
     StatefulSet,
     DaemonSet,
     ReplicaSet,
+    /// `apps/v1` `ControllerRevision`: the revisions stateful sets and daemon sets keep
+    /// (`kubectl rollout history|undo` reads them).
+    ControllerRevision,
     Job,
     CronJob,
     Ingress,
@@ -280,6 +283,10 @@ pub static KINDS: &[Kind] = &[
         "poddisruptionbudget", short: ["pdb"], cat: [], Namespaced, status: true, scale: None,
         key: "/registry/poddisruptionbudgets", def: "io.k8s.api.policy.v1.PodDisruptionBudget",
         gen: Spec, columns: printers::PDB, fields: [], stored_as: None),
+    kind!(ControllerRevision, "apps", "v1", "ControllerRevision", "controllerrevisions",
+        "controllerrevision", short: [], cat: [], Namespaced, status: false, scale: None,
+        key: "/registry/controllerrevisions", def: "io.k8s.api.apps.v1.ControllerRevision",
+        gen: None, columns: printers::CONTROLLER_REVISION, fields: [], stored_as: None),
     kind!(Lease, "coordination.k8s.io", "v1", "Lease", "leases", "lease", short: [], cat: [],
         Namespaced, status: false, scale: None, key: "/registry/leases",
         def: "io.k8s.api.coordination.v1.Lease", gen: None, columns: printers::LEASE,
@@ -490,6 +497,7 @@ mod tests {
             KindId::Ingress,
             KindId::EndpointSlice,
             KindId::PodDisruptionBudget,
+            KindId::ControllerRevision,
             KindId::Lease,
             KindId::EventsV1Event,
             KindId::Role,

@@ -404,6 +404,7 @@ impl Kind {
             | KindId::EventsV1Event
             | KindId::Ingress
             | KindId::PodDisruptionBudget
+            | KindId::ControllerRevision
             | KindId::Lease => {}
             KindId::Role
             | KindId::ClusterRole

@@ -697,6 +697,19 @@ pub const PDB: &[Column] = &[
     ),
     AGE,
 ];
+/// `ControllerRevision`: NAME CONTROLLER REVISION AGE.
+pub const CONTROLLER_REVISION: &[Column] = &[
+    NAME,
+    text("Controller", "string", "Controller of the object", 0),
+    doc(
+        "Revision",
+        "string",
+        "io.k8s.api.apps.v1.ControllerRevision",
+        "revision",
+        0,
+    ),
+    AGE,
+];
 /// Lease: NAME HOLDER AGE.
 pub const LEASE: &[Column] = &[
     NAME,
@@ -1193,6 +1206,26 @@ impl Kind {
                 ]
             }
             KindId::Lease => vec![name, json!(s(obj, "/spec/holderIdentity")), age],
+            // The controller as `formatResourceName` prints it: `statefulset.apps/web`.
+            KindId::ControllerRevision => {
+                let controller = arr(obj, "/metadata/ownerReferences")
+                    .iter()
+                    .find(|r| r.get("controller") == Some(&Value::Bool(true)))
+                    .map_or_else(
+                        || "<none>".to_string(),
+                        |r| {
+                            let group = s(r, "/apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+                            let kind = s(r, "/kind").to_lowercase();
+                            let kind = if group.is_empty() {
+                                kind
+                            } else {
+                                format!("{kind}.{group}")
+                            };
+                            format!("{kind}/{}", s(r, "/name"))
+                        },
+                    );
+                vec![name, json!(controller), json!(int(obj, "/revision")), age]
+            }
             KindId::Role
             | KindId::ClusterRole
             | KindId::RoleBinding
@@ -2009,6 +2042,10 @@ mod tests {
                 ],
             ),
             (KindId::Lease, &["Name", "Holder", "Age"]),
+            (
+                KindId::ControllerRevision,
+                &["Name", "Controller", "Revision", "Age"],
+            ),
         ];
         for (id, want) in cases {
             assert_eq!(headers(*id), *want, "{id:?}");
@@ -2442,6 +2479,13 @@ mod tests {
                 KindId::Lease,
                 json!({"metadata": {"name": "leader", "creationTimestamp": CREATED}, "spec": {"holderIdentity": "node-1_abc"}}),
                 json!(["leader", "node-1_abc", "5m"]),
+            ),
+            (
+                KindId::ControllerRevision,
+                json!({"metadata": {"name": "web-7d9", "ownerReferences": [
+                    {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "u", "controller": true}]},
+                    "data": {}, "revision": 2}),
+                json!(["web-7d9", "statefulset.apps/web", 2, "<unknown>"]),
             ),
         ];
         for (id, obj, want) in cases {

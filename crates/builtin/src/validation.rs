@@ -1522,6 +1522,25 @@ fn pdb(obj: &Value, errs: &mut ErrorList) {
     }
 }
 
+/// `ValidateControllerRevisionCreate`/`Update`: data required and immutable, revision not
+/// negative.
+fn controller_revision(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
+    let data = at(obj, "/data");
+    if data.is_null() {
+        errs.push(FieldError::required(&Path::new("data"), ""));
+    }
+    non_negative(at(obj, "/revision"), &Path::new("revision"), errs);
+    if let Some(old) = old
+        && data != at(old, "/data")
+    {
+        errs.push(FieldError::invalid(
+            &Path::new("data"),
+            compound(data),
+            "field is immutable",
+        ));
+    }
+}
+
 fn lease(obj: &Value, errs: &mut ErrorList) {
     let spec = at(obj, "/spec");
     let sp = Path::new("spec");
@@ -1621,6 +1640,7 @@ impl Kind {
             KindId::EndpointSlice => endpoint_slice(obj, old, &mut errs),
             KindId::PodDisruptionBudget => pdb(obj, &mut errs),
             KindId::Lease => lease(obj, &mut errs),
+            KindId::ControllerRevision => controller_revision(obj, old, &mut errs),
             KindId::Role
             | KindId::ClusterRole
             | KindId::RoleBinding

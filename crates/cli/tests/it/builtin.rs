@@ -703,3 +703,33 @@ fn leases_and_namespace_deletion() {
     let err = kubectl_err(&s, &["get", "namespace", "stuck"]);
     assert!(err.contains(r#"namespaces "stuck" not found"#), "{err}");
 }
+
+/// `kubectl rollout history` of a stateful set or daemon set reads its controller revisions: with
+/// no controller writing them (as in envtest) there is no history, and a revision written by
+/// hand is listed.
+#[test]
+fn rollout_history_reads_controller_revisions() {
+    let s = TestServer::start();
+    s.write(
+        "sts.yaml",
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  selector: {matchLabels: {app: db}}\n  serviceName: db\n  template:\n    metadata: {labels: {app: db}}\n    spec: {containers: [{name: c, image: postgres}]}\n",
+    );
+    s.kubectl_ok(&["apply", "-f", "sts.yaml"]);
+    let out = s.kubectl_ok(&["rollout", "history", "statefulset/db"]);
+    assert!(out.contains("No rollout history found."), "{out}");
+    let uid = s.kubectl_ok(&["get", "sts", "db", "-o", "jsonpath={.metadata.uid}"]);
+    s.write(
+        "rev.yaml",
+        &format!(
+            "apiVersion: apps/v1\nkind: ControllerRevision\nmetadata:\n  name: db-1\n  labels: {{app: db}}\n  ownerReferences:\n  - {{apiVersion: apps/v1, kind: StatefulSet, name: db, uid: {uid}, controller: true}}\ndata: {{spec: {{template: {{}}}}}}\nrevision: 1\n"
+        ),
+    );
+    s.kubectl_ok(&["apply", "-f", "rev.yaml"]);
+    let out = s.kubectl_ok(&["get", "controllerrevisions"]);
+    assert!(out.contains("statefulset.apps/db"), "{out}");
+    let out = s.kubectl_ok(&["rollout", "history", "statefulset/db"]);
+    assert!(
+        out.contains("REVISION") && out.lines().any(|l| l.starts_with('1')),
+        "{out}"
+    );
+}

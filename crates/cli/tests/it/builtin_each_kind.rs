@@ -102,6 +102,11 @@ const MANIFESTS: &[(&str, &str, &str)] = &[
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: pdb1\nspec:\n  minAvailable: 1\n  selector:\n    matchLabels:\n      app: d\n",
     ),
     (
+        "controllerrevisions",
+        "rev1",
+        "apiVersion: apps/v1\nkind: ControllerRevision\nmetadata:\n  name: rev1\ndata:\n  spec:\n    template: {}\nrevision: 1\n",
+    ),
+    (
         "leases",
         "lease1",
         "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: lease1\nspec:\n  holderIdentity: a\n  leaseDurationSeconds: 15\n",

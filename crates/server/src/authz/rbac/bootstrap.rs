@@ -157,6 +157,7 @@ pub fn cluster_roles() -> Vec<Value> {
                     READ,
                     &["apps"],
                     &[
+                        "controllerrevisions",
                         "daemonsets",
                         "daemonsets/status",
                         "deployments",
