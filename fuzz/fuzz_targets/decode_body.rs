@@ -23,6 +23,7 @@ const KINDS: &[(&str, &str)] = &[
     ("batch/v1", "CronJob"),
     ("networking.k8s.io/v1", "Ingress"),
     ("policy/v1", "PodDisruptionBudget"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
     ("rbac.authorization.k8s.io/v1", "Role"),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"),
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),

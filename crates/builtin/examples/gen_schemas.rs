@@ -174,6 +174,7 @@ fn generate() -> Value {
     generator.subschema_for::<api::discovery::v1::EndpointSlice>();
     generator.subschema_for::<api::policy::v1::PodDisruptionBudget>();
     generator.subschema_for::<api::apps::v1::ControllerRevision>();
+    generator.subschema_for::<api::scheduling::v1::PriorityClass>();
     generator.subschema_for::<api::coordination::v1::Lease>();
     generator.subschema_for::<api::events::v1::Event>();
     generator.subschema_for::<api::autoscaling::v1::Scale>();

@@ -63,6 +63,8 @@ pub enum KindId {
     /// `apps/v1` `ControllerRevision`: the revisions stateful sets and daemon sets keep
     /// (`kubectl rollout history|undo` reads them).
     ControllerRevision,
+    /// `scheduling.k8s.io/v1` `PriorityClass` (cluster-scoped; charts install them).
+    PriorityClass,
     Job,
     CronJob,
     Ingress,
@@ -287,6 +289,10 @@ pub static KINDS: &[Kind] = &[
         "controllerrevision", short: [], cat: [], Namespaced, status: false, scale: None,
         key: "/registry/controllerrevisions", def: "io.k8s.api.apps.v1.ControllerRevision",
         gen: None, columns: printers::CONTROLLER_REVISION, fields: [], stored_as: None),
+    kind!(PriorityClass, "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses",
+        "priorityclass", short: ["pc"], cat: [], Cluster, status: false, scale: None,
+        key: "/registry/priorityclasses", def: "io.k8s.api.scheduling.v1.PriorityClass",
+        gen: None, columns: printers::PRIORITY_CLASS, fields: [], stored_as: None),
     kind!(Lease, "coordination.k8s.io", "v1", "Lease", "leases", "lease", short: [], cat: [],
         Namespaced, status: false, scale: None, key: "/registry/leases",
         def: "io.k8s.api.coordination.v1.Lease", gen: None, columns: printers::LEASE,
@@ -498,6 +504,7 @@ mod tests {
             KindId::EndpointSlice,
             KindId::PodDisruptionBudget,
             KindId::ControllerRevision,
+            KindId::PriorityClass,
             KindId::Lease,
             KindId::EventsV1Event,
             KindId::Role,

@@ -295,6 +295,12 @@ impl Kind {
                     set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
                 }
             }
+            // `SetDefaults_PriorityClass`.
+            KindId::PriorityClass => {
+                if let Some(m) = obj.as_object_mut() {
+                    set_default(m, "preemptionPolicy", json!("PreemptLowerPriority"));
+                }
+            }
             KindId::PersistentVolumeClaim => {
                 if let Some(spec) = obj_mut(obj, "spec") {
                     set_default(spec, "volumeMode", json!("Filesystem"));

@@ -697,6 +697,32 @@ pub const PDB: &[Column] = &[
     ),
     AGE,
 ];
+/// `PriorityClass`: NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY.
+pub const PRIORITY_CLASS: &[Column] = &[
+    NAME,
+    doc(
+        "Value",
+        "integer",
+        "io.k8s.api.scheduling.v1.PriorityClass",
+        "value",
+        0,
+    ),
+    doc(
+        "Global-Default",
+        "boolean",
+        "io.k8s.api.scheduling.v1.PriorityClass",
+        "globalDefault",
+        0,
+    ),
+    AGE,
+    doc(
+        "PreemptionPolicy",
+        "string",
+        "io.k8s.api.scheduling.v1.PriorityClass",
+        "preemptionPolicy",
+        0,
+    ),
+];
 /// `ControllerRevision`: NAME CONTROLLER REVISION AGE.
 pub const CONTROLLER_REVISION: &[Column] = &[
     NAME,
@@ -1206,6 +1232,13 @@ impl Kind {
                 ]
             }
             KindId::Lease => vec![name, json!(s(obj, "/spec/holderIdentity")), age],
+            KindId::PriorityClass => vec![
+                name,
+                json!(int(obj, "/value")),
+                json!(at(obj, "/globalDefault").as_bool().unwrap_or(false)),
+                age,
+                json!(s(obj, "/preemptionPolicy")),
+            ],
             // The controller as `formatResourceName` prints it: `statefulset.apps/web`.
             KindId::ControllerRevision => {
                 let controller = arr(obj, "/metadata/ownerReferences")
@@ -2046,6 +2079,10 @@ mod tests {
                 KindId::ControllerRevision,
                 &["Name", "Controller", "Revision", "Age"],
             ),
+            (
+                KindId::PriorityClass,
+                &["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"],
+            ),
         ];
         for (id, want) in cases {
             assert_eq!(headers(*id), *want, "{id:?}");
@@ -2486,6 +2523,11 @@ mod tests {
                     {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "u", "controller": true}]},
                     "data": {}, "revision": 2}),
                 json!(["web-7d9", "statefulset.apps/web", 2, "<unknown>"]),
+            ),
+            (
+                KindId::PriorityClass,
+                json!({"metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "Never"}),
+                json!(["high", 1000, false, "<unknown>", "Never"]),
             ),
         ];
         for (id, obj, want) in cases {

@@ -1522,6 +1522,60 @@ fn pdb(obj: &Value, errs: &mut ErrorList) {
     }
 }
 
+/// `ValidatePriorityClass`/`ValidatePriorityClassUpdate`: names with the `system-` prefix
+/// are reserved for the system classes, a user class's value is at most 1,000,000,000, the
+/// preemption policy is one of two, and value and policy never change.
+fn priority_class(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
+    const SYSTEM: [(&str, i64); 2] = [
+        ("system-node-critical", 2_000_001_000),
+        ("system-cluster-critical", 2_000_000_000),
+    ];
+    let name = s(obj, "/metadata/name");
+    let value = at(obj, "/value");
+    if name.starts_with("system-") {
+        match SYSTEM.iter().find(|(n, _)| *n == name) {
+            Some((_, v)) if value.as_i64() != Some(*v) => errs.push(FieldError::forbidden(
+                &Path::new("metadata").child("name"),
+                format!("{name} is a system priority class and must have value {v}"),
+            )),
+            Some(_) => {}
+            None => errs.push(FieldError::forbidden(
+                &Path::new("metadata").child("name"),
+                "priority class names with 'system-' prefix are reserved for system use only",
+            )),
+        }
+    } else if value.as_i64().is_some_and(|v| v > 1_000_000_000) {
+        errs.push(FieldError::forbidden(
+            &Path::new("value"),
+            "maximum allowed value of a user defined priority is 1000000000",
+        ));
+    }
+    if let Some(p) = obj.get("preemptionPolicy").and_then(Value::as_str)
+        && !matches!(p, "Never" | "PreemptLowerPriority")
+    {
+        errs.push(FieldError::not_supported(
+            &Path::new("preemptionPolicy"),
+            p,
+            &["Never", "PreemptLowerPriority"],
+        ));
+    }
+    if let Some(old) = old {
+        if value != at(old, "/value") {
+            errs.push(FieldError::forbidden(
+                &Path::new("value"),
+                "may not be changed in an update.",
+            ));
+        }
+        if at(obj, "/preemptionPolicy") != at(old, "/preemptionPolicy") {
+            errs.push(FieldError::invalid(
+                &Path::new("preemptionPolicy"),
+                compound(at(obj, "/preemptionPolicy")),
+                "field is immutable",
+            ));
+        }
+    }
+}
+
 /// `ValidateControllerRevisionCreate`/`Update`: data required and immutable, revision not
 /// negative.
 fn controller_revision(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
@@ -1641,6 +1695,7 @@ impl Kind {
             KindId::PodDisruptionBudget => pdb(obj, &mut errs),
             KindId::Lease => lease(obj, &mut errs),
             KindId::ControllerRevision => controller_revision(obj, old, &mut errs),
+            KindId::PriorityClass => priority_class(obj, old, &mut errs),
             KindId::Role
             | KindId::ClusterRole
             | KindId::RoleBinding

@@ -130,6 +130,16 @@ fn kubectl_create_generators_send_protobuf_the_server_reads() {
             ],
             "poddisruptionbudget.policy/web created",
         ),
+        (
+            &[
+                "create",
+                "priorityclass",
+                "high",
+                "--value=1000",
+                "--description=important",
+            ],
+            "priorityclass.scheduling.k8s.io/high created",
+        ),
     ] {
         assert_eq!(s.kubectl_ok(args).trim(), created, "{args:?}");
     }
@@ -176,6 +186,15 @@ fn kubectl_create_generators_send_protobuf_the_server_reads() {
         r#"nginx {"backend":{"service":{"name":"web","port":{"number":80}}},"path":"/api","pathType":"Prefix"}"#
     );
     assert_eq!(get("pdb/web", "{.spec.minAvailable}"), "50%");
+    assert_eq!(
+        get("pc/high", "{.value} {.description} {.preemptionPolicy}"),
+        "1000 important PreemptLowerPriority"
+    );
+    let err = kubectl_err(&s, &["create", "priorityclass", "system-mine", "--value=1"]);
+    assert!(
+        err.contains("priority class names with 'system-' prefix are reserved for system use only"),
+        "{err}"
+    );
     // `kubectl expose` reads the deployment back and creates its service.
     let out = s.kubectl_ok(&["expose", "deployment", "web", "--name=web2", "--port=80"]);
     assert_eq!(out.trim(), "service/web2 exposed");

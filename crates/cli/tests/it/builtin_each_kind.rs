@@ -107,6 +107,11 @@ const MANIFESTS: &[(&str, &str, &str)] = &[
         "apiVersion: apps/v1\nkind: ControllerRevision\nmetadata:\n  name: rev1\ndata:\n  spec:\n    template: {}\nrevision: 1\n",
     ),
     (
+        "priorityclasses",
+        "pc1",
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: pc1\nvalue: 100\n",
+    ),
+    (
         "leases",
         "lease1",
         "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: lease1\nspec:\n  holderIdentity: a\n  leaseDurationSeconds: 15\n",

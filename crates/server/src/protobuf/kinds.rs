@@ -617,6 +617,19 @@ static POD_DISRUPTION_BUDGET_SPEC: Msg = Msg {
     ],
 };
 
+// scheduling.k8s.io/v1
+
+pub static PRIORITY_CLASS: Msg = Msg {
+    name: "v1.PriorityClass",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "value", Ty::Int32),
+        omit(3, "globalDefault", Ty::Bool),
+        omit(4, "description", Ty::String),
+        keep(5, "preemptionPolicy", Ty::String),
+    ],
+};
+
 // rbac.authorization.k8s.io/v1
 
 /// `Role` and `ClusterRole` (a Role has no aggregation rule).
@@ -790,6 +803,7 @@ pub fn of(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("batch/v1", "CronJob") => &CRON_JOB,
         ("networking.k8s.io/v1", "Ingress") => &INGRESS,
         ("policy/v1", "PodDisruptionBudget") => &POD_DISRUPTION_BUDGET,
+        ("scheduling.k8s.io/v1", "PriorityClass") => &PRIORITY_CLASS,
         ("rbac.authorization.k8s.io/v1", "Role" | "ClusterRole") => &ROLE,
         ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => &ROLE_BINDING,
         _ => return None,
