@@ -322,6 +322,7 @@ fn group_priority(group: &str) -> u32 {
         "policy" => 17100,
         "rbac.authorization.k8s.io" => 17000,
         "admissionregistration.k8s.io" | "apiextensions.k8s.io" => 16700,
+        "scheduling.k8s.io" => 16600,
         "coordination.k8s.io" => 16500,
         "discovery.k8s.io" => 16200,
         _ => 1000,
@@ -784,6 +785,7 @@ mod tests {
                 "rbac.authorization.k8s.io",
                 "admissionregistration.k8s.io",
                 "apiextensions.k8s.io",
+                "scheduling.k8s.io",
                 "coordination.k8s.io",
                 "discovery.k8s.io",
                 "storagemigration.k8s.io"
