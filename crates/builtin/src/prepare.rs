@@ -576,9 +576,7 @@ impl Kind {
             }
             if self.id == KindId::PersistentVolume {
                 phase_transition_time(new, old, || {
-                    jiff::Timestamp::now()
-                        .strftime("%Y-%m-%dT%H:%M:%SZ")
-                        .to_string()
+                    crd_core::time::rfc3339_seconds(jiff::Timestamp::now())
                 });
             }
             return;

@@ -251,7 +251,7 @@ pub fn cells(id: KindId, obj: &Value, name: Value, age: Value, _now: Timestamp) 
                 .parse::<Timestamp>()
                 .map_or_else(
                     |_| "0001-01-01T00:00:00Z".into(),
-                    |t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                    crd_core::time::rfc3339_seconds,
                 );
             vec![name, json!(created)]
         }

@@ -13,6 +13,7 @@ pub mod labels;
 pub mod quantity;
 pub mod status;
 pub mod strict;
+pub mod time;
 pub mod validation;
 pub mod version;
 

@@ -297,7 +297,7 @@ fn value(field: &Field, wire: &Wire<'_>, parent: &Msg) -> Result<Value, String> 
                 Value::Null
             } else {
                 let t = jiff::Timestamp::from_second(seconds).map_err(|e| e.to_string())?;
-                Value::String(t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+                Value::String(crd_core::time::rfc3339_seconds(t))
             }
         }
     })
