@@ -175,6 +175,12 @@ fn generate() -> Value {
     generator.subschema_for::<api::policy::v1::PodDisruptionBudget>();
     generator.subschema_for::<api::apps::v1::ControllerRevision>();
     generator.subschema_for::<api::scheduling::v1::PriorityClass>();
+    generator.subschema_for::<api::networking::v1::NetworkPolicy>();
+    generator.subschema_for::<api::networking::v1::IngressClass>();
+    generator.subschema_for::<api::autoscaling::v2::HorizontalPodAutoscaler>();
+    generator.subschema_for::<api::core::v1::ResourceQuota>();
+    generator.subschema_for::<api::core::v1::LimitRange>();
+    generator.subschema_for::<api::storage::v1::StorageClass>();
     generator.subschema_for::<api::coordination::v1::Lease>();
     generator.subschema_for::<api::events::v1::Event>();
     generator.subschema_for::<api::autoscaling::v1::Scale>();

@@ -33,6 +33,7 @@ pub mod admissionregistration;
 pub mod cron;
 pub mod events;
 pub mod fields;
+pub mod policy_kinds;
 pub mod prepare;
 pub mod printers;
 pub mod rbac;
@@ -65,6 +66,18 @@ pub enum KindId {
     ControllerRevision,
     /// `scheduling.k8s.io/v1` `PriorityClass` (cluster-scoped; charts install them).
     PriorityClass,
+    /// `networking.k8s.io/v1` `NetworkPolicy` (charts install them; nothing enforces them).
+    NetworkPolicy,
+    /// `networking.k8s.io/v1` `IngressClass` (cluster-scoped; ingress controllers' charts).
+    IngressClass,
+    /// `autoscaling/v2` `HorizontalPodAutoscaler` (charts install them; no autoscaler runs).
+    HorizontalPodAutoscaler,
+    /// core/v1 `ResourceQuota` (`kubectl create quota`; stored, not enforced).
+    ResourceQuota,
+    /// core/v1 `LimitRange` (stored with upstream's defaults, not applied to pods).
+    LimitRange,
+    /// `storage.k8s.io/v1` `StorageClass` (cluster-scoped; storage charts).
+    StorageClass,
     Job,
     CronJob,
     Ingress,
@@ -293,6 +306,31 @@ pub static KINDS: &[Kind] = &[
         "priorityclass", short: ["pc"], cat: [], Cluster, status: false, scale: None,
         key: "/registry/priorityclasses", def: "io.k8s.api.scheduling.v1.PriorityClass",
         gen: None, columns: printers::PRIORITY_CLASS, fields: [], stored_as: None),
+    kind!(NetworkPolicy, "networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies",
+        "networkpolicy", short: ["netpol"], cat: [], Namespaced, status: false, scale: None,
+        key: "/registry/networkpolicies", def: "io.k8s.api.networking.v1.NetworkPolicy",
+        gen: Spec, columns: printers::NETWORK_POLICY, fields: [], stored_as: None),
+    kind!(IngressClass, "networking.k8s.io", "v1", "IngressClass", "ingressclasses",
+        "ingressclass", short: [], cat: [], Cluster, status: false, scale: None,
+        key: "/registry/ingressclasses", def: "io.k8s.api.networking.v1.IngressClass",
+        gen: Spec, columns: printers::INGRESS_CLASS, fields: [], stored_as: None),
+    kind!(HorizontalPodAutoscaler, "autoscaling", "v2", "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers", "horizontalpodautoscaler", short: ["hpa"], cat: ["all"],
+        Namespaced, status: true, scale: None, key: "/registry/horizontalpodautoscalers",
+        def: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler", gen: None,
+        columns: printers::HPA, fields: [], stored_as: None),
+    kind!(ResourceQuota, "", "v1", "ResourceQuota", "resourcequotas", "resourcequota",
+        short: ["quota"], cat: [], Namespaced, status: true, scale: None,
+        key: "/registry/resourcequotas", def: "io.k8s.api.core.v1.ResourceQuota", gen: None,
+        columns: printers::RESOURCE_QUOTA, fields: [], stored_as: None),
+    kind!(LimitRange, "", "v1", "LimitRange", "limitranges", "limitrange", short: ["limits"],
+        cat: [], Namespaced, status: false, scale: None, key: "/registry/limitranges",
+        def: "io.k8s.api.core.v1.LimitRange", gen: None, columns: printers::DEFAULT_TABLE,
+        fields: [], stored_as: None),
+    kind!(StorageClass, "storage.k8s.io", "v1", "StorageClass", "storageclasses",
+        "storageclass", short: ["sc"], cat: [], Cluster, status: false, scale: None,
+        key: "/registry/storageclasses", def: "io.k8s.api.storage.v1.StorageClass", gen: None,
+        columns: printers::STORAGE_CLASS, fields: [], stored_as: None),
     kind!(Lease, "coordination.k8s.io", "v1", "Lease", "leases", "lease", short: [], cat: [],
         Namespaced, status: false, scale: None, key: "/registry/leases",
         def: "io.k8s.api.coordination.v1.Lease", gen: None, columns: printers::LEASE,
@@ -505,6 +543,12 @@ mod tests {
             KindId::PodDisruptionBudget,
             KindId::ControllerRevision,
             KindId::PriorityClass,
+            KindId::NetworkPolicy,
+            KindId::IngressClass,
+            KindId::HorizontalPodAutoscaler,
+            KindId::ResourceQuota,
+            KindId::LimitRange,
+            KindId::StorageClass,
             KindId::Lease,
             KindId::EventsV1Event,
             KindId::Role,

@@ -52,6 +52,110 @@ fn default_port_protocols(v: &mut Value, key: &str) {
     each_mut(v, key, |p| set_default(p, "protocol", json!("TCP")));
 }
 
+/// `SetDefaults_NetworkPolicy` and `SetDefaults_NetworkPolicyPort`: a policy without
+/// `policyTypes` is an Ingress policy, and an Egress one too when it has egress rules; a port's
+/// protocol is TCP.
+fn default_network_policy(obj: &mut Value) {
+    let Some(spec) = obj_mut(obj, "spec") else {
+        return;
+    };
+    spec.entry("podSelector").or_insert_with(|| json!({}));
+    for rules in ["ingress", "egress"] {
+        if let Some(rs) = spec.get_mut(rules).and_then(Value::as_array_mut) {
+            for r in rs {
+                default_port_protocols(r, "ports");
+            }
+        }
+    }
+    let no_types = spec
+        .get("policyTypes")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    if no_types {
+        let egress = spec
+            .get("egress")
+            .and_then(Value::as_array)
+            .is_some_and(|e| !e.is_empty());
+        let types = if egress {
+            json!(["Ingress", "Egress"])
+        } else {
+            json!(["Ingress"])
+        };
+        spec.insert("policyTypes".into(), types);
+    }
+}
+
+/// `autoscaling/v2`'s `SetDefaults_HorizontalPodAutoscaler`: one replica at least, a CPU
+/// utilization target of 80% when no metric is given, and a given `behavior`'s unset rules
+/// filled from the controller's defaults (`GenerateHPAScaleUpRules`/`ScaleDownRules`).
+fn default_hpa(obj: &mut Value) {
+    let Some(spec) = obj_mut(obj, "spec") else {
+        return;
+    };
+    set_default(spec, "minReplicas", json!(1));
+    let no_metrics = spec
+        .get("metrics")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    if no_metrics {
+        spec.insert(
+            "metrics".into(),
+            json!([{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+        );
+    }
+    if let Some(behavior) = spec.get_mut("behavior").and_then(Value::as_object_mut) {
+        let up = json!({"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
+            {"type": "Pods", "value": 4, "periodSeconds": 15},
+            {"type": "Percent", "value": 100, "periodSeconds": 15}]});
+        let down = json!({"selectPolicy": "Max", "policies": [
+            {"type": "Percent", "value": 100, "periodSeconds": 15}]});
+        for (key, mut rules) in [("scaleUp", up), ("scaleDown", down)] {
+            if let (Some(given), Some(out)) = (
+                behavior.get(key).and_then(Value::as_object),
+                rules.as_object_mut(),
+            ) {
+                for (k, v) in given {
+                    if !v.is_null() {
+                        out.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            behavior.insert(key.into(), rules);
+        }
+    }
+}
+
+/// `SetDefaults_LimitRangeItem`: for a Container item, the default limit comes from the max,
+/// and the default request from the default limit, else from the min.
+fn default_limit_range_item(item: &mut Value) {
+    let Some(m) = item.as_object_mut() else {
+        return;
+    };
+    if m.get("type").and_then(Value::as_str) != Some("Container") {
+        return;
+    }
+    let resources = |m: &Map<String, Value>, key: &str| -> Map<String, Value> {
+        m.get(key)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut default = resources(m, "default");
+    for (k, v) in resources(m, "max") {
+        default.entry(k).or_insert(v);
+    }
+    let mut request = resources(m, "defaultRequest");
+    for (k, v) in default.iter().chain(resources(m, "min").iter()) {
+        request.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    for (key, v) in [("default", default), ("defaultRequest", request)] {
+        if !v.is_empty() {
+            m.insert(key.into(), Value::Object(v));
+        }
+    }
+}
+
 /// The image pull policy Go defaults from the image reference.
 fn pull_policy(image: &str) -> &'static str {
     if image.contains('@') {
@@ -69,8 +173,85 @@ fn default_probe(p: &mut Map<String, Value>) {
     set_default(p, "periodSeconds", json!(10));
     set_default(p, "successThreshold", json!(1));
     set_default(p, "failureThreshold", json!(3));
-    if let Some(h) = p.get_mut("httpGet").and_then(Value::as_object_mut) {
+    default_http_get(p);
+}
+
+/// `SetDefaults_HTTPGetAction`: path `/`, scheme HTTP (probes and lifecycle handlers).
+fn default_http_get(handler: &mut Map<String, Value>) {
+    if let Some(h) = handler.get_mut("httpGet").and_then(Value::as_object_mut) {
+        if h.get("path")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            h.insert("path".into(), json!("/"));
+        }
         set_default(h, "scheme", json!("HTTP"));
+    }
+}
+
+/// `SetDefaults_ObjectFieldSelector`: a field reference's API version is `v1`.
+fn default_field_ref(holder: &mut Map<String, Value>) {
+    if let Some(f) = holder.get_mut("fieldRef").and_then(Value::as_object_mut)
+        && f.get("apiVersion")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    {
+        f.insert("apiVersion".into(), json!("v1"));
+    }
+}
+
+/// `SetDefaults_PersistentVolumeClaimSpec`: a claim's volume mode is `Filesystem`.
+fn default_claim_spec(claim: &mut Map<String, Value>) {
+    if let Some(spec) = claim.get_mut("spec").and_then(Value::as_object_mut) {
+        set_default(spec, "volumeMode", json!("Filesystem"));
+    }
+}
+
+/// The volume defaulters: a volume without a source is an `emptyDir`
+/// (`SetDefaults_Volume`), a host path's type is `""`, a projected service-account token
+/// expires after an hour (`SetDefaults_ServiceAccountTokenProjection`), downward-API field
+/// references are `v1`, and an ephemeral volume's claim template is a filesystem.
+fn default_volume(v: &mut Map<String, Value>) {
+    if v.keys().all(|k| k == "name") {
+        v.insert("emptyDir".into(), json!({}));
+    }
+    for src in ["secret", "configMap", "projected", "downwardAPI"] {
+        if let Some(s) = v.get_mut(src).and_then(Value::as_object_mut) {
+            set_default(s, "defaultMode", json!(420));
+        }
+    }
+    if let Some(hp) = v.get_mut("hostPath").and_then(Value::as_object_mut) {
+        set_default(hp, "type", json!(""));
+    }
+    let items = |v: &mut Value| {
+        each_mut(v, "items", default_field_ref);
+    };
+    if let Some(d) = v.get_mut("downwardAPI") {
+        items(d);
+    }
+    if let Some(sources) = v
+        .get_mut("projected")
+        .and_then(|p| p.get_mut("sources"))
+        .and_then(Value::as_array_mut)
+    {
+        for source in sources.iter_mut().filter_map(Value::as_object_mut) {
+            if let Some(t) = source
+                .get_mut("serviceAccountToken")
+                .and_then(Value::as_object_mut)
+            {
+                set_default(t, "expirationSeconds", json!(3600));
+            }
+            if let Some(d) = source.get_mut("downwardAPI") {
+                items(d);
+            }
+        }
+    }
+    if let Some(t) = v
+        .get_mut("ephemeral")
+        .and_then(|e| e.get_mut("volumeClaimTemplate"))
+        .and_then(Value::as_object_mut)
+    {
+        default_claim_spec(t);
     }
 }
 
@@ -91,6 +272,20 @@ fn default_container(c: &mut Map<String, Value>) {
             default_probe(p);
         }
     }
+    if let Some(l) = c.get_mut("lifecycle").and_then(Value::as_object_mut) {
+        for hook in ["postStart", "preStop"] {
+            if let Some(h) = l.get_mut(hook).and_then(Value::as_object_mut) {
+                default_http_get(h);
+            }
+        }
+    }
+    if let Some(env) = c.get_mut("env").and_then(Value::as_array_mut) {
+        for e in env.iter_mut() {
+            if let Some(from) = e.get_mut("valueFrom").and_then(Value::as_object_mut) {
+                default_field_ref(from);
+            }
+        }
+    }
 }
 
 /// `SetDefaults_PodSpec` and the container, volume and probe defaulters.
@@ -109,12 +304,30 @@ fn default_pod_spec(spec: &mut Map<String, Value>) {
     }
     if let Some(vs) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
         for v in vs.iter_mut().filter_map(Value::as_object_mut) {
-            for src in ["secret", "configMap", "projected", "downwardAPI"] {
-                if let Some(s) = v.get_mut(src).and_then(Value::as_object_mut) {
-                    set_default(s, "defaultMode", json!(420));
-                }
-            }
+            default_volume(v);
         }
+    }
+    // The v1 conversion of a pod spec: `serviceAccount` is the deprecated alias of
+    // `serviceAccountName`, read when the name is empty and always written back.
+    let alias = spec
+        .get("serviceAccount")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if spec
+        .get("serviceAccountName")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+        && !alias.is_empty()
+    {
+        spec.insert("serviceAccountName".into(), json!(alias));
+    }
+    if let Some(name) = spec
+        .get("serviceAccountName")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
+        let name = json!(name);
+        spec.insert("serviceAccount".into(), name);
     }
 }
 
@@ -295,6 +508,32 @@ impl Kind {
                     set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
                 }
             }
+            KindId::NetworkPolicy => default_network_policy(obj),
+            // `SetDefaults_IngressClass`: a parameters reference is cluster-scoped by default.
+            KindId::IngressClass => {
+                if let Some(p) = obj
+                    .pointer_mut("/spec/parameters")
+                    .and_then(Value::as_object_mut)
+                {
+                    set_default(p, "scope", json!("Cluster"));
+                }
+            }
+            KindId::HorizontalPodAutoscaler => default_hpa(obj),
+            KindId::LimitRange => {
+                if let Some(limits) = obj
+                    .pointer_mut("/spec/limits")
+                    .and_then(Value::as_array_mut)
+                {
+                    limits.iter_mut().for_each(default_limit_range_item);
+                }
+            }
+            // `SetDefaults_StorageClass`.
+            KindId::StorageClass => {
+                if let Some(m) = obj.as_object_mut() {
+                    set_default(m, "reclaimPolicy", json!("Delete"));
+                    set_default(m, "volumeBindingMode", json!("Immediate"));
+                }
+            }
             // `SetDefaults_PriorityClass`.
             KindId::PriorityClass => {
                 if let Some(m) = obj.as_object_mut() {
@@ -351,6 +590,19 @@ impl Kind {
                         "persistentVolumeClaimRetentionPolicy",
                         json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
                     );
+                    // The claim templates are claims: `SetDefaults_PersistentVolumeClaim`.
+                    if let Some(ts) = spec
+                        .get_mut("volumeClaimTemplates")
+                        .and_then(Value::as_array_mut)
+                    {
+                        for t in ts.iter_mut().filter_map(Value::as_object_mut) {
+                            default_claim_spec(t);
+                            let status = t.entry("status").or_insert_with(|| json!({}));
+                            if let Some(status) = status.as_object_mut() {
+                                set_default(status, "phase", json!("Pending"));
+                            }
+                        }
+                    }
                     let us = spec.entry("updateStrategy").or_insert_with(|| json!({}));
                     if let Some(us) = us.as_object_mut() {
                         set_default(us, "type", json!("RollingUpdate"));
@@ -411,6 +663,7 @@ impl Kind {
             | KindId::Ingress
             | KindId::PodDisruptionBudget
             | KindId::ControllerRevision
+            | KindId::ResourceQuota
             | KindId::Lease => {}
             KindId::Role
             | KindId::ClusterRole
@@ -456,6 +709,7 @@ impl Kind {
                 }
                 KindId::Service | KindId::Ingress => json!({"loadBalancer": {}}),
                 KindId::ReplicaSet | KindId::ReplicationController => json!({"replicas": 0}),
+                KindId::HorizontalPodAutoscaler => json!({"desiredReplicas": 0}),
                 KindId::StatefulSet => json!({"replicas": 0, "availableReplicas": 0}),
                 KindId::DaemonSet => {
                     json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0})
@@ -788,7 +1042,7 @@ mod tests {
                 "volumes": [{"name": "s", "secret": {"secretName": "x"}}]}}),
                 json!({"spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}],
                 "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}},
-                "readinessProbe": {"httpGet": {"port": 80, "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
+                "readinessProbe": {"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
                 "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File", "imagePullPolicy": "Always"}],
                 "volumes": [{"name": "s", "secret": {"secretName": "x", "defaultMode": 420}}],
                 "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "securityContext": {},
@@ -850,6 +1104,78 @@ mod tests {
                 json!({"ports": [{"port": 80, "protocol": "TCP"}]}),
             ),
             (KindId::Lease, json!({"spec": {}}), json!({"spec": {}})),
+            (
+                // The volume, handler, field-reference and alias defaults of a pod spec.
+                KindId::Pod,
+                json!({"spec": {"serviceAccount": "old", "containers": [{"name": "c", "image": "x:1",
+                    "env": [{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                    "lifecycle": {"preStop": {"httpGet": {"port": 80}}}}],
+                    "volumes": [{"name": "none"}, {"name": "h", "hostPath": {"path": "/x"}},
+                        {"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}},
+                            {"downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}}]}},
+                        {"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}}]}}),
+                json!({"spec": {"serviceAccount": "old", "serviceAccountName": "old", "containers": [{"name": "c", "image": "x:1",
+                    "env": [{"name": "N", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}],
+                    "lifecycle": {"preStop": {"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}}},
+                    "imagePullPolicy": "IfNotPresent", "resources": {}, "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File"}],
+                    "volumes": [{"name": "none", "emptyDir": {}}, {"name": "h", "hostPath": {"path": "/x", "type": ""}},
+                        {"name": "t", "projected": {"defaultMode": 420, "sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}},
+                            {"downwardAPI": {"items": [{"path": "n", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}]}}]}},
+                        {"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem"}}}}],
+                    "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+                    "securityContext": {}, "schedulerName": "default-scheduler", "enableServiceLinks": true,
+                    "priority": 0, "preemptionPolicy": "PreemptLowerPriority"}}),
+            ),
+            (
+                // `serviceAccount` follows `serviceAccountName`.
+                KindId::Pod,
+                json!({"spec": {"serviceAccount": "old", "serviceAccountName": "new", "containers": []}}),
+                json!({"spec": {"serviceAccount": "new", "serviceAccountName": "new", "containers": [],
+                    "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+                    "securityContext": {}, "schedulerName": "default-scheduler", "enableServiceLinks": true,
+                    "priority": 0, "preemptionPolicy": "PreemptLowerPriority"}}),
+            ),
+            (
+                KindId::NetworkPolicy,
+                json!({"spec": {"egress": [{"ports": [{"port": 53}]}]}}),
+                json!({"spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53, "protocol": "TCP"}]}],
+                    "policyTypes": ["Ingress", "Egress"]}}),
+            ),
+            (
+                KindId::NetworkPolicy,
+                json!({"spec": {"podSelector": {"matchLabels": {"a": "b"}}, "ingress": [{}]}}),
+                json!({"spec": {"podSelector": {"matchLabels": {"a": "b"}}, "ingress": [{}], "policyTypes": ["Ingress"]}}),
+            ),
+            (
+                KindId::IngressClass,
+                json!({"spec": {"controller": "x.io/c", "parameters": {"kind": "P", "name": "p"}}}),
+                json!({"spec": {"controller": "x.io/c", "parameters": {"kind": "P", "name": "p", "scope": "Cluster"}}}),
+            ),
+            (
+                KindId::HorizontalPodAutoscaler,
+                json!({"spec": {"maxReplicas": 3, "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}}}),
+                json!({"spec": {"maxReplicas": 3, "minReplicas": 1,
+                    "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}],
+                    "behavior": {
+                        "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
+                            {"type": "Pods", "value": 4, "periodSeconds": 15}, {"type": "Percent", "value": 100, "periodSeconds": 15}]},
+                        "scaleDown": {"stabilizationWindowSeconds": 60, "selectPolicy": "Max", "policies": [
+                            {"type": "Percent", "value": 100, "periodSeconds": 15}]}}}}),
+            ),
+            (
+                KindId::LimitRange,
+                json!({"spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "1Mi"}},
+                    {"type": "Pod", "max": {"cpu": "4"}}]}}),
+                json!({"spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "1Mi"},
+                    "default": {"cpu": "2"}, "defaultRequest": {"cpu": "2", "memory": "1Mi"}},
+                    {"type": "Pod", "max": {"cpu": "4"}}]}}),
+            ),
+            (
+                KindId::StorageClass,
+                json!({"provisioner": "x.io/p"}),
+                json!({"provisioner": "x.io/p", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}),
+            ),
         ];
         for (id, obj, want) in cases {
             let got = defaulted(id, obj.clone());

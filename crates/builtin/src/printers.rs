@@ -697,6 +697,103 @@ pub const PDB: &[Column] = &[
     ),
     AGE,
 ];
+/// `NetworkPolicy`: NAME POD-SELECTOR AGE.
+pub const NETWORK_POLICY: &[Column] = &[
+    NAME,
+    doc(
+        "Pod-Selector",
+        "string",
+        "io.k8s.api.networking.v1.NetworkPolicySpec",
+        "podSelector",
+        0,
+    ),
+    AGE,
+];
+/// `IngressClass`: NAME CONTROLLER PARAMETERS AGE.
+pub const INGRESS_CLASS: &[Column] = &[
+    NAME,
+    text(
+        "Controller",
+        "string",
+        "Controller that is responsible for handling this class",
+        0,
+    ),
+    text(
+        "Parameters",
+        "string",
+        "A reference to a resource with additional parameters",
+        0,
+    ),
+    AGE,
+];
+/// `HorizontalPodAutoscaler`: NAME REFERENCE TARGETS MINPODS MAXPODS REPLICAS AGE.
+pub const HPA: &[Column] = &[
+    NAME,
+    doc("Reference", "string", HPA_SPEC, "scaleTargetRef", 0),
+    doc("Targets", "string", HPA_SPEC, "metrics", 0),
+    doc("MinPods", "string", HPA_SPEC, "minReplicas", 0),
+    doc("MaxPods", "string", HPA_SPEC, "maxReplicas", 0),
+    doc(
+        "Replicas",
+        "string",
+        "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus",
+        "currentReplicas",
+        0,
+    ),
+    AGE,
+];
+const HPA_SPEC: &str = "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec";
+/// `ResourceQuota`: NAME REQUEST LIMIT AGE.
+pub const RESOURCE_QUOTA: &[Column] = &[
+    NAME,
+    text(
+        "Request",
+        "string",
+        "Request represents a minimum amount of cpu/memory that a container may consume.",
+        0,
+    ),
+    text(
+        "Limit",
+        "string",
+        "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
+        0,
+    ),
+    AGE,
+];
+/// `StorageClass`: NAME PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION AGE.
+pub const STORAGE_CLASS: &[Column] = &[
+    NAME,
+    doc("Provisioner", "string", STORAGE_CLASS_DEF, "provisioner", 0),
+    doc(
+        "ReclaimPolicy",
+        "string",
+        STORAGE_CLASS_DEF,
+        "reclaimPolicy",
+        0,
+    ),
+    doc(
+        "VolumeBindingMode",
+        "string",
+        STORAGE_CLASS_DEF,
+        "volumeBindingMode",
+        0,
+    ),
+    doc(
+        "AllowVolumeExpansion",
+        "string",
+        STORAGE_CLASS_DEF,
+        "allowVolumeExpansion",
+        0,
+    ),
+    AGE,
+];
+const STORAGE_CLASS_DEF: &str = "io.k8s.api.storage.v1.StorageClass";
+/// The generic registry's `DefaultTableConvertor` for kinds without printers (`LimitRange`):
+/// NAME and CREATED AT (the creation time in RFC 3339, a `date` column).
+pub const DEFAULT_TABLE: &[Column] = &[
+    NAME,
+    doc("Created At", "date", META, "creationTimestamp", 0),
+];
 /// `PriorityClass`: NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY.
 pub const PRIORITY_CLASS: &[Column] = &[
     NAME,
@@ -890,6 +987,119 @@ fn go_label_selector(sel: &Value) -> String {
         labels.join(""),
         exprs.join("")
     )
+}
+
+/// A quantity as apimachinery's `Quantity.String()` prints it (its canonical form); a value
+/// that does not parse is printed as given.
+fn quantity_string(v: &Value) -> String {
+    let text = match v {
+        Value::String(t) => t.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Null => return "0".into(),
+        _ => return String::new(),
+    };
+    crd_core::quantity::Quantity::parse(&text).map_or(text, |q| q.to_string())
+}
+
+/// `formatHPAMetrics`: each metric's `current/target` (at most two, then `+ N more...`),
+/// `<unknown>` until the autoscaler reports a current value.
+fn format_hpa_metrics(specs: &[Value], statuses: &[Value]) -> String {
+    if specs.is_empty() {
+        return "<none>".into();
+    }
+    let current = |i: usize, source: &str, ptr: &str| -> Option<&Value> {
+        statuses
+            .get(i)
+            .map(|st| at(st, &format!("/{source}")))
+            .filter(|st| st.is_object())
+            .map(|st| at(st, ptr))
+    };
+    let list: Vec<String> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let kind = s(spec, "/type");
+            let source = match kind {
+                "External" => "external",
+                "Pods" => "pods",
+                "Object" => "object",
+                "Resource" => "resource",
+                "ContainerResource" => "containerResource",
+                _ => return "<unknown type>".to_string(),
+            };
+            let target = at(spec, &format!("/{source}/target"));
+            let unknown = || "<unknown>".to_string();
+            match kind {
+                "External" | "Object" if !at(target, "/averageValue").is_null() => format!(
+                    "{}/{} (avg)",
+                    current(i, source, "/current/averageValue")
+                        .filter(|v| !v.is_null())
+                        .map_or_else(unknown, quantity_string),
+                    quantity_string(at(target, "/averageValue"))
+                ),
+                "External" | "Object" => format!(
+                    "{}/{}",
+                    current(i, source, "/current/value").map_or_else(unknown, quantity_string),
+                    quantity_string(at(target, "/value"))
+                ),
+                "Pods" => format!(
+                    "{}/{}",
+                    current(i, source, "/current/averageValue")
+                        .map_or_else(unknown, quantity_string),
+                    quantity_string(at(target, "/averageValue"))
+                ),
+                _ => {
+                    let name = s(spec, &format!("/{source}/name"));
+                    if at(target, "/averageValue").is_null() {
+                        let cur = current(i, source, "/current/averageUtilization")
+                            .and_then(Value::as_i64)
+                            .map_or_else(unknown, |n| format!("{n}%"));
+                        let tgt = at(target, "/averageUtilization")
+                            .as_i64()
+                            .map_or_else(|| "<auto>".to_string(), |n| format!("{n}%"));
+                        format!("{name}: {cur}/{tgt}")
+                    } else {
+                        format!(
+                            "{name}: {}/{}",
+                            current(i, source, "/current/averageValue")
+                                .map_or_else(unknown, quantity_string),
+                            quantity_string(at(target, "/averageValue"))
+                        )
+                    }
+                }
+            }
+        })
+        .collect();
+    if list.len() > 2 {
+        format!("{} + {} more...", list[..2].join(", "), list.len() - 2)
+    } else {
+        list.join(", ")
+    }
+}
+
+/// `printResourceQuota`'s REQUEST and LIMIT cells: `name: used/hard` for each hard limit by
+/// name, `limits.*` names in the second.
+fn quota_columns(obj: &Value) -> (String, String) {
+    let hard = at(obj, "/status/hard").as_object();
+    let mut names: Vec<&String> = hard.into_iter().flat_map(|h| h.keys()).collect();
+    names.sort();
+    let (mut request, mut limit) = (Vec::new(), Vec::new());
+    for n in names {
+        let used = quantity_string(
+            at(obj, "/status/used")
+                .get(n.as_str())
+                .unwrap_or(&Value::Null),
+        );
+        let max = quantity_string(hard.and_then(|h| h.get(n.as_str())).unwrap_or(&Value::Null));
+        let cell = format!("{n}: {used}/{max}");
+        let pieces: Vec<&str> = n.split('.').collect();
+        if pieces.len() > 1 && pieces[0] == "limits" {
+            limit.push(cell);
+        } else {
+            request.push(cell);
+        }
+    }
+    (request.join(", "), limit.join(", "))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1228,6 +1438,87 @@ impl Kind {
                     json!(na("/spec/minAvailable")),
                     json!(na("/spec/maxUnavailable")),
                     json!(int(obj, "/status/disruptionsAllowed")),
+                    age,
+                ]
+            }
+            KindId::NetworkPolicy => vec![
+                name,
+                json!(format_label_selector(at(obj, "/spec/podSelector"))),
+                age,
+            ],
+            KindId::IngressClass => {
+                // `printIngressClass`: `<kind>.<group>/<name>` (or `<kind>/<name>`), else
+                // `<none>`.
+                let p = at(obj, "/spec/parameters");
+                let parameters = if p.is_object() {
+                    let group = s(p, "/apiGroup");
+                    if group.is_empty() {
+                        format!("{}/{}", s(p, "/kind"), s(p, "/name"))
+                    } else {
+                        format!("{}.{group}/{}", s(p, "/kind"), s(p, "/name"))
+                    }
+                } else {
+                    "<none>".into()
+                };
+                vec![
+                    name,
+                    json!(s(obj, "/spec/controller")),
+                    json!(parameters),
+                    age,
+                ]
+            }
+            KindId::HorizontalPodAutoscaler => {
+                let reference = format!(
+                    "{}/{}",
+                    s(obj, "/spec/scaleTargetRef/kind"),
+                    s(obj, "/spec/scaleTargetRef/name")
+                );
+                let min = at(obj, "/spec/minReplicas")
+                    .as_i64()
+                    .map_or_else(|| "<unset>".to_string(), |n| n.to_string());
+                vec![
+                    name,
+                    json!(reference),
+                    json!(format_hpa_metrics(
+                        arr(obj, "/spec/metrics"),
+                        arr(obj, "/status/currentMetrics")
+                    )),
+                    json!(min),
+                    json!(int(obj, "/spec/maxReplicas")),
+                    json!(int(obj, "/status/currentReplicas")),
+                    age,
+                ]
+            }
+            KindId::ResourceQuota => {
+                let (request, limit) = quota_columns(obj);
+                vec![name, json!(request), json!(limit), age]
+            }
+            KindId::LimitRange => vec![name, json!(s(obj, "/metadata/creationTimestamp"))],
+            KindId::StorageClass => {
+                let default = [
+                    "storageclass.kubernetes.io/is-default-class",
+                    "storageclass.beta.kubernetes.io/is-default-class",
+                ]
+                .iter()
+                .any(|a| {
+                    s(
+                        obj,
+                        &format!("/metadata/annotations/{}", a.replace('/', "~1")),
+                    ) == "true"
+                });
+                let shown = if default {
+                    format!("{} (default)", s(obj, "/metadata/name"))
+                } else {
+                    s(obj, "/metadata/name").to_string()
+                };
+                let or =
+                    |ptr: &str, default: &str| at(obj, ptr).as_str().unwrap_or(default).to_string();
+                vec![
+                    json!(shown),
+                    json!(s(obj, "/provisioner")),
+                    json!(or("/reclaimPolicy", "Delete")),
+                    json!(or("/volumeBindingMode", "Immediate")),
+                    json!(at(obj, "/allowVolumeExpansion").as_bool().unwrap_or(false)),
                     age,
                 ]
             }
@@ -2083,6 +2374,36 @@ mod tests {
                 KindId::PriorityClass,
                 &["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"],
             ),
+            (KindId::NetworkPolicy, &["Name", "Pod-Selector", "Age"]),
+            (
+                KindId::IngressClass,
+                &["Name", "Controller", "Parameters", "Age"],
+            ),
+            (
+                KindId::HorizontalPodAutoscaler,
+                &[
+                    "Name",
+                    "Reference",
+                    "Targets",
+                    "MinPods",
+                    "MaxPods",
+                    "Replicas",
+                    "Age",
+                ],
+            ),
+            (KindId::ResourceQuota, &["Name", "Request", "Limit", "Age"]),
+            (KindId::LimitRange, &["Name", "Created At"]),
+            (
+                KindId::StorageClass,
+                &[
+                    "Name",
+                    "Provisioner",
+                    "ReclaimPolicy",
+                    "VolumeBindingMode",
+                    "AllowVolumeExpansion",
+                    "Age",
+                ],
+            ),
         ];
         for (id, want) in cases {
             assert_eq!(headers(*id), *want, "{id:?}");
@@ -2528,6 +2849,70 @@ mod tests {
                 KindId::PriorityClass,
                 json!({"metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "Never"}),
                 json!(["high", 1000, false, "<unknown>", "Never"]),
+            ),
+            (
+                KindId::NetworkPolicy,
+                json!({"metadata": {"name": "np"}, "spec": {"podSelector": {}}}),
+                json!(["np", "<none>", "<unknown>"]),
+            ),
+            (
+                KindId::IngressClass,
+                json!({"metadata": {"name": "nginx"}, "spec": {"controller": "k8s.io/ingress-nginx",
+                    "parameters": {"apiGroup": "k8s.example.com", "kind": "IngressParameters", "name": "p"}}}),
+                json!([
+                    "nginx",
+                    "k8s.io/ingress-nginx",
+                    "IngressParameters.k8s.example.com/p",
+                    "<unknown>"
+                ]),
+            ),
+            (
+                KindId::HorizontalPodAutoscaler,
+                json!({"metadata": {"name": "web"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"},
+                    "minReplicas": 1, "maxReplicas": 5, "metrics": [
+                        {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}},
+                        {"type": "Pods", "pods": {"metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "1000m"}}},
+                        {"type": "External", "external": {"metric": {"name": "q"}, "target": {"type": "Value", "value": "10"}}}]},
+                    "status": {"currentReplicas": 2, "currentMetrics": [
+                        {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 45}}}]}}),
+                json!([
+                    "web",
+                    "Deployment/web",
+                    "cpu: 45%/80%, <unknown>/1 + 1 more...",
+                    "1",
+                    5,
+                    2,
+                    "<unknown>"
+                ]),
+            ),
+            (
+                KindId::ResourceQuota,
+                json!({"metadata": {"name": "q"}, "status": {"hard": {"pods": "10", "limits.cpu": "2000m", "requests.memory": "1Gi"},
+                    "used": {"pods": "3"}}}),
+                json!([
+                    "q",
+                    "pods: 3/10, requests.memory: 0/1Gi",
+                    "limits.cpu: 0/2",
+                    "<unknown>"
+                ]),
+            ),
+            (
+                KindId::LimitRange,
+                json!({"metadata": {"name": "l", "creationTimestamp": "2026-01-02T03:04:05Z"}}),
+                json!(["l", "2026-01-02T03:04:05Z"]),
+            ),
+            (
+                KindId::StorageClass,
+                json!({"metadata": {"name": "fast", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+                    "provisioner": "ebs.csi.aws.com", "allowVolumeExpansion": true}),
+                json!([
+                    "fast (default)",
+                    "ebs.csi.aws.com",
+                    "Delete",
+                    "Immediate",
+                    true,
+                    "<unknown>"
+                ]),
             ),
         ];
         for (id, obj, want) in cases {

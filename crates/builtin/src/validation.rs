@@ -27,13 +27,13 @@ const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
 // ---------------------------------------------------------------------------------------------
 // Value helpers
 
-fn at<'a>(v: &'a Value, ptr: &str) -> &'a Value {
+pub(crate) fn at<'a>(v: &'a Value, ptr: &str) -> &'a Value {
     v.pointer(ptr).unwrap_or(&Value::Null)
 }
-fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
+pub(crate) fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
     at(v, ptr).as_str().unwrap_or("")
 }
-fn arr<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
+pub(crate) fn arr<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
     at(v, ptr).as_array().map_or(&[], Vec::as_slice)
 }
 fn map<'a>(v: &'a Value, ptr: &str) -> Option<&'a Map<String, Value>> {
@@ -362,7 +362,7 @@ fn validate_containers(spec: &Value, path: &Path, errs: &mut ErrorList) {
 }
 
 /// A quantity as JSON carries it (a string, or a bare number); `None` when it does not parse.
-fn quantity(v: &Value) -> Option<crd_core::quantity::Quantity> {
+pub(crate) fn quantity(v: &Value) -> Option<crd_core::quantity::Quantity> {
     match v {
         Value::String(t) => crd_core::quantity::Quantity::parse(t),
         Value::Number(n) => crd_core::quantity::Quantity::parse(&n.to_string()),
@@ -489,7 +489,12 @@ fn validate_pod_spec(spec: &Value, path: &Path, errs: &mut ErrorList) {
 /// `ValidatePodTemplateSpec` (labels, annotations, pod spec) at `path` (`spec.template`).
 fn validate_template(spec: &Value, path: &Path, errs: &mut ErrorList) {
     let t = at(spec, "/template");
-    let mp = path.child("metadata");
+    template_metadata(t, &path.child("metadata"), errs);
+    validate_pod_spec(at(t, "/spec"), &path.child("spec"), errs);
+}
+
+/// A pod template's labels and annotations, under `mp`.
+fn template_metadata(t: &Value, mp: &Path, errs: &mut ErrorList) {
     errs.extend(validate_labels(
         t.pointer("/metadata/labels"),
         &mp.child("labels"),
@@ -498,7 +503,21 @@ fn validate_template(spec: &Value, path: &Path, errs: &mut ErrorList) {
         t.pointer("/metadata/annotations"),
         &mp.child("annotations"),
     ));
-    validate_pod_spec(at(t, "/spec"), &path.child("spec"), errs);
+}
+
+/// `ValidatePodTemplateSpecForStatefulSet`: only the template's labels and annotations (at
+/// upstream's paths, without `metadata`). Upstream leaves the pod spec unchecked ("this will
+/// check volumes, which we know will fail": mounts of `volumeClaimTemplates` claims name no
+/// volume of the template), and so does this; `activeDeadlineSeconds` is refused.
+fn stateful_set_template(spec: &Value, path: &Path, errs: &mut ErrorList) {
+    let t = at(spec, "/template");
+    template_metadata(t, path, errs);
+    if !at(t, "/spec/activeDeadlineSeconds").is_null() {
+        errs.push(FieldError::forbidden(
+            &path.child("spec").child("activeDeadlineSeconds"),
+            "activeDeadlineSeconds in StatefulSet is not Supported",
+        ));
+    }
 }
 
 fn restart_always(spec: &Value, path: &Path, errs: &mut ErrorList) {
@@ -1685,7 +1704,11 @@ impl Kind {
                     _ => "deployment",
                 };
                 workload_selector(spec, &sp, what, &mut errs);
-                validate_template(spec, &sp.child("template"), &mut errs);
+                if self.id == KindId::StatefulSet {
+                    stateful_set_template(spec, &sp.child("template"), &mut errs);
+                } else {
+                    validate_template(spec, &sp.child("template"), &mut errs);
+                }
                 restart_always(spec, &sp, &mut errs);
             }
             KindId::Job => job_spec(at(obj, "/spec"), &sp, &mut errs),
@@ -1696,6 +1719,12 @@ impl Kind {
             KindId::Lease => lease(obj, &mut errs),
             KindId::ControllerRevision => controller_revision(obj, old, &mut errs),
             KindId::PriorityClass => priority_class(obj, old, &mut errs),
+            KindId::NetworkPolicy
+            | KindId::IngressClass
+            | KindId::HorizontalPodAutoscaler
+            | KindId::ResourceQuota
+            | KindId::LimitRange
+            | KindId::StorageClass => crate::policy_kinds::validate(self.id, obj, old, &mut errs),
             KindId::Role
             | KindId::ClusterRole
             | KindId::RoleBinding
@@ -1994,6 +2023,48 @@ mod tests {
             (
                 KindId::Lease,
                 json!({"metadata": meta("l"), "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}}),
+            ),
+            (
+                // A claim template's mount names no volume of the template (upstream leaves
+                // the pod spec of a stateful set unchecked).
+                KindId::StatefulSet,
+                json!({"metadata": meta("web"), "spec": {"selector": {"matchLabels": {"app": "web"}},
+                    "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+                        {"name": "c", "image": "nginx", "volumeMounts": [{"name": "www", "mountPath": "/www"}]}]}},
+                    "volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]}}),
+            ),
+            (
+                KindId::NetworkPolicy,
+                json!({"metadata": meta("np"), "spec": {"podSelector": {"matchLabels": {"app": "web"}},
+                    "ingress": [{"from": [{"podSelector": {}, "namespaceSelector": {}}, {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}],
+                        "ports": [{"port": 80}, {"port": "http"}, {"port": 8000, "endPort": 9000}]}],
+                    "egress": [{"to": [{"ipBlock": {"cidr": "fd00::/8"}}]}]}}),
+            ),
+            (
+                KindId::HorizontalPodAutoscaler,
+                json!({"metadata": meta("web"), "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "minReplicas": 2, "maxReplicas": 5, "metrics": [
+                        {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "500Mi"}}},
+                        {"type": "Pods", "pods": {"metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "10"}}}]}}),
+            ),
+            (
+                KindId::ResourceQuota,
+                json!({"metadata": meta("q"), "spec": {"hard": {"pods": "10", "requests.cpu": "4", "limits.memory": "8Gi",
+                    "count/deployments.apps": "5", "example.com/gpu": "1"}, "scopes": ["NotBestEffort"]}}),
+            ),
+            (
+                KindId::LimitRange,
+                json!({"metadata": meta("l"), "spec": {"limits": [{"type": "Container", "min": {"cpu": "100m"},
+                    "max": {"cpu": "2"}, "defaultRequest": {"cpu": "200m"}}, {"type": "PersistentVolumeClaim", "max": {"storage": "10Gi"}}]}}),
+            ),
+            (
+                KindId::StorageClass,
+                json!({"metadata": {"name": "fast"}, "provisioner": "ebs.csi.aws.com", "parameters": {"type": "gp3"}}),
+            ),
+            (
+                KindId::IngressClass,
+                json!({"metadata": {"name": "nginx"}, "spec": {"controller": "k8s.io/ingress-nginx",
+                    "parameters": {"apiGroup": "k8s.example.com", "kind": "IngressParameters", "name": "p", "scope": "Namespace", "namespace": "ingress"}}}),
             ),
         ];
         for (id, obj) in cases {
@@ -2546,6 +2617,102 @@ mod tests {
                 None,
                 vec![
                     "metadata.finalizers[0]: Invalid value: \"custom\": name is neither a standard finalizer name nor is it fully qualified",
+                ],
+            ),
+            (
+                KindId::StatefulSet,
+                json!({"metadata": meta("web"), "spec": {"selector": {"matchLabels": {"app": "web"}},
+                    "template": {"metadata": {"labels": {"app": "web", "bad key": "x"}}, "spec": {"activeDeadlineSeconds": 5,
+                        "containers": [{"name": "c", "image": "nginx"}]}}}}),
+                None,
+                vec![
+                    "spec.template.labels: Invalid value: \"bad key\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                    "spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in StatefulSet is not Supported",
+                ],
+            ),
+            (
+                KindId::NetworkPolicy,
+                json!({"metadata": meta("np"), "spec": {"policyTypes": ["Ingress", "Sideways"],
+                    "ingress": [{"from": [{}, {"podSelector": {}, "ipBlock": {"cidr": "10.0.0.0/8"}},
+                        {"ipBlock": {"cidr": "10.0.0.0/16", "except": ["10.0.0.0/8", "nope"]}}],
+                        "ports": [{"port": 0, "protocol": "ICMP"}, {"port": "http", "endPort": 90}, {"endPort": 90}]}]}}),
+                None,
+                vec![
+                    "spec.ingress[0].ports[0].protocol: Unsupported value: \"ICMP\": supported values: \"TCP\", \"UDP\", \"SCTP\"",
+                    "spec.ingress[0].ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+                    "spec.ingress[0].ports[1].endPort: Invalid value: 90: may not be specified when `port` is non-numeric",
+                    "spec.ingress[0].ports[2].endPort: Invalid value: 90: may not be specified when `port` is not specified",
+                    "spec.ingress[0].from[0]: Required value: must specify a peer",
+                    "spec.ingress[0].from[1]: Forbidden: may not specify both ipBlock and another peer",
+                    "spec.ingress[0].from[2].ipBlock.except[0]: Invalid value: \"10.0.0.0/8\": must be a strict subset of `cidr`",
+                    "spec.ingress[0].from[2].ipBlock.except[1]: Invalid value: \"nope\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+                    "spec.policyTypes[1]: Unsupported value: \"Sideways\": supported values: \"Ingress\", \"Egress\"",
+                ],
+            ),
+            (
+                KindId::HorizontalPodAutoscaler,
+                json!({"metadata": meta("web"), "spec": {"scaleTargetRef": {"kind": "Deployment"}, "minReplicas": 3, "maxReplicas": 2}}),
+                None,
+                vec![
+                    "spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`",
+                    "spec.scaleTargetRef.name: Required value",
+                ],
+            ),
+            (
+                KindId::HorizontalPodAutoscaler,
+                json!({"metadata": meta("web"), "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 2,
+                    "metrics": [{"type": "Resource", "pods": {"metric": {"name": "x"}, "target": {"type": "AverageValue", "averageValue": "1"}}},
+                        {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 0}}}]}}),
+                None,
+                vec![
+                    "spec.metrics[0].resource: Required value: must populate information for the given metric source",
+                    "spec.metrics[1].resource.target.averageUtilization: Invalid value: 0: must be greater than 0",
+                ],
+            ),
+            (
+                KindId::ResourceQuota,
+                json!({"metadata": meta("q"), "spec": {"hard": {"pods": "1.5", "gpu": "1", "cpu": "-1"}, "scopes": ["Sometimes"]}}),
+                None,
+                vec![
+                    "spec.hard[cpu]: Invalid value: \"-1\": must be a valid resource quantity",
+                    "spec.hard[gpu]: Invalid value: \"gpu\": must be a standard resource type or fully qualified",
+                    "spec.hard[pods]: Invalid value: \"1500m\": must be an integer",
+                    "spec.scopes: Invalid value: [\"Sometimes\"]: unsupported scope",
+                ],
+            ),
+            (
+                KindId::LimitRange,
+                json!({"metadata": meta("l"), "spec": {"limits": [{"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}},
+                    {"type": "Pod", "default": {"cpu": "1"}}, {"type": "PersistentVolumeClaim"}]}}),
+                None,
+                vec![
+                    "spec.limits[0].min[cpu]: Invalid value: \"2\": min value 2 is greater than max value 1",
+                    "spec.limits[0].defaultRequest[cpu]: Invalid value: \"1\": min value 2 is greater than default request value 1",
+                    "spec.limits[0].default[cpu]: Invalid value: \"2\": min value 2 is greater than default value 1",
+                    "spec.limits[1].default: Forbidden: may not be specified when `type` is 'Pod'",
+                    "spec.limits[2].limits: Required value: either minimum or maximum storage value is required, but neither was provided",
+                ],
+            ),
+            (
+                KindId::StorageClass,
+                json!({"metadata": {"name": "fast"}, "provisioner": "b.io/p", "parameters": {"type": "gp3"}, "reclaimPolicy": "Retain"}),
+                Some(
+                    json!({"metadata": {"name": "fast"}, "provisioner": "a.io/p", "parameters": {"type": "gp2"}}),
+                ),
+                vec![
+                    "parameters: Forbidden: updates to parameters are forbidden.",
+                    "provisioner: Forbidden: updates to provisioner are forbidden.",
+                    "reclaimPolicy: Forbidden: updates to reclaimPolicy are forbidden.",
+                ],
+            ),
+            (
+                KindId::IngressClass,
+                json!({"metadata": {"name": "nginx"}, "spec": {"controller": "nginx",
+                    "parameters": {"kind": "P", "name": "p", "scope": "Namespace"}}}),
+                None,
+                vec![
+                    "spec.controller: Invalid value: \"nginx\": must be a domain-prefixed path (such as \"acme.io/foo\")",
+                    "spec.parameters.namespace: Required value: `parameters.scope` is set to 'Namespace'",
                 ],
             ),
         ];

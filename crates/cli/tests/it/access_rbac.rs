@@ -213,3 +213,28 @@ fn always_allow_mode_lets_token_users_do_everything() {
     let (ok, _, err) = as_jane(&s, &["create", "namespace", "janes"]);
     assert!(ok, "{err}");
 }
+
+/// `kubectl auth reconcile` creates RBAC objects, then updates them: the update PUTs the object
+/// kubectl read back, `managedFields` included, as protobuf (regression: the protobuf decoder
+/// refused ObjectMeta's field 17).
+#[test]
+fn kubectl_auth_reconcile_creates_and_updates() {
+    let s = TestServer::start();
+    let role = |verbs: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: reader\n  namespace: default\nrules:\n- apiGroups: [\"\"]\n  resources: [configmaps]\n  verbs: [{verbs}]\n"
+        )
+    };
+    s.write("role.yaml", &role("get"));
+    let out = s.kubectl_ok(&["auth", "reconcile", "-f", "role.yaml"]);
+    assert!(
+        out.contains("role.rbac.authorization.k8s.io/reader"),
+        "{out}"
+    );
+    s.write("role.yaml", &role("get, list"));
+    let out = s.kubectl_ok(&["auth", "reconcile", "-f", "role.yaml"]);
+    assert!(out.contains("reconciled"), "{out}");
+    // Reconciling adds the rule not yet covered and keeps the old one.
+    let verbs = s.kubectl_ok(&["get", "role", "reader", "-o", "jsonpath={.rules[*].verbs}"]);
+    assert_eq!(verbs.trim(), r#"["get"] ["list"]"#);
+}

@@ -140,6 +140,16 @@ fn kubectl_create_generators_send_protobuf_the_server_reads() {
             ],
             "priorityclass.scheduling.k8s.io/high created",
         ),
+        (
+            &[
+                "create",
+                "quota",
+                "q1",
+                "--hard=pods=10,requests.cpu=2",
+                "--scopes=NotBestEffort",
+            ],
+            "resourcequota/q1 created",
+        ),
     ] {
         assert_eq!(s.kubectl_ok(args).trim(), created, "{args:?}");
     }
@@ -189,6 +199,10 @@ fn kubectl_create_generators_send_protobuf_the_server_reads() {
     assert_eq!(
         get("pc/high", "{.value} {.description} {.preemptionPolicy}"),
         "1000 important PreemptLowerPriority"
+    );
+    assert_eq!(
+        get("quota/q1", "{.spec.hard} {.spec.scopes}"),
+        r#"{"pods":"10","requests.cpu":"2"} ["NotBestEffort"]"#
     );
     let err = kubectl_err(&s, &["create", "priorityclass", "system-mine", "--value=1"]);
     assert!(

@@ -112,6 +112,36 @@ const MANIFESTS: &[(&str, &str, &str)] = &[
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: pc1\nvalue: 100\n",
     ),
     (
+        "networkpolicies",
+        "np1",
+        "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: np1\nspec:\n  podSelector:\n    matchLabels:\n      app: web\n  ingress:\n  - ports:\n    - port: 80\n",
+    ),
+    (
+        "ingressclasses",
+        "nginx1",
+        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: nginx1\nspec:\n  controller: k8s.io/ingress-nginx\n",
+    ),
+    (
+        "horizontalpodautoscalers",
+        "hpa1",
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: hpa1\nspec:\n  scaleTargetRef:\n    apiVersion: apps/v1\n    kind: Deployment\n    name: web\n  maxReplicas: 5\n",
+    ),
+    (
+        "resourcequotas",
+        "quota1",
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: quota1\nspec:\n  hard:\n    pods: \"10\"\n",
+    ),
+    (
+        "limitranges",
+        "limits1",
+        "apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: limits1\nspec:\n  limits:\n  - type: Container\n    max:\n      cpu: \"2\"\n",
+    ),
+    (
+        "storageclasses",
+        "sc1",
+        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: sc1\nprovisioner: ebs.csi.aws.com\n",
+    ),
+    (
         "leases",
         "lease1",
         "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: lease1\nspec:\n  holderIdentity: a\n  leaseDurationSeconds: 15\n",

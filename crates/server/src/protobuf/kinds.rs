@@ -40,6 +40,21 @@ pub static OBJECT_META: Msg = Msg {
         omit(12, "annotations", Ty::StringMap),
         list(13, "ownerReferences", Ty::Msg(&OWNER_REFERENCE)),
         list(14, "finalizers", Ty::String),
+        list(17, "managedFields", Ty::Msg(&MANAGED_FIELDS_ENTRY)),
+    ],
+};
+
+/// `metav1.ManagedFieldsEntry` (kubectl sends them back on `replace` and `auth reconcile`).
+static MANAGED_FIELDS_ENTRY: Msg = Msg {
+    name: "v1.ManagedFieldsEntry",
+    fields: &[
+        omit(1, "manager", Ty::String),
+        omit(2, "operation", Ty::String),
+        omit(3, "apiVersion", Ty::String),
+        keep(4, "time", Ty::Time),
+        omit(6, "fieldsType", Ty::String),
+        keep(7, "fieldsV1", Ty::FieldsV1),
+        omit(8, "subresource", Ty::String),
     ],
 };
 
@@ -617,6 +632,43 @@ static POD_DISRUPTION_BUDGET_SPEC: Msg = Msg {
     ],
 };
 
+/// `ResourceQuota` (`kubectl create quota`).
+pub static RESOURCE_QUOTA: Msg = Msg {
+    name: "v1.ResourceQuota",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&RESOURCE_QUOTA_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static RESOURCE_QUOTA_SPEC: Msg = Msg {
+    name: "v1.ResourceQuotaSpec",
+    fields: &[
+        omit(1, "hard", Ty::QuantityMap),
+        list(2, "scopes", Ty::String),
+        keep(3, "scopeSelector", Ty::Msg(&SCOPE_SELECTOR)),
+    ],
+};
+
+static SCOPE_SELECTOR: Msg = Msg {
+    name: "v1.ScopeSelector",
+    fields: &[list(
+        1,
+        "matchExpressions",
+        Ty::Msg(&SCOPED_RESOURCE_SELECTOR_REQUIREMENT),
+    )],
+};
+
+static SCOPED_RESOURCE_SELECTOR_REQUIREMENT: Msg = Msg {
+    name: "v1.ScopedResourceSelectorRequirement",
+    fields: &[
+        keep(1, "scopeName", Ty::String),
+        keep(2, "operator", Ty::String),
+        list(3, "values", Ty::String),
+    ],
+};
+
 // scheduling.k8s.io/v1
 
 pub static PRIORITY_CLASS: Msg = Msg {
@@ -796,6 +848,7 @@ pub fn of(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("v1", "Namespace") => &NAMESPACE,
         ("v1", "ConfigMap") => &CONFIG_MAP,
         ("v1", "Secret") => &SECRET,
+        ("v1", "ResourceQuota") => &RESOURCE_QUOTA,
         ("v1", "ServiceAccount") => &SERVICE_ACCOUNT,
         ("v1", "Service") => &SERVICE,
         ("apps/v1", "Deployment") => &DEPLOYMENT,

@@ -56,6 +56,8 @@ pub enum Ty {
     IntOrString,
     /// `metav1.Time`: RFC 3339 seconds in UTC, `null` when zero.
     Time,
+    /// `metav1.FieldsV1`: its one bytes field holds JSON, kept as the JSON value.
+    FieldsV1,
     /// A message read for well-formedness and left out (a status, which every kind read here
     /// resets on create and keeps on a main-resource write).
     Ignored,
@@ -247,6 +249,16 @@ fn value(field: &Field, wire: &Wire<'_>, parent: &Msg) -> Result<Value, String> 
         Ty::Bool => Value::Bool(int()? != 0),
         Ty::Msg(m) => Value::Object(decode(m, bytes()?)?),
         Ty::Ignored => Value::Null,
+        Ty::FieldsV1 => {
+            let mut raw = Value::Null;
+            for (tag, w) in fields(bytes()?)? {
+                if let (1, Wire::Bytes(b)) = (tag, w) {
+                    raw = serde_json::from_slice(b)
+                        .map_err(|e| format!("fieldsV1 of {} is not JSON: {e}", parent.name))?;
+                }
+            }
+            raw
+        }
         Ty::StringMap | Ty::BytesMap | Ty::QuantityMap => {
             let mut key = String::new();
             let mut val = Value::String(String::new());
