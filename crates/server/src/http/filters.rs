@@ -13,7 +13,7 @@ use http::{HeaderMap, Method, header};
 
 use crate::auth::{ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS, User};
 use crate::authz::{Attributes, Authorizer};
-use crate::request::route::Route;
+use crate::request::route::{Route, Verb};
 use crate::serviceaccount;
 use crate::state::AppState;
 
@@ -202,9 +202,10 @@ pub fn authorize(
     user: &User,
     method: &Method,
     path: &str,
+    query: Option<&str>,
     route: &Route,
 ) -> Authorized {
-    let attrs = attributes(method, path, route);
+    let attrs = attributes(method, path, query, route);
     let decision = state.authorizer.authorize(user, &attrs);
     let denial = (!decision.allowed).then(|| {
         Box::new(Authorizer::denial_with_reason(
@@ -228,19 +229,32 @@ pub struct Authorized {
     pub denial: Option<Box<Status>>,
 }
 
-/// The authorizer's view of a request.
-pub fn attributes(method: &Method, path: &str, route: &Route) -> Attributes {
+/// The authorizer's view of a request, as upstream's `RequestInfoFactory` builds it: a
+/// namespace's own path is in that namespace (so a `RoleBinding` there may grant reading it),
+/// and a list or watch whose field selector requires one `metadata.name` names that object
+/// (so `resourceNames` rules cover single-object informers and `kubectl get -w NAME`).
+pub fn attributes(method: &Method, path: &str, query: Option<&str>, route: &Route) -> Attributes {
     match route {
-        Route::Resource(r) => Attributes::Resource {
-            verb: r.verb.as_str().to_string(),
-            group: r.group.clone(),
-            resource: match &r.subresource {
-                Some(sub) => format!("{}/{sub}", r.resource),
-                None => r.resource.clone(),
-            },
-            namespace: r.namespace.clone(),
-            name: r.name.clone(),
-        },
+        Route::Resource(r) => {
+            let mut namespace = r.namespace.clone();
+            let mut name = r.name.clone();
+            if r.resource == "namespaces" && namespace.is_none() {
+                namespace.clone_from(&name);
+            }
+            if name.is_none() && matches!(r.verb, Verb::List | Verb::Watch) {
+                name = query.and_then(selected_name);
+            }
+            Attributes::Resource {
+                verb: r.verb.as_str().to_string(),
+                group: r.group.clone(),
+                resource: match &r.subresource {
+                    Some(sub) => format!("{}/{sub}", r.resource),
+                    None => r.resource.clone(),
+                },
+                namespace,
+                name,
+            }
+        }
         _ => Attributes::NonResource {
             verb: method.as_str().to_ascii_lowercase(),
             path: path.to_string(),
@@ -248,9 +262,89 @@ pub fn attributes(method: &Method, path: &str, route: &Route) -> Attributes {
     }
 }
 
+/// The name a `fieldSelector` requires exactly (`RequiresExactMatch("metadata.name")`), when it
+/// is a valid path segment.
+fn selected_name(query: &str) -> Option<String> {
+    let (_, raw) = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "fieldSelector")?;
+    let selector = crd_core::fields::FieldSelector::parse(&raw).ok()?;
+    let name = selector.exact_match("metadata.name")?;
+    let valid = !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '%']);
+    valid.then(|| name.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attributes_as_upstreams_request_info() {
+        let route = |verb: Verb, resource: &str, namespace: Option<&str>, name: Option<&str>| {
+            Route::Resource(crate::request::route::ResourceRequest {
+                group: String::new(),
+                version: "v1".into(),
+                namespace: namespace.map(String::from),
+                resource: resource.into(),
+                name: name.map(String::from),
+                subresource: None,
+                verb,
+            })
+        };
+        let cases = [
+            // A namespace's own path is in that namespace.
+            (
+                route(Verb::Get, "namespaces", None, Some("team-a")),
+                None,
+                Some("team-a"),
+                Some("team-a"),
+            ),
+            (
+                route(Verb::List, "namespaces", None, None),
+                None,
+                None,
+                None,
+            ),
+            // An exact `metadata.name` selector names the object of a list or watch.
+            (
+                route(Verb::Watch, "configmaps", Some("ns"), None),
+                Some("watch=1&fieldSelector=metadata.name%3Dallowed"),
+                Some("ns"),
+                Some("allowed"),
+            ),
+            (
+                route(Verb::List, "configmaps", Some("ns"), None),
+                Some("fieldSelector=metadata.name%3D%3Da,metadata.namespace%3Dns"),
+                Some("ns"),
+                Some("a"),
+            ),
+            (
+                route(Verb::List, "configmaps", Some("ns"), None),
+                Some("fieldSelector=metadata.name!%3Da"),
+                Some("ns"),
+                None,
+            ),
+            (
+                route(Verb::DeleteCollection, "configmaps", Some("ns"), None),
+                Some("fieldSelector=metadata.name%3Da"),
+                Some("ns"),
+                None,
+            ),
+        ];
+        for (route, query, namespace, name) in cases {
+            let Attributes::Resource {
+                namespace: got_ns,
+                name: got_name,
+                ..
+            } = attributes(&Method::GET, "/", query, &route)
+            else {
+                panic!("resource attributes");
+            };
+            assert_eq!(
+                (got_ns.as_deref(), got_name.as_deref()),
+                (namespace, name),
+                "{query:?}"
+            );
+        }
+    }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

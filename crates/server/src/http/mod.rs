@@ -88,7 +88,14 @@ async fn serve_request(
     if parts.headers.contains_key("impersonate-user") {
         obs.impersonated(&user);
     }
-    let authorized = filters::authorize(state, &user, &parts.method, parts.uri.path(), route);
+    let authorized = filters::authorize(
+        state,
+        &user,
+        &parts.method,
+        parts.uri.path(),
+        parts.uri.query(),
+        route,
+    );
     obs.authorized(authorized.denial.is_none(), &authorized.reason);
     if let Some(s) = authorized.denial {
         return status_response(&s, &[]);
