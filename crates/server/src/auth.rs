@@ -110,7 +110,12 @@ impl Authenticator {
         let user = match bearer(authorization) {
             Some(token) => match self.tokens.lookup(token) {
                 Some(u) => u.clone(),
-                None => self.token(token, None).await.map_err(|_| Unauthenticated)?,
+                None => {
+                    self.token(token, None)
+                        .await
+                        .map_err(|_| Unauthenticated)?
+                        .0
+                }
             },
             None => match cert_user {
                 Some(u) => u.clone(),
@@ -123,49 +128,67 @@ impl Authenticator {
 
     /// A token as `TokenReview` checks it: the token file, then service-account tokens for
     /// `audiences` (the API audiences when empty). Returns the user (with
-    /// `system:authenticated`) and the audiences it was accepted for, or the review's `error`:
-    /// upstream's bearer-token authenticators each fail a token they do not know with
-    /// `invalid bearer token`, and a service-account token whose account (or bound object) is
-    /// gone with `service account token has been invalidated`, aggregated.
+    /// `system:authenticated`) and the audiences it was accepted for (upstream's
+    /// `Response.Audiences`: the requested ones the token is for, in request order), or the
+    /// review's `error`: upstream's bearer-token authenticators each fail a token they do not
+    /// know with `invalid bearer token`, a service-account token whose account (or bound
+    /// object) is gone with `service account token has been invalidated`, and one for other
+    /// audiences with `token audiences [..] is invalid for the target audiences [..]`,
+    /// aggregated.
     pub async fn review_token(
         &self,
         token: &str,
         audiences: &[String],
-    ) -> Result<(User, Vec<String>), &'static str> {
+    ) -> Result<(User, Vec<String>), String> {
         const UNKNOWN: &str = "invalid bearer token";
         const INVALIDATED: &str =
             "[invalid bearer token, service account token has been invalidated]";
+        let api = self
+            .service_accounts
+            .as_ref()
+            .map_or(&[][..], |sa| &sa.audiences[..]);
+        // Upstream's `TokenReview` asks for the API audiences when the review names none.
+        let requested = if audiences.is_empty() { api } else { audiences };
+        let accepted_of = |token_audiences: &[String]| -> Vec<String> {
+            requested
+                .iter()
+                .filter(|a| token_audiences.contains(a))
+                .cloned()
+                .collect()
+        };
         if let Some(u) = self.tokens.lookup(token) {
             // Token-file tokens carry no audience: upstream's `WrapAudienceAgnosticToken`
             // accepts them only for the requested audiences that are API audiences.
-            if audiences.is_empty() {
+            if requested.is_empty() {
                 return Ok((with_authenticated(u.clone()), Vec::new()));
             }
-            let api = self
-                .service_accounts
-                .as_ref()
-                .map_or(&[][..], |sa| &sa.audiences[..]);
-            let accepted: Vec<String> = audiences
-                .iter()
-                .filter(|a| api.contains(a))
-                .cloned()
-                .collect();
+            let accepted = accepted_of(api);
             return if accepted.is_empty() {
-                Err(UNKNOWN)
+                Err(UNKNOWN.into())
             } else {
                 Ok((with_authenticated(u.clone()), accepted))
             };
         }
-        let requested = (!audiences.is_empty()).then_some(audiences);
-        let user = self.token(token, requested).await.map_err(|f| match f {
-            TokenFailure::NotOurs => UNKNOWN,
-            TokenFailure::Invalidated => INVALIDATED,
-        })?;
-        Ok((with_authenticated(user), audiences.to_vec()))
+        let (user, token_audiences) =
+            self.token(token, Some(requested))
+                .await
+                .map_err(|f| match f {
+                    TokenFailure::NotOurs => UNKNOWN.into(),
+                    TokenFailure::Invalidated => INVALIDATED.into(),
+                    // The loopback authenticator's `invalid bearer token`, then the
+                    // service-account authenticator's audience error (upstream's aggregate).
+                    TokenFailure::Audience(msg) => format!("[{UNKNOWN}, {msg}]"),
+                })?;
+        Ok((with_authenticated(user), accepted_of(&token_audiences)))
     }
 
-    /// A service-account token's user, for `audiences` (the API audiences when `None`).
-    async fn token(&self, token: &str, audiences: Option<&[String]>) -> Result<User, TokenFailure> {
+    /// A service-account token's user and the audiences it is for, checked for `audiences`
+    /// (the API audiences when `None`).
+    async fn token(
+        &self,
+        token: &str,
+        audiences: Option<&[String]>,
+    ) -> Result<(User, Vec<String>), TokenFailure> {
         let sa = self
             .service_accounts
             .as_ref()
@@ -173,14 +196,20 @@ impl Authenticator {
         let claims = match sa.issuer.verify(token, audiences.unwrap_or(&sa.audiences)) {
             Ok(c) => c,
             Err(TokenError::NotOurs) => return Err(TokenFailure::NotOurs),
+            Err(TokenError::Audience(msg)) => {
+                tracing::debug!(error = %msg, "service account token refused");
+                return Err(TokenFailure::Audience(msg));
+            }
             Err(TokenError::Invalid(e)) => {
                 tracing::debug!(error = %e, "service account token refused");
                 return Err(TokenFailure::Invalidated);
             }
         };
-        sa.check_live(&claims)
+        let user = sa
+            .check_live(&claims)
             .await
-            .ok_or(TokenFailure::Invalidated)
+            .ok_or(TokenFailure::Invalidated)?;
+        Ok((user, claims.aud))
     }
 }
 
@@ -188,8 +217,10 @@ impl Authenticator {
 enum TokenFailure {
     /// Not a token of this server's issuer (or service-account tokens are off).
     NotOurs,
-    /// Ours, but refused: expired, for other audiences, or its account or bound object gone.
+    /// Ours, but refused: expired, or its account or bound object gone.
     Invalidated,
+    /// Ours, but for none of the requested audiences (upstream's message).
+    Audience(String),
 }
 
 fn with_authenticated(mut user: User) -> User {

@@ -129,10 +129,18 @@ pub enum TokenError {
     /// Not a `JWT` of ours: someone else's token (another authenticator may know it).
     #[error("not a service account token")]
     NotOurs,
-    /// Ours but invalid (expired, bad signature, wrong audience).
+    /// Ours but invalid (expired, bad signature).
     #[error("invalid service account token: {0}")]
     Invalid(String),
+    /// Ours, correctly signed, but for none of the requested audiences: upstream's
+    /// `token audiences ["a"] is invalid for the target audiences ["b"]`, which `TokenReview`
+    /// reports verbatim, so it is kept apart from [`TokenError::Invalid`].
+    #[error("{0}")]
+    Audience(String),
 }
+
+/// go-jose's default leeway when a token's expiry is checked, in seconds.
+const EXPIRY_LEEWAY: i64 = 60;
 
 struct VerifyKey {
     kid: String,
@@ -263,8 +271,10 @@ impl TokenIssuer {
         Ok(jsonwebtoken::encode(&header, &claims, &self.signing)?)
     }
 
-    /// Verifies a token's signature, issuer, times and audience (one of `audiences`), and
-    /// returns its claims. Tokens that are not `JWTs` from this issuer are [`TokenError::NotOurs`].
+    /// Verifies a token's signature, issuer, audience (one of `audiences`) and times, in
+    /// upstream's order (`jwtTokenAuthenticator.AuthenticateToken`, then the validator's time
+    /// checks), and returns its claims. Tokens that are not `JWTs` from this issuer are
+    /// [`TokenError::NotOurs`]; a signed token for other audiences is [`TokenError::Audience`].
     pub fn verify(&self, token: &str, audiences: &[String]) -> Result<Claims, TokenError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::NotOurs)?;
         // Upstream reads `iss` before checking anything, to route the token to its issuer.
@@ -283,18 +293,38 @@ impl TokenIssuer {
             .iter()
             .filter(|k| k.alg == header.alg && header.kid.as_ref().is_none_or(|kid| *kid == k.kid));
         let mut last = TokenError::Invalid("no key verifies the token".into());
+        let mut claims = None;
         for key in candidates {
+            // Signature and issuer first; the audience and the times are checked below, in
+            // upstream's order.
             let mut validation = Validation::new(key.alg);
             validation.set_issuer(&[&self.issuer]);
-            validation.set_audience(audiences);
+            validation.validate_aud = false;
+            validation.validate_exp = false;
             validation.set_required_spec_claims(&["exp", "iss", "sub", "aud"]);
-            validation.leeway = 60;
             match jsonwebtoken::decode::<Claims>(token, &key.key, &validation) {
-                Ok(data) => return Ok(data.claims),
+                Ok(data) => {
+                    claims = Some(data.claims);
+                    break;
+                }
                 Err(e) => last = TokenError::Invalid(e.to_string()),
             }
         }
-        Err(last)
+        let claims = claims.ok_or(last)?;
+        if !claims.aud.iter().any(|a| audiences.contains(a)) {
+            return Err(TokenError::Audience(format!(
+                "token audiences {} is invalid for the target audiences {}",
+                go_quote_list(&claims.aud),
+                go_quote_list(audiences)
+            )));
+        }
+        // go-jose's `Validate` with its default one-minute leeway.
+        if jiff::Timestamp::now().as_second() > claims.exp + EXPIRY_LEEWAY {
+            return Err(TokenError::Invalid(
+                "service account token has expired".into(),
+            ));
+        }
+        Ok(claims)
     }
 
     /// `/.well-known/openid-configuration` for `jwks_uri` at `server_url`, as upstream's
@@ -323,6 +353,12 @@ pub fn generate_key() -> anyhow::Result<String> {
     Ok(rcgen::KeyPair::generate()
         .context("generating a service-account key")?
         .serialize_pem())
+}
+
+/// Go's `%q` of a `[]string` (`["a" "b"]`), as upstream's audience error prints the lists.
+fn go_quote_list(list: &[String]) -> String {
+    let quoted: Vec<String> = list.iter().map(|s| crd_core::field::go_quote(s)).collect();
+    format!("[{}]", quoted.join(" "))
 }
 
 fn alg_name(alg: Algorithm) -> &'static str {
@@ -489,10 +525,33 @@ mod tests {
         let other_aud = i
             .issue("ns", "sa1", "u", vec!["vault".into()], now, 600, None)
             .unwrap();
+        match i.verify(&other_aud, &aud) {
+            Err(TokenError::Audience(msg)) => assert_eq!(
+                msg,
+                r#"token audiences ["vault"] is invalid for the target audiences ["https://kubernetes.default.svc.cluster.local"]"#
+            ),
+            other => panic!("audience error expected, got {other:?}"),
+        }
+        // Upstream checks the audience before the times: an expired token for other
+        // audiences is refused for its audience.
+        let old_other_aud = i
+            .issue(
+                "ns",
+                "sa1",
+                "u",
+                vec!["a".into(), "b".into()],
+                long_ago,
+                600,
+                None,
+            )
+            .unwrap();
         assert!(matches!(
-            i.verify(&other_aud, &aud),
-            Err(TokenError::Invalid(_))
+            i.verify(&old_other_aud, &aud),
+            Err(TokenError::Audience(msg))
+                if msg.starts_with(r#"token audiences ["a" "b"] is invalid"#)
         ));
+        // One shared audience is enough.
+        assert!(i.verify(&other_aud, &["x".into(), "vault".into()]).is_ok());
         // Signed by another key with our issuer: invalid, not accepted.
         let forged = issuer()
             .issue("ns", "sa1", "u", aud.clone(), now, 600, None)

@@ -514,7 +514,7 @@ impl Answer for TokenRequest {
         }
         let bound = spec.get("boundObjectRef").filter(|v| v.is_object());
         let bound = match bound {
-            Some(b) => Some(bound_object(b, ns, req.store, &mut errs).await?),
+            Some(b) => Some(bound_object(b, ns, req.name, req.store, &mut errs).await?),
             None => None,
         };
         if !errs.is_empty() {
@@ -557,10 +557,13 @@ impl Answer for TokenRequest {
 }
 
 /// The object a token is bound to: it must exist in the namespace (upstream allows Pods,
-/// Secrets and Nodes; Nodes are not served here).
+/// Secrets and Nodes; Nodes are not served here), and a Pod must run as the service account
+/// `sa` (else anyone allowed to request tokens for `sa` could mint one that claims another
+/// account's pod).
 async fn bound_object(
     b: &Value,
     ns: &str,
+    sa: &str,
     store: &Arc<dyn Store>,
     errs: &mut ErrorList,
 ) -> Result<crate::serviceaccount::BoundObject, ApiError> {
@@ -590,6 +593,23 @@ async fn bound_object(
         .map_err(|e| ApiError::storage(&gr, name, e))?
         .ok_or_else(|| ApiError::from(Status::not_found(&gr, name)))?;
     let obj: Value = serde_json::from_slice(&kv.value).map_err(Status::internal)?;
+    if kind == "Pod" {
+        // Upstream's ServiceAccount admission gives every pod a `serviceAccountName`
+        // (`default` when none is named); pods stored here without one run as `default`.
+        let runs_as = obj
+            .pointer("/spec/serviceAccountName")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .unwrap_or("default");
+        if runs_as != sa {
+            // Upstream's text names only the requested account, not the pod's.
+            return Err(Status::bad_request(format!(
+                "cannot bind token for serviceaccount {} to pod running with different serviceaccount name.",
+                crd_core::field::go_quote(sa)
+            ))
+            .into());
+        }
+    }
     let uid = obj
         .pointer("/metadata/uid")
         .and_then(Value::as_str)

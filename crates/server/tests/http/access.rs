@@ -471,3 +471,118 @@ async fn service_account_tokens_authenticate_until_the_account_goes() {
     .await;
     assert_eq!(body["status"]["error"], "invalid bearer token", "{body}");
 }
+
+#[tokio::test]
+async fn tokens_bind_only_to_pods_of_their_account_and_review_their_audiences() {
+    let s = server().await;
+    let admin = |method: Method, path: String, body: Option<Value>| {
+        let s = &s;
+        async move { call(s, Some(ADMIN), &[], method, &path, body).await }
+    };
+    let sa_path = "/api/v1/namespaces/default/serviceaccounts";
+    for name in ["robot", "other"] {
+        let (code, body) = admin(
+            Method::POST,
+            sa_path.into(),
+            Some(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": name}})),
+        )
+        .await;
+        assert_eq!(code, 201, "{body}");
+    }
+    let (code, pod) = admin(
+        Method::POST,
+        "/api/v1/namespaces/default/pods".into(),
+        Some(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+            "spec": {"serviceAccountName": "robot",
+                     "containers": [{"name": "c", "image": "nginx"}]}}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201, "{pod}");
+    let bound_to_web = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        "spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "web"}}});
+
+    // A pod running as robot cannot carry a token of other (upstream's 400, naming only the
+    // requested account).
+    let (code, body) = admin(
+        Method::POST,
+        format!("{sa_path}/other/token"),
+        Some(bound_to_web.clone()),
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(body["reason"], "BadRequest");
+    assert_eq!(
+        body["message"],
+        "cannot bind token for serviceaccount \"other\" to pod running with different serviceaccount name."
+    );
+    // Its own account's token binds, and authenticates with the pod in its extra.
+    let (code, body) = admin(
+        Method::POST,
+        format!("{sa_path}/robot/token"),
+        Some(bound_to_web),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let bound = body["status"]["token"].as_str().unwrap().to_string();
+    let review = |token: &str, audiences: Option<Value>| {
+        let mut spec = json!({"token": token});
+        if let Some(a) = audiences {
+            spec["audiences"] = a;
+        }
+        admin(
+            Method::POST,
+            "/apis/authentication.k8s.io/v1/tokenreviews".into(),
+            Some(
+                json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                "spec": spec}),
+            ),
+        )
+    };
+    let (_, body) = review(&bound, None).await;
+    assert_eq!(body["status"]["authenticated"], true, "{body}");
+    assert_eq!(
+        body["status"]["user"]["extra"]["authentication.kubernetes.io/pod-name"],
+        json!(["web"])
+    );
+    // A review naming no audiences checks the API audiences, and says so.
+    assert_eq!(
+        body["status"]["audiences"],
+        json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+
+    // A review for audiences the token is not for: upstream's aggregate of the loopback
+    // authenticator's refusal and the service-account authenticator's audience error.
+    let (_, body) = review(&bound, Some(json!(["foo"]))).await;
+    assert_eq!(body["status"]["authenticated"], Value::Null, "{body}");
+    assert_eq!(
+        body["status"]["error"],
+        "[invalid bearer token, token audiences [\"https://kubernetes.default.svc.cluster.local\"] is invalid for the target audiences [\"foo\"]]"
+    );
+    // A token for other audiences, reviewed for the API audiences (none requested).
+    let (code, body) = admin(
+        Method::POST,
+        format!("{sa_path}/robot/token"),
+        Some(
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"audiences": ["vault", "db"]}}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let vault = body["status"]["token"].as_str().unwrap().to_string();
+    let (_, body) = review(&vault, None).await;
+    assert_eq!(
+        body["status"]["error"],
+        "[invalid bearer token, token audiences [\"vault\" \"db\"] is invalid for the target audiences [\"https://kubernetes.default.svc.cluster.local\"]]"
+    );
+    // It is not a credential for this server either.
+    let (code, _) = call(&s, Some(&vault), &[], Method::GET, "/version", None).await;
+    assert_eq!(code, 401);
+    // Reviewed for one of its audiences, it authenticates for that one.
+    let (_, body) = review(&vault, Some(json!(["db", "other"]))).await;
+    assert_eq!(body["status"]["authenticated"], true, "{body}");
+    assert_eq!(body["status"]["audiences"], json!(["db"]));
+}
