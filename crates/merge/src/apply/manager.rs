@@ -402,7 +402,7 @@ impl<'a> FieldManager<'a> {
             managed.cap_update_managers(self.max_update_managers);
             return;
         }
-        reconcile_all(self.schema, managed, live);
+        reconcile_all(self.schema, managed);
         let Ok(cmp) = update_others(
             self.schema,
             live,
@@ -466,9 +466,9 @@ impl<'a> FieldManager<'a> {
 
 /// Adapts every manager's fields to schema changes since they were recorded (SMD's
 /// `reconcileManagedFieldsWithSchemaChanges`).
-fn reconcile_all(schema: &Schema, managed: &mut ManagedFields, live: &Value) {
+fn reconcile_all(schema: &Schema, managed: &mut ManagedFields) {
     for e in managed.entries.values_mut() {
-        if let Some(set) = typed::reconcile(schema, e.set(), live) {
+        if let Some(set) = typed::reconcile(schema, e.set()) {
             e.replace_set(set);
         }
     }
@@ -549,7 +549,7 @@ pub(super) fn apply_sets(
     force: bool,
     ignored: Option<&FieldSet>,
 ) -> Result<Option<Value>, Conflicts> {
-    reconcile_all(schema, managed, live);
+    reconcile_all(schema, managed);
     let config_set = match ignored {
         Some(ign) => config_set.recursive_difference(ign),
         None => config_set,

@@ -983,6 +983,40 @@ fn cases() -> Vec<Case> {
             object: "struct:\n  name: a",
             managed: &[("one", r#"{"f:struct":{"f:name":{}}}"#)],
         },
+        // ---- a granular map or struct emptied by others stays owned as the field alone ----
+        // (no atomic-to-granular expansion on later writes: structured-merge-diff#192)
+        Case {
+            name: "update/emptied_granular_map_is_not_regained",
+            schema: ATOMIC,
+            ops: &[
+                Update("csa", "v1", "granularMap: {a: '1', b: '2'}"),
+                Update("b", "v1", "granularMap: {a: '9', b: '9'}"),
+                Update("c", "v1", "granularMap: {a: '9', b: '9'}\natomicList: [x]"),
+            ],
+            object: "granularMap: {a: '9', b: '9'}\natomicList: [x]",
+            managed: &[
+                ("csa", r#"{"f:granularMap":{}}"#),
+                ("b", r#"{"f:granularMap":{"f:a":{},"f:b":{}}}"#),
+                ("c", r#"{"f:atomicList":{}}"#),
+            ],
+        },
+        Case {
+            name: "update/emptied_struct_is_not_regained",
+            schema: STRUCT,
+            ops: &[
+                Update("one", "v1", "struct: {name: a}"),
+                Update("two", "v1", "struct: {name: b}"),
+                Update("three", "v1", "struct: {name: b, scalarField: x}"),
+                Apply("four", "v1", "struct: {complexField: {name: c}}"),
+            ],
+            object: "struct: {name: b, scalarField: x, complexField: {name: c}}",
+            managed: &[
+                ("one", r#"{"f:struct":{}}"#),
+                ("two", r#"{"f:struct":{"f:name":{}}}"#),
+                ("three", r#"{"f:struct":{"f:scalarField":{}}}"#),
+                ("four", r#"{"f:struct":{"f:complexField":{"f:name":{}}}}"#),
+            ],
+        },
         // ---- metadata typed as ObjectMeta ----
         Case {
             name: "metadata/labels_granular_finalizers_set",
@@ -2001,7 +2035,8 @@ fn field_manager_reconciles_schema_changes() {
         r#"Apply failed with 1 conflict: conflict with "one": .spec.list"#
     );
 
-    // Atomic, then granular: the owner of the list owns its items.
+    // Atomic, then granular: the owner of the list keeps the list alone, none of its items
+    // (SMD's `TestAtomicToGranularSchemaChanges` since structured-merge-diff#192).
     let obj = fm
         .apply(None, &cfg(r#"["a","b"]"#), "one", false, T1)
         .expect("apply");
@@ -2016,7 +2051,7 @@ fn field_manager_reconciles_schema_changes() {
     assert_eq!(out["spec"]["list"], json!(["a", "b", "c"]));
     assert_eq!(
         list_fields(&out, "one"),
-        r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:list":{"v:\"a\"":{},"v:\"b\"":{},".":{}}}}"#
+        r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:list":{}}}"#
     );
     assert_eq!(
         list_fields(&out, "two"),

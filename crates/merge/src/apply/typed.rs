@@ -782,10 +782,16 @@ impl Chain<'_> {
 }
 
 /// Adapts a manager's field set to schema changes since it was recorded (SMD's
-/// `ReconcileFieldSetWithSchema`): a map or list now atomic is owned whole instead of by parts,
-/// and one owned whole that is now granular is owned by all its parts in `live`. Returns `None`
-/// when nothing changes. Deduced parts are left alone, as upstream leaves them.
-pub(crate) fn reconcile(schema: &Schema, set: &FieldSet, live: &Value) -> Option<FieldSet> {
+/// `ReconcileFieldSetWithSchema`): a map or list now atomic is owned whole instead of by parts.
+/// Returns `None` when nothing changes. Deduced parts are left alone, as upstream leaves them.
+///
+/// The reverse change (atomic to granular) is not reconciled, as SMD no longer does
+/// (kubernetes-sigs/structured-merge-diff#192): a field owned whole whose type is now granular
+/// stays owned as the field alone, none of its parts. A member with no children cannot be told
+/// apart from a granular map or list whose parts all went to other managers (`f:data: {}` after
+/// another manager took every key), and expanding it would hand those parts back on the next
+/// write by anyone.
+pub(crate) fn reconcile(schema: &Schema, set: &FieldSet) -> Option<FieldSet> {
     let mut remove = FieldSet::new();
     let mut add = FieldSet::new();
     reconcile_node(
@@ -794,7 +800,6 @@ pub(crate) fn reconcile(schema: &Schema, set: &FieldSet, live: &Value) -> Option
         Some(set),
         false,
         None,
-        live,
         &mut remove,
         &mut add,
     );
@@ -804,14 +809,12 @@ pub(crate) fn reconcile(schema: &Schema, set: &FieldSet, live: &Value) -> Option
     Some(set.recursive_difference(&remove).union(&add))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn reconcile_node(
     schema: &Schema,
     ty: TypeId,
     node: Option<&FieldSet>,
     is_atomic: bool,
     chain: Option<&Chain<'_>>,
-    live: &Value,
     remove: &mut FieldSet,
     add: &mut FieldSet,
 ) {
@@ -836,9 +839,6 @@ fn reconcile_node(
             }
         }
         granular => {
-            if is_atomic {
-                expand(schema, ty, chain, live, add);
-            }
             let Some(node) = node else { return };
             let child_type = |pe: &PathElement| match (granular, pe) {
                 (Node::List { elem, .. }, _) => Some(*elem),
@@ -850,16 +850,7 @@ fn reconcile_node(
                     && !node.has_member(pe)
                 {
                     let link = Chain { pe, parent: chain };
-                    reconcile_node(
-                        schema,
-                        ct,
-                        Some(child),
-                        false,
-                        Some(&link),
-                        live,
-                        remove,
-                        add,
-                    );
+                    reconcile_node(schema, ct, Some(child), false, Some(&link), remove, add);
                 }
             }
             for pe in node.members() {
@@ -867,59 +858,9 @@ fn reconcile_node(
                     let child = node.child(pe).filter(|c| !c.is_empty());
                     let link = Chain { pe, parent: chain };
                     let atomic = child.is_none();
-                    reconcile_node(schema, ct, child, atomic, Some(&link), live, remove, add);
+                    reconcile_node(schema, ct, child, atomic, Some(&link), remove, add);
                 }
             }
         }
-    }
-}
-
-/// Adds the node at `chain` and all the parts `live` has below it.
-fn expand(
-    schema: &Schema,
-    ty: TypeId,
-    chain: Option<&Chain<'_>>,
-    live: &Value,
-    add: &mut FieldSet,
-) {
-    let path = Chain::to_path(chain);
-    if path.is_empty() {
-        return;
-    }
-    add.insert(&path);
-    let Some(value) = value_at(schema, schema.root(), live, &path) else {
-        return;
-    };
-    if let Ok(Owned::Below(below)) = owned(schema, ty, value) {
-        let mut at = &mut *add;
-        for pe in &path {
-            at = at.child_mut(pe.clone());
-        }
-        *at = at.union(&below);
-    }
-}
-
-/// Finds the value at `path` in `val`.
-fn value_at<'v>(
-    schema: &Schema,
-    ty: TypeId,
-    val: &'v Value,
-    path: &[PathElement],
-) -> Option<&'v Value> {
-    let Some((pe, rest)) = path.split_first() else {
-        return Some(val);
-    };
-    match (schema.node(ty), pe, val) {
-        (Node::List { elem, kind }, _, Value::Array(items)) => {
-            let found = items
-                .iter()
-                .enumerate()
-                .find(|(i, item)| item_element(kind, *i, item).is_ok_and(|p| p == *pe))?;
-            value_at(schema, *elem, found.1, rest)
-        }
-        (_, PathElement::Field(name), Value::Object(m)) => {
-            value_at(schema, schema.field(ty, name).0, m.get(name)?, rest)
-        }
-        _ => None,
     }
 }

@@ -1,6 +1,6 @@
 //! POST to a collection (`handlers/create.go` and the generic store's create): decode, admit,
-//! mutating admission, fill system fields, validate, validating admission (namespace lifecycle,
-//! webhooks), store, and answer 201 with the object as stored.
+//! record field ownership, mutating admission, fill system fields, prepare, validate, validating
+//! admission (namespace lifecycle, webhooks), store, and answer 201 with the object as stored.
 
 use crd_core::{Status, field::go_quote};
 use crd_storage::StorageError;
@@ -88,8 +88,9 @@ pub(super) fn duplicate_fields(
     .into())
 }
 
-/// Creates an admitted object: system fields, preparation, field ownership, validation,
-/// admission and storage. Shared by POST and by server-side apply of a missing object.
+/// Creates an admitted object: field ownership, mutating admission, system fields,
+/// preparation, validation, validating admission and storage. Shared by POST and by
+/// server-side apply of a missing object.
 pub async fn create_object(
     ctx: &Ctx<'_>,
     strategy: &dyn Strategy,
@@ -108,6 +109,13 @@ pub async fn create_object(
     }
     set_namespace(ctx, strategy, &mut obj)?;
     strategy.authorize_write(&ctx.state.authorizer, ctx.user, &obj, None)?;
+    // The request's manager owns what the client sent (decoded and defaulted), as upstream's
+    // create handler records it (`FieldManager.UpdateNoErrors`) before mutating admission and
+    // `rest.BeforeCreate`: nobody owns what admission plugins, the system fields or the kind's
+    // `PrepareForCreate` set (a Job's generated selector and template labels, a reset status).
+    if ownership == Ownership::Track {
+        managed::track_update(ctx, strategy, None, &mut obj);
+    }
     let admission = &ctx.state.admission;
     // The attributes are built only for plugins that read them (most servers configure none),
     // and the plugins' futures are boxed: the create's future holds only a pointer for them.
@@ -133,9 +141,6 @@ pub async fn create_object(
     };
     if generate {
         meta::meta_mut(&mut obj).insert("name".into(), Value::String(name.clone()));
-    }
-    if ownership == Ownership::Track {
-        managed::track_update(ctx, strategy, None, &mut obj);
     }
     let mut errors = strategy.validate_create(&obj);
     errors.extend(managed::validation_errors(&obj));

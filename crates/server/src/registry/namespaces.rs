@@ -124,6 +124,11 @@ impl Strategy for NamespaceStrategy {
         // Unknown fields are dropped, as decoding into the typed object drops them.
         super::pipeline::remove_fields(obj, &unknown);
         meta::drop_empty_collections(obj);
+        // `SetDefaults_Namespace`: a named namespace is labeled with its name when decoded, so
+        // the writer's managed fields own the label (a generated name gets it on create).
+        if !meta::name(obj).is_empty() {
+            set_name_label(obj);
+        }
         Ok(warnings)
     }
 

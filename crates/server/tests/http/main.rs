@@ -13,6 +13,7 @@ mod discovery_cache;
 mod gc;
 mod hostile;
 mod list_stream;
+mod managed_fields_apply;
 mod mutating_policy;
 mod namespace_lifecycle;
 mod observability;
