@@ -225,6 +225,7 @@ pub async fn run(
     let state = Arc::new(state);
 
     controllers::namespaces_bootstrap(store.as_ref()).await?;
+    controllers::kubernetes_service::bootstrap(store.as_ref(), addr).await?;
     // The `rbac/bootstrap-roles` post-start hook: default roles before anyone is served.
     controllers::rbac::bootstrap(store.as_ref())
         .await

@@ -84,10 +84,11 @@ fn printer_columns_names_and_categories() {
             "{name}"
         );
     }
+    // `all` holds the custom resource beside the `kubernetes` Service every cluster has.
     let out = s.kubectl_ok(&["get", "all", "-o", "name"]);
     assert_eq!(
         out.trim(),
-        "crontab.stable.example.com/my-new-cron-object",
+        "service/kubernetes\ncrontab.stable.example.com/my-new-cron-object",
         "{out}"
     );
 }

@@ -34,6 +34,7 @@ pub mod compaction;
 pub mod crds;
 pub mod gc;
 pub mod informer;
+pub mod kubernetes_service;
 pub mod migration;
 pub mod namespaces;
 pub mod naming;

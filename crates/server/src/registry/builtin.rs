@@ -380,11 +380,13 @@ fn converter_error(defs: &BTreeMap<String, Value>, schema: &Value, v: &Value) ->
     }
 }
 
-/// Step: times as Go stores them. A built-in object is decoded into typed Go values, so a
-/// `metav1.Time` is written back in UTC at seconds precision and a `metav1.MicroTime` in UTC
-/// with six fraction digits, whatever offset and precision the client sent
-/// (`2026-11-28T07:44:39.5+01:00` becomes `2026-11-28T06:44:39Z`). Custom resources keep their
-/// strings, as upstream's do. Runs after [`type_error`] accepted every time.
+/// Step: times and quantities as Go stores them. A built-in object is decoded into typed Go
+/// values, so a `metav1.Time` is written back in UTC at seconds precision and a
+/// `metav1.MicroTime` in UTC with six fraction digits, whatever offset and precision the client
+/// sent (`2026-11-28T07:44:39.5+01:00` becomes `2026-11-28T06:44:39Z`), and a
+/// `resource.Quantity` in its canonical form (`0.5` becomes `500m`, `1024Mi` becomes `1Gi`, a
+/// number becomes a string). Custom resources keep their strings, as upstream's do. Runs after
+/// [`type_error`] accepted every time and quantity.
 fn normalize_times(defs: &BTreeMap<String, Value>, schema: &Value, v: &mut Value) {
     let (resolved, name) = resolve(defs, schema);
     match (name.and_then(|n| n.rsplit('.').next()), &mut *v) {
@@ -395,6 +397,16 @@ fn normalize_times(defs: &BTreeMap<String, Value>, schema: &Value, v: &mut Value
             return;
         }
         (Some("Time" | "MicroTime"), _) => return,
+        (Some("Quantity"), Value::String(_) | Value::Number(_)) => {
+            let text = match &*v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            if let Some(q) = crd_core::quantity::Quantity::parse(&text) {
+                *v = Value::String(q.to_string());
+            }
+            return;
+        }
         _ => {}
     }
     match v {
@@ -681,6 +693,23 @@ mod tests {
             patch: false,
             patch_value: None,
         }
+    }
+
+    /// Regression: built-in objects kept quantities as written (`0.5`, `1024Mi`, numbers);
+    /// upstream stores their canonical strings.
+    #[test]
+    fn quantities_are_stored_in_canonical_form() {
+        let kind = crd_builtin::get(crd_builtin::KindId::ResourceQuota);
+        let defs = crd_builtin::schema::definitions();
+        let root = json!({ "$ref": format!("{REF_PREFIX}{}", kind.definition) });
+        let mut obj = json!({"spec": {"hard": {"requests.cpu": "0.5", "requests.memory": "1024Mi",
+            "pods": 10, "limits.cpu": "2"}}});
+        normalize_times(defs, &root, &mut obj);
+        assert_eq!(
+            obj,
+            json!({"spec": {"hard": {"requests.cpu": "500m", "requests.memory": "1Gi",
+                "pods": "10", "limits.cpu": "2"}}})
+        );
     }
 
     /// Regression: built-in objects kept the client's offset and precision in their times;

@@ -306,3 +306,40 @@ async fn system_namespaces_cannot_be_deleted_nor_namespaces_all_at_once() {
         "{ns}"
     );
 }
+
+/// The `default/kubernetes` Service, Endpoints and `EndpointSlice` exist from the start and name
+/// this server's port, as kube-apiserver's bootstrap controller keeps them; `default` holds them
+/// as on a cluster.
+#[tokio::test]
+async fn the_kubernetes_service_names_this_server() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let port: u16 = server
+        .url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.trim_end_matches('/').parse().ok())
+        .expect("the server URL has a port");
+    let r = api
+        .get("/api/v1/namespaces/default/services/kubernetes")
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let svc = r.json();
+    assert_eq!(svc["spec"]["ports"][0]["name"], "https");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 443);
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], port);
+    assert_eq!(svc["spec"]["clusterIP"], "10.0.0.1");
+    assert_eq!(svc["metadata"]["labels"]["component"], "apiserver");
+    let r = api
+        .get("/api/v1/namespaces/default/endpoints/kubernetes")
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["subsets"][0]["ports"][0]["port"], port);
+    let r = api
+        .get("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes")
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let slice = r.json();
+    assert_eq!(slice["endpoints"][0]["addresses"][0], "127.0.0.1");
+    assert_eq!(slice["ports"][0]["port"], port);
+}
