@@ -69,6 +69,10 @@ impl User {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unauthenticated;
 
+/// What the client certificate of a connection says: the user it verified as, or why it did
+/// not verify (Go's x509 error text); `None` where the client sent none.
+pub type ClientCertificate = Result<User, String>;
+
 /// Every way a request can authenticate, in kube-apiserver's order.
 pub struct Authenticator {
     /// `--token-auth-file` (or the generated admin token).
@@ -105,8 +109,16 @@ impl Authenticator {
     pub async fn authenticate(
         &self,
         authorization: Option<&str>,
-        cert_user: Option<&User>,
+        certificate: Option<&ClientCertificate>,
     ) -> Result<User, Unauthenticated> {
+        // Upstream's union authenticator asks the x509 authenticator first: a verified
+        // certificate wins over any token; one that does not verify leaves the token to decide,
+        // and without a token the request is 401, never anonymous.
+        let cert_user = match certificate {
+            Some(Ok(u)) => return Ok(with_authenticated(u.clone())),
+            Some(Err(_)) if bearer(authorization).is_none() => return Err(Unauthenticated),
+            _ => None::<&User>,
+        };
         let user = match bearer(authorization) {
             Some(token) => match self.tokens.lookup(token) {
                 Some(u) => u.clone(),

@@ -222,6 +222,7 @@ pub async fn run(
     state.limits = limits::InFlight::new(&config.limits);
     state.auditor = audit::Auditor::start(&config.audit)?;
     state.enable_runtime_config(config.runtime_config);
+    state.client_cas.clone_from(&tls.client_cas);
     let state = Arc::new(state);
 
     controllers::namespaces_bootstrap(store.as_ref()).await?;

@@ -21,6 +21,8 @@ use crate::registry::serving::Registry;
 pub struct AppState {
     /// The storage engine.
     pub store: Arc<dyn Store>,
+    /// The CAs client certificates are verified against (`--client-ca-file`).
+    pub client_cas: Option<Arc<crate::tls::ClientCas>>,
     /// The serving state of every CRD.
     pub registry: Arc<Registry>,
     /// The namespace strategy (namespace lifecycle admission and the namespace controller
@@ -75,6 +77,7 @@ impl AppState {
                 conversion.service_addresses,
             ),
             store,
+            client_cas: None,
             registry,
             namespaces,
             kinds,

@@ -179,3 +179,136 @@ async fn tokens_certificates_and_policy() {
         "{err}"
     );
 }
+
+/// Client certificates as the Kubernetes documentation makes them with openssl (`x509 -req`
+/// without extensions gives an X.509 v1 certificate, which Go accepts), used with kubectl's
+/// `--client-certificate`; a certificate wins over a token, a certificate that does not verify
+/// lets a valid token through and is 401 alone, never a failed handshake.
+#[test]
+fn openssl_client_certificates_with_kubectl() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = dir.path().join("pki");
+    std::fs::create_dir_all(&pki).unwrap();
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(&pki)
+            .output()
+            .expect("openssl runs");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    for ca in ["ca", "other-ca"] {
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &format!("{ca}.key"),
+            "-out",
+            &format!("{ca}.crt"),
+            "-days",
+            "1",
+            "-subj",
+            &format!("/CN={ca}"),
+        ]);
+    }
+    for (user, ca) in [("alice", "ca"), ("mallory", "other-ca")] {
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &format!("{user}.key"),
+            "-out",
+            &format!("{user}.csr"),
+            "-subj",
+            &format!("/CN={user}/O=devs"),
+        ]);
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{user}.csr"),
+            "-CA",
+            &format!("{ca}.crt"),
+            "-CAkey",
+            &format!("{ca}.key"),
+            "-CAcreateserial",
+            "-out",
+            &format!("{user}.crt"),
+            "-days",
+            "1",
+        ]);
+    }
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let tokens = data.join("tokens.csv");
+    std::fs::write(
+        &tokens,
+        "admin-token-0123456789,admin,admin,\"system:masters\"\nbob-token-0123456789,bob,bob-uid\n",
+    )
+    .unwrap();
+    let ca = pki.join("ca.crt");
+    let s = TestServer::start_with(
+        dir,
+        &[
+            "--token-auth-file",
+            tokens.to_str().unwrap(),
+            "--client-ca-file",
+            ca.to_str().unwrap(),
+        ],
+    );
+    let whoami = |user: &str, token: Option<&str>| {
+        let (cert, key) = (
+            pki.join(format!("{user}.crt")),
+            pki.join(format!("{user}.key")),
+        );
+        let mut args = vec![
+            "auth".to_string(),
+            "whoami".into(),
+            "-o".into(),
+            "jsonpath={.status.userInfo.username}".into(),
+            format!("--client-certificate={}", cert.display()),
+            format!("--client-key={}", key.display()),
+        ];
+        if let Some(t) = token {
+            args.push(format!("--token={t}"));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = s.kubectl(&args);
+        (
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // The kubeconfig's admin token goes with every kubectl call; `--token` replaces it.
+    let (user, err) = whoami("alice", Some("wrong-token"));
+    assert_eq!(user, "alice", "{err}");
+    let (user, err) = whoami("mallory", Some("bob-token-0123456789"));
+    assert_eq!(user, "bob", "{err}");
+    // Alone, a certificate that does not verify is a 401 (not anonymous, not a TLS failure).
+    let server_ca = pki.join("server-ca.crt");
+    std::fs::write(&server_ca, &s.ca_pem).unwrap();
+    let curl = |user: &str| {
+        let out = std::process::Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
+            .arg(&server_ca)
+            .arg("--cert")
+            .arg(pki.join(format!("{user}.crt")))
+            .arg("--key")
+            .arg(pki.join(format!("{user}.key")))
+            .arg(format!("{}/api", s.url))
+            .output()
+            .expect("curl runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(curl("mallory"), "401");
+    assert_eq!(curl("alice"), "200");
+}

@@ -11,7 +11,6 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio_rustls::TlsAcceptor;
 
-use crate::auth::User;
 use crate::state::AppState;
 
 /// How long shutdown waits for requests in flight.
@@ -87,23 +86,22 @@ pub async fn serve(
             else {
                 return;
             };
-            // A verified client certificate (`--client-ca-file`) is an identity for the
-            // whole connection.
-            let cert_user: Option<Arc<User>> = tls
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|chain| chain.first())
-                .and_then(|leaf| crate::tls::user_of_certificate(leaf.as_ref()))
-                .map(Arc::new);
+            // A client certificate (`--client-ca-file`) is verified once per connection; its
+            // user, or why it does not verify, goes with every request on it.
+            let certificate: Option<Arc<crate::auth::ClientCertificate>> = state
+                .client_cas
+                .as_ref()
+                .zip(tls.get_ref().1.peer_certificates())
+                .filter(|(_, chain)| !chain.is_empty())
+                .map(|(cas, chain)| Arc::new(cas.identify(chain)));
             let service = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
                 req.extensions_mut().insert(super::observe::PeerAddr(peer));
                 let state = state.clone();
                 let local = local.clone();
-                let cert_user = cert_user.clone();
+                let certificate = certificate.clone();
                 async move {
                     Ok::<_, Infallible>(
-                        super::handle(state, &local, cert_user.as_deref(), req).await,
+                        super::handle(state, &local, certificate.as_deref(), req).await,
                     )
                 }
             });

@@ -21,14 +21,14 @@ use crate::state::AppState;
 pub async fn authenticate(
     state: &AppState,
     headers: &HeaderMap,
-    cert_user: Option<&User>,
+    certificate: Option<&crate::auth::ClientCertificate>,
 ) -> Result<User, Box<Status>> {
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     state
         .authn
-        .authenticate(authorization, cert_user)
+        .authenticate(authorization, certificate)
         .await
         .map_err(|_| Box::new(Status::unauthorized()))
 }

@@ -19,7 +19,6 @@ use hyper::body::Incoming;
 pub use accept::serve;
 pub use render::{add_warnings, error_response, status_response};
 
-use crate::auth::User;
 use crate::body::BoxBody;
 use crate::error::ApiError;
 use crate::handlers::{self, Ctx};
@@ -36,7 +35,7 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 pub async fn handle(
     state: Arc<AppState>,
     server_address: &str,
-    cert_user: Option<&User>,
+    certificate: Option<&crate::auth::ClientCertificate>,
     req: Request<Incoming>,
 ) -> Response<BoxBody> {
     let mut obs = observe::Observation::new(req.headers(), std::time::Instant::now());
@@ -46,7 +45,7 @@ pub async fn handle(
     let resp = serve_request(
         &state,
         server_address,
-        cert_user,
+        certificate,
         &parts,
         body,
         &query,
@@ -62,14 +61,14 @@ pub async fn handle(
 async fn serve_request(
     state: &Arc<AppState>,
     server_address: &str,
-    cert_user: Option<&User>,
+    certificate: Option<&crate::auth::ClientCertificate>,
     parts: &http::request::Parts,
     body: Incoming,
     query: &Query,
     route: &Route,
     obs: &mut observe::Observation,
 ) -> Response<BoxBody> {
-    let user = match filters::authenticate(state, &parts.headers, cert_user).await {
+    let user = match filters::authenticate(state, &parts.headers, certificate).await {
         Ok(u) => u,
         Err(s) => {
             obs.unauthenticated();
