@@ -85,9 +85,14 @@ impl StatusDetails {
     }
 }
 
-/// List metadata of a Status (always empty for errors).
+/// List metadata of a Status: empty, except the fresh `continue` token of an expired list
+/// (upstream's `ErrStatus.ListMeta.Continue`), with which a client may go on inconsistently.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StatusMetadata {}
+pub struct StatusMetadata {
+    /// The token to continue an expired list with, at the latest revision.
+    #[serde(rename = "continue", default, skip_serializing_if = "String::is_empty")]
+    pub continue_token: String,
+}
 
 /// `metav1.Status`. Field order matches Go's JSON output.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,7 +133,7 @@ impl Status {
         Status {
             kind: "Status".into(),
             api_version: "v1".into(),
-            metadata: StatusMetadata {},
+            metadata: StatusMetadata::default(),
             status: "Failure".into(),
             message: message.into(),
             reason: reason.into(),
@@ -144,7 +149,7 @@ impl Status {
         Status {
             kind: "Status".into(),
             api_version: "v1".into(),
-            metadata: StatusMetadata {},
+            metadata: StatusMetadata::default(),
             status: "Success".into(),
             message: String::new(),
             reason: String::new(),

@@ -84,7 +84,7 @@ pub async fn read_page(
     let (mut revision, mut start_after) = match &opts.continue_token {
         Some(t) => {
             let start = t.start.trim_end_matches('\0');
-            (Some(t.rv), Some(format!("{prefix}{start}")))
+            (continue_revision(t), Some(format!("{prefix}{start}")))
         }
         None => (snapshot_revision(opts), None),
     };
@@ -117,7 +117,7 @@ pub async fn read_page(
             .await
             .map_err(|e| match e {
                 crd_storage::StorageError::Compacted { .. } if opts.continue_token.is_some() => {
-                    expired_continue()
+                    expired_continue(opts.continue_token.as_ref())
                 }
                 e => ApiError::storage(&gr, "", e),
             })?;
@@ -162,8 +162,23 @@ pub async fn read_page(
     })
 }
 
-fn expired_continue() -> ApiError {
-    Status::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.").into()
+/// The 410 of a continue token whose snapshot was compacted, carrying upstream's fresh token
+/// (`handleCompactedErrorForPaging`): the same start key at revision -1, which lists the rest at
+/// the latest revision.
+fn expired_continue(token: Option<&ContinueToken>) -> ApiError {
+    let mut status = Status::expired(
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+    );
+    if let Some(t) = token {
+        status.metadata.continue_token = ContinueToken::encode(-1, &t.start);
+    }
+    status.into()
+}
+
+/// The revision a continue token reads at: its snapshot, or the latest for a negative one
+/// (the token of an expired list).
+fn continue_revision(token: &ContinueToken) -> Option<Revision> {
+    (token.rv >= 0).then_some(token.rv)
 }
 
 /// The revision a first page reads at: latest (at the options' freshness, which the store
@@ -306,7 +321,7 @@ async fn verbatim_list(
     let (start_after, revision) = match &opts.continue_token {
         Some(t) => (
             Some(format!("{prefix}{}", t.start.trim_end_matches('\0'))),
-            Some(t.rv),
+            continue_revision(t),
         ),
         None => (None, snapshot_revision(opts)),
     };
@@ -323,7 +338,7 @@ async fn verbatim_list(
         .await
         .map_err(|e| match e {
             crd_storage::StorageError::Compacted { .. } if opts.continue_token.is_some() => {
-                expired_continue()
+                expired_continue(opts.continue_token.as_ref())
             }
             e => ApiError::storage(&gr, "", e),
         })?;

@@ -391,3 +391,50 @@ async fn custom_resource_watches_end_when_their_crd_changes_or_goes() {
         .expect("the watch ends after the CRD is deleted");
     assert_eq!(ended, ["ADDED", "DELETED"]);
 }
+
+/// A continue token whose snapshot was compacted is 410 `Expired` carrying upstream's fresh
+/// token (the same start at revision -1), and that token lists the rest at the latest
+/// revision, as a client that accepts an inconsistent list may do.
+#[tokio::test]
+async fn an_expired_continue_token_offers_an_inconsistent_continuation() {
+    let s = TestServer::start_with(|c| c.compaction_interval = Duration::from_secs(1)).await;
+    let api = s.api(HttpVersion::Http1);
+    let base = "/api/v1/namespaces/default/configmaps";
+    for i in 0..5 {
+        let r = api
+            .post(base, json!({"metadata": {"name": format!("cm{i}")}}))
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    let first = api.get(&format!("{base}?limit=2")).await.json();
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    // Later writes move the revision on, so compaction passes the first page's snapshot.
+    let r = api
+        .request(Method::PATCH, &format!("{base}/cm0"))
+        .header("Content-Type", "application/merge-patch+json")
+        .body(r#"{"data":{"k":"v"}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let url = format!("{base}?limit=2&continue={token}");
+    eventually("the first page's snapshot is compacted", || async {
+        api.get(&url).await.status == 410
+    })
+    .await;
+    let expired = api.get(&url).await.json();
+    assert_eq!(expired["reason"], "Expired");
+    let fresh = expired["metadata"]["continue"]
+        .as_str()
+        .expect("a fresh token");
+    let r = api.get(&format!("{base}?limit=10&continue={fresh}")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let rest = r.json();
+    let names: Vec<&str> = rest["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["cm2", "cm3", "cm4"]);
+}
