@@ -178,6 +178,7 @@ fn generate() -> Value {
     generator.subschema_for::<api::networking::v1::NetworkPolicy>();
     generator.subschema_for::<api::networking::v1::IngressClass>();
     generator.subschema_for::<api::autoscaling::v2::HorizontalPodAutoscaler>();
+    generator.subschema_for::<api::autoscaling::v1::HorizontalPodAutoscaler>();
     generator.subschema_for::<api::core::v1::ResourceQuota>();
     generator.subschema_for::<api::core::v1::LimitRange>();
     generator.subschema_for::<api::storage::v1::StorageClass>();

@@ -33,6 +33,7 @@ pub mod admissionregistration;
 pub mod cron;
 pub mod events;
 pub mod fields;
+pub mod hpa;
 pub mod policy_kinds;
 pub mod prepare;
 pub mod printers;
@@ -72,6 +73,9 @@ pub enum KindId {
     IngressClass,
     /// `autoscaling/v2` `HorizontalPodAutoscaler` (charts install them; no autoscaler runs).
     HorizontalPodAutoscaler,
+    /// `autoscaling/v1` `HorizontalPodAutoscaler` (`kubectl autoscale` sends it), stored as v2
+    /// (see [`hpa`]).
+    HorizontalPodAutoscalerV1,
     /// core/v1 `ResourceQuota` (`kubectl create quota`; stored, not enforced).
     ResourceQuota,
     /// core/v1 `LimitRange` (stored with upstream's defaults, not applied to pods).
@@ -319,6 +323,11 @@ pub static KINDS: &[Kind] = &[
         Namespaced, status: true, scale: None, key: "/registry/horizontalpodautoscalers",
         def: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler", gen: None,
         columns: printers::HPA, fields: [], stored_as: None),
+    kind!(HorizontalPodAutoscalerV1, "autoscaling", "v1", "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers", "horizontalpodautoscaler", short: ["hpa"], cat: ["all"],
+        Namespaced, status: true, scale: None, key: "/registry/horizontalpodautoscalers",
+        def: "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler", gen: None,
+        columns: printers::HPA, fields: [], stored_as: Some("horizontalpodautoscalers")),
     kind!(ResourceQuota, "", "v1", "ResourceQuota", "resourcequotas", "resourcequota",
         short: ["quota"], cat: [], Namespaced, status: true, scale: None,
         key: "/registry/resourcequotas", def: "io.k8s.api.core.v1.ResourceQuota", gen: None,
@@ -402,6 +411,38 @@ pub fn lookup(group: &str, plural: &str) -> Option<&'static Kind> {
     KINDS
         .iter()
         .find(|k| k.group == group && k.plural == plural)
+}
+
+/// The kind served at `group`/`version`/`plural`.
+pub fn lookup_version(group: &str, version: &str, plural: &str) -> Option<&'static Kind> {
+    KINDS
+        .iter()
+        .find(|k| k.group == group && k.version == version && k.plural == plural)
+}
+
+/// A stored object as the kind `kind` serves it: stored objects of a kind kept in another
+/// version's or group's shape (`stored_as`) are converted (events.k8s.io Events from core
+/// Events; `autoscaling/v1` HorizontalPodAutoscalers from v2, after v2's defaults, as upstream
+/// decodes the storage version first).
+pub fn from_stored(kind: &Kind, obj: &serde_json::Value) -> serde_json::Value {
+    match kind.id {
+        KindId::EventsV1Event => events::from_core(obj),
+        KindId::HorizontalPodAutoscalerV1 => {
+            let mut v2 = obj.clone();
+            get(KindId::HorizontalPodAutoscaler).apply_defaults(&mut v2);
+            hpa::to_v1(&v2)
+        }
+        _ => obj.clone(),
+    }
+}
+
+/// An object of kind `kind` in the shape it is stored in (the inverse of [`from_stored`]).
+pub fn to_stored(kind: &Kind, obj: &serde_json::Value) -> serde_json::Value {
+    match kind.id {
+        KindId::EventsV1Event => events::to_core(obj),
+        KindId::HorizontalPodAutoscalerV1 => hpa::to_v2(obj),
+        _ => obj.clone(),
+    }
 }
 
 /// The kind with this group and Kind.
@@ -546,6 +587,7 @@ mod tests {
             KindId::NetworkPolicy,
             KindId::IngressClass,
             KindId::HorizontalPodAutoscaler,
+            KindId::HorizontalPodAutoscalerV1,
             KindId::ResourceQuota,
             KindId::LimitRange,
             KindId::StorageClass,

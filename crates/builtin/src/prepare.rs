@@ -519,6 +519,12 @@ impl Kind {
                 }
             }
             KindId::HorizontalPodAutoscaler => default_hpa(obj),
+            // `autoscaling/v1`'s `SetDefaults_HorizontalPodAutoscaler`.
+            KindId::HorizontalPodAutoscalerV1 => {
+                if let Some(spec) = obj_mut(obj, "spec") {
+                    set_default(spec, "minReplicas", json!(1));
+                }
+            }
             KindId::LimitRange => {
                 if let Some(limits) = obj
                     .pointer_mut("/spec/limits")
@@ -710,6 +716,9 @@ impl Kind {
                 KindId::Service | KindId::Ingress => json!({"loadBalancer": {}}),
                 KindId::ReplicaSet | KindId::ReplicationController => json!({"replicas": 0}),
                 KindId::HorizontalPodAutoscaler => json!({"desiredReplicas": 0}),
+                KindId::HorizontalPodAutoscalerV1 => {
+                    json!({"currentReplicas": 0, "desiredReplicas": 0})
+                }
                 KindId::StatefulSet => json!({"replicas": 0, "availableReplicas": 0}),
                 KindId::DaemonSet => {
                     json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0})

@@ -1489,6 +1489,10 @@ impl Kind {
                     age,
                 ]
             }
+            // Printed from the internal (v2) form, as upstream prints every version.
+            KindId::HorizontalPodAutoscalerV1 => {
+                crate::get(KindId::HorizontalPodAutoscaler).cells(&crate::hpa::to_v2(obj), now)
+            }
             KindId::ResourceQuota => {
                 let (request, limit) = quota_columns(obj);
                 vec![name, json!(request), json!(limit), age]

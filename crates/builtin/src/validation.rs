@@ -1725,6 +1725,13 @@ impl Kind {
             | KindId::ResourceQuota
             | KindId::LimitRange
             | KindId::StorageClass => crate::policy_kinds::validate(self.id, obj, old, &mut errs),
+            // Validated in the internal (v2) form, with its field paths, as upstream does.
+            KindId::HorizontalPodAutoscalerV1 => crate::policy_kinds::validate(
+                KindId::HorizontalPodAutoscaler,
+                &crate::hpa::to_v2(obj),
+                old.map(crate::hpa::to_v2).as_ref(),
+                &mut errs,
+            ),
             KindId::Role
             | KindId::ClusterRole
             | KindId::RoleBinding

@@ -209,6 +209,37 @@ fn kubectl_create_generators_send_protobuf_the_server_reads() {
         err.contains("priority class names with 'system-' prefix are reserved for system use only"),
         "{err}"
     );
+    // `kubectl autoscale` sends an `autoscaling/v1` HPA (protobuf); it is stored at v2, read
+    // at either version.
+    let out = s.kubectl_ok(&[
+        "autoscale",
+        "deployment",
+        "web",
+        "--cpu-percent=50",
+        "--min=1",
+        "--max=5",
+    ]);
+    assert_eq!(
+        out.trim(),
+        "horizontalpodautoscaler.autoscaling/web autoscaled"
+    );
+    assert_eq!(
+        get(
+            "hpa/web",
+            "{.apiVersion} {.spec.metrics[0].resource.target.averageUtilization}"
+        ),
+        "autoscaling/v2 50"
+    );
+    let v1: serde_json::Value = serde_json::from_str(&s.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers/web",
+    ]))
+    .unwrap();
+    assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 50);
+    assert_eq!(v1["spec"]["maxReplicas"], 5);
+    let table = s.kubectl_ok(&["get", "hpa", "web"]);
+    assert!(table.contains("Deployment/web"), "{table}");
     // `kubectl expose` reads the deployment back and creates its service.
     let out = s.kubectl_ok(&["expose", "deployment", "web", "--name=web2", "--port=80"]);
     assert_eq!(out.trim(), "service/web2 exposed");

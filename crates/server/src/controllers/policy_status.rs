@@ -163,7 +163,7 @@ impl PolicyStatusController {
     /// The kind and schema of a served resource at a version: a built-in kind's OpenAPI schema,
     /// else a custom resource's schema for that version.
     fn kind_for(&self, group: &str, version: &str, resource: &str) -> Option<(String, Value)> {
-        if let Some(k) = crd_builtin::lookup(group, resource).filter(|k| k.version == version) {
+        if let Some(k) = crd_builtin::lookup_version(group, version, resource) {
             return Some((k.kind.to_string(), k.bare_schema().clone()));
         }
         let crd = self.registry.lookup(group, resource)?;
@@ -177,7 +177,10 @@ impl PolicyStatusController {
         let api_version = pk.get("apiVersion")?.as_str()?;
         let kind = pk.get("kind")?.as_str()?;
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        if let Some(k) = crd_builtin::by_kind(group, kind).filter(|k| k.version == version) {
+        if let Some(k) = crd_builtin::KINDS
+            .iter()
+            .find(|k| k.group == group && k.kind == kind && k.version == version)
+        {
             return Some(k.bare_schema().clone());
         }
         self.registry

@@ -669,6 +669,41 @@ static SCOPED_RESOURCE_SELECTOR_REQUIREMENT: Msg = Msg {
     ],
 };
 
+// autoscaling/v1
+
+/// `autoscaling/v1` `HorizontalPodAutoscaler` (`kubectl autoscale`).
+pub static HORIZONTAL_POD_AUTOSCALER_V1: Msg = Msg {
+    name: "v1.HorizontalPodAutoscaler",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&HPA_V1_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static HPA_V1_SPEC: Msg = Msg {
+    name: "v1.HorizontalPodAutoscalerSpec",
+    fields: &[
+        keep(
+            1,
+            "scaleTargetRef",
+            Ty::Msg(&CROSS_VERSION_OBJECT_REFERENCE),
+        ),
+        keep(2, "minReplicas", Ty::Int32),
+        keep(3, "maxReplicas", Ty::Int32),
+        keep(4, "targetCPUUtilizationPercentage", Ty::Int32),
+    ],
+};
+
+static CROSS_VERSION_OBJECT_REFERENCE: Msg = Msg {
+    name: "v1.CrossVersionObjectReference",
+    fields: &[
+        keep(1, "kind", Ty::String),
+        keep(2, "name", Ty::String),
+        omit(3, "apiVersion", Ty::String),
+    ],
+};
+
 // scheduling.k8s.io/v1
 
 pub static PRIORITY_CLASS: Msg = Msg {
@@ -849,6 +884,7 @@ pub fn of(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("v1", "ConfigMap") => &CONFIG_MAP,
         ("v1", "Secret") => &SECRET,
         ("v1", "ResourceQuota") => &RESOURCE_QUOTA,
+        ("autoscaling/v1", "HorizontalPodAutoscaler") => &HORIZONTAL_POD_AUTOSCALER_V1,
         ("v1", "ServiceAccount") => &SERVICE_ACCOUNT,
         ("v1", "Service") => &SERVICE,
         ("apps/v1", "Deployment") => &DEPLOYMENT,

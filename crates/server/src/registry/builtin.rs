@@ -609,14 +609,14 @@ impl Strategy for BuiltinStrategy {
 
     fn read_shape(&self, obj: &mut Value) {
         if self.kind.stored_as.is_some() {
-            *obj = crd_builtin::events::from_core(obj);
+            *obj = crd_builtin::from_stored(self.kind, obj);
         }
         self.kind.apply_defaults(obj);
     }
 
     fn write_shape(&self, obj: Value) -> Value {
         if self.kind.stored_as.is_some() {
-            crd_builtin::events::to_core(&obj)
+            crd_builtin::to_stored(self.kind, &obj)
         } else {
             obj
         }
