@@ -1,4 +1,4 @@
-//! `autoscaling/v1` and `autoscaling/v2` HorizontalPodAutoscalers are one resource stored once,
+//! `autoscaling/v1` and `autoscaling/v2` `HorizontalPodAutoscalers` are one resource stored once,
 //! at v2 (upstream's storage version), and converted as `pkg/apis/autoscaling/v1/conversion.go`
 //! converts them through the internal type: v1's `targetCPUUtilizationPercentage` is v2's CPU
 //! utilization metric, and what v1 cannot say travels in annotations — the other metrics
@@ -201,7 +201,7 @@ fn annotations(obj: &mut Value) -> Option<&mut Map<String, Value>> {
         .as_object_mut()
 }
 
-/// A stored (v2) HorizontalPodAutoscaler as `autoscaling/v1` serves it.
+/// A stored (v2) `HorizontalPodAutoscaler` as `autoscaling/v1` serves it.
 pub fn to_v1(v2: &Value) -> Value {
     let mut out = v2.clone();
     let spec = v2.get("spec").cloned().unwrap_or_else(|| json!({}));
@@ -291,7 +291,7 @@ pub fn to_v1(v2: &Value) -> Value {
     out
 }
 
-/// An `autoscaling/v1` HorizontalPodAutoscaler as it is stored (v2).
+/// An `autoscaling/v1` `HorizontalPodAutoscaler` as it is stored (v2).
 pub fn to_v2(v1: &Value) -> Value {
     let mut out = v1.clone();
     let spec = v1.get("spec").cloned().unwrap_or_else(|| json!({}));

@@ -422,7 +422,7 @@ pub fn lookup_version(group: &str, version: &str, plural: &str) -> Option<&'stat
 
 /// A stored object as the kind `kind` serves it: stored objects of a kind kept in another
 /// version's or group's shape (`stored_as`) are converted (events.k8s.io Events from core
-/// Events; `autoscaling/v1` HorizontalPodAutoscalers from v2, after v2's defaults, as upstream
+/// Events; `autoscaling/v1` `HorizontalPodAutoscalers` from v2, after v2's defaults, as upstream
 /// decodes the storage version first).
 pub fn from_stored(kind: &Kind, obj: &serde_json::Value) -> serde_json::Value {
     match kind.id {
