@@ -62,6 +62,32 @@ fn decode(
     Ok(Value::Object(out))
 }
 
+/// Decodes a protobuf `DeleteOptions` body into its JSON form. client-go (and so
+/// controller-runtime's typed client) sends one with every DELETE of a built-in object, typed
+/// with the resource's group version (`v1`, `apps/v1`, ...), so any version is taken.
+pub fn decode_delete_options(body: &[u8]) -> Result<Value, String> {
+    let rest = body
+        .strip_prefix(MAGIC)
+        .ok_or("missing the k8s protobuf magic prefix")?;
+    let unknown = Unknown::decode(rest).map_err(|e| e.to_string())?;
+    let kind = unknown
+        .type_meta
+        .and_then(|t| t.kind)
+        .unwrap_or_default();
+    if kind != "DeleteOptions" {
+        return Err(format!("unexpected object Kind={kind}"));
+    }
+    Ok(Value::Object(table::decode(
+        &kinds::DELETE_OPTIONS,
+        &unknown.raw.unwrap_or_default(),
+    )?))
+}
+
+/// Whether a body is in the protobuf envelope.
+pub fn is_protobuf(body: &[u8]) -> bool {
+    body.starts_with(MAGIC)
+}
+
 /// Decodes a protobuf-encoded `v1.Namespace` into its JSON form.
 pub fn decode_namespace(body: &[u8]) -> Result<Value, String> {
     decode(body, "v1", "Namespace", &kinds::NAMESPACE)
@@ -104,6 +130,30 @@ mod tests {
     fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
         let type_meta = [field(1, api_version.as_bytes()), field(2, kind.as_bytes())].concat();
         [MAGIC.to_vec(), field(1, &type_meta), field(2, raw)].concat()
+    }
+
+    /// client-go's DELETE body: `DeleteOptions` typed with the resource's group version.
+    #[test]
+    fn decodes_delete_options_of_any_group_version() {
+        let preconditions = [field(1, b"uid-1"), field(2, b"42")].concat();
+        let raw = [
+            vec![1 << 3, 30],
+            field(2, &preconditions),
+            field(4, b"Foreground"),
+            field(5, b"All"),
+        ]
+        .concat();
+        for api_version in ["v1", "apps/v1"] {
+            let body = envelope(api_version, "DeleteOptions", &raw);
+            assert!(is_protobuf(&body));
+            assert_eq!(
+                decode_delete_options(&body).unwrap(),
+                json!({"gracePeriodSeconds": 30, "preconditions": {"uid": "uid-1", "resourceVersion": "42"},
+                       "propagationPolicy": "Foreground", "dryRun": ["All"]})
+            );
+        }
+        let wrong = envelope("v1", "ConfigMap", &raw);
+        assert!(decode_delete_options(&wrong).is_err());
     }
 
     #[test]

@@ -87,6 +87,31 @@ static LABEL_SELECTOR_REQUIREMENT: Msg = Msg {
     ],
 };
 
+/// `metav1.DeleteOptions` (every pointer field is kept when sent).
+pub static DELETE_OPTIONS: Msg = Msg {
+    name: "v1.DeleteOptions",
+    fields: &[
+        keep(1, "gracePeriodSeconds", Ty::Int64),
+        keep(2, "preconditions", Ty::Msg(&PRECONDITIONS)),
+        keep(3, "orphanDependents", Ty::Bool),
+        keep(4, "propagationPolicy", Ty::String),
+        list(5, "dryRun", Ty::String),
+        keep(
+            6,
+            "ignoreStoreReadErrorWithClusterBreakingPotential",
+            Ty::Bool,
+        ),
+    ],
+};
+
+static PRECONDITIONS: Msg = Msg {
+    name: "v1.Preconditions",
+    fields: &[
+        keep(1, "uid", Ty::String),
+        keep(2, "resourceVersion", Ty::String),
+    ],
+};
+
 // core/v1
 
 static POD_TEMPLATE_SPEC: Msg = Msg {

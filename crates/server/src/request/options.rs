@@ -372,11 +372,16 @@ impl DeleteOptions {
             .get("orphanDependents")
             .map(|_| query.bool("orphanDependents"));
         if !body.is_empty() {
-            let v: Value = serde_json::from_slice(body).map_err(|e| {
+            let cannot = |e: &dyn std::fmt::Display| {
                 Status::bad_request(format!(
                     "DeleteOptions in version \"v1\" cannot be handled as a DeleteOptions: {e}"
                 ))
-            })?;
+            };
+            let v: Value = if crate::protobuf::is_protobuf(body) {
+                crate::protobuf::decode_delete_options(body).map_err(|e| cannot(&e))?
+            } else {
+                serde_json::from_slice(body).map_err(|e| cannot(&e))?
+            };
             opts.uid = v
                 .pointer("/preconditions/uid")
                 .and_then(Value::as_str)

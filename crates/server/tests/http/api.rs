@@ -1764,3 +1764,43 @@ async fn patches_of_the_wrong_type_are_invalid_as_upstream_says() {
     // The stored object is unchanged.
     assert_eq!(api.get(url).await.json()["spec"]["replicas"], 1);
 }
+
+/// client-go's typed clients (controller-runtime's `client.Delete`) send `DeleteOptions` as a
+/// protobuf body with every DELETE of a built-in object; its options apply as a JSON body's do.
+#[tokio::test]
+async fn a_protobuf_delete_options_body_is_read() {
+    fn field(tag: u8, bytes: &[u8]) -> Vec<u8> {
+        let mut out = vec![tag << 3 | 2, u8::try_from(bytes.len()).unwrap()];
+        out.extend_from_slice(bytes);
+        out
+    }
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let base = "/api/v1/namespaces/default/configmaps";
+    let r = api.post(base, json!({"metadata": {"name": "pb-delete"}})).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let options = |raw: &[u8]| {
+        let type_meta = [field(1, b"v1"), field(2, b"DeleteOptions")].concat();
+        [b"k8s\0".to_vec(), field(1, &type_meta), field(2, raw)].concat()
+    };
+    // A stale uid precondition refuses the delete, as it would in JSON.
+    let stale = options(&field(2, &field(1, b"not-the-uid")));
+    let r = api
+        .request(Method::DELETE, &format!("{base}/pb-delete"))
+        .header("Content-Type", "application/vnd.kubernetes.protobuf")
+        .body(stale)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    let background = options(&field(4, b"Background"));
+    let r = api
+        .request(Method::DELETE, &format!("{base}/pb-delete"))
+        .header("Content-Type", "application/vnd.kubernetes.protobuf")
+        .body(background)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(api.get(&format!("{base}/pb-delete")).await.status, 404);
+}
