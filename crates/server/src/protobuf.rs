@@ -70,10 +70,7 @@ pub fn decode_delete_options(body: &[u8]) -> Result<Value, String> {
         .strip_prefix(MAGIC)
         .ok_or("missing the k8s protobuf magic prefix")?;
     let unknown = Unknown::decode(rest).map_err(|e| e.to_string())?;
-    let kind = unknown
-        .type_meta
-        .and_then(|t| t.kind)
-        .unwrap_or_default();
+    let kind = unknown.type_meta.and_then(|t| t.kind).unwrap_or_default();
     if kind != "DeleteOptions" {
         return Err(format!("unexpected object Kind={kind}"));
     }
@@ -98,6 +95,16 @@ pub fn decode_namespace(body: &[u8]) -> Result<Value, String> {
 pub fn decode_builtin(body: &[u8], api_version: &str, kind: &str) -> Option<Result<Value, String>> {
     let msg = kinds::of(api_version, kind)?;
     Some(decode(body, api_version, kind, msg))
+}
+
+/// Whether the table of `api_version`/`kind` skips the object's status (read for
+/// well-formedness only): such a body cannot be a `/status` write.
+pub fn skips_status(api_version: &str, kind: &str) -> bool {
+    kinds::of(api_version, kind).is_some_and(|m| {
+        m.fields
+            .iter()
+            .any(|f| f.json == "status" && matches!(f.ty, table::Ty::Ignored))
+    })
 }
 
 /// The reviews and token requests kubectl sends as protobuf (`auth can-i`, `auth can-i

@@ -236,7 +236,7 @@ pub fn decode_body_noting_duplicates(
     let info = strategy.info();
     let (obj, repeats) =
         decode_object_noting_duplicates(ctx.headers, &ctx.body, &info.kind, &info.version, &|b| {
-            strategy.decode_protobuf(b)
+            strategy.decode_protobuf_for(b, ctx.sub)
         })?;
     if let Some(m) = obj.get("metadata")
         && !m.is_object()

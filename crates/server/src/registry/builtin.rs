@@ -667,6 +667,18 @@ impl Strategy for BuiltinStrategy {
         crate::protobuf::decode_builtin(body, &self.kind.api_version(), self.kind.kind)
     }
 
+    fn decode_protobuf_for(&self, body: &[u8], sub: Subresource) -> Option<Result<Value, String>> {
+        let api_version = self.kind.api_version();
+        if sub == Subresource::Status && crate::protobuf::skips_status(&api_version, self.kind.kind)
+        {
+            return Some(Err(format!(
+                "the status of a protobuf {api_version} {} is not read by this server (send the object as JSON or YAML)",
+                self.kind.kind
+            )));
+        }
+        self.decode_protobuf(body)
+    }
+
     fn schema(&self) -> Option<&Value> {
         Some(self.kind.bare_schema())
     }
@@ -693,6 +705,28 @@ mod tests {
             patch: false,
             patch_value: None,
         }
+    }
+
+    /// Regression: a protobuf `/status` write of a kind whose tables skip the status answered
+    /// 200 and dropped the status; it is refused, and main-resource writes still decode.
+    #[test]
+    fn protobuf_status_writes_are_refused_not_dropped() {
+        let deployments = strategy("apps", "deployments");
+        let body = b"k8s\0\x0a\x15\x0a\x07apps/v1\x12\x0aDeployment\x12\x00";
+        let err = deployments
+            .decode_protobuf_for(body, Subresource::Status)
+            .expect("a protobuf kind")
+            .unwrap_err();
+        assert!(
+            err.contains("status of a protobuf apps/v1 Deployment is not read"),
+            "{err}"
+        );
+        assert!(
+            deployments
+                .decode_protobuf_for(body, Subresource::Main)
+                .expect("a protobuf kind")
+                .is_ok()
+        );
     }
 
     /// Regression: built-in objects kept quantities as written (`0.5`, `1024Mi`, numbers);

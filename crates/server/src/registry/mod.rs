@@ -389,6 +389,13 @@ pub trait Strategy: Send + Sync {
         None
     }
 
+    /// [`Strategy::decode_protobuf`] for a write to `sub`: a kind whose protobuf tables skip its
+    /// status refuses a protobuf `/status` write rather than dropping the status it carries.
+    fn decode_protobuf_for(&self, body: &[u8], sub: Subresource) -> Option<Result<Value, String>> {
+        let _ = sub;
+        self.decode_protobuf(body)
+    }
+
     /// Checks what the requesting user may write beyond the verb the request filter authorized
     /// (RBAC's escalation prevention: roles granting permissions the user lacks, bindings to
     /// roles the user does not hold). `old` is `None` on create. Runs after decoding and

@@ -1777,7 +1777,9 @@ async fn a_protobuf_delete_options_body_is_read() {
     let server = TestServer::start().await;
     let api = server.api(HttpVersion::Http1);
     let base = "/api/v1/namespaces/default/configmaps";
-    let r = api.post(base, json!({"metadata": {"name": "pb-delete"}})).await;
+    let r = api
+        .post(base, json!({"metadata": {"name": "pb-delete"}}))
+        .await;
     assert_eq!(r.status, 201, "{}", r.text);
     let options = |raw: &[u8]| {
         let type_meta = [field(1, b"v1"), field(2, b"DeleteOptions")].concat();
