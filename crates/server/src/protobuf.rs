@@ -139,6 +139,115 @@ mod tests {
         [MAGIC.to_vec(), field(1, &type_meta), field(2, raw)].concat()
     }
 
+    fn varint(tag: u8, mut v: u64) -> Vec<u8> {
+        let mut out = vec![tag << 3];
+        loop {
+            let byte = u8::try_from(v & 0x7f).unwrap();
+            v >>= 7;
+            if v == 0 {
+                out.push(byte);
+                return out;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+
+    /// What leader election and event recorders send: a Lease with micro-times, core and
+    /// events.k8s.io Events.
+    #[test]
+    fn decodes_leases_and_events() {
+        let micro = [varint(1, 1_700_000_000), varint(2, 123_456_000)].concat();
+        let meta = field(1, &field(1, b"leader"));
+        let spec = [
+            field(1, b"pod-a"),
+            varint(2, 15),
+            field(4, &micro),
+            varint(5, 2),
+        ]
+        .concat();
+        let lease = envelope(
+            "coordination.k8s.io/v1",
+            "Lease",
+            &[meta.clone(), field(2, &spec)].concat(),
+        );
+        assert_eq!(
+            decode_builtin(&lease, "coordination.k8s.io/v1", "Lease")
+                .unwrap()
+                .unwrap(),
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                   "metadata": {"name": "leader"},
+                   "spec": {"holderIdentity": "pod-a", "leaseDurationSeconds": 15,
+                            "renewTime": "2023-11-14T22:13:20.123456Z", "leaseTransitions": 2}})
+        );
+        let involved = [field(1, b"Widget"), field(3, b"w1")].concat();
+        let event = [
+            meta,
+            field(2, &involved),
+            field(3, b"Created"),
+            field(5, &field(1, b"widget-controller")),
+            varint(8, 1),
+            field(9, b"Normal"),
+        ]
+        .concat();
+        assert_eq!(
+            decode_builtin(&envelope("v1", "Event", &event), "v1", "Event")
+                .unwrap()
+                .unwrap(),
+            json!({"apiVersion": "v1", "kind": "Event",
+                   "metadata": {"name": "leader"},
+                   "involvedObject": {"kind": "Widget", "name": "w1"}, "reason": "Created",
+                   "source": {"component": "widget-controller"}, "count": 1, "type": "Normal"})
+        );
+    }
+
+    /// A length-delimited field of any tag (the key as a varint).
+    fn field_n(tag: u64, bytes: &[u8]) -> Vec<u8> {
+        let mut key = varint(0, (tag << 3) | 2);
+        key.remove(0);
+        let mut len = varint(0, u64::try_from(bytes.len()).unwrap());
+        len.remove(0);
+        [key, len, bytes.to_vec()].concat()
+    }
+
+    /// A pod spec with what operators' workloads carry: a config map volume
+    /// (inline reference), a projected token, and node affinity.
+    #[test]
+    fn decodes_pod_volumes_and_affinity() {
+        let config_map = [field(1, &field(1, b"settings")), varint(3, 420)].concat();
+        let token = field(4, &[field(1, b"vault"), field(3, b"token")].concat());
+        let volumes = [
+            field(
+                1,
+                &[field(1, b"cfg"), field(2, &field_n(19, &config_map))].concat(),
+            ),
+            field(
+                1,
+                &[field(1, b"tok"), field(2, &field_n(26, &field(1, &token)))].concat(),
+            ),
+        ]
+        .concat();
+        let requirement = [field(1, b"zone"), field(2, b"In"), field(3, b"a")].concat();
+        let term = field(1, &field(1, &requirement));
+        let affinity = field(1, &field(1, &term));
+        let container = [field(1, b"c"), field(2, b"nginx")].concat();
+        let spec = [volumes, field(2, &container), field_n(18, &affinity)].concat();
+        let pod = envelope(
+            "v1",
+            "Pod",
+            &[field(1, &field(1, b"p")), field(2, &spec)].concat(),
+        );
+        assert_eq!(
+            decode_builtin(&pod, "v1", "Pod").unwrap().unwrap(),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                   "spec": {"volumes": [
+                        {"name": "cfg", "configMap": {"name": "settings", "defaultMode": 420}},
+                        {"name": "tok", "projected": {"sources": [{"serviceAccountToken": {"audience": "vault", "path": "token"}}]}}],
+                    "containers": [{"name": "c", "image": "nginx"}],
+                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}}})
+        );
+    }
+
     /// client-go's DELETE body: `DeleteOptions` typed with the resource's group version.
     #[test]
     fn decodes_delete_options_of_any_group_version() {
@@ -194,7 +303,7 @@ mod tests {
                    "metadata": {"name": "s", "creationTimestamp": null}})
         );
         assert!(decode_builtin(cm, "v1", "Secret").unwrap().is_err());
-        assert!(decode_builtin(cm, "apps/v1", "StatefulSet").is_none());
+        assert!(decode_builtin(cm, "v1", "Endpoints").is_none());
     }
 
     #[test]

@@ -209,6 +209,22 @@ fn kubectl_create_generators_send_protobuf_the_server_reads() {
         err.contains("priority class names with 'system-' prefix are reserved for system use only"),
         "{err}"
     );
+    // `kubectl run` sends its Pod as protobuf.
+    let out = s.kubectl_ok(&[
+        "run",
+        "runner",
+        "--image=nginx:1.27",
+        "--labels=app=run",
+        "--env=A=b",
+    ]);
+    assert_eq!(out.trim(), "pod/runner created");
+    assert_eq!(
+        get(
+            "pod/runner",
+            "{.metadata.labels.app} {.spec.containers[0].image} {.spec.containers[0].env[0].value}"
+        ),
+        "run nginx:1.27 b"
+    );
     // `kubectl autoscale` sends an `autoscaling/v1` HPA (protobuf); it is stored at v2, read
     // at either version.
     let out = s.kubectl_ok(&[

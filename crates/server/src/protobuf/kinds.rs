@@ -153,6 +153,317 @@ static POD_SPEC: Msg = Msg {
         keep(31, "preemptionPolicy", Ty::String),
         keep(35, "setHostnameAsFQDN", Ty::Bool),
         keep(37, "hostUsers", Ty::Bool),
+        list(1, "volumes", Ty::Msg(&VOLUME)),
+        keep(18, "affinity", Ty::Msg(&AFFINITY)),
+        list(23, "hostAliases", Ty::Msg(&HOST_ALIAS)),
+        list(28, "readinessGates", Ty::Msg(&POD_READINESS_GATE)),
+        list(
+            33,
+            "topologySpreadConstraints",
+            Ty::Msg(&TOPOLOGY_SPREAD_CONSTRAINT),
+        ),
+    ],
+};
+
+static VOLUME: Msg = Msg {
+    name: "v1.Volume",
+    fields: &[keep(1, "name", Ty::String), inline(2, &VOLUME_SOURCE)],
+};
+
+/// The volume sources operators and charts use; another one is refused by name.
+static VOLUME_SOURCE: Msg = Msg {
+    name: "v1.VolumeSource",
+    fields: &[
+        keep(1, "hostPath", Ty::Msg(&HOST_PATH_VOLUME_SOURCE)),
+        keep(2, "emptyDir", Ty::Msg(&EMPTY_DIR_VOLUME_SOURCE)),
+        keep(6, "secret", Ty::Msg(&SECRET_VOLUME_SOURCE)),
+        keep(10, "persistentVolumeClaim", Ty::Msg(&PVC_VOLUME_SOURCE)),
+        keep(16, "downwardAPI", Ty::Msg(&DOWNWARD_API_VOLUME_SOURCE)),
+        keep(19, "configMap", Ty::Msg(&CONFIG_MAP_VOLUME_SOURCE)),
+        keep(26, "projected", Ty::Msg(&PROJECTED_VOLUME_SOURCE)),
+        keep(28, "csi", Ty::Msg(&CSI_VOLUME_SOURCE)),
+    ],
+};
+
+static HOST_PATH_VOLUME_SOURCE: Msg = Msg {
+    name: "v1.HostPathVolumeSource",
+    fields: &[keep(1, "path", Ty::String), keep(2, "type", Ty::String)],
+};
+
+static EMPTY_DIR_VOLUME_SOURCE: Msg = Msg {
+    name: "v1.EmptyDirVolumeSource",
+    fields: &[
+        omit(1, "medium", Ty::String),
+        keep(2, "sizeLimit", Ty::Quantity),
+    ],
+};
+
+static SECRET_VOLUME_SOURCE: Msg = Msg {
+    name: "v1.SecretVolumeSource",
+    fields: &[
+        omit(1, "secretName", Ty::String),
+        list(2, "items", Ty::Msg(&KEY_TO_PATH)),
+        keep(3, "defaultMode", Ty::Int32),
+        keep(4, "optional", Ty::Bool),
+    ],
+};
+
+static KEY_TO_PATH: Msg = Msg {
+    name: "v1.KeyToPath",
+    fields: &[
+        keep(1, "key", Ty::String),
+        keep(2, "path", Ty::String),
+        keep(3, "mode", Ty::Int32),
+    ],
+};
+
+static PVC_VOLUME_SOURCE: Msg = Msg {
+    name: "v1.PersistentVolumeClaimVolumeSource",
+    fields: &[
+        keep(1, "claimName", Ty::String),
+        omit(2, "readOnly", Ty::Bool),
+    ],
+};
+
+static DOWNWARD_API_VOLUME_SOURCE: Msg = Msg {
+    name: "v1.DownwardAPIVolumeSource",
+    fields: &[
+        list(1, "items", Ty::Msg(&DOWNWARD_API_VOLUME_FILE)),
+        keep(2, "defaultMode", Ty::Int32),
+    ],
+};
+
+static DOWNWARD_API_VOLUME_FILE: Msg = Msg {
+    name: "v1.DownwardAPIVolumeFile",
+    fields: &[
+        keep(1, "path", Ty::String),
+        keep(2, "fieldRef", Ty::Msg(&OBJECT_FIELD_SELECTOR)),
+        keep(3, "resourceFieldRef", Ty::Msg(&RESOURCE_FIELD_SELECTOR)),
+        keep(4, "mode", Ty::Int32),
+    ],
+};
+
+static RESOURCE_FIELD_SELECTOR: Msg = Msg {
+    name: "v1.ResourceFieldSelector",
+    fields: &[
+        omit(1, "containerName", Ty::String),
+        keep(2, "resource", Ty::String),
+        keep(3, "divisor", Ty::Quantity),
+    ],
+};
+
+static CONFIG_MAP_VOLUME_SOURCE: Msg = Msg {
+    name: "v1.ConfigMapVolumeSource",
+    fields: &[
+        inline(1, &LOCAL_OBJECT_REFERENCE),
+        list(2, "items", Ty::Msg(&KEY_TO_PATH)),
+        keep(3, "defaultMode", Ty::Int32),
+        keep(4, "optional", Ty::Bool),
+    ],
+};
+
+static PROJECTED_VOLUME_SOURCE: Msg = Msg {
+    name: "v1.ProjectedVolumeSource",
+    fields: &[
+        list(1, "sources", Ty::Msg(&VOLUME_PROJECTION)),
+        keep(2, "defaultMode", Ty::Int32),
+    ],
+};
+
+static VOLUME_PROJECTION: Msg = Msg {
+    name: "v1.VolumeProjection",
+    fields: &[
+        keep(1, "secret", Ty::Msg(&KEYS_PROJECTION)),
+        keep(2, "downwardAPI", Ty::Msg(&DOWNWARD_API_PROJECTION)),
+        keep(3, "configMap", Ty::Msg(&KEYS_PROJECTION)),
+        keep(
+            4,
+            "serviceAccountToken",
+            Ty::Msg(&SERVICE_ACCOUNT_TOKEN_PROJECTION),
+        ),
+    ],
+};
+
+/// `SecretProjection` and `ConfigMapProjection` (the same fields).
+static KEYS_PROJECTION: Msg = Msg {
+    name: "v1.SecretProjection",
+    fields: &[
+        inline(1, &LOCAL_OBJECT_REFERENCE),
+        list(2, "items", Ty::Msg(&KEY_TO_PATH)),
+        keep(4, "optional", Ty::Bool),
+    ],
+};
+
+static DOWNWARD_API_PROJECTION: Msg = Msg {
+    name: "v1.DownwardAPIProjection",
+    fields: &[list(1, "items", Ty::Msg(&DOWNWARD_API_VOLUME_FILE))],
+};
+
+static SERVICE_ACCOUNT_TOKEN_PROJECTION: Msg = Msg {
+    name: "v1.ServiceAccountTokenProjection",
+    fields: &[
+        omit(1, "audience", Ty::String),
+        keep(2, "expirationSeconds", Ty::Int64),
+        keep(3, "path", Ty::String),
+    ],
+};
+
+static CSI_VOLUME_SOURCE: Msg = Msg {
+    name: "v1.CSIVolumeSource",
+    fields: &[
+        keep(1, "driver", Ty::String),
+        keep(2, "readOnly", Ty::Bool),
+        keep(3, "fsType", Ty::String),
+        omit(4, "volumeAttributes", Ty::StringMap),
+        keep(5, "nodePublishSecretRef", Ty::Msg(&LOCAL_OBJECT_REFERENCE)),
+    ],
+};
+
+static AFFINITY: Msg = Msg {
+    name: "v1.Affinity",
+    fields: &[
+        keep(1, "nodeAffinity", Ty::Msg(&NODE_AFFINITY)),
+        keep(2, "podAffinity", Ty::Msg(&POD_AFFINITY)),
+        keep(3, "podAntiAffinity", Ty::Msg(&POD_AFFINITY)),
+    ],
+};
+
+static NODE_AFFINITY: Msg = Msg {
+    name: "v1.NodeAffinity",
+    fields: &[
+        keep(
+            1,
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            Ty::Msg(&NODE_SELECTOR),
+        ),
+        list(
+            2,
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            Ty::Msg(&PREFERRED_SCHEDULING_TERM),
+        ),
+    ],
+};
+
+static NODE_SELECTOR: Msg = Msg {
+    name: "v1.NodeSelector",
+    fields: &[list(1, "nodeSelectorTerms", Ty::Msg(&NODE_SELECTOR_TERM))],
+};
+
+static NODE_SELECTOR_TERM: Msg = Msg {
+    name: "v1.NodeSelectorTerm",
+    fields: &[
+        list(1, "matchExpressions", Ty::Msg(&NODE_SELECTOR_REQUIREMENT)),
+        list(2, "matchFields", Ty::Msg(&NODE_SELECTOR_REQUIREMENT)),
+    ],
+};
+
+static NODE_SELECTOR_REQUIREMENT: Msg = Msg {
+    name: "v1.NodeSelectorRequirement",
+    fields: &[
+        keep(1, "key", Ty::String),
+        keep(2, "operator", Ty::String),
+        list(3, "values", Ty::String),
+    ],
+};
+
+static PREFERRED_SCHEDULING_TERM: Msg = Msg {
+    name: "v1.PreferredSchedulingTerm",
+    fields: &[
+        keep(1, "weight", Ty::Int32),
+        keep(2, "preference", Ty::Msg(&NODE_SELECTOR_TERM)),
+    ],
+};
+
+/// `PodAffinity` and `PodAntiAffinity` (the same fields).
+static POD_AFFINITY: Msg = Msg {
+    name: "v1.PodAffinity",
+    fields: &[
+        list(
+            1,
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            Ty::Msg(&POD_AFFINITY_TERM),
+        ),
+        list(
+            2,
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            Ty::Msg(&WEIGHTED_POD_AFFINITY_TERM),
+        ),
+    ],
+};
+
+static POD_AFFINITY_TERM: Msg = Msg {
+    name: "v1.PodAffinityTerm",
+    fields: &[
+        keep(1, "labelSelector", Ty::Msg(&LABEL_SELECTOR)),
+        list(2, "namespaces", Ty::String),
+        keep(3, "topologyKey", Ty::String),
+        keep(4, "namespaceSelector", Ty::Msg(&LABEL_SELECTOR)),
+        list(5, "matchLabelKeys", Ty::String),
+        list(6, "mismatchLabelKeys", Ty::String),
+    ],
+};
+
+static WEIGHTED_POD_AFFINITY_TERM: Msg = Msg {
+    name: "v1.WeightedPodAffinityTerm",
+    fields: &[
+        keep(1, "weight", Ty::Int32),
+        keep(2, "podAffinityTerm", Ty::Msg(&POD_AFFINITY_TERM)),
+    ],
+};
+
+static TOPOLOGY_SPREAD_CONSTRAINT: Msg = Msg {
+    name: "v1.TopologySpreadConstraint",
+    fields: &[
+        keep(1, "maxSkew", Ty::Int32),
+        keep(2, "topologyKey", Ty::String),
+        keep(3, "whenUnsatisfiable", Ty::String),
+        keep(4, "labelSelector", Ty::Msg(&LABEL_SELECTOR)),
+        keep(5, "minDomains", Ty::Int32),
+        keep(6, "nodeAffinityPolicy", Ty::String),
+        keep(7, "nodeTaintsPolicy", Ty::String),
+        list(8, "matchLabelKeys", Ty::String),
+    ],
+};
+
+static HOST_ALIAS: Msg = Msg {
+    name: "v1.HostAlias",
+    fields: &[keep(1, "ip", Ty::String), list(2, "hostnames", Ty::String)],
+};
+
+static POD_READINESS_GATE: Msg = Msg {
+    name: "v1.PodReadinessGate",
+    fields: &[keep(1, "conditionType", Ty::String)],
+};
+
+static LIFECYCLE: Msg = Msg {
+    name: "v1.Lifecycle",
+    fields: &[
+        keep(1, "postStart", Ty::Msg(&LIFECYCLE_HANDLER)),
+        keep(2, "preStop", Ty::Msg(&LIFECYCLE_HANDLER)),
+        keep(3, "stopSignal", Ty::String),
+    ],
+};
+
+static LIFECYCLE_HANDLER: Msg = Msg {
+    name: "v1.LifecycleHandler",
+    fields: &[
+        keep(1, "exec", Ty::Msg(&EXEC_ACTION)),
+        keep(2, "httpGet", Ty::Msg(&HTTP_GET_ACTION)),
+        keep(3, "tcpSocket", Ty::Msg(&TCP_SOCKET_ACTION)),
+        keep(4, "sleep", Ty::Msg(&SLEEP_ACTION)),
+    ],
+};
+
+static SLEEP_ACTION: Msg = Msg {
+    name: "v1.SleepAction",
+    fields: &[keep(1, "seconds", Ty::Int64)],
+};
+
+static CONTAINER_RESIZE_POLICY: Msg = Msg {
+    name: "v1.ContainerResizePolicy",
+    fields: &[
+        keep(1, "resourceName", Ty::String),
+        keep(2, "restartPolicy", Ty::String),
     ],
 };
 
@@ -210,6 +521,8 @@ static CONTAINER: Msg = Msg {
         omit(20, "terminationMessagePolicy", Ty::String),
         keep(22, "startupProbe", Ty::Msg(&PROBE)),
         keep(24, "restartPolicy", Ty::String),
+        keep(12, "lifecycle", Ty::Msg(&LIFECYCLE)),
+        list(23, "resizePolicy", Ty::Msg(&CONTAINER_RESIZE_POLICY)),
     ],
 };
 
@@ -694,6 +1007,272 @@ static SCOPED_RESOURCE_SELECTOR_REQUIREMENT: Msg = Msg {
     ],
 };
 
+// Workloads operators create (controller-runtime sends every built-in as protobuf).
+
+/// core/v1 `Pod`.
+pub static POD: Msg = Msg {
+    name: "v1.Pod",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&POD_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+/// core/v1 `PersistentVolumeClaim`.
+pub static PERSISTENT_VOLUME_CLAIM: Msg = Msg {
+    name: "v1.PersistentVolumeClaim",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&PVC_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static PVC_SPEC: Msg = Msg {
+    name: "v1.PersistentVolumeClaimSpec",
+    fields: &[
+        list(1, "accessModes", Ty::String),
+        keep(2, "resources", Ty::Msg(&VOLUME_RESOURCE_REQUIREMENTS)),
+        omit(3, "volumeName", Ty::String),
+        keep(4, "selector", Ty::Msg(&LABEL_SELECTOR)),
+        keep(5, "storageClassName", Ty::String),
+        keep(6, "volumeMode", Ty::String),
+        keep(7, "dataSource", Ty::Msg(&TYPED_LOCAL_OBJECT_REFERENCE)),
+        keep(9, "volumeAttributesClassName", Ty::String),
+    ],
+};
+
+static VOLUME_RESOURCE_REQUIREMENTS: Msg = Msg {
+    name: "v1.VolumeResourceRequirements",
+    fields: &[
+        omit(1, "limits", Ty::QuantityMap),
+        omit(2, "requests", Ty::QuantityMap),
+    ],
+};
+
+/// apps/v1 `StatefulSet` (claim templates are claims; their status is skipped).
+pub static STATEFUL_SET: Msg = Msg {
+    name: "v1.StatefulSet",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&STATEFUL_SET_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static STATEFUL_SET_SPEC: Msg = Msg {
+    name: "v1.StatefulSetSpec",
+    fields: &[
+        keep(1, "replicas", Ty::Int32),
+        keep(2, "selector", Ty::Msg(&LABEL_SELECTOR)),
+        keep(3, "template", Ty::Msg(&POD_TEMPLATE_SPEC)),
+        list(4, "volumeClaimTemplates", Ty::Msg(&PERSISTENT_VOLUME_CLAIM)),
+        omit(5, "serviceName", Ty::String),
+        omit(6, "podManagementPolicy", Ty::String),
+        keep(7, "updateStrategy", Ty::Msg(&STATEFUL_SET_UPDATE_STRATEGY)),
+        keep(8, "revisionHistoryLimit", Ty::Int32),
+        omit(9, "minReadySeconds", Ty::Int32),
+        keep(
+            10,
+            "persistentVolumeClaimRetentionPolicy",
+            Ty::Msg(&PVC_RETENTION_POLICY),
+        ),
+        keep(11, "ordinals", Ty::Msg(&STATEFUL_SET_ORDINALS)),
+    ],
+};
+
+static STATEFUL_SET_UPDATE_STRATEGY: Msg = Msg {
+    name: "v1.StatefulSetUpdateStrategy",
+    fields: &[
+        omit(1, "type", Ty::String),
+        keep(2, "rollingUpdate", Ty::Msg(&ROLLING_UPDATE_STATEFUL_SET)),
+    ],
+};
+
+static ROLLING_UPDATE_STATEFUL_SET: Msg = Msg {
+    name: "v1.RollingUpdateStatefulSetStrategy",
+    fields: &[
+        keep(1, "partition", Ty::Int32),
+        keep(2, "maxUnavailable", Ty::IntOrString),
+    ],
+};
+
+static PVC_RETENTION_POLICY: Msg = Msg {
+    name: "v1.StatefulSetPersistentVolumeClaimRetentionPolicy",
+    fields: &[
+        omit(1, "whenDeleted", Ty::String),
+        omit(2, "whenScaled", Ty::String),
+    ],
+};
+
+static STATEFUL_SET_ORDINALS: Msg = Msg {
+    name: "v1.StatefulSetOrdinals",
+    fields: &[omit(1, "start", Ty::Int32)],
+};
+
+/// apps/v1 `DaemonSet`.
+pub static DAEMON_SET: Msg = Msg {
+    name: "v1.DaemonSet",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&DAEMON_SET_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static DAEMON_SET_SPEC: Msg = Msg {
+    name: "v1.DaemonSetSpec",
+    fields: &[
+        keep(1, "selector", Ty::Msg(&LABEL_SELECTOR)),
+        keep(2, "template", Ty::Msg(&POD_TEMPLATE_SPEC)),
+        keep(3, "updateStrategy", Ty::Msg(&DAEMON_SET_UPDATE_STRATEGY)),
+        omit(4, "minReadySeconds", Ty::Int32),
+        keep(6, "revisionHistoryLimit", Ty::Int32),
+    ],
+};
+
+static DAEMON_SET_UPDATE_STRATEGY: Msg = Msg {
+    name: "v1.DaemonSetUpdateStrategy",
+    fields: &[
+        omit(1, "type", Ty::String),
+        keep(2, "rollingUpdate", Ty::Msg(&ROLLING_UPDATE_DAEMON_SET)),
+    ],
+};
+
+static ROLLING_UPDATE_DAEMON_SET: Msg = Msg {
+    name: "v1.RollingUpdateDaemonSet",
+    fields: &[
+        keep(1, "maxUnavailable", Ty::IntOrString),
+        keep(2, "maxSurge", Ty::IntOrString),
+    ],
+};
+
+/// apps/v1 `ReplicaSet`.
+pub static REPLICA_SET: Msg = Msg {
+    name: "v1.ReplicaSet",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&REPLICA_SET_SPEC)),
+        keep(3, "status", Ty::Ignored),
+    ],
+};
+
+static REPLICA_SET_SPEC: Msg = Msg {
+    name: "v1.ReplicaSetSpec",
+    fields: &[
+        keep(1, "replicas", Ty::Int32),
+        keep(2, "selector", Ty::Msg(&LABEL_SELECTOR)),
+        keep(3, "template", Ty::Msg(&POD_TEMPLATE_SPEC)),
+        omit(4, "minReadySeconds", Ty::Int32),
+    ],
+};
+
+// coordination.k8s.io/v1 and events: what leader election and event recorders send.
+
+/// `Lease` (client-go's leader election lock).
+pub static LEASE: Msg = Msg {
+    name: "v1.Lease",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&LEASE_SPEC)),
+    ],
+};
+
+static LEASE_SPEC: Msg = Msg {
+    name: "v1.LeaseSpec",
+    fields: &[
+        keep(1, "holderIdentity", Ty::String),
+        keep(2, "leaseDurationSeconds", Ty::Int32),
+        keep(3, "acquireTime", Ty::MicroTime),
+        keep(4, "renewTime", Ty::MicroTime),
+        keep(5, "leaseTransitions", Ty::Int32),
+        keep(6, "strategy", Ty::String),
+        keep(7, "preferredHolder", Ty::String),
+    ],
+};
+
+/// core/v1 `Event` (client-go's event recorder).
+pub static EVENT: Msg = Msg {
+    name: "v1.Event",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "involvedObject", Ty::Msg(&OBJECT_REFERENCE)),
+        omit(3, "reason", Ty::String),
+        omit(4, "message", Ty::String),
+        keep(5, "source", Ty::Msg(&EVENT_SOURCE)),
+        keep(6, "firstTimestamp", Ty::Time),
+        keep(7, "lastTimestamp", Ty::Time),
+        omit(8, "count", Ty::Int32),
+        omit(9, "type", Ty::String),
+        keep(10, "eventTime", Ty::MicroTime),
+        keep(11, "series", Ty::Msg(&CORE_EVENT_SERIES)),
+        omit(12, "action", Ty::String),
+        keep(13, "related", Ty::Msg(&OBJECT_REFERENCE)),
+        keep(14, "reportingComponent", Ty::String),
+        keep(15, "reportingInstance", Ty::String),
+    ],
+};
+
+static OBJECT_REFERENCE: Msg = Msg {
+    name: "v1.ObjectReference",
+    fields: &[
+        omit(1, "kind", Ty::String),
+        omit(2, "namespace", Ty::String),
+        omit(3, "name", Ty::String),
+        omit(4, "uid", Ty::String),
+        omit(5, "apiVersion", Ty::String),
+        omit(6, "resourceVersion", Ty::String),
+        omit(7, "fieldPath", Ty::String),
+    ],
+};
+
+static EVENT_SOURCE: Msg = Msg {
+    name: "v1.EventSource",
+    fields: &[
+        omit(1, "component", Ty::String),
+        omit(2, "host", Ty::String),
+    ],
+};
+
+static CORE_EVENT_SERIES: Msg = Msg {
+    name: "v1.EventSeries",
+    fields: &[
+        omit(1, "count", Ty::Int32),
+        keep(2, "lastObservedTime", Ty::MicroTime),
+    ],
+};
+
+/// `events.k8s.io/v1` `Event` (the newer event recorders).
+pub static EVENTS_V1_EVENT: Msg = Msg {
+    name: "v1.Event",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "eventTime", Ty::MicroTime),
+        keep(3, "series", Ty::Msg(&EVENTS_V1_EVENT_SERIES)),
+        omit(4, "reportingController", Ty::String),
+        omit(5, "reportingInstance", Ty::String),
+        omit(6, "action", Ty::String),
+        omit(7, "reason", Ty::String),
+        keep(8, "regarding", Ty::Msg(&OBJECT_REFERENCE)),
+        keep(9, "related", Ty::Msg(&OBJECT_REFERENCE)),
+        omit(10, "note", Ty::String),
+        omit(11, "type", Ty::String),
+        keep(12, "deprecatedSource", Ty::Msg(&EVENT_SOURCE)),
+        keep(13, "deprecatedFirstTimestamp", Ty::Time),
+        keep(14, "deprecatedLastTimestamp", Ty::Time),
+        omit(15, "deprecatedCount", Ty::Int32),
+    ],
+};
+
+static EVENTS_V1_EVENT_SERIES: Msg = Msg {
+    name: "v1.EventSeries",
+    fields: &[
+        keep(1, "count", Ty::Int32),
+        keep(2, "lastObservedTime", Ty::MicroTime),
+    ],
+};
+
 // autoscaling/v1
 
 /// `autoscaling/v1` `HorizontalPodAutoscaler` (`kubectl autoscale`).
@@ -909,6 +1488,14 @@ pub fn of(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("v1", "ConfigMap") => &CONFIG_MAP,
         ("v1", "Secret") => &SECRET,
         ("v1", "ResourceQuota") => &RESOURCE_QUOTA,
+        ("v1", "Pod") => &POD,
+        ("v1", "PersistentVolumeClaim") => &PERSISTENT_VOLUME_CLAIM,
+        ("apps/v1", "StatefulSet") => &STATEFUL_SET,
+        ("apps/v1", "DaemonSet") => &DAEMON_SET,
+        ("apps/v1", "ReplicaSet") => &REPLICA_SET,
+        ("v1", "Event") => &EVENT,
+        ("events.k8s.io/v1", "Event") => &EVENTS_V1_EVENT,
+        ("coordination.k8s.io/v1", "Lease") => &LEASE,
         ("autoscaling/v1", "HorizontalPodAutoscaler") => &HORIZONTAL_POD_AUTOSCALER_V1,
         ("v1", "ServiceAccount") => &SERVICE_ACCOUNT,
         ("v1", "Service") => &SERVICE,

@@ -56,6 +56,10 @@ pub enum Ty {
     IntOrString,
     /// `metav1.Time`: RFC 3339 seconds in UTC, `null` when zero.
     Time,
+    /// `resource.Quantity`: its string.
+    Quantity,
+    /// `metav1.MicroTime`: RFC 3339 with six fraction digits in UTC, `null` when zero.
+    MicroTime,
     /// `metav1.FieldsV1`: its one bytes field holds JSON, kept as the JSON value.
     FieldsV1,
     /// A message read for well-formedness and left out (a status, which every kind read here
@@ -249,6 +253,7 @@ fn value(field: &Field, wire: &Wire<'_>, parent: &Msg) -> Result<Value, String> 
         Ty::Bool => Value::Bool(int()? != 0),
         Ty::Msg(m) => Value::Object(decode(m, bytes()?)?),
         Ty::Ignored => Value::Null,
+        Ty::Quantity => quantity(bytes()?)?,
         Ty::FieldsV1 => {
             let mut raw = Value::Null;
             for (tag, w) in fields(bytes()?)? {
@@ -296,7 +301,7 @@ fn value(field: &Field, wire: &Wire<'_>, parent: &Msg) -> Result<Value, String> 
                 Value::from(int_val)
             }
         }
-        Ty::Time => {
+        Ty::Time | Ty::MicroTime => {
             let (mut seconds, mut nanos) = (0i64, 0i64);
             for (tag, w) in fields(bytes()?)? {
                 match (tag, w) {
@@ -307,6 +312,10 @@ fn value(field: &Field, wire: &Wire<'_>, parent: &Msg) -> Result<Value, String> 
             }
             if seconds == 0 && nanos == 0 {
                 Value::Null
+            } else if matches!(field.ty, Ty::MicroTime) {
+                let nanos = i32::try_from(nanos).map_err(|e| e.to_string())?;
+                let t = jiff::Timestamp::new(seconds, nanos).map_err(|e| e.to_string())?;
+                Value::String(t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
             } else {
                 let t = jiff::Timestamp::from_second(seconds).map_err(|e| e.to_string())?;
                 Value::String(crd_core::time::rfc3339_seconds(t))
