@@ -12,9 +12,13 @@ use crate::jsonpath::{JsonPath, go_text};
 /// The content type of a Table response.
 pub const TABLE_CONTENT_TYPE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
-/// The content type of a metadata-only response (`PartialObjectMetadata` and its list).
+/// The content type of a metadata-only response (`PartialObjectMetadata`).
 pub const METADATA_CONTENT_TYPE: &str =
     "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io";
+
+/// The content type of a `PartialObjectMetadataList` response (a list in metadata form).
+pub const METADATA_LIST_CONTENT_TYPE: &str =
+    "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io";
 
 /// The description kube-apiserver gives the Name column.
 pub const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";

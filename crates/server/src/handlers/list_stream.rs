@@ -164,7 +164,7 @@ impl Form {
     fn content_type(self) -> Option<&'static str> {
         match self {
             Form::Items => None,
-            Form::Metadata => Some(table::METADATA_CONTENT_TYPE),
+            Form::Metadata => Some(table::METADATA_LIST_CONTENT_TYPE),
             Form::Table(_) => Some(table::TABLE_CONTENT_TYPE),
             Form::Yaml => Some("application/yaml"),
         }

@@ -375,10 +375,13 @@ impl WatchTask {
         }
     }
 
+    /// A BOOKMARK's object, in the watch's output form as upstream's `watchEmbeddedEncoder`
+    /// transforms every event (a metadata-only watch gets `PartialObjectMetadata`, which is all
+    /// client-go's metadata informers can decode).
     fn bookmark(&self, revision: i64) -> Value {
         let info = self.strategy.info();
-        json!({"kind": info.kind, "apiVersion": info.api_version(),
-               "metadata": {"resourceVersion": revision.to_string()}})
+        self.shape(json!({"kind": info.kind, "apiVersion": info.api_version(),
+               "metadata": {"resourceVersion": revision.to_string()}}))
     }
 
     /// Whether this watcher's lines are the same as every other unselective watcher's of the

@@ -22,6 +22,9 @@ pub fn render(reply: Reply, output: Output) -> Response<BoxBody> {
         ReplyBody::Value(v) => {
             let ct = reply.content_type.unwrap_or(match output {
                 Output::Table => crate::table::TABLE_CONTENT_TYPE,
+                Output::PartialObjectMetadata if v["kind"] == "PartialObjectMetadataList" => {
+                    crate::table::METADATA_LIST_CONTENT_TYPE
+                }
                 Output::PartialObjectMetadata => crate::table::METADATA_CONTENT_TYPE,
                 _ => "application/json",
             });

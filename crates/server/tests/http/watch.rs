@@ -95,6 +95,11 @@ async fn metadata_only_responses_and_watch_details() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
+    // Regression: the list said `as=PartialObjectMetadata`.
+    assert_eq!(
+        r.headers["content-type"],
+        "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+    );
     let list = r.json();
     assert_eq!(list["kind"], "PartialObjectMetadataList");
     assert_eq!(list["apiVersion"], "meta.k8s.io/v1");
@@ -110,6 +115,26 @@ async fn metadata_only_responses_and_watch_details() {
         .json();
     assert_eq!(one["kind"], "PartialObjectMetadata");
     assert_eq!(one["metadata"]["labels"]["env"], "dev");
+    // Regression: a metadata watch's bookmarks kept the resource's kind, which client-go's
+    // metadata informers cannot decode.
+    let r = api
+        .get_as(
+            &format!("{base}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1"),
+            "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let events = r.lines();
+    let bookmark = events
+        .iter()
+        .find(|e| e["type"] == "BOOKMARK")
+        .expect("the initial-events-end bookmark");
+    assert_eq!(bookmark["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(bookmark["object"]["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(
+        bookmark["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
 
     // resourceVersionMatch needs a resourceVersion.
     let r = api
