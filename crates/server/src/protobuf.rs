@@ -97,6 +97,17 @@ pub fn decode_builtin(body: &[u8], api_version: &str, kind: &str) -> Option<Resu
     Some(decode(body, api_version, kind, msg))
 }
 
+/// Decodes a protobuf `/status` write of a kind whose status the tables read (Deployments,
+/// StatefulSets, DaemonSets, ReplicaSets, Jobs); `None` for other kinds.
+pub fn decode_builtin_status(
+    body: &[u8],
+    api_version: &str,
+    kind: &str,
+) -> Option<Result<Value, String>> {
+    let msg = kinds::with_status(api_version, kind)?;
+    Some(decode(body, api_version, kind, msg))
+}
+
 /// Whether the table of `api_version`/`kind` skips the object's status (read for
 /// well-formedness only): such a body cannot be a `/status` write.
 pub fn skips_status(api_version: &str, kind: &str) -> bool {

@@ -1510,3 +1510,182 @@ pub fn of(api_version: &str, kind: &str) -> Option<&'static Msg> {
         _ => return None,
     })
 }
+
+// Statuses, read only for `/status` writes (controller-runtime's `Status().Update`, which tests
+// use to fake what no controller writes here); main-resource writes skip them.
+
+macro_rules! with_status {
+    ($name:ident, $msg:literal, $spec:ident, $status:ident) => {
+        static $name: Msg = Msg {
+            name: $msg,
+            fields: &[
+                keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+                keep(2, "spec", Ty::Msg(&$spec)),
+                keep(3, "status", Ty::Msg(&$status)),
+            ],
+        };
+    };
+}
+
+with_status!(
+    DEPLOYMENT_WITH_STATUS,
+    "v1.Deployment",
+    DEPLOYMENT_SPEC,
+    DEPLOYMENT_STATUS
+);
+with_status!(
+    STATEFUL_SET_WITH_STATUS,
+    "v1.StatefulSet",
+    STATEFUL_SET_SPEC,
+    STATEFUL_SET_STATUS
+);
+with_status!(
+    DAEMON_SET_WITH_STATUS,
+    "v1.DaemonSet",
+    DAEMON_SET_SPEC,
+    DAEMON_SET_STATUS
+);
+with_status!(
+    REPLICA_SET_WITH_STATUS,
+    "v1.ReplicaSet",
+    REPLICA_SET_SPEC,
+    REPLICA_SET_STATUS
+);
+with_status!(JOB_WITH_STATUS, "v1.Job", JOB_SPEC, JOB_STATUS);
+
+static DEPLOYMENT_STATUS: Msg = Msg {
+    name: "v1.DeploymentStatus",
+    fields: &[
+        omit(1, "observedGeneration", Ty::Int64),
+        omit(2, "replicas", Ty::Int32),
+        omit(3, "updatedReplicas", Ty::Int32),
+        omit(7, "readyReplicas", Ty::Int32),
+        omit(4, "availableReplicas", Ty::Int32),
+        omit(5, "unavailableReplicas", Ty::Int32),
+        keep(9, "terminatingReplicas", Ty::Int32),
+        list(6, "conditions", Ty::Msg(&DEPLOYMENT_CONDITION)),
+        keep(8, "collisionCount", Ty::Int32),
+    ],
+};
+
+static DEPLOYMENT_CONDITION: Msg = Msg {
+    name: "v1.DeploymentCondition",
+    fields: &[
+        keep(1, "type", Ty::String),
+        keep(2, "status", Ty::String),
+        keep(6, "lastUpdateTime", Ty::Time),
+        keep(7, "lastTransitionTime", Ty::Time),
+        omit(4, "reason", Ty::String),
+        omit(5, "message", Ty::String),
+    ],
+};
+
+/// The conditions of stateful sets, daemon sets and replica sets (the same fields).
+static WORKLOAD_CONDITION: Msg = Msg {
+    name: "v1.StatefulSetCondition",
+    fields: &[
+        keep(1, "type", Ty::String),
+        keep(2, "status", Ty::String),
+        keep(3, "lastTransitionTime", Ty::Time),
+        omit(4, "reason", Ty::String),
+        omit(5, "message", Ty::String),
+    ],
+};
+
+static STATEFUL_SET_STATUS: Msg = Msg {
+    name: "v1.StatefulSetStatus",
+    fields: &[
+        omit(1, "observedGeneration", Ty::Int64),
+        keep(2, "replicas", Ty::Int32),
+        omit(3, "readyReplicas", Ty::Int32),
+        omit(4, "currentReplicas", Ty::Int32),
+        omit(5, "updatedReplicas", Ty::Int32),
+        omit(6, "currentRevision", Ty::String),
+        omit(7, "updateRevision", Ty::String),
+        keep(9, "collisionCount", Ty::Int32),
+        list(10, "conditions", Ty::Msg(&WORKLOAD_CONDITION)),
+        keep(11, "availableReplicas", Ty::Int32),
+    ],
+};
+
+static DAEMON_SET_STATUS: Msg = Msg {
+    name: "v1.DaemonSetStatus",
+    fields: &[
+        keep(1, "currentNumberScheduled", Ty::Int32),
+        keep(2, "numberMisscheduled", Ty::Int32),
+        keep(3, "desiredNumberScheduled", Ty::Int32),
+        keep(4, "numberReady", Ty::Int32),
+        omit(5, "observedGeneration", Ty::Int64),
+        omit(6, "updatedNumberScheduled", Ty::Int32),
+        omit(7, "numberAvailable", Ty::Int32),
+        omit(8, "numberUnavailable", Ty::Int32),
+        keep(9, "collisionCount", Ty::Int32),
+        list(10, "conditions", Ty::Msg(&WORKLOAD_CONDITION)),
+    ],
+};
+
+static REPLICA_SET_STATUS: Msg = Msg {
+    name: "v1.ReplicaSetStatus",
+    fields: &[
+        keep(1, "replicas", Ty::Int32),
+        omit(2, "fullyLabeledReplicas", Ty::Int32),
+        omit(4, "readyReplicas", Ty::Int32),
+        omit(5, "availableReplicas", Ty::Int32),
+        keep(7, "terminatingReplicas", Ty::Int32),
+        omit(3, "observedGeneration", Ty::Int64),
+        list(6, "conditions", Ty::Msg(&WORKLOAD_CONDITION)),
+    ],
+};
+
+static JOB_STATUS: Msg = Msg {
+    name: "v1.JobStatus",
+    fields: &[
+        list(1, "conditions", Ty::Msg(&JOB_CONDITION)),
+        keep(2, "startTime", Ty::Time),
+        keep(3, "completionTime", Ty::Time),
+        omit(4, "active", Ty::Int32),
+        omit(5, "succeeded", Ty::Int32),
+        omit(6, "failed", Ty::Int32),
+        keep(11, "terminating", Ty::Int32),
+        omit(7, "completedIndexes", Ty::String),
+        keep(10, "failedIndexes", Ty::String),
+        keep(
+            8,
+            "uncountedTerminatedPods",
+            Ty::Msg(&UNCOUNTED_TERMINATED_PODS),
+        ),
+        keep(9, "ready", Ty::Int32),
+    ],
+};
+
+static JOB_CONDITION: Msg = Msg {
+    name: "v1.JobCondition",
+    fields: &[
+        keep(1, "type", Ty::String),
+        keep(2, "status", Ty::String),
+        keep(3, "lastProbeTime", Ty::Time),
+        keep(4, "lastTransitionTime", Ty::Time),
+        omit(5, "reason", Ty::String),
+        omit(6, "message", Ty::String),
+    ],
+};
+
+static UNCOUNTED_TERMINATED_PODS: Msg = Msg {
+    name: "v1.UncountedTerminatedPods",
+    fields: &[
+        list(1, "succeeded", Ty::String),
+        list(2, "failed", Ty::String),
+    ],
+};
+
+/// The table of a kind whose `/status` writes are read as protobuf (its status decoded).
+pub fn with_status(api_version: &str, kind: &str) -> Option<&'static Msg> {
+    Some(match (api_version, kind) {
+        ("apps/v1", "Deployment") => &DEPLOYMENT_WITH_STATUS,
+        ("apps/v1", "StatefulSet") => &STATEFUL_SET_WITH_STATUS,
+        ("apps/v1", "DaemonSet") => &DAEMON_SET_WITH_STATUS,
+        ("apps/v1", "ReplicaSet") => &REPLICA_SET_WITH_STATUS,
+        ("batch/v1", "Job") => &JOB_WITH_STATUS,
+        _ => return None,
+    })
+}

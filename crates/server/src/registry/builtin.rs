@@ -669,6 +669,12 @@ impl Strategy for BuiltinStrategy {
 
     fn decode_protobuf_for(&self, body: &[u8], sub: Subresource) -> Option<Result<Value, String>> {
         let api_version = self.kind.api_version();
+        if sub == Subresource::Status
+            && let Some(decoded) =
+                crate::protobuf::decode_builtin_status(body, &api_version, self.kind.kind)
+        {
+            return Some(decoded);
+        }
         if sub == Subresource::Status && crate::protobuf::skips_status(&api_version, self.kind.kind)
         {
             return Some(Err(format!(
@@ -711,19 +717,18 @@ mod tests {
     /// 200 and dropped the status; it is refused, and main-resource writes still decode.
     #[test]
     fn protobuf_status_writes_are_refused_not_dropped() {
-        let deployments = strategy("apps", "deployments");
-        let body = b"k8s\0\x0a\x15\x0a\x07apps/v1\x12\x0aDeployment\x12\x00";
-        let err = deployments
+        let pods = strategy("", "pods");
+        let body = b"k8s\0\x0a\x09\x0a\x02v1\x12\x03Pod\x12\x00";
+        let err = pods
             .decode_protobuf_for(body, Subresource::Status)
             .expect("a protobuf kind")
             .unwrap_err();
         assert!(
-            err.contains("status of a protobuf apps/v1 Deployment is not read"),
+            err.contains("status of a protobuf v1 Pod is not read"),
             "{err}"
         );
         assert!(
-            deployments
-                .decode_protobuf_for(body, Subresource::Main)
+            pods.decode_protobuf_for(body, Subresource::Main)
                 .expect("a protobuf kind")
                 .is_ok()
         );

@@ -1806,3 +1806,81 @@ async fn a_protobuf_delete_options_body_is_read() {
     assert_eq!(r.status(), 200);
     assert_eq!(api.get(&format!("{base}/pb-delete")).await.status, 404);
 }
+
+/// controller-runtime's `Status().Update` sends the object as protobuf to `/status`: a
+/// Deployment's status is read and stored (tests fake readiness this way); a kind whose status
+/// the protobuf tables do not read refuses it rather than dropping it.
+#[tokio::test]
+async fn protobuf_status_writes_store_the_status_or_are_refused() {
+    fn field(tag: u8, bytes: &[u8]) -> Vec<u8> {
+        let mut out = vec![tag << 3 | 2, u8::try_from(bytes.len()).unwrap()];
+        out.extend_from_slice(bytes);
+        out
+    }
+    fn int(tag: u8, v: u8) -> Vec<u8> {
+        vec![tag << 3, v]
+    }
+    fn envelope(api_version: &[u8], kind: &[u8], raw: &[u8]) -> Vec<u8> {
+        let type_meta = [field(1, api_version), field(2, kind)].concat();
+        [b"k8s\0".to_vec(), field(1, &type_meta), field(2, raw)].concat()
+    }
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let base = "/apis/apps/v1/namespaces/default/deployments";
+    let r = api
+        .post(
+            base,
+            json!({"metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let condition = [field(1, b"Available"), field(2, b"True")].concat();
+    let status = [int(2, 3), int(7, 3), int(4, 3), field(6, &condition)].concat();
+    let raw = [
+        field(1, &[field(1, b"web"), field(3, b"default")].concat()),
+        field(3, &status),
+    ]
+    .concat();
+    let r = api
+        .request(Method::PUT, &format!("{base}/web/status"))
+        .header("Content-Type", "application/vnd.kubernetes.protobuf")
+        .body(envelope(b"apps/v1", b"Deployment", &raw))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let d = api.get(&format!("{base}/web")).await.json();
+    assert_eq!(d["status"]["readyReplicas"], 3);
+    assert_eq!(d["status"]["conditions"][0]["type"], "Available");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx"
+    );
+
+    let r = api
+        .post(
+            "/api/v1/namespaces/default/pods",
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let raw = field(1, &[field(1, b"p"), field(3, b"default")].concat());
+    let r = api
+        .request(Method::PUT, "/api/v1/namespaces/default/pods/p/status")
+        .header("Content-Type", "application/vnd.kubernetes.protobuf")
+        .body(envelope(b"v1", b"Pod", &raw))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("the status of a protobuf v1 Pod is not read by this server"),
+        "{body}"
+    );
+}
