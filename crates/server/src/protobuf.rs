@@ -97,8 +97,8 @@ pub fn decode_builtin(body: &[u8], api_version: &str, kind: &str) -> Option<Resu
     Some(decode(body, api_version, kind, msg))
 }
 
-/// Decodes a protobuf `/status` write of a kind whose status the tables read (Deployments,
-/// StatefulSets, DaemonSets, ReplicaSets, Jobs); `None` for other kinds.
+/// Decodes a protobuf `/status` write of a kind whose status the tables read (the apps
+/// workloads and Jobs); `None` for other kinds.
 pub fn decode_builtin_status(
     body: &[u8],
     api_version: &str,
