@@ -187,6 +187,9 @@ impl Authenticator {
                 .map_err(|f| match f {
                     TokenFailure::NotOurs => UNKNOWN.into(),
                     TokenFailure::Invalidated => INVALIDATED.into(),
+                    TokenFailure::Expired => {
+                        format!("[{UNKNOWN}, {}]", TokenError::Expired)
+                    }
                     // The loopback authenticator's `invalid bearer token`, then the
                     // service-account authenticator's audience error (upstream's aggregate).
                     TokenFailure::Audience(msg) => format!("[{UNKNOWN}, {msg}]"),
@@ -216,6 +219,7 @@ impl Authenticator {
                 tracing::debug!(error = %e, "service account token refused");
                 return Err(TokenFailure::Invalidated);
             }
+            Err(TokenError::Expired) => return Err(TokenFailure::Expired),
         };
         let user = sa
             .check_live(&claims)
@@ -233,6 +237,8 @@ enum TokenFailure {
     Invalidated,
     /// Ours, but for none of the requested audiences (upstream's message).
     Audience(String),
+    /// Ours, but expired.
+    Expired,
 }
 
 fn with_authenticated(mut user: User) -> User {
