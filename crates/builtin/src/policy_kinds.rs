@@ -12,7 +12,7 @@ use crd_core::{ErrorList, FieldError, Path};
 use serde_json::{Map, Value};
 
 use crate::KindId;
-use crate::validation::{arr, at, quantity, s};
+use crate::validation::{PORT_RANGE, arr, at, port_num, quantity, s};
 
 /// A `ResourceList` as `(name, quantity)` pairs in name order (Go's map order is random).
 fn resource_list(v: &Value) -> Vec<(&str, Quantity)> {
@@ -83,8 +83,6 @@ fn network_policy(spec: &Value, sp: &Path, errs: &mut ErrorList) {
     }
 }
 
-const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
-
 /// `ValidateNetworkPolicyPort`.
 fn network_policy_port(port: &Value, pp: &Path, errs: &mut ErrorList) {
     if let Some(p) = port.get("protocol").and_then(Value::as_str)
@@ -98,11 +96,9 @@ fn network_policy_port(port: &Value, pp: &Path, errs: &mut ErrorList) {
     }
     let end = port.get("endPort").and_then(Value::as_i64);
     match port.get("port") {
-        Some(Value::Number(n)) => {
+        Some(v @ Value::Number(n)) => {
+            port_num(v, &pp.child("port"), errs);
             let n = n.as_i64().unwrap_or(0);
-            if !(1..=65535).contains(&n) {
-                errs.push(FieldError::invalid(&pp.child("port"), n, PORT_RANGE));
-            }
             if let Some(end) = end {
                 if end < n {
                     errs.push(FieldError::invalid(

@@ -20,7 +20,7 @@ pub const MAX_DATA_SIZE: usize = 1024 * 1024;
 
 const IMMUTABLE_SET: &str = "field is immutable when `immutable` is set";
 const SELECTOR_MISMATCH: &str = "`selector` does not match template `labels`";
-const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
+pub(crate) const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
 const NON_NEGATIVE: &str = "must be greater than or equal to 0";
 const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
 
@@ -106,7 +106,7 @@ pub fn is_valid_port_name(port: &str) -> Vec<String> {
     errs
 }
 
-fn port_num(v: &Value, path: &Path, errs: &mut ErrorList) {
+pub(crate) fn port_num(v: &Value, path: &Path, errs: &mut ErrorList) {
     let n = v.as_i64().unwrap_or(0);
     if !(1..=65535).contains(&n) {
         errs.push(FieldError::invalid(path, n, PORT_RANGE));

@@ -30,8 +30,9 @@ struct TypeMeta {
     kind: Option<String>,
 }
 
-/// Opens the envelope: checks the magic and the type meta, returns the raw object bytes.
-fn open(body: &[u8], want_api_version: &str, want_kind: &str) -> Result<Vec<u8>, String> {
+/// Opens the envelope: checks the magic and the type meta (any version when
+/// `want_api_version` is `None`), returns the raw object bytes.
+fn open(body: &[u8], want_api_version: Option<&str>, want_kind: &str) -> Result<Vec<u8>, String> {
     let rest = body
         .strip_prefix(MAGIC)
         .ok_or("missing the k8s protobuf magic prefix")?;
@@ -41,7 +42,7 @@ fn open(body: &[u8], want_api_version: &str, want_kind: &str) -> Result<Vec<u8>,
         tm.api_version.unwrap_or_default(),
         tm.kind.unwrap_or_default(),
     );
-    if api_version != want_api_version || kind != want_kind {
+    if want_api_version.is_some_and(|v| v != api_version) || kind != want_kind {
         return Err(format!("unexpected object {api_version}, Kind={kind}"));
     }
     Ok(unknown.raw.unwrap_or_default())
@@ -54,7 +55,7 @@ fn decode(
     kind: &str,
     msg: &'static table::Msg,
 ) -> Result<Value, String> {
-    let raw = open(body, api_version, kind)?;
+    let raw = open(body, Some(api_version), kind)?;
     let mut out = Map::new();
     out.insert("apiVersion".into(), Value::from(api_version));
     out.insert("kind".into(), Value::from(kind));
@@ -66,18 +67,8 @@ fn decode(
 /// controller-runtime's typed client) sends one with every DELETE of a built-in object, typed
 /// with the resource's group version (`v1`, `apps/v1`, ...), so any version is taken.
 pub fn decode_delete_options(body: &[u8]) -> Result<Value, String> {
-    let rest = body
-        .strip_prefix(MAGIC)
-        .ok_or("missing the k8s protobuf magic prefix")?;
-    let unknown = Unknown::decode(rest).map_err(|e| e.to_string())?;
-    let kind = unknown.type_meta.and_then(|t| t.kind).unwrap_or_default();
-    if kind != "DeleteOptions" {
-        return Err(format!("unexpected object Kind={kind}"));
-    }
-    Ok(Value::Object(table::decode(
-        &kinds::DELETE_OPTIONS,
-        &unknown.raw.unwrap_or_default(),
-    )?))
+    let raw = open(body, None, "DeleteOptions")?;
+    Ok(Value::Object(table::decode(&kinds::DELETE_OPTIONS, &raw)?))
 }
 
 /// Whether a body is in the protobuf envelope.
