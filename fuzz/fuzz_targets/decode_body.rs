@@ -24,6 +24,7 @@ const KINDS: &[(&str, &str)] = &[
     ("networking.k8s.io/v1", "Ingress"),
     ("policy/v1", "PodDisruptionBudget"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("v1", "Node"),
     ("v1", "Pod"),
     ("v1", "PersistentVolumeClaim"),
     ("v1", "ResourceQuota"),
@@ -42,6 +43,8 @@ const KINDS: &[(&str, &str)] = &[
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
     ("authentication.k8s.io/v1", "SelfSubjectReview"),
     ("authentication.k8s.io/v1", "TokenRequest"),
+    ("v1", "Binding"),
+    ("policy/v1", "Eviction"),
     ("stable.example.com/v1", "CronTab"),
 ];
 
@@ -63,7 +66,10 @@ const VERBS: &[Verb] = &[
 ];
 
 fuzz_target!(|data: &[u8]| {
-    let (m, rest) = crd_apiserver_fuzz::mode(data, 39);
+    // Every kind with every content type (the count was once fixed at 39, which left all
+    // kinds after the thirteenth unfuzzed).
+    let modes = u8::try_from(KINDS.len() * CONTENT_TYPES.len()).unwrap_or(u8::MAX);
+    let (m, rest) = crd_apiserver_fuzz::mode(data, modes);
     let (line, body) = crd_apiserver_fuzz::first_line(rest);
     let content_type = CONTENT_TYPES[usize::from(m) % CONTENT_TYPES.len()];
     let (api_version, kind) = KINDS[usize::from(m) / CONTENT_TYPES.len()];

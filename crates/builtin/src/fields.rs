@@ -31,9 +31,9 @@ impl Kind {
             return None;
         }
         let v = match (self.id, field) {
-            (KindId::Pod, "spec.hostNetwork") => {
+            (KindId::Pod, "spec.hostNetwork") | (KindId::Node, "spec.unschedulable") => {
                 let b = obj
-                    .pointer("/spec/hostNetwork")
+                    .pointer(&format!("/{}", field.replace('.', "/")))
                     .and_then(Value::as_bool)
                     .unwrap_or(false);
                 b.to_string()
@@ -90,6 +90,7 @@ mod tests {
         let rs = json!({"metadata": {"name": "r"}, "status": {"replicas": 3}});
         let job = json!({"metadata": {"name": "j"}, "status": {"succeeded": 1}});
         let cm = json!({"metadata": {"name": "c", "namespace": "ns"}});
+        let node = json!({"metadata": {"name": "n1"}, "spec": {"unschedulable": true}});
         let cases: &[(KindId, &serde_json::Value, &str, Option<&str>)] = &[
             (KindId::Pod, &pod, "metadata.name", Some("p")),
             (KindId::Pod, &pod, "metadata.namespace", Some("ns")),
@@ -103,6 +104,14 @@ mod tests {
             ),
             (KindId::Pod, &pod, "spec.serviceAccountName", Some("sa")),
             (KindId::Pod, &pod, "spec.hostNetwork", Some("false")),
+            (KindId::Node, &node, "spec.unschedulable", Some("true")),
+            (
+                KindId::Node,
+                &json!({}),
+                "spec.unschedulable",
+                Some("false"),
+            ),
+            (KindId::Node, &node, "metadata.namespace", None),
             (KindId::Pod, &pod, "status.phase", Some("Running")),
             (KindId::Pod, &pod, "status.podIP", Some("10.0.0.1")),
             (KindId::Pod, &pod, "status.nominatedNodeName", Some("")),

@@ -34,6 +34,7 @@ pub mod cron;
 pub mod events;
 pub mod fields;
 pub mod hpa;
+pub mod node;
 pub mod policy_kinds;
 pub mod prepare;
 pub mod printers;
@@ -56,6 +57,9 @@ pub enum KindId {
     Pod,
     PersistentVolumeClaim,
     PersistentVolume,
+    /// core/v1 `Node` (cluster-scoped; operators watch them and tests create them, as in
+    /// envtest: no kubelet registers or heartbeats one here).
+    Node,
     ReplicationController,
     Event,
     Deployment,
@@ -254,6 +258,9 @@ pub static KINDS: &[Kind] = &[
         "persistentvolume", short: ["pv"], cat: [], Cluster, status: true, scale: None,
         key: "/registry/persistentvolumes", def: "io.k8s.api.core.v1.PersistentVolume",
         gen: None, columns: printers::PV, fields: [], stored_as: None),
+    kind!(Node, "", "v1", "Node", "nodes", "node", short: ["no"], cat: [], Cluster,
+        status: true, scale: None, key: "/registry/minions", def: "io.k8s.api.core.v1.Node",
+        gen: None, columns: printers::NODE, fields: ["spec.unschedulable"], stored_as: None),
     kind!(ReplicationController, "", "v1", "ReplicationController", "replicationcontrollers",
         "replicationcontroller", short: ["rc"], cat: ["all"], Namespaced, status: true,
         scale: APPS_SCALE, key: "/registry/controllers",
@@ -571,6 +578,7 @@ mod tests {
             KindId::Pod,
             KindId::PersistentVolumeClaim,
             KindId::PersistentVolume,
+            KindId::Node,
             KindId::ReplicationController,
             KindId::Event,
             KindId::Deployment,
@@ -633,6 +641,16 @@ mod tests {
                 false,
                 false,
                 "/registry/configmaps",
+            ),
+            (
+                "",
+                "nodes",
+                "Node",
+                &["no"],
+                &[],
+                true,
+                false,
+                "/registry/minions",
             ),
             (
                 "",
@@ -884,7 +902,8 @@ mod tests {
             assert_eq!(k.status, *status, "{plural}");
             assert_eq!(k.scale.is_some(), *scale, "{plural}");
             assert_eq!(k.key_root, *key, "{plural}");
-            let cluster = plural.starts_with("cluster") || *plural == "persistentvolumes";
+            let cluster =
+                plural.starts_with("cluster") || matches!(*plural, "persistentvolumes" | "nodes");
             assert_eq!(k.namespaced(), !cluster, "{plural}");
             assert_eq!(by_kind(group, kind).map(|k| k.plural), Some(*plural));
         }

@@ -164,10 +164,11 @@ fn network_policy_peer(peer: &Value, pp: &Path, errs: &mut ErrorList) {
     }
 }
 
-const CIDR_MESSAGE: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+pub(crate) const CIDR_MESSAGE: &str =
+    "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
 
 /// A CIDR's network address and prefix length (`netutils.ParseCIDRSloppy`).
-fn parse_cidr(text: &str) -> Option<(std::net::IpAddr, u8)> {
+pub(crate) fn parse_cidr(text: &str) -> Option<(std::net::IpAddr, u8)> {
     let (ip, len) = text.split_once('/')?;
     let ip: std::net::IpAddr = ip.parse().ok()?;
     let len: u8 = len.parse().ok()?;
@@ -652,7 +653,7 @@ const STANDARD_QUOTA_RESOURCES: &[&str] = &[
     "services.nodeports",
     "services.loadbalancers",
 ];
-const INTEGER_QUOTA_RESOURCES: &[&str] = &[
+pub(crate) const INTEGER_QUOTA_RESOURCES: &[&str] = &[
     "pods",
     "services",
     "replicationcontrollers",
@@ -766,7 +767,7 @@ fn quota_resources(list: &Value, lp: &Path, errs: &mut ErrorList) {
 
 /// Whether a quantity is a whole number (`MilliValue() % 1000 == 0`): its canonical form
 /// has no sub-unit suffix.
-fn is_integer(q: &Quantity) -> bool {
+pub(crate) fn is_integer(q: &Quantity) -> bool {
     !q.to_string().ends_with(['m', 'u', 'n'])
 }
 

@@ -475,6 +475,97 @@ fn default_service(obj: &mut Value) {
     }
 }
 
+/// A Node's defaults and its v1 conversion: `SetDefaults_NodeStatus` (allocatable is the
+/// capacity when unset), and the legacy `spec.podCIDR` mirrored with `spec.podCIDRs` as the
+/// v1 conversion does (the list from the single value when empty, the single value from the
+/// list's first entry).
+fn default_node(obj: &mut Value) {
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+        let first = spec
+            .get("podCIDRs")
+            .and_then(Value::as_array)
+            .and_then(|l| l.first())
+            .cloned();
+        match first {
+            Some(first) => {
+                spec.insert("podCIDR".into(), first);
+            }
+            None => {
+                if let Some(cidr) = spec
+                    .get("podCIDR")
+                    .and_then(Value::as_str)
+                    .filter(|c| !c.is_empty())
+                {
+                    let list = json!([cidr]);
+                    spec.insert("podCIDRs".into(), list);
+                }
+            }
+        }
+    }
+    if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut)
+        && status.get("allocatable").is_none_or(Value::is_null)
+        && let Some(capacity) = status.get("capacity").filter(|c| c.is_object()).cloned()
+    {
+        status.insert("allocatable".into(), capacity);
+    }
+}
+
+/// The parts of a Node that Go's JSON always writes, as the zero structs serialize: `spec`,
+/// `status.daemonEndpoints.kubeletEndpoint.Port` and every string of `status.nodeInfo`.
+fn node_zero_structs(obj: &mut Value) {
+    let Some(m) = obj.as_object_mut() else {
+        return;
+    };
+    if m.get("spec").is_none_or(Value::is_null) {
+        m.insert("spec".into(), json!({}));
+    }
+    if !m.get("status").is_some_and(Value::is_object) {
+        m.insert("status".into(), json!({}));
+    }
+    let Some(status) = obj_mut(obj, "status") else {
+        return;
+    };
+    if !status.get("daemonEndpoints").is_some_and(Value::is_object) {
+        status.insert("daemonEndpoints".into(), json!({}));
+    }
+    if let Some(endpoints) = status
+        .get_mut("daemonEndpoints")
+        .and_then(Value::as_object_mut)
+    {
+        if !endpoints
+            .get("kubeletEndpoint")
+            .is_some_and(Value::is_object)
+        {
+            endpoints.insert("kubeletEndpoint".into(), json!({}));
+        }
+        if let Some(kubelet) = endpoints
+            .get_mut("kubeletEndpoint")
+            .and_then(Value::as_object_mut)
+        {
+            set_default(kubelet, "Port", json!(0));
+        }
+    }
+    if !status.get("nodeInfo").is_some_and(Value::is_object) {
+        status.insert("nodeInfo".into(), json!({}));
+    }
+    if let Some(info) = status.get_mut("nodeInfo").and_then(Value::as_object_mut) {
+        for field in [
+            "machineID",
+            "systemUUID",
+            "bootID",
+            "kernelVersion",
+            "osImage",
+            "containerRuntimeVersion",
+            "kubeletVersion",
+            "kubeProxyVersion",
+            "operatingSystem",
+            "architecture",
+        ] {
+            set_default(info, field, json!(""));
+        }
+    }
+}
+
 impl Kind {
     /// Applies the defaults upstream's decoding applies (idempotent; run on every decoded
     /// request body, and on reads where stored objects may predate a default).
@@ -525,6 +616,7 @@ impl Kind {
                     set_default(spec, "minReplicas", json!(1));
                 }
             }
+            KindId::Node => default_node(obj),
             KindId::LimitRange => {
                 if let Some(limits) = obj
                     .pointer_mut("/spec/limits")
@@ -694,7 +786,10 @@ impl Kind {
     /// `Pending` with their `QoS` class), generation 1 where the server tracks it, and a Job's
     /// generated selector and labels (needs `metadata.uid` set). Call after [`Kind::apply_defaults`].
     pub fn prepare_create(&self, obj: &mut Value) {
-        if self.status
+        if self.id == KindId::Node {
+            // "Nodes allow *all* fields, including status, to be set on create."
+            node_zero_structs(obj);
+        } else if self.status
             && let Some(m) = obj.as_object_mut()
         {
             let status = match self.id {
@@ -837,6 +932,9 @@ impl Kind {
                     };
                 }
             }
+            if self.id == KindId::Node {
+                node_zero_structs(new);
+            }
             if self.id == KindId::PersistentVolume {
                 phase_transition_time(new, old, || {
                     crd_core::time::rfc3339_seconds(jiff::Timestamp::now())
@@ -849,6 +947,10 @@ impl Kind {
                 Some(v) => m.insert("status".into(), v.clone()),
                 None => m.remove("status"),
             };
+        }
+        if self.id == KindId::Node {
+            node_zero_structs(new);
+            return;
         }
         let old_gen = old
             .pointer("/metadata/generation")

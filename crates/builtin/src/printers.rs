@@ -788,6 +788,29 @@ pub const STORAGE_CLASS: &[Column] = &[
     AGE,
 ];
 const STORAGE_CLASS_DEF: &str = "io.k8s.api.storage.v1.StorageClass";
+/// `Node`: NAME STATUS ROLES AGE VERSION, and with `-o wide` INTERNAL-IP EXTERNAL-IP OS-IMAGE
+/// KERNEL-VERSION CONTAINER-RUNTIME (`printNode`).
+pub const NODE: &[Column] = &[
+    NAME,
+    text("Status", "string", "The status of the node", 0),
+    text("Roles", "string", "The roles of the node", 0),
+    AGE,
+    doc("Version", "string", NODE_INFO, "kubeletVersion", 0),
+    doc("Internal-IP", "string", NODE_STATUS, "addresses", 1),
+    doc("External-IP", "string", NODE_STATUS, "addresses", 1),
+    doc("OS-Image", "string", NODE_INFO, "osImage", 1),
+    doc("Kernel-Version", "string", NODE_INFO, "kernelVersion", 1),
+    doc(
+        "Container-Runtime",
+        "string",
+        NODE_INFO,
+        "containerRuntimeVersion",
+        1,
+    ),
+];
+const NODE_INFO: &str = "io.k8s.api.core.v1.NodeSystemInfo";
+const NODE_STATUS: &str = "io.k8s.api.core.v1.NodeStatus";
+
 /// The generic registry's `DefaultTableConvertor` for kinds without printers (`LimitRange`):
 /// NAME and CREATED AT (the creation time in RFC 3339, a `date` column).
 pub const DEFAULT_TABLE: &[Column] = &[
@@ -1498,6 +1521,7 @@ impl Kind {
                 vec![name, json!(request), json!(limit), age]
             }
             KindId::LimitRange => vec![name, json!(s(obj, "/metadata/creationTimestamp"))],
+            KindId::Node => node_cells(obj, name, age),
             KindId::StorageClass => {
                 let default = [
                     "storageclass.kubernetes.io/is-default-class",
@@ -2170,6 +2194,71 @@ fn pod_cells(obj: &Value, name: Value, age: Value, now: Timestamp) -> Vec<Value>
     ]
 }
 
+/// `printNode`'s cells: the Ready condition (`Ready`, `NotReady`, or `Unknown` without one)
+/// and `SchedulingDisabled` when cordoned; the roles from `node-role.kubernetes.io/<role>` and
+/// `kubernetes.io/role` labels, sorted; the first internal and external addresses.
+fn node_cells(obj: &Value, name: Value, age: Value) -> Vec<Value> {
+    let mut status: Vec<&str> = Vec::new();
+    if let Some(ready) = arr(obj, "/status/conditions")
+        .iter()
+        .rfind(|c| s(c, "/type") == "Ready")
+    {
+        status.push(if s(ready, "/status") == "True" {
+            "Ready"
+        } else {
+            "NotReady"
+        });
+    }
+    if status.is_empty() {
+        status.push("Unknown");
+    }
+    if at(obj, "/spec/unschedulable").as_bool() == Some(true) {
+        status.push("SchedulingDisabled");
+    }
+    let mut roles = std::collections::BTreeSet::new();
+    if let Some(labels) = at(obj, "/metadata/labels").as_object() {
+        for (k, v) in labels {
+            if let Some(role) = k.strip_prefix("node-role.kubernetes.io/") {
+                if !role.is_empty() {
+                    roles.insert(role.to_string());
+                }
+            } else if k == "kubernetes.io/role"
+                && let Some(v) = v.as_str().filter(|v| !v.is_empty())
+            {
+                roles.insert(v.to_string());
+            }
+        }
+    }
+    let roles = if roles.is_empty() {
+        "<none>".to_string()
+    } else {
+        roles.into_iter().collect::<Vec<_>>().join(",")
+    };
+    let address = |ty: &str| {
+        arr(obj, "/status/addresses")
+            .iter()
+            .find(|a| s(a, "/type") == ty)
+            .map_or("<none>", |a| s(a, "/address"))
+            .to_string()
+    };
+    let info = |field: &str| {
+        let v = s(obj, &format!("/status/nodeInfo/{field}"));
+        if v.is_empty() { "<unknown>" } else { v }.to_string()
+    };
+    vec![
+        name,
+        json!(status.join(",")),
+        json!(roles),
+        age,
+        json!(s(obj, "/status/nodeInfo/kubeletVersion")),
+        json!(address("InternalIP")),
+        json!(address("ExternalIP")),
+        json!(info("osImage")),
+        json!(info("kernelVersion")),
+        json!(info("containerRuntimeVersion")),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2437,6 +2526,46 @@ mod tests {
     #[test]
     fn cells_match_kube_apiserver_rows() {
         let cases: Vec<(KindId, Value, Value)> = vec![
+            (
+                KindId::Node,
+                json!({"metadata": {"name": "n1", "creationTimestamp": CREATED,
+                        "labels": {"node-role.kubernetes.io/worker": "", "node-role.kubernetes.io/control-plane": "",
+                                   "node-role.kubernetes.io/": "", "kubernetes.io/role": "edge"}},
+                    "spec": {"unschedulable": true},
+                    "status": {"conditions": [{"type": "MemoryPressure", "status": "False"}, {"type": "Ready", "status": "False"}],
+                               "addresses": [{"type": "Hostname", "address": "n1"}, {"type": "InternalIP", "address": "10.0.0.1"},
+                                             {"type": "InternalIP", "address": "10.0.0.2"}],
+                               "nodeInfo": {"kubeletVersion": "v1.32.0", "osImage": "", "kernelVersion": "6.1",
+                                            "containerRuntimeVersion": ""}}}),
+                json!([
+                    "n1",
+                    "NotReady,SchedulingDisabled",
+                    "control-plane,edge,worker",
+                    "5m",
+                    "v1.32.0",
+                    "10.0.0.1",
+                    "<none>",
+                    "<unknown>",
+                    "6.1",
+                    "<unknown>"
+                ]),
+            ),
+            (
+                KindId::Node,
+                json!({"metadata": {"name": "bare"}, "spec": {}, "status": {}}),
+                json!([
+                    "bare",
+                    "Unknown",
+                    "<none>",
+                    "<unknown>",
+                    "",
+                    "<none>",
+                    "<none>",
+                    "<unknown>",
+                    "<unknown>",
+                    "<unknown>"
+                ]),
+            ),
             (
                 KindId::ConfigMap,
                 json!({"metadata": {"name": "cm", "creationTimestamp": CREATED}, "data": {"a": "1", "b": "2"}, "binaryData": {"c": ""}}),

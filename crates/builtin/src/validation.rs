@@ -42,7 +42,7 @@ fn map<'a>(v: &'a Value, ptr: &str) -> Option<&'a Map<String, Value>> {
 
 /// Compound values (maps, selectors, structs) are printed as JSON, as Kubernetes 1.34's
 /// `field.Error` does (1.32 and 1.33 printed Go's `%#v`).
-fn compound(v: &Value) -> Value {
+pub(crate) fn compound(v: &Value) -> Value {
     v.clone()
 }
 
@@ -1651,6 +1651,22 @@ fn lease(obj: &Value, errs: &mut ErrorList) {
 }
 
 impl Kind {
+    /// Validates a `/status` write: the metadata part of [`Kind::validate`] (a status
+    /// strategy's `ValidateUpdate` is `ValidateObjectMetaUpdate` for most kinds), and a Node's
+    /// whole `ValidateNodeUpdate` (its resources and addresses live in the status).
+    pub fn validate_status_update(&self, obj: &Value, old: &Value) -> ErrorList {
+        let errs = self.validate(obj, Some(old));
+        if self.id == KindId::Node {
+            return errs;
+        }
+        ErrorList(
+            errs.0
+                .into_iter()
+                .filter(|e| e.field.to_string().starts_with("metadata"))
+                .collect(),
+        )
+    }
+
     /// Validates a create (`old` is `None`) or an update of the main resource, with
     /// upstream's paths and messages; `obj` is in this kind's own shape and already defaulted.
     /// Includes `ObjectMeta` validation (and, on update, its immutable fields).
@@ -1719,6 +1735,7 @@ impl Kind {
             KindId::Lease => lease(obj, &mut errs),
             KindId::ControllerRevision => controller_revision(obj, old, &mut errs),
             KindId::PriorityClass => priority_class(obj, old, &mut errs),
+            KindId::Node => crate::node::validate(obj, old, &mut errs),
             KindId::NetworkPolicy
             | KindId::IngressClass
             | KindId::HorizontalPodAutoscaler

@@ -91,8 +91,11 @@ impl Resource {
                 "singularName": "", "namespaced": self.namespaced, "kind": self.kind,
                 "verbs": sub.verbs});
             if let Some((group, kind)) = sub.answers {
-                entry["group"] = json!(group);
-                entry["version"] = json!("v1");
+                // Upstream names the group and version only when they are not the resource's.
+                if group != self.group {
+                    entry["group"] = json!(group);
+                    entry["version"] = json!("v1");
+                }
                 entry["kind"] = json!(kind);
             }
             out.push(entry);
@@ -271,9 +274,11 @@ fn builtin_resource(k: &crd_builtin::Kind) -> Resource {
             .filter(|(g, p, _)| *g == k.group && *p == k.plural)
             .filter_map(|(g, p, sub)| {
                 let (kind, api_version) = reviews::subresource_answer(g, p, sub)?.kind();
+                // A core kind (`Binding`) has no group: `("", kind)`.
+                let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
                 Some(ExtraSubresource {
                     name: sub,
-                    answers: Some((api_version.split('/').next().unwrap_or(""), kind)),
+                    answers: Some((group, kind)),
                     verbs: vec!["create"],
                 })
             })

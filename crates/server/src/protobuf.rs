@@ -202,6 +202,63 @@ mod tests {
         );
     }
 
+    /// What controller-runtime's typed client sends for a test's Node (status included: a
+    /// node's create keeps it), and the Eviction `kubectl drain` sends.
+    #[test]
+    fn decodes_nodes_and_evictions() {
+        let meta = field(1, &field(1, b"n1"));
+        let taint = [
+            field(1, b"dedicated"),
+            field(2, b"gpu"),
+            field(3, b"NoSchedule"),
+        ]
+        .concat();
+        let spec = [field(7, b"10.0.0.0/24"), varint(4, 1), field(5, &taint)].concat();
+        let quantity = |q: &[u8]| field(2, &field(1, q));
+        let capacity = [field(1, b"cpu"), quantity(b"4")].concat();
+        let condition = [field(1, b"Ready"), field(2, b"True")].concat();
+        let address = [field(1, b"InternalIP"), field(2, b"10.0.0.5")].concat();
+        let endpoints = field(1, &varint(1, 10250));
+        let info = [field(7, b"v1.32.0"), field(10, b"amd64")].concat();
+        let status = [
+            field(1, &capacity),
+            field(4, &condition),
+            field(5, &address),
+            field(6, &endpoints),
+            field(7, &info),
+        ]
+        .concat();
+        // Longer than 127 bytes: lengths as varints.
+        let type_meta = [field(1, b"v1"), field(2, b"Node")].concat();
+        let raw = [meta, field(2, &spec), field_n(3, &status)].concat();
+        let node = [MAGIC.to_vec(), field(1, &type_meta), field_n(2, &raw)].concat();
+        assert_eq!(
+            decode_builtin(&node, "v1", "Node").unwrap().unwrap(),
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                   "spec": {"podCIDRs": ["10.0.0.0/24"], "unschedulable": true,
+                            "taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]},
+                   "status": {"capacity": {"cpu": "4"},
+                              "conditions": [{"type": "Ready", "status": "True"}],
+                              "addresses": [{"type": "InternalIP", "address": "10.0.0.5"}],
+                              "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                              "nodeInfo": {"kubeletVersion": "v1.32.0", "architecture": "amd64"}}})
+        );
+        assert!(!skips_status("v1", "Node"));
+        let options = [varint(1, 0), field(5, b"All")].concat();
+        let eviction = envelope(
+            "policy/v1",
+            "Eviction",
+            &[field(1, &field(1, b"p")), field(2, &options)].concat(),
+        );
+        assert_eq!(
+            decode_review(&eviction, "policy/v1", "Eviction")
+                .unwrap()
+                .unwrap(),
+            json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"},
+                   "deleteOptions": {"gracePeriodSeconds": 0, "dryRun": ["All"]}})
+        );
+    }
+
     /// A length-delimited field of any tag (the key as a varint).
     fn field_n(tag: u64, bytes: &[u8]) -> Vec<u8> {
         let mut key = varint(0, (tag << 3) | 2);

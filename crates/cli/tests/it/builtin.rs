@@ -813,3 +813,163 @@ fn rollout_history_reads_controller_revisions() {
         "{out}"
     );
 }
+
+/// Nodes as operators' tests write them (no kubelet registers one), and what a node-maintenance
+/// flow types: `get -o wide`, `cordon`, `taint`, `describe`, then `drain`, whose evictions a
+/// disruption budget holds back until its status allows them.
+#[test]
+fn nodes_cordon_taint_and_drain_with_a_disruption_budget() {
+    let s = TestServer::start();
+    s.write(
+        "node.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: worker-1\n  labels: {node-role.kubernetes.io/worker: \"\"}\nspec:\n  podCIDR: 10.244.1.0/24\nstatus:\n  capacity: {cpu: \"4\", memory: 16Gi, pods: \"110\"}\n  conditions:\n  - {type: Ready, status: \"True\", reason: KubeletReady}\n  addresses:\n  - {type: InternalIP, address: 10.0.0.11}\n  nodeInfo: {kubeletVersion: v1.32.0, osImage: Debian, kernelVersion: \"6.1\", containerRuntimeVersion: containerd://1.7.0}\n",
+    );
+    assert_eq!(
+        s.kubectl_ok(&["apply", "-f", "node.yaml"]).trim(),
+        "node/worker-1 created"
+    );
+    let out = s.kubectl_ok(&["get", "nodes", "-o", "wide"]);
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0],
+        [
+            "NAME",
+            "STATUS",
+            "ROLES",
+            "AGE",
+            "VERSION",
+            "INTERNAL-IP",
+            "EXTERNAL-IP",
+            "OS-IMAGE",
+            "KERNEL-VERSION",
+            "CONTAINER-RUNTIME"
+        ],
+        "{out}"
+    );
+    assert_eq!(lines[1][..3], ["worker-1", "Ready", "worker"], "{out}");
+    assert_eq!(
+        lines[1][4..],
+        [
+            "v1.32.0",
+            "10.0.0.11",
+            "<none>",
+            "Debian",
+            "6.1",
+            "containerd://1.7.0"
+        ],
+        "{out}"
+    );
+    // The v1 conversion mirrors podCIDR; allocatable defaults to the capacity.
+    let get =
+        |path: &str| s.kubectl_ok(&["get", "node/worker-1", "-o", &format!("jsonpath={path}")]);
+    assert_eq!(
+        get("{.spec.podCIDRs} {.status.allocatable.cpu}"),
+        r#"["10.244.1.0/24"] 4"#
+    );
+    assert_eq!(
+        s.kubectl_ok(&["cordon", "worker-1"]).trim(),
+        "node/worker-1 cordoned"
+    );
+    let out = s.kubectl_ok(&[
+        "get",
+        "nodes",
+        "--field-selector",
+        "spec.unschedulable=true",
+    ]);
+    assert!(out.contains("Ready,SchedulingDisabled"), "{out}");
+    s.kubectl_ok(&["taint", "nodes", "worker-1", "dedicated=gpu:NoSchedule"]);
+    assert_eq!(
+        get("{.spec.taints[0].key}={.spec.taints[0].value}:{.spec.taints[0].effect}"),
+        "dedicated=gpu:NoSchedule"
+    );
+    let err = kubectl_err(&s, &["taint", "nodes", "worker-1", "bad=x:Sometimes"]);
+    assert!(err.contains("Sometimes"), "{err}");
+    let out = s.kubectl_ok(&["describe", "node", "worker-1"]);
+    assert!(
+        out.contains("Taints:             dedicated=gpu:NoSchedule"),
+        "{out}"
+    );
+    assert!(out.contains("Unschedulable:      true"), "{out}");
+    // Two running pods on the node, one guarded by a budget that allows no disruption.
+    for (name, app) in [("web", "web"), ("db", "db")] {
+        s.kubectl_ok(&[
+            "run",
+            name,
+            "--image=nginx",
+            &format!("--labels=app={app}"),
+            "--overrides={\"spec\":{\"nodeName\":\"worker-1\"}}",
+        ]);
+        s.kubectl_ok(&[
+            "patch",
+            "pod",
+            name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#,
+        ]);
+    }
+    s.kubectl_ok(&[
+        "create",
+        "pdb",
+        "db",
+        "--selector=app=db",
+        "--min-available=1",
+    ]);
+    // No disruption controller runs: the test writes the budget's status.
+    let budget_status = |status: &str| {
+        s.kubectl_ok(&[
+            "patch",
+            "pdb",
+            "db",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &format!(r#"{{"status":{status}}}"#),
+        ]);
+    };
+    budget_status(
+        r#"{"observedGeneration":1,"disruptionsAllowed":0,"currentHealthy":1,"desiredHealthy":1,"expectedPods":1}"#,
+    );
+    let out = s.kubectl(&[
+        "drain",
+        "worker-1",
+        "--force",
+        "--grace-period=0",
+        "--timeout=3s",
+    ]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("pod/web evicted"), "{text}");
+    assert!(
+        text.contains("Cannot evict pod as it would violate the pod's disruption budget"),
+        "{text}"
+    );
+    // Once the budget allows a disruption, the drain completes.
+    budget_status(r#"{"disruptionsAllowed":1,"currentHealthy":2,"desiredHealthy":1}"#);
+    let out = s.kubectl_ok(&[
+        "drain",
+        "worker-1",
+        "--force",
+        "--grace-period=0",
+        "--timeout=20s",
+    ]);
+    assert!(out.contains("node/worker-1 drained"), "{out}");
+    let out = s.kubectl_ok(&["get", "pods", "-o", "name"]);
+    assert_eq!(out.trim(), "", "{out}");
+    let budget = s.kubectl_ok(&[
+        "get",
+        "pdb",
+        "db",
+        "-o",
+        "jsonpath={.status.disruptionsAllowed} {.status.disruptedPods.db}",
+    ]);
+    assert!(budget.starts_with("0 20"), "{budget}");
+}

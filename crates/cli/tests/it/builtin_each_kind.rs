@@ -47,6 +47,11 @@ const MANIFESTS: &[(&str, &str, &str)] = &[
         "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: pv1\nspec:\n  capacity:\n    storage: 1Gi\n  accessModes: [ReadWriteOnce]\n  hostPath:\n    path: /data\n",
     ),
     (
+        "nodes",
+        "node1",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: node1\nspec:\n  podCIDR: 10.0.0.0/24\n",
+    ),
+    (
         "replicationcontrollers",
         "rc1",
         "apiVersion: v1\nkind: ReplicationController\nmetadata:\n  name: rc1\nspec:\n  template:\n    metadata:\n      labels:\n        app: rc\n    spec:\n      containers:\n      - name: c\n        image: nginx\n",

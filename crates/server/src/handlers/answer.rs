@@ -11,7 +11,11 @@ use crate::registry::reviews::{Answer, AnswerRequest};
 use crate::request::negotiate::decode_object;
 
 /// Answers one create.
-pub async fn handle(ctx: &Ctx<'_>, answer: &dyn Answer) -> Result<Reply, ApiError> {
+pub async fn handle(
+    ctx: &Ctx<'_>,
+    strategy: &dyn crate::registry::Strategy,
+    answer: &dyn Answer,
+) -> Result<Reply, ApiError> {
     let (kind, api_version) = answer.kind();
     let version = api_version.rsplit('/').next().unwrap_or(api_version);
     let body = decode_object(ctx.headers, &ctx.body, kind, version, &|b| {
@@ -22,7 +26,9 @@ pub async fn handle(ctx: &Ctx<'_>, answer: &dyn Answer) -> Result<Reply, ApiErro
         .get("apiVersion")
         .and_then(Value::as_str)
         .unwrap_or(api_version);
-    if got_kind != kind || got_version != api_version {
+    if got_kind != kind
+        || (got_version != api_version && !answer.also_accepts().contains(&got_version))
+    {
         return Err(Status::bad_request(format!(
             "the API version in the data ({got_version}) does not match the expected API version ({api_version})"
         ))
@@ -37,6 +43,8 @@ pub async fn handle(ctx: &Ctx<'_>, answer: &dyn Answer) -> Result<Reply, ApiErro
             authorizer: &ctx.state.authorizer,
             authn: &ctx.state.authn,
             store: ctx.store(),
+            strategy,
+            dry_run: ctx.dry_run(),
         })
         .await?;
     Ok(Reply::value(201, reply))

@@ -292,7 +292,7 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
     let s = strategy.as_ref();
     if let Some(answer) = s.answerer(req.subresource.as_deref()) {
         return if req.verb == Verb::Create {
-            answer::handle(ctx, answer).await
+            answer::handle(ctx, s, answer).await
         } else {
             Err(s.unserved_verb(req.verb.as_str()))
         };

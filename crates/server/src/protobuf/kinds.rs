@@ -1308,6 +1308,143 @@ static CROSS_VERSION_OBJECT_REFERENCE: Msg = Msg {
     ],
 };
 
+/// core/v1 `Node`: a create keeps its status ("Nodes allow *all* fields, including status, to
+/// be set on create"), so the status is read here, for `/status` writes too.
+pub static NODE: Msg = Msg {
+    name: "v1.Node",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&NODE_SPEC)),
+        keep(3, "status", Ty::Msg(&NODE_STATUS)),
+    ],
+};
+
+static NODE_SPEC: Msg = Msg {
+    name: "v1.NodeSpec",
+    fields: &[
+        omit(1, "podCIDR", Ty::String),
+        list(7, "podCIDRs", Ty::String),
+        omit(3, "providerID", Ty::String),
+        omit(4, "unschedulable", Ty::Bool),
+        list(5, "taints", Ty::Msg(&TAINT)),
+        omit(2, "externalID", Ty::String),
+    ],
+};
+
+static TAINT: Msg = Msg {
+    name: "v1.Taint",
+    fields: &[
+        keep(1, "key", Ty::String),
+        omit(2, "value", Ty::String),
+        keep(3, "effect", Ty::String),
+        keep(4, "timeAdded", Ty::Time),
+    ],
+};
+
+static NODE_STATUS: Msg = Msg {
+    name: "v1.NodeStatus",
+    fields: &[
+        omit(1, "capacity", Ty::QuantityMap),
+        omit(2, "allocatable", Ty::QuantityMap),
+        omit(3, "phase", Ty::String),
+        list(4, "conditions", Ty::Msg(&NODE_CONDITION)),
+        list(5, "addresses", Ty::Msg(&NODE_ADDRESS)),
+        keep(6, "daemonEndpoints", Ty::Msg(&NODE_DAEMON_ENDPOINTS)),
+        keep(7, "nodeInfo", Ty::Msg(&NODE_SYSTEM_INFO)),
+        list(8, "images", Ty::Msg(&CONTAINER_IMAGE)),
+        list(9, "volumesInUse", Ty::String),
+        list(10, "volumesAttached", Ty::Msg(&ATTACHED_VOLUME)),
+        list(12, "runtimeHandlers", Ty::Msg(&NODE_RUNTIME_HANDLER)),
+        keep(13, "features", Ty::Msg(&NODE_FEATURES)),
+    ],
+};
+
+static NODE_CONDITION: Msg = Msg {
+    name: "v1.NodeCondition",
+    fields: &[
+        keep(1, "type", Ty::String),
+        keep(2, "status", Ty::String),
+        keep(3, "lastHeartbeatTime", Ty::Time),
+        keep(4, "lastTransitionTime", Ty::Time),
+        omit(5, "reason", Ty::String),
+        omit(6, "message", Ty::String),
+    ],
+};
+
+static NODE_ADDRESS: Msg = Msg {
+    name: "v1.NodeAddress",
+    fields: &[keep(1, "type", Ty::String), keep(2, "address", Ty::String)],
+};
+
+static NODE_DAEMON_ENDPOINTS: Msg = Msg {
+    name: "v1.NodeDaemonEndpoints",
+    fields: &[keep(1, "kubeletEndpoint", Ty::Msg(&DAEMON_ENDPOINT))],
+};
+
+static DAEMON_ENDPOINT: Msg = Msg {
+    name: "v1.DaemonEndpoint",
+    fields: &[keep(1, "Port", Ty::Int32)],
+};
+
+static NODE_SYSTEM_INFO: Msg = Msg {
+    name: "v1.NodeSystemInfo",
+    fields: &[
+        keep(1, "machineID", Ty::String),
+        keep(2, "systemUUID", Ty::String),
+        keep(3, "bootID", Ty::String),
+        keep(4, "kernelVersion", Ty::String),
+        keep(5, "osImage", Ty::String),
+        keep(6, "containerRuntimeVersion", Ty::String),
+        keep(7, "kubeletVersion", Ty::String),
+        keep(8, "kubeProxyVersion", Ty::String),
+        keep(9, "operatingSystem", Ty::String),
+        keep(10, "architecture", Ty::String),
+        keep(11, "swap", Ty::Msg(&NODE_SWAP_STATUS)),
+    ],
+};
+
+static NODE_SWAP_STATUS: Msg = Msg {
+    name: "v1.NodeSwapStatus",
+    fields: &[keep(1, "capacity", Ty::Int64)],
+};
+
+static CONTAINER_IMAGE: Msg = Msg {
+    name: "v1.ContainerImage",
+    fields: &[
+        list(1, "names", Ty::String),
+        omit(2, "sizeBytes", Ty::Int64),
+    ],
+};
+
+static ATTACHED_VOLUME: Msg = Msg {
+    name: "v1.AttachedVolume",
+    fields: &[
+        keep(1, "name", Ty::String),
+        keep(2, "devicePath", Ty::String),
+    ],
+};
+
+static NODE_RUNTIME_HANDLER: Msg = Msg {
+    name: "v1.NodeRuntimeHandler",
+    fields: &[
+        keep(1, "name", Ty::String),
+        keep(2, "features", Ty::Msg(&NODE_RUNTIME_HANDLER_FEATURES)),
+    ],
+};
+
+static NODE_RUNTIME_HANDLER_FEATURES: Msg = Msg {
+    name: "v1.NodeRuntimeHandlerFeatures",
+    fields: &[
+        keep(1, "recursiveReadOnlyMounts", Ty::Bool),
+        keep(2, "userNamespaces", Ty::Bool),
+    ],
+};
+
+static NODE_FEATURES: Msg = Msg {
+    name: "v1.NodeFeatures",
+    fields: &[keep(1, "supplementalGroupsPolicy", Ty::Bool)],
+};
+
 // scheduling.k8s.io/v1
 
 pub static PRIORITY_CLASS: Msg = Msg {
@@ -1470,6 +1607,24 @@ static BOUND_OBJECT_REFERENCE: Msg = Msg {
     ],
 };
 
+/// core/v1 `Binding` (`pods/<name>/binding`, what schedulers send).
+static BINDING: Msg = Msg {
+    name: "v1.Binding",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "target", Ty::Msg(&OBJECT_REFERENCE)),
+    ],
+};
+
+/// `policy/v1` `Eviction` (`pods/<name>/eviction`; `kubectl drain` sends it as protobuf).
+static EVICTION: Msg = Msg {
+    name: "v1.Eviction",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "deleteOptions", Ty::Msg(&DELETE_OPTIONS)),
+    ],
+};
+
 /// The table of a review's protobuf body, by its API version and kind.
 pub fn review(api_version: &str, kind: &str) -> Option<&'static Msg> {
     Some(match (api_version, kind) {
@@ -1477,6 +1632,8 @@ pub fn review(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => &SELF_SUBJECT_RULES_REVIEW,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => &SELF_SUBJECT_REVIEW,
         ("authentication.k8s.io/v1", "TokenRequest") => &TOKEN_REQUEST,
+        ("v1", "Binding") => &BINDING,
+        ("policy/v1" | "policy/v1beta1", "Eviction") => &EVICTION,
         _ => return None,
     })
 }
@@ -1490,6 +1647,7 @@ pub fn of(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("v1", "ResourceQuota") => &RESOURCE_QUOTA,
         ("v1", "Pod") => &POD,
         ("v1", "PersistentVolumeClaim") => &PERSISTENT_VOLUME_CLAIM,
+        ("v1", "Node") => &NODE,
         ("apps/v1", "StatefulSet") => &STATEFUL_SET,
         ("apps/v1", "DaemonSet") => &DAEMON_SET,
         ("apps/v1", "ReplicaSet") => &REPLICA_SET,
@@ -1686,6 +1844,7 @@ pub fn with_status(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("apps/v1", "DaemonSet") => &DAEMON_SET_WITH_STATUS,
         ("apps/v1", "ReplicaSet") => &REPLICA_SET_WITH_STATUS,
         ("batch/v1", "Job") => &JOB_WITH_STATUS,
+        ("v1", "Node") => &NODE,
         _ => return None,
     })
 }

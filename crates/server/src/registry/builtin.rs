@@ -106,16 +106,6 @@ impl BuiltinStrategy {
     }
 }
 
-/// Keeps the errors a `/status` write can cause through this generic path: those of metadata.
-fn metadata_errors(errs: ErrorList) -> ErrorList {
-    ErrorList(
-        errs.0
-            .into_iter()
-            .filter(|e| e.field.to_string().starts_with("metadata"))
-            .collect(),
-    )
-}
-
 /// The OpenAPI `$ref` prefix of `crd_builtin`'s definitions.
 const REF_PREFIX: &str = "#/components/schemas/";
 
@@ -587,11 +577,10 @@ impl Strategy for BuiltinStrategy {
     }
 
     fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {
-        let errs = self.kind.validate(new, Some(old));
         if sub == Subresource::Status {
-            metadata_errors(errs)
+            self.kind.validate_status_update(new, old)
         } else {
-            errs
+            self.kind.validate(new, Some(old))
         }
     }
 

@@ -20,6 +20,7 @@ pub mod migrations;
 pub mod namespaces;
 pub mod owners;
 pub mod pipeline;
+pub mod pod_actions;
 pub mod reviews;
 pub mod serving;
 pub mod storage_versions;

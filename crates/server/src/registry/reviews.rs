@@ -8,8 +8,9 @@
 //! requesting user and the authenticator and authorizer; the answer is the response object.
 //! [`REVIEWS`] is the table discovery lists; [`ReviewStrategy`] serves one of its rows.
 //!
-//! Architecture Invariant: an answered resource never touches storage except to read (the
-//! service account a token is requested for).
+//! Architecture Invariant: an answered review or token request never touches storage except
+//! to read (the service account a token is requested for); the pod subresources of
+//! [`super::pod_actions`] write only the pod they name (and its disruption budget's status).
 
 use std::sync::Arc;
 
@@ -38,8 +39,13 @@ pub struct AnswerRequest<'a> {
     pub authorizer: &'a Authorizer,
     /// Who a token is (`TokenReview`, `TokenRequest`).
     pub authn: &'a Authenticator,
-    /// The store (read only).
+    /// The store: read only, except for the subresources of [`super::pod_actions`], which
+    /// write the pod they name.
     pub store: &'a Arc<dyn Store>,
+    /// The strategy of the resource a subresource belongs to (the pods of `pods/eviction`).
+    pub strategy: &'a dyn Strategy,
+    /// `?dryRun=All`: answer as if done, write nothing.
+    pub dry_run: bool,
 }
 
 /// A create that is computed rather than stored.
@@ -47,6 +53,12 @@ pub struct AnswerRequest<'a> {
 pub trait Answer: Send + Sync {
     /// The Kind and `apiVersion` the body must have (and the answer has).
     fn kind(&self) -> (&'static str, &'static str);
+
+    /// Other `apiVersion`s the body may have (upstream's `AcceptsGroupVersion`: an eviction
+    /// takes `policy/v1beta1` too).
+    fn also_accepts(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     /// Computes the response object (returned with 201 Created, as upstream).
     async fn answer(&self, req: AnswerRequest<'_>) -> Result<Value, ApiError>;
@@ -106,13 +118,20 @@ pub static REVIEWS: &[Review] = &[
 ];
 
 /// Subresources answered on stored kinds: `(group, plural, subresource)`.
-pub static SUBRESOURCES: &[(&str, &str, &str)] = &[("", "serviceaccounts", "token")];
+pub static SUBRESOURCES: &[(&str, &str, &str)] = &[
+    ("", "serviceaccounts", "token"),
+    ("", "pods", "binding"),
+    ("", "pods", "eviction"),
+];
 
 /// The answer for a subresource of a stored kind, if it has one.
 pub fn subresource_answer(group: &str, plural: &str, sub: &str) -> Option<&'static dyn Answer> {
-    SUBRESOURCES
-        .contains(&(group, plural, sub))
-        .then_some(&TokenRequest as &dyn Answer)
+    Some(match (group, plural, sub) {
+        ("", "serviceaccounts", "token") => &TokenRequest,
+        ("", "pods", "binding") => &super::pod_actions::Binding,
+        ("", "pods", "eviction") => &super::pod_actions::Eviction,
+        _ => return None,
+    })
 }
 
 /// The strategy of one [`REVIEWS`] row: create only, answered by its [`Answer`].

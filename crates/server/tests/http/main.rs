@@ -17,6 +17,7 @@ mod managed_fields_apply;
 mod mutating_policy;
 mod namespace_lifecycle;
 mod observability;
+mod pod_subresources;
 mod rbac;
 mod support;
 mod upgrade_check;

@@ -1,0 +1,288 @@
+//! `pods/binding` and `pods/eviction`: what a scheduler and `kubectl drain` send, answered as
+//! upstream's `BindingREST` and `EvictionREST` answer them (status codes, reasons, messages,
+//! causes and `Retry-After`), with the disruption budget's status as the test writes it.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::{Api, HttpVersion, TestServer};
+
+const PODS: &str = "/api/v1/namespaces/default/pods";
+const PDBS: &str = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+
+/// Creates a pod labelled `app`; with `running`, it is on node `n1` and its status says
+/// Running and (when `ready`) Ready, as a kubelet would have written it.
+async fn pod(api: &Api<'_>, name: &str, app: &str, running: bool, ready: bool) {
+    let mut spec = json!({"containers": [{"name": "c", "image": "nginx"}]});
+    if running {
+        spec["nodeName"] = json!("n1");
+    }
+    let created = api
+        .post(
+            PODS,
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": name, "labels": {"app": app}}, "spec": spec}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    if running {
+        let status = if ready { "True" } else { "False" };
+        let patched = api
+            .call(
+                Method::PATCH,
+                &format!("{PODS}/{name}/status"),
+                "application/merge-patch+json",
+                Some(json!({"status": {"phase": "Running",
+                    "conditions": [{"type": "Ready", "status": status}]}})),
+            )
+            .await;
+        assert_eq!(patched.status, 200, "{}", patched.text);
+    }
+}
+
+/// Writes a budget's status as a disruption controller would.
+async fn budget_status(api: &Api<'_>, name: &str, status: Value) {
+    let patched = api
+        .call(
+            Method::PATCH,
+            &format!("{PDBS}/{name}/status"),
+            "application/merge-patch+json",
+            Some(json!({"status": status})),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.text);
+}
+
+fn retry_after(r: &crate::support::Resp) -> Option<String> {
+    r.headers
+        .get("retry-after")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
+fn eviction(name: &str) -> Value {
+    json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}})
+}
+
+#[tokio::test]
+async fn a_binding_assigns_an_unassigned_pod_once() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http2);
+    pod(&api, "web", "web", false, false).await;
+    let bind = |target: Value| {
+        json!({"apiVersion": "v1", "kind": "Binding",
+               "metadata": {"name": "web", "annotations": {"scheduler": "mine"}}, "target": target})
+    };
+    let r = api
+        .post(
+            &format!("{PODS}/web/binding"),
+            bind(json!({"kind": "Pod", "name": ""})),
+        )
+        .await;
+    assert_eq!(r.status, 500, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "[target.kind: Unsupported value: \"Pod\": supported values: \"Node\", \"<empty>\", target.name: Required value]"
+    );
+    let r = api
+        .post(
+            &format!("{PODS}/other/binding"),
+            bind(json!({"name": "n1"})),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "name in URL does not match name in Binding object"
+    );
+    let r = api
+        .post(
+            &format!("{PODS}/web/binding"),
+            bind(json!({"kind": "Node", "name": "n1"})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.json()["status"], "Success");
+    assert_eq!(r.json()["code"], 201);
+    let got = api.get(&format!("{PODS}/web")).await.json();
+    assert_eq!(got["spec"]["nodeName"], "n1");
+    assert_eq!(got["metadata"]["annotations"]["scheduler"], "mine");
+    let scheduled = &got["status"]["conditions"][0];
+    assert_eq!(scheduled["type"], "PodScheduled");
+    assert_eq!(scheduled["status"], "True");
+    assert!(scheduled["lastTransitionTime"].is_string(), "{got}");
+    let r = api
+        .post(
+            &format!("{PODS}/web/binding"),
+            bind(json!({"kind": "Node", "name": "n2"})),
+        )
+        .await;
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "Operation cannot be fulfilled on binding \"web\": pod web is already assigned to node \"n1\""
+    );
+    let r = api
+        .post(
+            &format!("{PODS}/missing/binding"),
+            json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "missing"},
+                   "target": {"name": "n1"}}),
+        )
+        .await;
+    assert_eq!(r.status, 404, "{}", r.text);
+    assert_eq!(r.json()["message"], "pods \"missing\" not found");
+}
+
+#[tokio::test]
+async fn an_eviction_honours_the_disruption_budget() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    // A pending pod disrupts nothing: evicted without looking at budgets.
+    pod(&api, "pending", "db", false, false).await;
+    let r = api
+        .post(&format!("{PODS}/pending/eviction"), eviction("pending"))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.json()["status"], "Success");
+    assert_eq!(api.get(&format!("{PODS}/pending")).await.status, 404);
+
+    pod(&api, "db-0", "db", true, true).await;
+    pod(&api, "db-1", "db", true, true).await;
+    let created = api
+        .post(
+            PDBS,
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                   "metadata": {"name": "db"},
+                   "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    // No controller has observed the budget yet.
+    let r = api
+        .post(&format!("{PODS}/db-0/eviction"), eviction("db-0"))
+        .await;
+    assert_eq!(r.status, 429, "{}", r.text);
+    assert_eq!(retry_after(&r).as_deref(), Some("10"));
+    let body = r.json();
+    assert_eq!(body["reason"], "TooManyRequests");
+    assert_eq!(
+        body["message"],
+        "Cannot evict pod as it would violate the pod's disruption budget."
+    );
+    assert_eq!(
+        body["details"]["causes"],
+        json!([{"reason": "DisruptionBudget",
+                "message": "The disruption budget db is still being processed by the server."}])
+    );
+    // Observed, one disruption allowed: the first eviction takes it, the second is refused.
+    budget_status(
+        &api,
+        "db",
+        json!({"observedGeneration": 1, "disruptionsAllowed": 1, "currentHealthy": 2,
+               "desiredHealthy": 1, "expectedPods": 2}),
+    )
+    .await;
+    let r = api
+        .post(&format!("{PODS}/db-0/eviction"), eviction("db-0"))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let status = api.get(&format!("{PDBS}/db")).await.json()["status"].clone();
+    assert_eq!(status["disruptionsAllowed"], 0, "{status}");
+    assert!(status["disruptedPods"]["db-0"].is_string(), "{status}");
+    assert_eq!(status["conditions"][0]["type"], "DisruptionAllowed");
+    assert_eq!(status["conditions"][0]["reason"], "InsufficientPods");
+    // Scheduled, with a grace period and no kubelet: the pod is terminating, not gone.
+    let evicted = api.get(&format!("{PODS}/db-0")).await.json();
+    assert!(
+        evicted["metadata"]["deletionTimestamp"].is_string(),
+        "{evicted}"
+    );
+    let r = api
+        .post(&format!("{PODS}/db-1/eviction"), eviction("db-1"))
+        .await;
+    assert_eq!(r.status, 429, "{}", r.text);
+    assert_eq!(retry_after(&r), None);
+    assert_eq!(
+        r.json()["details"]["causes"][0]["message"],
+        "The disruption budget db needs 1 healthy pods and has 2 currently"
+    );
+    // Dry run: answered, nothing written.
+    budget_status(&api, "db", json!({"disruptionsAllowed": 1})).await;
+    let r = api
+        .post(
+            &format!("{PODS}/db-1/eviction?dryRun=All"),
+            eviction("db-1"),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let pod = api.get(&format!("{PODS}/db-1")).await.json();
+    assert!(pod["metadata"]["deletionTimestamp"].is_null(), "{pod}");
+    let status = api.get(&format!("{PDBS}/db")).await.json()["status"].clone();
+    assert_eq!(status["disruptionsAllowed"], 1, "{status}");
+    // A zero grace period removes it at once.
+    let r = api
+        .post(
+            &format!("{PODS}/db-1/eviction"),
+            json!({"apiVersion": "policy/v1beta1", "kind": "Eviction",
+                   "metadata": {"name": "db-1"}, "deleteOptions": {"gracePeriodSeconds": 0}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(api.get(&format!("{PODS}/db-1")).await.status, 404);
+}
+
+#[tokio::test]
+async fn an_eviction_refuses_a_pod_with_two_budgets_and_unknown_pods() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    pod(&api, "p", "x", true, true).await;
+    for name in ["a", "b"] {
+        let created = api
+            .post(
+                PDBS,
+                json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                       "metadata": {"name": name},
+                       "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "x"}}}}),
+            )
+            .await;
+        assert_eq!(created.status, 201, "{}", created.text);
+    }
+    let r = api.post(&format!("{PODS}/p/eviction"), eviction("p")).await;
+    assert_eq!(r.status, 500, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+    );
+    // An unready pod is not healthy: while the budget is met, evicting it takes nothing.
+    pod(&api, "u", "y", true, false).await;
+    let created = api
+        .post(
+            PDBS,
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                   "metadata": {"name": "c"},
+                   "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "y"}}}}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    budget_status(
+        &api,
+        "c",
+        json!({"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 1,
+               "desiredHealthy": 1, "expectedPods": 2}),
+    )
+    .await;
+    let r = api.post(&format!("{PODS}/u/eviction"), eviction("u")).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let status = api.get(&format!("{PDBS}/c")).await.json()["status"].clone();
+    assert_eq!(status["disruptionsAllowed"], 0, "{status}");
+    assert!(status["disruptedPods"].is_null(), "{status}");
+    let r = api
+        .post(&format!("{PODS}/nope/eviction"), eviction("nope"))
+        .await;
+    assert_eq!(r.status, 404, "{}", r.text);
+    let r = api.post(&format!("{PODS}/p/eviction"), eviction("q")).await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "name in URL does not match name in Eviction object"
+    );
+}
