@@ -277,12 +277,20 @@ impl ServiceAccountTokens {
             "authentication.kubernetes.io/credential-id".to_string(),
             vec![format!("JTI={}", claims.jti)],
         );
-        for (r, root, kind) in [
-            (&k.secret, "/registry/secrets", "secret"),
-            (&k.pod, "/registry/pods", "pod"),
+        // A node is checked only when the token is bound to it; a pod's token names its
+        // pod's node for information (upstream's `ServiceAccountTokenNodeBindingValidation`).
+        let node_bound = k.node.as_ref().filter(|_| k.pod.is_none());
+        for (r, key, kind) in [
+            (&k.secret, format!("/registry/secrets/{ns}/"), "secret"),
+            (&k.pod, format!("/registry/pods/{ns}/"), "pod"),
+            (
+                &node_bound.cloned(),
+                "/registry/minions/".to_string(),
+                "node",
+            ),
         ] {
             let Some(r) = r else { continue };
-            let obj = self.live(&format!("{root}/{ns}/{}", r.name)).await?;
+            let obj = self.live(&format!("{key}{}", r.name)).await?;
             if obj.pointer("/metadata/uid").and_then(Value::as_str) != Some(&r.uid) {
                 return None;
             }
@@ -294,6 +302,18 @@ impl ServiceAccountTokens {
                 extra.insert(
                     "authentication.kubernetes.io/pod-uid".into(),
                     vec![r.uid.clone()],
+                );
+            }
+        }
+        if let Some(node) = &k.node {
+            extra.insert(
+                "authentication.kubernetes.io/node-name".into(),
+                vec![node.name.clone()],
+            );
+            if !node.uid.is_empty() {
+                extra.insert(
+                    "authentication.kubernetes.io/node-uid".into(),
+                    vec![node.uid.clone()],
                 );
             }
         }

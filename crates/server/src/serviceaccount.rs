@@ -88,6 +88,9 @@ pub struct KubernetesClaims {
     /// The secret the token is bound to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<Ref>,
+    /// The node the token is bound to, or (with a pod) the node the pod runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<Ref>,
 }
 
 /// The claims of a service-account token, as upstream's `claims.go` writes them.
@@ -115,12 +118,15 @@ pub struct Claims {
 /// An object a token is bound to (`spec.boundObjectRef`): the token dies with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BoundObject {
-    /// `Pod` or `Secret`.
+    /// `Pod`, `Secret` or `Node`.
     pub kind: String,
     /// Its name.
     pub name: String,
     /// Its uid.
     pub uid: String,
+    /// For a pod, the node it runs on (name and uid) when that node exists: upstream's
+    /// `ServiceAccountTokenPodNodeInfo` puts it in the token.
+    pub node: Option<(String, String)>,
 }
 
 /// Why a token was not accepted (the request is then unauthenticated: 401).
@@ -257,7 +263,14 @@ impl TokenIssuer {
             match b.kind.as_str() {
                 "Pod" => kubernetes.pod = r,
                 "Secret" => kubernetes.secret = r,
+                "Node" => kubernetes.node = r,
                 _ => {}
+            }
+            if let Some((name, uid)) = &b.node {
+                kubernetes.node = Some(Ref {
+                    name: name.clone(),
+                    uid: uid.clone(),
+                });
             }
         }
         let claims = Claims {

@@ -533,7 +533,7 @@ impl Answer for TokenRequest {
         }
         let bound = spec.get("boundObjectRef").filter(|v| v.is_object());
         let bound = match bound {
-            Some(b) => Some(bound_object(b, ns, req.name, req.store, &mut errs).await?),
+            Some(b) => Some(bound_object(b, ns, req.name, req.store).await?),
             None => None,
         };
         if !errs.is_empty() {
@@ -575,39 +575,35 @@ impl Answer for TokenRequest {
     }
 }
 
-/// The object a token is bound to: it must exist in the namespace (upstream allows Pods,
-/// Secrets and Nodes; Nodes are not served here), and a Pod must run as the service account
-/// `sa` (else anyone allowed to request tokens for `sa` could mint one that claims another
-/// account's pod).
+/// The object a token is bound to: it must exist (a Pod or Secret in the namespace, or a
+/// Node), and a Pod must run as the service account `sa` (else anyone allowed to request
+/// tokens for `sa` could mint one that claims another account's pod). A pod's node, when it
+/// exists, goes into the token too (upstream's `ServiceAccountTokenPodNodeInfo`).
 async fn bound_object(
     b: &Value,
     ns: &str,
     sa: &str,
     store: &Arc<dyn Store>,
-    errs: &mut ErrorList,
 ) -> Result<crate::serviceaccount::BoundObject, ApiError> {
     let kind = b.get("kind").and_then(Value::as_str).unwrap_or("");
     let name = b.get("name").and_then(Value::as_str).unwrap_or("");
-    let path = Path::new("spec").child("boundObjectRef");
-    let (root, plural) = match kind {
-        "Pod" => ("/registry/pods", "pods"),
-        "Secret" => ("/registry/secrets", "secrets"),
+    let api_version = b.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let (key, plural) = match (group, kind) {
+        ("", "Pod") => (format!("/registry/pods/{ns}/{name}"), "pods"),
+        ("", "Secret") => (format!("/registry/secrets/{ns}/{name}"), "secrets"),
+        ("", "Node") => (format!("/registry/minions/{name}"), "nodes"),
         _ => {
-            errs.push(FieldError::not_supported(
-                &path.child("kind"),
-                kind,
-                &["Pod", "Secret"],
-            ));
-            return Ok(crate::serviceaccount::BoundObject {
-                kind: kind.into(),
-                name: name.into(),
-                uid: String::new(),
-            });
+            // `schema.GroupVersionKind.String()`.
+            return Err(Status::bad_request(format!(
+                "cannot bind token to object of type {group}/{version}, Kind={kind}"
+            ))
+            .into());
         }
     };
     let gr = crd_core::GroupResource::new("", plural);
     let kv = store
-        .get(&format!("{root}/{ns}/{name}"))
+        .get(&key)
         .await
         .map_err(|e| ApiError::storage(&gr, name, e))?
         .ok_or_else(|| ApiError::from(Status::not_found(&gr, name)))?;
@@ -644,9 +640,24 @@ async fn bound_object(
         )
         .into());
     }
+    let node = match obj.pointer("/spec/nodeName").and_then(Value::as_str) {
+        // A missing node is no error: the node is information in the token, not a binding.
+        Some(node) if kind == "Pod" && !node.is_empty() => store
+            .get(&format!("/registry/minions/{node}"))
+            .await
+            .ok()
+            .flatten()
+            .and_then(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
+            .map(|n| {
+                let uid = n.pointer("/metadata/uid").and_then(Value::as_str);
+                (node.to_string(), uid.unwrap_or("").to_string())
+            }),
+        _ => None,
+    };
     Ok(crate::serviceaccount::BoundObject {
         kind: kind.into(),
         name: name.into(),
         uid: uid.into(),
+        node,
     })
 }

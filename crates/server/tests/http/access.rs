@@ -490,12 +490,20 @@ async fn tokens_bind_only_to_pods_of_their_account_and_review_their_audiences() 
         .await;
         assert_eq!(code, 201, "{body}");
     }
+    let (code, node) = admin(
+        Method::POST,
+        "/api/v1/nodes".into(),
+        Some(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})),
+    )
+    .await;
+    assert_eq!(code, 201, "{node}");
+    let node_uid = node["metadata"]["uid"].as_str().unwrap().to_string();
     let (code, pod) = admin(
         Method::POST,
         "/api/v1/namespaces/default/pods".into(),
         Some(
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
-            "spec": {"serviceAccountName": "robot",
+            "spec": {"serviceAccountName": "robot", "nodeName": "n1",
                      "containers": [{"name": "c", "image": "nginx"}]}}),
         ),
     )
@@ -547,6 +555,15 @@ async fn tokens_bind_only_to_pods_of_their_account_and_review_their_audiences() 
         body["status"]["user"]["extra"]["authentication.kubernetes.io/pod-name"],
         json!(["web"])
     );
+    // The pod's node is named too (`ServiceAccountTokenPodNodeInfo`).
+    assert_eq!(
+        body["status"]["user"]["extra"]["authentication.kubernetes.io/node-name"],
+        json!(["n1"])
+    );
+    assert_eq!(
+        body["status"]["user"]["extra"]["authentication.kubernetes.io/node-uid"],
+        json!([node_uid])
+    );
     // A review naming no audiences checks the API audiences, and says so.
     assert_eq!(
         body["status"]["audiences"],
@@ -585,4 +602,53 @@ async fn tokens_bind_only_to_pods_of_their_account_and_review_their_audiences() 
     let (_, body) = review(&vault, Some(json!(["db", "other"]))).await;
     assert_eq!(body["status"]["authenticated"], true, "{body}");
     assert_eq!(body["status"]["audiences"], json!(["db"]));
+
+    // A token bound to a node authenticates while the node exists.
+    let (code, body) = admin(
+        Method::POST,
+        format!("{sa_path}/robot/token"),
+        Some(
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Node", "name": "n1"}}}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let node_bound = body["status"]["token"].as_str().unwrap().to_string();
+    let (_, body) = review(&node_bound, None).await;
+    assert_eq!(body["status"]["authenticated"], true, "{body}");
+    assert_eq!(
+        body["status"]["user"]["extra"]["authentication.kubernetes.io/node-name"],
+        json!(["n1"])
+    );
+    let (code, _) = admin(Method::DELETE, "/api/v1/nodes/n1".into(), None).await;
+    assert_eq!(code, 200);
+    let (code, _) = call(&s, Some(&node_bound), &[], Method::GET, "/version", None).await;
+    assert_eq!(code, 401);
+    // The pod's token does not depend on its node: still authenticated (this server's
+    // policy then forbids the path).
+    let (code, body) = call(&s, Some(&bound), &[], Method::GET, "/version", None).await;
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("system:serviceaccount:default:robot"),
+        "{body}"
+    );
+    // Only pods, secrets and nodes take tokens.
+    let (code, body) = admin(
+        Method::POST,
+        format!("{sa_path}/robot/token"),
+        Some(
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"boundObjectRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        body["message"],
+        "cannot bind token to object of type apps/v1, Kind=Deployment"
+    );
 }
