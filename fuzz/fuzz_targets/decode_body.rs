@@ -25,6 +25,7 @@ const KINDS: &[(&str, &str)] = &[
     ("policy/v1", "PodDisruptionBudget"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("v1", "Node"),
+    ("node.k8s.io/v1", "RuntimeClass"),
     ("v1", "Pod"),
     ("v1", "PersistentVolumeClaim"),
     ("v1", "ResourceQuota"),

@@ -86,6 +86,8 @@ pub enum KindId {
     LimitRange,
     /// `storage.k8s.io/v1` `StorageClass` (cluster-scoped; storage charts).
     StorageClass,
+    /// `node.k8s.io/v1` `RuntimeClass` (cluster-scoped; GPU and sandbox runtime charts).
+    RuntimeClass,
     Job,
     CronJob,
     Ingress,
@@ -343,6 +345,10 @@ pub static KINDS: &[Kind] = &[
         cat: [], Namespaced, status: false, scale: None, key: "/registry/limitranges",
         def: "io.k8s.api.core.v1.LimitRange", gen: None, columns: printers::DEFAULT_TABLE,
         fields: [], stored_as: None),
+    kind!(RuntimeClass, "node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", "runtimeclass",
+        short: [], cat: [], Cluster, status: false, scale: None,
+        key: "/registry/runtimeclasses", def: "io.k8s.api.node.v1.RuntimeClass", gen: None,
+        columns: printers::RUNTIME_CLASS, fields: [], stored_as: None),
     kind!(StorageClass, "storage.k8s.io", "v1", "StorageClass", "storageclasses",
         "storageclass", short: ["sc"], cat: [], Cluster, status: false, scale: None,
         key: "/registry/storageclasses", def: "io.k8s.api.storage.v1.StorageClass", gen: None,
@@ -599,6 +605,7 @@ mod tests {
             KindId::ResourceQuota,
             KindId::LimitRange,
             KindId::StorageClass,
+            KindId::RuntimeClass,
             KindId::Lease,
             KindId::EventsV1Event,
             KindId::Role,
@@ -641,6 +648,16 @@ mod tests {
                 false,
                 false,
                 "/registry/configmaps",
+            ),
+            (
+                "node.k8s.io",
+                "runtimeclasses",
+                "RuntimeClass",
+                &[],
+                &[],
+                false,
+                false,
+                "/registry/runtimeclasses",
             ),
             (
                 "",
@@ -902,8 +919,8 @@ mod tests {
             assert_eq!(k.status, *status, "{plural}");
             assert_eq!(k.scale.is_some(), *scale, "{plural}");
             assert_eq!(k.key_root, *key, "{plural}");
-            let cluster =
-                plural.starts_with("cluster") || matches!(*plural, "persistentvolumes" | "nodes");
+            let cluster = plural.starts_with("cluster")
+                || matches!(*plural, "persistentvolumes" | "nodes" | "runtimeclasses");
             assert_eq!(k.namespaced(), !cluster, "{plural}");
             assert_eq!(by_kind(group, kind).map(|k| k.plural), Some(*plural));
         }

@@ -38,6 +38,7 @@ pub fn validate(id: KindId, obj: &Value, old: Option<&Value>, errs: &mut ErrorLi
         KindId::ResourceQuota => resource_quota(obj, errs),
         KindId::LimitRange => limit_range(obj, errs),
         KindId::StorageClass => storage_class(obj, old, errs),
+        KindId::RuntimeClass => runtime_class(obj, old, errs),
         _ => {}
     }
 }
@@ -913,6 +914,38 @@ fn limit_range(obj: &Value, errs: &mut ErrorList) {
 
 // ---------------------------------------------------------------------------------------------
 // storage.k8s.io
+
+/// `ValidateRuntimeClass`/`ValidateRuntimeClassUpdate`: the handler is a DNS-1123 label and
+/// immutable; the overhead's quantities are checked as a container's limits; the scheduling
+/// node selector is a label set.
+fn runtime_class(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
+    let handler = s(obj, "/handler");
+    for m in crd_core::validation::is_dns1123_label(handler) {
+        errs.push(FieldError::invalid(&Path::new("handler"), handler, m));
+    }
+    if let Some(fixed) = obj.pointer("/overhead/podFixed").filter(|f| f.is_object()) {
+        crate::validation::resource_requirements(
+            &serde_json::json!({"limits": fixed}),
+            &Path::new("overhead"),
+            errs,
+        );
+    }
+    if let Some(selector) = obj.pointer("/scheduling/nodeSelector") {
+        errs.extend(crd_core::validation::validate_labels(
+            Some(selector),
+            &Path::new("scheduling").child("nodeSelector"),
+        ));
+    }
+    if let Some(old) = old
+        && old.get("handler") != obj.get("handler")
+    {
+        errs.push(FieldError::invalid(
+            &Path::new("handler"),
+            handler,
+            "field is immutable",
+        ));
+    }
+}
 
 /// `ValidateStorageClass`/`ValidateStorageClassUpdate`.
 fn storage_class(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {

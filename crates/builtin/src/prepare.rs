@@ -762,6 +762,7 @@ impl Kind {
             | KindId::PodDisruptionBudget
             | KindId::ControllerRevision
             | KindId::ResourceQuota
+            | KindId::RuntimeClass
             | KindId::Lease => {}
             KindId::Role
             | KindId::ClusterRole

@@ -811,6 +811,12 @@ pub const NODE: &[Column] = &[
 const NODE_INFO: &str = "io.k8s.api.core.v1.NodeSystemInfo";
 const NODE_STATUS: &str = "io.k8s.api.core.v1.NodeStatus";
 
+/// `RuntimeClass`: NAME HANDLER AGE.
+pub const RUNTIME_CLASS: &[Column] = &[
+    NAME,
+    text("Handler", "string", "RuntimeClass Handler", 0),
+    AGE,
+];
 /// The generic registry's `DefaultTableConvertor` for kinds without printers (`LimitRange`):
 /// NAME and CREATED AT (the creation time in RFC 3339, a `date` column).
 pub const DEFAULT_TABLE: &[Column] = &[
@@ -1522,6 +1528,7 @@ impl Kind {
             }
             KindId::LimitRange => vec![name, json!(s(obj, "/metadata/creationTimestamp"))],
             KindId::Node => node_cells(obj, name, age),
+            KindId::RuntimeClass => vec![name, json!(s(obj, "/handler")), age],
             KindId::StorageClass => {
                 let default = [
                     "storageclass.kubernetes.io/is-default-class",
@@ -2526,6 +2533,11 @@ mod tests {
     #[test]
     fn cells_match_kube_apiserver_rows() {
         let cases: Vec<(KindId, Value, Value)> = vec![
+            (
+                KindId::RuntimeClass,
+                json!({"metadata": {"name": "nvidia", "creationTimestamp": CREATED}, "handler": "nvidia"}),
+                json!(["nvidia", "nvidia", "5m"]),
+            ),
             (
                 KindId::Node,
                 json!({"metadata": {"name": "n1", "creationTimestamp": CREATED,

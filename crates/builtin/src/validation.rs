@@ -374,7 +374,7 @@ pub(crate) fn quantity(v: &Value) -> Option<crd_core::quantity::Quantity> {
 /// most its limit (equal to it for resources that cannot be overcommitted: extended resources
 /// and huge pages, which also need a limit). Quantities print in their canonical form, as
 /// upstream's `Quantity.String()`. Resources are taken in name order (Go's map order is random).
-fn resource_requirements(res: &Value, path: &Path, errs: &mut ErrorList) {
+pub(crate) fn resource_requirements(res: &Value, path: &Path, errs: &mut ErrorList) {
     use crd_core::quantity::Quantity;
     let (lim_path, req_path) = (path.child("limits"), path.child("requests"));
     let limits = res.get("limits").and_then(Value::as_object);
@@ -1741,7 +1741,8 @@ impl Kind {
             | KindId::HorizontalPodAutoscaler
             | KindId::ResourceQuota
             | KindId::LimitRange
-            | KindId::StorageClass => crate::policy_kinds::validate(self.id, obj, old, &mut errs),
+            | KindId::StorageClass
+            | KindId::RuntimeClass => crate::policy_kinds::validate(self.id, obj, old, &mut errs),
             // Validated in the internal (v2) form, with its field paths, as upstream does.
             KindId::HorizontalPodAutoscalerV1 => crate::policy_kinds::validate(
                 KindId::HorizontalPodAutoscaler,
@@ -2084,6 +2085,12 @@ mod tests {
             (
                 KindId::StorageClass,
                 json!({"metadata": {"name": "fast"}, "provisioner": "ebs.csi.aws.com", "parameters": {"type": "gp3"}}),
+            ),
+            (
+                KindId::RuntimeClass,
+                json!({"metadata": {"name": "nvidia"}, "handler": "nvidia",
+                    "overhead": {"podFixed": {"cpu": "250m", "memory": "120Mi"}},
+                    "scheduling": {"nodeSelector": {"gpu": "true"}}}),
             ),
             (
                 KindId::IngressClass,
@@ -2715,6 +2722,19 @@ mod tests {
                     "spec.limits[0].default[cpu]: Invalid value: \"2\": min value 2 is greater than default value 1",
                     "spec.limits[1].default: Forbidden: may not be specified when `type` is 'Pod'",
                     "spec.limits[2].limits: Required value: either minimum or maximum storage value is required, but neither was provided",
+                ],
+            ),
+            (
+                KindId::RuntimeClass,
+                json!({"metadata": {"name": "r"}, "handler": "Run_C",
+                    "overhead": {"podFixed": {"cpu": "-1"}},
+                    "scheduling": {"nodeSelector": {"bad key!": "x"}}}),
+                Some(json!({"metadata": {"name": "r"}, "handler": "runc"})),
+                vec![
+                    "handler: Invalid value: \"Run_C\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                    "overhead.limits[cpu]: Invalid value: \"-1\": must be greater than or equal to 0",
+                    "scheduling.nodeSelector: Invalid value: \"bad key!\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                    "handler: Invalid value: \"Run_C\": field is immutable",
                 ],
             ),
             (

@@ -330,6 +330,7 @@ fn group_priority(group: &str) -> u32 {
         "admissionregistration.k8s.io" | "apiextensions.k8s.io" => 16700,
         "scheduling.k8s.io" => 16600,
         "coordination.k8s.io" => 16500,
+        "node.k8s.io" => 16300,
         "discovery.k8s.io" => 16200,
         _ => 1000,
     }
@@ -795,6 +796,7 @@ mod tests {
                 "apiextensions.k8s.io",
                 "scheduling.k8s.io",
                 "coordination.k8s.io",
+                "node.k8s.io",
                 "discovery.k8s.io",
                 "storagemigration.k8s.io"
             ]

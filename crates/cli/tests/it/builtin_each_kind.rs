@@ -47,6 +47,11 @@ const MANIFESTS: &[(&str, &str, &str)] = &[
         "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: pv1\nspec:\n  capacity:\n    storage: 1Gi\n  accessModes: [ReadWriteOnce]\n  hostPath:\n    path: /data\n",
     ),
     (
+        "runtimeclasses",
+        "rc-nvidia",
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: rc-nvidia\nhandler: nvidia\n",
+    ),
+    (
         "nodes",
         "node1",
         "apiVersion: v1\nkind: Node\nmetadata:\n  name: node1\nspec:\n  podCIDR: 10.0.0.0/24\n",

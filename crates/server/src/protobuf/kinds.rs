@@ -1445,6 +1445,30 @@ static NODE_FEATURES: Msg = Msg {
     fields: &[keep(1, "supplementalGroupsPolicy", Ty::Bool)],
 };
 
+/// `node.k8s.io/v1` `RuntimeClass`.
+pub static RUNTIME_CLASS: Msg = Msg {
+    name: "v1.RuntimeClass",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "handler", Ty::String),
+        keep(3, "overhead", Ty::Msg(&OVERHEAD)),
+        keep(4, "scheduling", Ty::Msg(&SCHEDULING)),
+    ],
+};
+
+static OVERHEAD: Msg = Msg {
+    name: "v1.Overhead",
+    fields: &[omit(1, "podFixed", Ty::QuantityMap)],
+};
+
+static SCHEDULING: Msg = Msg {
+    name: "v1.Scheduling",
+    fields: &[
+        omit(1, "nodeSelector", Ty::StringMap),
+        list(2, "tolerations", Ty::Msg(&TOLERATION)),
+    ],
+};
+
 // scheduling.k8s.io/v1
 
 pub static PRIORITY_CLASS: Msg = Msg {
@@ -1648,6 +1672,7 @@ pub fn of(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("v1", "Pod") => &POD,
         ("v1", "PersistentVolumeClaim") => &PERSISTENT_VOLUME_CLAIM,
         ("v1", "Node") => &NODE,
+        ("node.k8s.io/v1", "RuntimeClass") => &RUNTIME_CLASS,
         ("apps/v1", "StatefulSet") => &STATEFUL_SET,
         ("apps/v1", "DaemonSet") => &DAEMON_SET,
         ("apps/v1", "ReplicaSet") => &REPLICA_SET,
