@@ -126,18 +126,25 @@ fn impersonations(headers: &HeaderMap) -> Result<Vec<Impersonation>, Box<Status>
     Ok(out)
 }
 
-/// Upstream prints the requests as Go object references; this is the same list in words.
+/// The requests as upstream prints them: Go's `%v` of its `[]v1.ObjectReference` (the fields
+/// kind, namespace, name, uid, apiVersion, resourceVersion and fieldPath, space-separated).
 fn describe(requests: &[Impersonation]) -> String {
+    const V1: &str = "authentication.k8s.io/v1";
     let parts: Vec<String> = requests
         .iter()
-        .map(|r| match r {
-            Impersonation::Group(g) => format!("{{Group {g}}}"),
-            Impersonation::Extra { key, value } => format!("{{UserExtra {key}={value}}}"),
-            Impersonation::Uid(u) => format!("{{UID {u}}}"),
-            Impersonation::User(u) => format!("{{User {u}}}"),
-            Impersonation::ServiceAccount { namespace, name } => {
-                format!("{{ServiceAccount {namespace}/{name}}}")
-            }
+        .map(|r| {
+            let (kind, namespace, name, api_version, field_path) = match r {
+                Impersonation::Group(g) => ("Group", "", g.as_str(), "", ""),
+                Impersonation::Extra { key, value } => {
+                    ("UserExtra", "", value.as_str(), V1, key.as_str())
+                }
+                Impersonation::Uid(u) => ("UID", "", u.as_str(), V1, ""),
+                Impersonation::User(u) => ("User", "", u.as_str(), "", ""),
+                Impersonation::ServiceAccount { namespace, name } => {
+                    ("ServiceAccount", namespace.as_str(), name.as_str(), "", "")
+                }
+            };
+            format!("{{{kind} {namespace} {name}  {api_version}  {field_path}}}")
         })
         .collect();
     format!("[{}]", parts.join(" "))
@@ -398,6 +405,17 @@ mod tests {
             (vec![("Impersonate-Group", "devs")], Err(())),
             (vec![("Impersonate-Uid", "1")], Err(())),
         ];
+        // Upstream's message, Go's `%v` of its object references.
+        let err = impersonations(&headers(&[
+            ("Impersonate-Group", "devs"),
+            ("Impersonate-Extra-Scopes", "view"),
+            ("Impersonate-Uid", "7"),
+        ]))
+        .expect_err("no user");
+        assert_eq!(
+            err.message,
+            "Internal error occurred: requested [{Group  devs    } {UserExtra  view  authentication.k8s.io/v1  scopes} {UID  7  authentication.k8s.io/v1  }] without impersonating a user"
+        );
         for (h, want) in cases {
             let got = impersonations(&headers(&h)).map_err(|_| ());
             assert_eq!(got, want, "{h:?}");
