@@ -217,6 +217,12 @@ struct ServeArgs {
     /// How long the server keeps serving, with `/readyz` failing, after a shutdown signal.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     shutdown_delay_duration: Duration,
+    /// How long a terminating namespace waits before its content is deleted: 5s, as
+    /// kube-controller-manager's namespace controller waits (`namespaceDeletionGracePeriod`), so
+    /// that `kubectl delete -f` of a file that lists the namespace first deletes the rest
+    /// itself. `0s` empties namespaces at once.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    namespace_deletion_grace_period: Duration,
     /// Serve gets, lists and watches from a watch cache (kube-apiserver's cacher): indexed
     /// label and name selectors, bounded watcher buffers. On by default, as upstream's
     /// `--watch-cache`; `--watch-cache=false` reads the store directly.
@@ -402,6 +408,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     }),
             },
             shutdown_delay: args.shutdown_delay_duration,
+            namespace_deletion_grace: args.namespace_deletion_grace_period,
             watch_cache: args.watch_cache,
             runtime_config: args.runtime_config,
         };

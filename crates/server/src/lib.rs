@@ -113,11 +113,15 @@ pub struct ServerConfig {
     pub watch_cache: bool,
     /// `--runtime-config`: the optional API versions served (`apiextensions.k8s.io/v1beta1`).
     pub runtime_config: runtime_config::RuntimeConfig,
+    /// `--namespace-deletion-grace-period`: how long a terminating namespace waits before its
+    /// content is deleted (kube-controller-manager waits 5 s).
+    pub namespace_deletion_grace: std::time::Duration,
 }
 
 impl ServerConfig {
     /// A server on 127.0.0.1 at a free port with a generated CA and admin token in `data_dir`,
-    /// RBAC with anonymous requests allowed, the watch cache on and every other setting at its
+    /// RBAC with anonymous requests allowed, the watch cache on, namespaces emptied as soon as
+    /// they terminate (no grace period: tests wait for no one) and every other setting at its
     /// default: where the test harness and the HTTP suite start from.
     #[must_use]
     pub fn loopback(data_dir: &std::path::Path) -> Self {
@@ -141,6 +145,7 @@ impl ServerConfig {
             shutdown_delay: std::time::Duration::ZERO,
             watch_cache: true,
             runtime_config: runtime_config::RuntimeConfig::default(),
+            namespace_deletion_grace: std::time::Duration::ZERO,
         }
     }
 }
@@ -248,6 +253,7 @@ pub async fn run(
         store.clone(),
         state.registry.clone(),
         state.kinds.namespaced_key_roots(),
+        config.namespace_deletion_grace,
     );
     supervisor.spawn("rbac", move |shutdown| {
         rbac_controller.clone().run(shutdown)

@@ -1,8 +1,9 @@
 """A crd-apiserver per test: the `crd_apiserver` pytest fixture and the `serve` context manager.
 
 The fixture is registered through the `pytest11` entry point, so installing the package is
-enough. Each use runs `crd-apiserver serve --ephemeral --secure-port 0 --kubeconfig-out FILE`
-(with `--crd-dir DIR` when CRDs are configured), waits until the server announces itself
+enough. Each use runs `crd-apiserver serve --ephemeral --secure-port 0
+--namespace-deletion-grace-period 0s --kubeconfig-out FILE` (with `--crd-dir DIR` when CRDs are
+configured), waits until the server announces itself
 (ready, the CRDs Established), yields a `Server`, and stops the server at teardown (SIGTERM: the
 temporary data directory is removed; SIGKILL if it has not exited within 10 seconds).
 
@@ -72,14 +73,21 @@ def serve(
     """
     executable = binary or find_crd_apiserver_bin()
     args = list(args)
+    def given(flag: str) -> bool:
+        return any(a == flag or a.startswith(flag + "=") for a in args)
+
     # A port of the caller's wins over the default of any free one.
-    port_given = any(a == "--secure-port" or a.startswith("--secure-port=") for a in args)
+    port_given = given("--secure-port")
     workdir = tempfile.mkdtemp(prefix="crd-apiserver-pytest-")
     kubeconfig = os.path.join(workdir, "kubeconfig")
     stderr_path = os.path.join(workdir, "stderr")
     command = [executable, "serve", "--ephemeral", "--kubeconfig-out", kubeconfig]
     if not port_given:
         command += ["--secure-port", "0"]
+    # Tests wait for no one: a deleted namespace is emptied at once, as the Rust harness does
+    # (`serve` waits 5 s, as kube-controller-manager does), unless the caller says otherwise.
+    if not given("--namespace-deletion-grace-period"):
+        command += ["--namespace-deletion-grace-period", "0s"]
     if crd_dir is not None:
         command += ["--crd-dir", os.fspath(crd_dir)]
     command += args

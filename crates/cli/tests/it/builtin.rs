@@ -973,3 +973,28 @@ fn nodes_cordon_taint_and_drain_with_a_disruption_budget() {
     ]);
     assert!(budget.starts_with("0 20"), "{budget}");
 }
+
+/// Regression: `kubectl delete -f` of a file listing a namespace before its objects failed
+/// with NotFound for the objects (exit 1), because the namespace was emptied within
+/// milliseconds; kube-controller-manager waits 5 s before deleting a terminating namespace's
+/// content, and so does `serve` by default.
+#[test]
+fn kubectl_delete_of_a_file_with_its_namespace_first_succeeds() {
+    let s = TestServer::start();
+    s.write(
+        "app.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: app1}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c1, namespace: app1}\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: s1, namespace: app1}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d1, namespace: app1}\nspec:\n  selector: {matchLabels: {app: d}}\n  template:\n    metadata: {labels: {app: d}}\n    spec: {containers: [{name: c, image: nginx}]}\n",
+    );
+    s.kubectl_ok(&["apply", "-f", "app.yaml"]);
+    let out = s.kubectl_ok(&["delete", "-f", "app.yaml"]);
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "namespace \"app1\" deleted",
+            "configmap \"c1\" deleted",
+            "serviceaccount \"s1\" deleted",
+            "deployment.apps \"d1\" deleted"
+        ],
+        "{out}"
+    );
+}

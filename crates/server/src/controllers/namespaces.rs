@@ -35,6 +35,9 @@ pub struct NamespaceController {
     /// resource the namespace's conditions name for each.
     table_roots: BTreeMap<String, String>,
     strategy: NamespaceStrategy,
+    /// How long a namespace seen terminating waits before its content is deleted
+    /// (upstream's `namespaceDeletionGracePeriod`).
+    grace: Duration,
 }
 
 impl std::fmt::Debug for NamespaceController {
@@ -65,17 +68,21 @@ fn needs_finalizing(ns: &Value) -> bool {
 impl NamespaceController {
     /// Creates the controller; `registry` says which CRDs have namespaced objects,
     /// `table_roots` are the key roots of the namespaced kinds with fixed strategies, each with
-    /// its resource's name (`configmaps.`).
+    /// its resource's name (`configmaps.`). A namespace seen terminating waits `grace` before
+    /// its content is deleted, as kube-controller-manager's does (5 s): clients that delete a
+    /// namespace and then its objects (`kubectl delete -f`) find them still there.
     pub fn new(
         store: Arc<dyn Store>,
         registry: Arc<Registry>,
         table_roots: impl IntoIterator<Item = (String, String)>,
+        grace: Duration,
     ) -> Arc<Self> {
         Arc::new(NamespaceController {
             store,
             registry,
             table_roots: table_roots.into_iter().collect(),
             strategy: NamespaceStrategy::default(),
+            grace,
         })
     }
 
@@ -118,6 +125,13 @@ impl NamespaceController {
         let this = self.clone();
         let mut shutdown = shutdown.clone();
         let handle = tasks.spawn(async move {
+            if !this.grace.is_zero()
+                && until_shutdown(&mut shutdown, tokio::time::sleep(this.grace))
+                    .await
+                    .is_none()
+            {
+                return;
+            }
             let mut backoff = INITIAL_RETRY;
             loop {
                 match this.finalize(&name, shutdown.clone()).await {
@@ -434,7 +448,7 @@ mod tests {
         )
         .await;
         let (shutdown, rx) = watch::channel(false);
-        let controller = NamespaceController::new(store.clone(), registry, []);
+        let controller = NamespaceController::new(store.clone(), registry, [], Duration::ZERO);
         let running = tokio::spawn(controller.run(rx));
         let held = "/registry/g.io/crontabs/team/held";
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);

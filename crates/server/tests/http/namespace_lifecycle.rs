@@ -343,3 +343,48 @@ async fn the_kubernetes_service_names_this_server() {
     assert_eq!(slice["endpoints"][0]["addresses"][0], "127.0.0.1");
     assert_eq!(slice["ports"][0]["port"], port);
 }
+
+/// A terminating namespace's content stays for the grace period (kube-controller-manager waits
+/// 5 s before deleting it), so a client that deletes the namespace and then its objects, as
+/// `kubectl delete -f` does for a file listing the namespace first, deletes them itself.
+#[tokio::test]
+async fn content_waits_for_the_namespace_deletion_grace_period() {
+    let server = TestServer::start_with(|c| {
+        c.namespace_deletion_grace = std::time::Duration::from_mins(10);
+    })
+    .await;
+    let api = server.api(HttpVersion::Http1);
+    let r = api
+        .post("/api/v1/namespaces", json!({"metadata": {"name": "app"}}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    for name in ["a", "b"] {
+        let r = api
+            .post(
+                "/api/v1/namespaces/app/configmaps",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    let r = api.delete("/api/v1/namespaces/app").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        r.json()["metadata"]["deletionTimestamp"].is_string(),
+        "{}",
+        r.text
+    );
+    // Within the grace period the content is there, and deleting it is the client's success.
+    let r = api.get("/api/v1/namespaces/app/configmaps/a").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = api.delete("/api/v1/namespaces/app/configmaps/b").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // New content is refused meanwhile, as for any terminating namespace.
+    let r = api
+        .post(
+            "/api/v1/namespaces/app/configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}),
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+}
