@@ -26,6 +26,7 @@ const KINDS: &[(&str, &str)] = &[
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("v1", "Node"),
     ("node.k8s.io/v1", "RuntimeClass"),
+    ("storage.k8s.io/v1", "CSIDriver"),
     ("v1", "Pod"),
     ("v1", "PersistentVolumeClaim"),
     ("v1", "ResourceQuota"),

@@ -177,6 +177,7 @@ fn generate() -> Value {
     generator.subschema_for::<api::scheduling::v1::PriorityClass>();
     generator.subschema_for::<api::core::v1::Node>();
     generator.subschema_for::<api::node::v1::RuntimeClass>();
+    generator.subschema_for::<api::storage::v1::CSIDriver>();
     generator.subschema_for::<api::networking::v1::NetworkPolicy>();
     generator.subschema_for::<api::networking::v1::IngressClass>();
     generator.subschema_for::<api::autoscaling::v2::HorizontalPodAutoscaler>();

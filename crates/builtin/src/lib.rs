@@ -88,6 +88,8 @@ pub enum KindId {
     StorageClass,
     /// `node.k8s.io/v1` `RuntimeClass` (cluster-scoped; GPU and sandbox runtime charts).
     RuntimeClass,
+    /// `storage.k8s.io/v1` `CSIDriver` (cluster-scoped; CSI driver charts).
+    CSIDriver,
     Job,
     CronJob,
     Ingress,
@@ -345,6 +347,10 @@ pub static KINDS: &[Kind] = &[
         cat: [], Namespaced, status: false, scale: None, key: "/registry/limitranges",
         def: "io.k8s.api.core.v1.LimitRange", gen: None, columns: printers::DEFAULT_TABLE,
         fields: [], stored_as: None),
+    kind!(CSIDriver, "storage.k8s.io", "v1", "CSIDriver", "csidrivers", "csidriver",
+        short: [], cat: [], Cluster, status: false, scale: None,
+        key: "/registry/csidrivers", def: "io.k8s.api.storage.v1.CSIDriver", gen: None,
+        columns: printers::CSI_DRIVER, fields: [], stored_as: None),
     kind!(RuntimeClass, "node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", "runtimeclass",
         short: [], cat: [], Cluster, status: false, scale: None,
         key: "/registry/runtimeclasses", def: "io.k8s.api.node.v1.RuntimeClass", gen: None,
@@ -606,6 +612,7 @@ mod tests {
             KindId::LimitRange,
             KindId::StorageClass,
             KindId::RuntimeClass,
+            KindId::CSIDriver,
             KindId::Lease,
             KindId::EventsV1Event,
             KindId::Role,
@@ -648,6 +655,16 @@ mod tests {
                 false,
                 false,
                 "/registry/configmaps",
+            ),
+            (
+                "storage.k8s.io",
+                "csidrivers",
+                "CSIDriver",
+                &[],
+                &[],
+                false,
+                false,
+                "/registry/csidrivers",
             ),
             (
                 "node.k8s.io",
@@ -920,7 +937,10 @@ mod tests {
             assert_eq!(k.scale.is_some(), *scale, "{plural}");
             assert_eq!(k.key_root, *key, "{plural}");
             let cluster = plural.starts_with("cluster")
-                || matches!(*plural, "persistentvolumes" | "nodes" | "runtimeclasses");
+                || matches!(
+                    *plural,
+                    "persistentvolumes" | "nodes" | "runtimeclasses" | "csidrivers"
+                );
             assert_eq!(k.namespaced(), !cluster, "{plural}");
             assert_eq!(by_kind(group, kind).map(|k| k.plural), Some(*plural));
         }

@@ -39,6 +39,7 @@ pub fn validate(id: KindId, obj: &Value, old: Option<&Value>, errs: &mut ErrorLi
         KindId::LimitRange => limit_range(obj, errs),
         KindId::StorageClass => storage_class(obj, old, errs),
         KindId::RuntimeClass => runtime_class(obj, old, errs),
+        KindId::CSIDriver => csi_driver(obj, old, errs),
         _ => {}
     }
 }
@@ -914,6 +915,98 @@ fn limit_range(obj: &Value, errs: &mut ErrorList) {
 
 // ---------------------------------------------------------------------------------------------
 // storage.k8s.io
+
+/// `ValidateCSIDriver`/`ValidateCSIDriverUpdate`: the flags are set (the defaults set them),
+/// supported `fsGroupPolicy` and lifecycle modes, token requests with distinct audiences and
+/// 10 minutes to 2^32 seconds of validity, a node-allocatable update period of at least 10 s;
+/// `attachRequired` (upstream's path says `attachedRequired`) and the lifecycle modes are
+/// immutable.
+fn csi_driver(obj: &Value, old: Option<&Value>, errs: &mut ErrorList) {
+    let spec = at(obj, "/spec");
+    let sp = Path::new("spec");
+    for (field, path) in [
+        ("attachRequired", "attachedRequired"),
+        ("podInfoOnMount", "podInfoOnMount"),
+        ("storageCapacity", "storageCapacity"),
+        ("seLinuxMount", "seLinuxMount"),
+    ] {
+        if !spec.get(field).is_some_and(Value::is_boolean) {
+            errs.push(FieldError::required(&sp.child(path), ""));
+        }
+    }
+    if let Some(policy) = spec.get("fsGroupPolicy").and_then(Value::as_str)
+        && !matches!(policy, "File" | "None" | "ReadWriteOnceWithFSType")
+    {
+        errs.push(FieldError::not_supported(
+            &sp.child("fsGroupPolicy"),
+            policy,
+            &["File", "None", "ReadWriteOnceWithFSType"],
+        ));
+    }
+    let mut audiences: Vec<&str> = Vec::new();
+    for (i, request) in arr(spec, "/tokenRequests").iter().enumerate() {
+        let rp = sp.child("tokenRequests").index(i);
+        let audience = s(request, "/audience");
+        if audiences.contains(&audience) {
+            errs.push(FieldError::duplicate(&rp.child("audience"), audience));
+            continue;
+        }
+        audiences.push(audience);
+        if let Some(seconds) = request.get("expirationSeconds").and_then(Value::as_i64) {
+            let ep = rp.child("expirationSeconds");
+            if seconds < 600 {
+                errs.push(FieldError::invalid(
+                    &ep,
+                    seconds,
+                    "may not specify a duration less than 10 minutes",
+                ));
+            }
+            if seconds > 1 << 32 {
+                errs.push(FieldError::invalid(
+                    &ep,
+                    seconds,
+                    "may not specify a duration larger than 2^32 seconds",
+                ));
+            }
+        }
+    }
+    for mode in arr(spec, "/volumeLifecycleModes") {
+        let mode = mode.as_str().unwrap_or("");
+        if !matches!(mode, "Persistent" | "Ephemeral") {
+            errs.push(FieldError::not_supported(
+                &sp.child("volumeLifecycleModes"),
+                mode,
+                &["Persistent", "Ephemeral"],
+            ));
+        }
+    }
+    if let Some(period) = spec
+        .get("nodeAllocatableUpdatePeriodSeconds")
+        .and_then(Value::as_i64)
+        && period < 10
+    {
+        errs.push(FieldError::invalid(
+            &sp.child("nodeAllocatableUpdatePeriodSeconds"),
+            period,
+            "must be greater than or equal to 10 seconds",
+        ));
+    }
+    if let Some(old) = old {
+        for (field, path) in [
+            ("attachRequired", "attachedRequired"),
+            ("volumeLifecycleModes", "volumeLifecycleModes"),
+        ] {
+            let new_value = spec.get(field).unwrap_or(&Value::Null);
+            if Some(new_value) != old.pointer(&format!("/spec/{field}")) {
+                errs.push(FieldError::invalid(
+                    &sp.child(path),
+                    crate::validation::compound(new_value),
+                    "field is immutable",
+                ));
+            }
+        }
+    }
+}
 
 /// `ValidateRuntimeClass`/`ValidateRuntimeClassUpdate`: the handler is a DNS-1123 label and
 /// immutable; the overhead's quantities are checked as a container's limits; the scheduling

@@ -626,6 +626,28 @@ impl Kind {
                 }
             }
             // `SetDefaults_StorageClass`.
+            KindId::CSIDriver => {
+                // `SetDefaults_CSIDriver` (`SELinuxMountReadWriteOncePod` is on by default).
+                if let Some(spec) = obj_mut(obj, "spec") {
+                    for (field, value) in [
+                        ("attachRequired", true),
+                        ("podInfoOnMount", false),
+                        ("storageCapacity", false),
+                        ("requiresRepublish", false),
+                        ("seLinuxMount", false),
+                    ] {
+                        set_default(spec, field, json!(value));
+                    }
+                    set_default(spec, "fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
+                    if spec
+                        .get("volumeLifecycleModes")
+                        .and_then(Value::as_array)
+                        .is_none_or(Vec::is_empty)
+                    {
+                        spec.insert("volumeLifecycleModes".into(), json!(["Persistent"]));
+                    }
+                }
+            }
             KindId::StorageClass => {
                 if let Some(m) = obj.as_object_mut() {
                     set_default(m, "reclaimPolicy", json!("Delete"));
@@ -1287,6 +1309,13 @@ mod tests {
                 KindId::StorageClass,
                 json!({"provisioner": "x.io/p"}),
                 json!({"provisioner": "x.io/p", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}),
+            ),
+            (
+                KindId::CSIDriver,
+                json!({"spec": {"attachRequired": false, "volumeLifecycleModes": []}}),
+                json!({"spec": {"attachRequired": false, "podInfoOnMount": false, "storageCapacity": false,
+                    "requiresRepublish": false, "seLinuxMount": false,
+                    "fsGroupPolicy": "ReadWriteOnceWithFSType", "volumeLifecycleModes": ["Persistent"]}}),
             ),
         ];
         for (id, obj, want) in cases {

@@ -811,6 +811,25 @@ pub const NODE: &[Column] = &[
 const NODE_INFO: &str = "io.k8s.api.core.v1.NodeSystemInfo";
 const NODE_STATUS: &str = "io.k8s.api.core.v1.NodeStatus";
 
+/// `CSIDriver`: NAME ATTACHREQUIRED PODINFOONMOUNT STORAGECAPACITY TOKENREQUESTS
+/// REQUIRESREPUBLISH MODES AGE.
+pub const CSI_DRIVER: &[Column] = &[
+    NAME,
+    doc("AttachRequired", "boolean", CSI_SPEC, "attachRequired", 0),
+    doc("PodInfoOnMount", "boolean", CSI_SPEC, "podInfoOnMount", 0),
+    doc("StorageCapacity", "boolean", CSI_SPEC, "storageCapacity", 0),
+    doc("TokenRequests", "string", CSI_SPEC, "tokenRequests", 0),
+    doc(
+        "RequiresRepublish",
+        "boolean",
+        CSI_SPEC,
+        "requiresRepublish",
+        0,
+    ),
+    doc("Modes", "string", CSI_SPEC, "volumeLifecycleModes", 0),
+    AGE,
+];
+const CSI_SPEC: &str = "io.k8s.api.storage.v1.CSIDriverSpec";
 /// `RuntimeClass`: NAME HANDLER AGE.
 pub const RUNTIME_CLASS: &[Column] = &[
     NAME,
@@ -1529,6 +1548,34 @@ impl Kind {
             KindId::LimitRange => vec![name, json!(s(obj, "/metadata/creationTimestamp"))],
             KindId::Node => node_cells(obj, name, age),
             KindId::RuntimeClass => vec![name, json!(s(obj, "/handler")), age],
+            KindId::CSIDriver => {
+                let flag = |ptr: &str, default: bool| at(obj, ptr).as_bool().unwrap_or(default);
+                let joined = |list: Vec<&str>, none: &str| {
+                    if list.is_empty() {
+                        none.to_string()
+                    } else {
+                        list.join(",")
+                    }
+                };
+                let audiences = arr(obj, "/spec/tokenRequests")
+                    .iter()
+                    .map(|t| s(t, "/audience"))
+                    .collect();
+                let modes = arr(obj, "/spec/volumeLifecycleModes")
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                vec![
+                    name,
+                    json!(flag("/spec/attachRequired", true)),
+                    json!(flag("/spec/podInfoOnMount", false)),
+                    json!(flag("/spec/storageCapacity", false)),
+                    json!(joined(audiences, "<unset>")),
+                    json!(flag("/spec/requiresRepublish", false)),
+                    json!(joined(modes, "<none>")),
+                    age,
+                ]
+            }
             KindId::StorageClass => {
                 let default = [
                     "storageclass.kubernetes.io/is-default-class",
@@ -2533,6 +2580,37 @@ mod tests {
     #[test]
     fn cells_match_kube_apiserver_rows() {
         let cases: Vec<(KindId, Value, Value)> = vec![
+            (
+                KindId::CSIDriver,
+                json!({"metadata": {"name": "ebs.csi.aws.com", "creationTimestamp": CREATED},
+                    "spec": {"attachRequired": false, "podInfoOnMount": true, "storageCapacity": false,
+                             "requiresRepublish": false, "volumeLifecycleModes": ["Persistent", "Ephemeral"],
+                             "tokenRequests": [{"audience": "vault"}, {"audience": ""}]}}),
+                json!([
+                    "ebs.csi.aws.com",
+                    false,
+                    true,
+                    false,
+                    "vault,",
+                    false,
+                    "Persistent,Ephemeral",
+                    "5m"
+                ]),
+            ),
+            (
+                KindId::CSIDriver,
+                json!({"metadata": {"name": "bare"}, "spec": {}}),
+                json!([
+                    "bare",
+                    true,
+                    false,
+                    false,
+                    "<unset>",
+                    false,
+                    "<none>",
+                    "<unknown>"
+                ]),
+            ),
             (
                 KindId::RuntimeClass,
                 json!({"metadata": {"name": "nvidia", "creationTimestamp": CREATED}, "handler": "nvidia"}),

@@ -1742,7 +1742,8 @@ impl Kind {
             | KindId::ResourceQuota
             | KindId::LimitRange
             | KindId::StorageClass
-            | KindId::RuntimeClass => crate::policy_kinds::validate(self.id, obj, old, &mut errs),
+            | KindId::RuntimeClass
+            | KindId::CSIDriver => crate::policy_kinds::validate(self.id, obj, old, &mut errs),
             // Validated in the internal (v2) form, with its field paths, as upstream does.
             KindId::HorizontalPodAutoscalerV1 => crate::policy_kinds::validate(
                 KindId::HorizontalPodAutoscaler,
@@ -2085,6 +2086,13 @@ mod tests {
             (
                 KindId::StorageClass,
                 json!({"metadata": {"name": "fast"}, "provisioner": "ebs.csi.aws.com", "parameters": {"type": "gp3"}}),
+            ),
+            (
+                KindId::CSIDriver,
+                json!({"metadata": {"name": "ebs.csi.aws.com"}, "spec": {"attachRequired": true,
+                    "podInfoOnMount": false, "storageCapacity": false, "seLinuxMount": false,
+                    "fsGroupPolicy": "File", "volumeLifecycleModes": ["Persistent"],
+                    "tokenRequests": [{"audience": "sts.amazonaws.com", "expirationSeconds": 3600}]}}),
             ),
             (
                 KindId::RuntimeClass,
@@ -2722,6 +2730,27 @@ mod tests {
                     "spec.limits[0].default[cpu]: Invalid value: \"2\": min value 2 is greater than default value 1",
                     "spec.limits[1].default: Forbidden: may not be specified when `type` is 'Pod'",
                     "spec.limits[2].limits: Required value: either minimum or maximum storage value is required, but neither was provided",
+                ],
+            ),
+            (
+                KindId::CSIDriver,
+                json!({"metadata": {"name": "d"}, "spec": {"attachRequired": false, "podInfoOnMount": false,
+                    "storageCapacity": false, "fsGroupPolicy": "Sometimes",
+                    "volumeLifecycleModes": ["Persistent", "Forever"],
+                    "tokenRequests": [{"audience": "a", "expirationSeconds": 60}, {"audience": "a"}],
+                    "nodeAllocatableUpdatePeriodSeconds": 5}}),
+                Some(
+                    json!({"metadata": {"name": "d"}, "spec": {"attachRequired": true,
+                    "volumeLifecycleModes": ["Persistent"]}}),
+                ),
+                vec![
+                    "spec.fsGroupPolicy: Unsupported value: \"Sometimes\": supported values: \"File\", \"None\", \"ReadWriteOnceWithFSType\"",
+                    "spec.tokenRequests[0].expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes",
+                    "spec.tokenRequests[1].audience: Duplicate value: \"a\"",
+                    "spec.volumeLifecycleModes: Unsupported value: \"Forever\": supported values: \"Persistent\", \"Ephemeral\"",
+                    "spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 5: must be greater than or equal to 10 seconds",
+                    "spec.attachedRequired: Invalid value: false: field is immutable",
+                    "spec.volumeLifecycleModes: Invalid value: [\"Persistent\",\"Forever\"]: field is immutable",
                 ],
             ),
             (

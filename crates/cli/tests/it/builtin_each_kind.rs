@@ -47,6 +47,11 @@ const MANIFESTS: &[(&str, &str, &str)] = &[
         "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: pv1\nspec:\n  capacity:\n    storage: 1Gi\n  accessModes: [ReadWriteOnce]\n  hostPath:\n    path: /data\n",
     ),
     (
+        "csidrivers",
+        "csi.example.com",
+        "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: csi.example.com\nspec:\n  attachRequired: false\n  podInfoOnMount: true\n",
+    ),
+    (
         "runtimeclasses",
         "rc-nvidia",
         "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: rc-nvidia\nhandler: nvidia\n",

@@ -1445,6 +1445,38 @@ static NODE_FEATURES: Msg = Msg {
     fields: &[keep(1, "supplementalGroupsPolicy", Ty::Bool)],
 };
 
+/// `storage.k8s.io/v1` `CSIDriver`.
+pub static CSI_DRIVER: Msg = Msg {
+    name: "v1.CSIDriver",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&CSI_DRIVER_SPEC)),
+    ],
+};
+
+static CSI_DRIVER_SPEC: Msg = Msg {
+    name: "v1.CSIDriverSpec",
+    fields: &[
+        keep(1, "attachRequired", Ty::Bool),
+        keep(2, "podInfoOnMount", Ty::Bool),
+        list(3, "volumeLifecycleModes", Ty::String),
+        keep(4, "storageCapacity", Ty::Bool),
+        keep(5, "fsGroupPolicy", Ty::String),
+        list(6, "tokenRequests", Ty::Msg(&STORAGE_TOKEN_REQUEST)),
+        keep(7, "requiresRepublish", Ty::Bool),
+        keep(8, "seLinuxMount", Ty::Bool),
+        keep(9, "nodeAllocatableUpdatePeriodSeconds", Ty::Int64),
+    ],
+};
+
+static STORAGE_TOKEN_REQUEST: Msg = Msg {
+    name: "v1.TokenRequest",
+    fields: &[
+        keep(1, "audience", Ty::String),
+        keep(2, "expirationSeconds", Ty::Int64),
+    ],
+};
+
 /// `node.k8s.io/v1` `RuntimeClass`.
 pub static RUNTIME_CLASS: Msg = Msg {
     name: "v1.RuntimeClass",
@@ -1673,6 +1705,7 @@ pub fn of(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("v1", "PersistentVolumeClaim") => &PERSISTENT_VOLUME_CLAIM,
         ("v1", "Node") => &NODE,
         ("node.k8s.io/v1", "RuntimeClass") => &RUNTIME_CLASS,
+        ("storage.k8s.io/v1", "CSIDriver") => &CSI_DRIVER,
         ("apps/v1", "StatefulSet") => &STATEFUL_SET,
         ("apps/v1", "DaemonSet") => &DAEMON_SET,
         ("apps/v1", "ReplicaSet") => &REPLICA_SET,
