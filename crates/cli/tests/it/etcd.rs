@@ -147,10 +147,11 @@ async fn two_servers_share_crds_watches_and_conflicts() {
     );
 
     // A watch on B sees a write made through A.
-    let (_, list) = call(&b, reqwest::Method::GET, BASE, None).await;
+    let (code, list) = call(&b, reqwest::Method::GET, BASE, None).await;
+    assert_eq!(code, 200, "{list}");
     let rv = list["metadata"]["resourceVersion"]
         .as_str()
-        .unwrap()
+        .unwrap_or_else(|| panic!("no resourceVersion: {list}"))
         .to_string();
     let mut watch = b
         .client(HttpVersion::Http2)

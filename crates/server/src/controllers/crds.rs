@@ -214,6 +214,7 @@ impl Run {
         }
         let name = meta::name(&crd).to_string();
         let group = group_of(&crd).to_string();
+        let mut stored = None;
         let written = {
             let taken = self.names.taken(&group, &name);
             let desired = desired_status(&crd, &taken);
@@ -234,6 +235,8 @@ impl Run {
                     }
                     let desired = desired_status(obj, &taken);
                     if desired.get("status") == obj.get("status") {
+                        // Another server wrote this status first: serve what is stored.
+                        stored = Some(obj.clone());
                         return false;
                     }
                     *obj = desired;
@@ -250,6 +253,14 @@ impl Run {
                     self.requeue_group(&group, &name);
                 }
                 apply_to_registry(&self.registry, &obj);
+            }
+            // The stored status is already the desired one (another server sharing the store
+            // wrote it): serve from it, not from the cache, which may not have its event yet
+            // (serving from the cache withdrew the resource this server had just served).
+            Ok(None) if stored.is_some() => {
+                if let Some(obj) = stored {
+                    apply_to_registry(&self.registry, &obj);
+                }
             }
             Ok(None) => self.restore_registry(key),
             Err(e) => {

@@ -273,3 +273,47 @@ async fn a_restarted_controller_forgets_crds_deleted_meanwhile() {
     assert_eq!(names, vec!["crontabs.g.io"]);
     f.shutdown.send_replace(true);
 }
+
+/// Regression (seen as a flaky two-server etcd test): when another server sharing the store had
+/// already written the status this server wanted to write, the controller restored its registry
+/// from its informer cache, which did not have that write yet: the resource it had just served
+/// was withdrawn (404) until the event arrived. It now serves what is stored.
+#[tokio::test]
+async fn a_status_another_server_wrote_first_keeps_the_resource_served() {
+    let f = Fixture::new();
+    let obj = crd("widgets", "g.io", "Widget");
+    f.create(&obj).await;
+    let (stop, shutdown) = watch::channel(false);
+    let mut informer = Informer::json(f.store.clone(), crd_prefix(), shutdown.clone());
+    let mut run = Run {
+        store: f.store.clone(),
+        registry: f.registry.clone(),
+        cache: informer.cache(),
+        names: NameIndex::default(),
+        queue: WorkQueue::default(),
+        cleanups: JoinSet::new(),
+        cleaning: HashMap::new(),
+        shutdown,
+    };
+    // The cache holds the CRD without a status.
+    while let Notification::Changed(change) = informer.next().await.expect("informer") {
+        run.observe(change);
+    }
+    // "Server A" writes the status this server's controller would write; this server's
+    // informer is not polled again, so its cache does not see it.
+    let key = crd_key("widgets.g.io");
+    let desired = desired_status(&obj, &run.names.taken("g.io", "widgets.g.io"));
+    assert_eq!(reason(&desired, "Established"), "True/InitialNamesAccepted");
+    let (_, kv) = get_json(f.store.as_ref(), &key).await.unwrap().unwrap();
+    f.store
+        .update(&key, Bytes::from(desired.to_string()), kv.mod_revision)
+        .await
+        .unwrap();
+    run.reconcile(&key).await;
+    let serving = f
+        .registry
+        .get("widgets.g.io")
+        .expect("still in the registry");
+    assert!(serving.established && serving.serving(), "withdrawn");
+    drop(stop);
+}
