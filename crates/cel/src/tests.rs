@@ -528,6 +528,57 @@ fn the_seeds_cost_examples() {
     );
 }
 
+/// Map keys are sized 0, as upstream's schema types size them: string functions of a key
+/// (Gateway API's `self.all(key, key.matches(...))` on annotations, Istio's
+/// `self.all(key, !key.contains('*'))` on match labels) are affordable on any map; the same
+/// functions of an unbounded value are not.
+#[test]
+fn map_keys_cost_nothing_per_byte() {
+    let map = |extra: Value, rule: &str| {
+        let mut m = json!({"type": "object", "additionalProperties": {"type": "string", "maxLength": 4096},
+            "x-kubernetes-validations": [{"rule": rule}]});
+        if let (Some(m), Some(extra)) = (m.as_object_mut(), extra.as_object()) {
+            m.extend(extra.clone());
+        }
+        json!({"type": "object", "properties": {"m": m}})
+    };
+    for (extra, rule) in [
+        (
+            json!({"maxProperties": 1}),
+            "self.all(k, k.startsWith('x'))",
+        ),
+        (
+            json!({"maxProperties": 8}),
+            "self.all(key, key.matches('^[a-z]+$'))",
+        ),
+        (
+            json!({"maxProperties": 8}),
+            "self.all(key, key.split('/')[0].size() < 253)",
+        ),
+        (
+            json!({"maxProperties": 4096}),
+            "self.all(key, !key.contains('*'))",
+        ),
+        (json!({}), "self.all(k, k.lowerAscii() == k)"),
+    ] {
+        assert_eq!(
+            crd_errors(&map(extra, rule)),
+            Vec::<String>::new(),
+            "{rule}"
+        );
+    }
+    let unbounded_values = json!({"type": "object", "properties": {"m": {"type": "object",
+        "additionalProperties": {"type": "string"},
+        "x-kubernetes-validations": [{"rule": "self.all(k, self[k].contains('*'))"}]}}});
+    assert!(
+        crd_errors(&unbounded_values)
+            .first()
+            .is_some_and(|e| e.contains("estimated rule cost exceeds budget")),
+        "{:?}",
+        crd_errors(&unbounded_values)
+    );
+}
+
 /// `map` and `filter` build their result by list concatenation, which cel-go costs at 1 (the
 /// estimate and the runtime alike): over a bounded list they are as affordable as `all`.
 #[test]

@@ -22,7 +22,7 @@ mod tests;
 use std::collections::HashMap;
 
 use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use self::decls::Overload;
 pub(crate) use self::types::{Compat, Type};
@@ -775,7 +775,15 @@ impl Checker<'_> {
                 }
             }
             Type::Map(k, v) => (
-                ((**k).clone(), None),
+                // Upstream sizes a schema map's keys at 0 (its `SchemaDeclType` keys are the
+                // shared `StringType`, which has no maximum size), so functions of a key cost
+                // nothing per byte: `self.all(k, k.startsWith('x'))` fits any map.
+                (
+                    (**k).clone(),
+                    range_schema
+                        .as_ref()
+                        .map(|_| (json!({"type": "string", "maxLength": 0}), false)),
+                ),
                 ((**v).clone(), sub("additionalProperties")),
             ),
             Type::Dyn | Type::Error | Type::Var(_) => {
