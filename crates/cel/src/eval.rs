@@ -7,7 +7,9 @@
 //!   the per-call limit stops with cel-go's `operation cancelled: actual cost limit exceeded`;
 //! - [`list_semantics`]: `==`, `!=` and `+` on `x-kubernetes-list-type: set|map` lists follow the
 //!   list type (order-insensitive equality, union and merge);
-//! - [`two_variable`]: comprehensions with a second variable iterate over `(key, value)` pairs.
+//! - [`two_variable`]: comprehensions with a second variable iterate over `(key, value)` pairs;
+//! - [`absorbing_macros`]: `all` and `exists` keep an element's error while a later element may
+//!   still decide the result, as cel-go's accumulator does (the interpreter stops at the first).
 //!
 //! `type()`, `dyn()`, type identifiers and cel-go's internal `cel.@mapInsert` are functions and
 //! variables of the base context.
@@ -112,7 +114,84 @@ pub(crate) fn lower(mut expr: IdedExpr, checked: &Checked) -> Program {
     instrument(&mut expr, &mut next, &checked.types);
     string_conversions(&mut expr);
     two_variable(&mut expr, &mut next);
+    absorbing_macros(&mut expr, &mut next);
     Program { expr }
+}
+
+/// The accumulator of the `all`, `exists` and `exists_one` macros as the parser expands them.
+const MACRO_RESULT: &str = "@result";
+
+/// Rewrite (after [`instrument`], whose costs stay as they are): the loop step of an `all`
+/// (`@result && p`) or `exists` (`@result || p`) macro becomes `@all_step(@result, p)` or
+/// `@exists_step(@result, p)`, which hold an error of `p` in the accumulator ([`Absorbed`])
+/// instead of stopping, and the result `@absorbed(@result)` raises it if no element decided.
+/// cel-go's expansion does this with error values: `["abc", "10"].exists(s, int(s) > 5)` is
+/// true, `["abc", "0"].all(s, int(s) > 0)` false, in either order.
+fn absorbing_macros(e: &mut IdedExpr, next: &mut u64) {
+    children_mut(e, &mut |c| absorbing_macros(c, next));
+    let Expr::Comprehension(c) = &mut e.expr else {
+        return;
+    };
+    if c.accu_var != MACRO_RESULT {
+        return;
+    }
+    let Expr::Call(step) = &mut c.loop_step.expr else {
+        return;
+    };
+    let on_result = matches!(
+        step.args.first().map(|a| &a.expr),
+        Some(Expr::Ident(n)) if n == MACRO_RESULT
+    );
+    let name = match step.func_name.as_str() {
+        "_&&_" if on_result && step.args.len() == 2 => ALL_STEP,
+        "_||_" if on_result && step.args.len() == 2 => EXISTS_STEP,
+        _ => return,
+    };
+    step.func_name = name.into();
+    let result = std::mem::take(&mut c.result);
+    c.result = call(next, ABSORBED, None, vec![result]);
+}
+
+const ALL_STEP: &str = "@all_step";
+const EXISTS_STEP: &str = "@exists_step";
+const ABSORBED: &str = "@absorbed";
+
+/// An element's error an `all` or `exists` accumulator holds while a later element may still
+/// decide the result.
+#[derive(Debug, PartialEq)]
+struct Absorbed(ExecutionError);
+
+impl Eq for Absorbed {}
+
+impl Opaque for Absorbed {
+    fn runtime_type_name(&self) -> &'static str {
+        "error"
+    }
+}
+
+/// One step of `all` (`decisive` false) or `exists` (`decisive` true): an element whose
+/// predicate is `decisive` decides; an error is held unless one is held already (the first
+/// stays, as cel-go's left operand does); the cost limit is never held.
+fn logic_step(ftx: &FunctionContext, decisive: bool) -> ResolveResult {
+    let acc = arg(ftx, 0)?;
+    if acc == Value::Bool(decisive) {
+        return Ok(acc);
+    }
+    let predicate = ftx
+        .args
+        .get(1)
+        .ok_or(ExecutionError::MissingArgumentOrTarget)?;
+    let error = match ftx.ptx.resolve(predicate) {
+        Ok(Value::Bool(b)) if b == decisive => return Ok(Value::Bool(b)),
+        Ok(Value::Bool(_)) => return Ok(acc),
+        Ok(_) => ExecutionError::NoSuchOverload,
+        Err(e) if TRACKER.with(|t| t.exceeded.get()) => return Err(e),
+        Err(e) => e,
+    };
+    if matches!(&acc, Value::Opaque(o) if o.downcast_ref::<Absorbed>().is_some()) {
+        return Ok(acc);
+    }
+    Ok(Value::Opaque(Arc::new(Absorbed(error))))
 }
 
 /// The function `string(x)` calls are lowered to: cel-go's conversions, with `string(bool)`
@@ -536,6 +615,17 @@ fn base_context() -> Context<'static> {
         Ok(v)
     });
     ctx.add_function("@c", call_with_cost);
+    ctx.add_function(ALL_STEP, |ftx: &FunctionContext| logic_step(ftx, false));
+    ctx.add_function(EXISTS_STEP, |ftx: &FunctionContext| logic_step(ftx, true));
+    ctx.add_function(ABSORBED, |ftx: &FunctionContext| -> ResolveResult {
+        match arg(ftx, 0)? {
+            Value::Opaque(o) => match o.downcast_ref::<Absorbed>() {
+                Some(Absorbed(e)) => Err(e.clone()),
+                None => Ok(Value::Opaque(o)),
+            },
+            v => Ok(v),
+        }
+    });
     ctx.add_function(STRING_CONVERSION, string_conversion);
     crate::authz::register(&mut ctx);
     ctx.add_function(

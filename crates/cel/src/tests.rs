@@ -528,6 +528,61 @@ fn the_seeds_cost_examples() {
     );
 }
 
+/// `all` and `exists` ignore an element's error when another element decides the result (cel-go
+/// keeps the error in the accumulator), in either order; an undecided error is raised.
+#[test]
+fn all_and_exists_absorb_errors_an_element_decides() {
+    let props = json!({"l": {"type": "array", "maxItems": 5, "items": {"type": "string", "maxLength": 10}}});
+    let cases: Vec<(&str, Value, Option<&str>)> = vec![
+        ("self.l.exists(s, int(s) > 5)", json!(["abc", "10"]), None),
+        ("self.l.exists(s, int(s) > 5)", json!(["10", "abc"]), None),
+        ("self.l.all(s, int(s) > 0)", json!(["abc", "0"]), Some("")),
+        ("self.l.all(s, int(s) > 0)", json!(["0", "abc"]), Some("")),
+        (
+            "self.l.all(s, int(s) > 0)",
+            json!(["abc", "5"]),
+            Some("err"),
+        ),
+        (
+            "self.l.all(s, int(s) > 0)",
+            json!(["5", "abc"]),
+            Some("err"),
+        ),
+        (
+            "self.l.exists(s, int(s) > 5)",
+            json!(["abc", "1"]),
+            Some("err"),
+        ),
+        ("self.l.all(s, int(s) > 0)", json!(["1", "2"]), None),
+        ("self.l.exists(s, int(s) > 5)", json!(["1", "2"]), Some("")),
+        // Nested: the inner macro's error is held by the outer one too.
+        (
+            "self.l.all(s, [s].exists(t, int(t) > 0))",
+            json!(["abc", "0"]),
+            Some(""),
+        ),
+    ];
+    for (rule, list, want) in cases {
+        let got = errors(&root(rule, &props), &wrap(&json!({"l": list})), None);
+        let prefix = "spec: Invalid value: \"object\": ";
+        match want {
+            None => assert_eq!(got, Vec::<String>::new(), "{rule} {list}"),
+            Some("") => assert_eq!(
+                got,
+                vec![format!("{prefix}failed rule: {rule}")],
+                "{rule} {list}"
+            ),
+            Some(_) => assert!(
+                got.len() == 1
+                    && got[0].starts_with(prefix)
+                    && got[0].ends_with(&format!(" evaluating rule: {rule}"))
+                    && !got[0].contains("failed rule"),
+                "{rule} {list}: {got:?}"
+            ),
+        }
+    }
+}
+
 /// Map keys are sized 0, as upstream's schema types size them: string functions of a key
 /// (Gateway API's `self.all(key, key.matches(...))` on annotations, Istio's
 /// `self.all(key, !key.contains('*'))` on match labels) are affordable on any map; the same
