@@ -943,6 +943,13 @@ fn go_error(e: &ExecutionError) -> String {
         ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
         ExecutionError::Overflow(..) => "integer overflow".into(),
         ExecutionError::IndexOutOfBounds(i) => format!("index out of bounds: {}", plain(i)),
+        // cel-go's `String.ConvertToType` says which conversion failed, not why.
+        ExecutionError::FunctionError { function, message }
+            if message.starts_with("string parse error")
+                && matches!(function.as_str(), "int" | "uint" | "double") =>
+        {
+            format!("type conversion error from 'string' to '{function}'")
+        }
         ExecutionError::FunctionError { message, .. } => message.clone(),
         other => other.to_string(),
     }

@@ -555,6 +555,12 @@ fn all_and_exists_absorb_errors_an_element_decides() {
         ),
         ("self.l.all(s, int(s) > 0)", json!(["1", "2"]), None),
         ("self.l.exists(s, int(s) > 5)", json!(["1", "2"]), Some("")),
+        // A failed conversion in cel-go's words.
+        (
+            "self.l.all(s, int(s) > 0)",
+            json!(["abc"]),
+            Some("type conversion error from 'string' to 'int'"),
+        ),
         // Nested: the inner macro's error is held by the outer one too.
         (
             "self.l.all(s, [s].exists(t, int(t) > 0))",
@@ -572,12 +578,17 @@ fn all_and_exists_absorb_errors_an_element_decides() {
                 vec![format!("{prefix}failed rule: {rule}")],
                 "{rule} {list}"
             ),
-            Some(_) => assert!(
+            Some("err") => assert!(
                 got.len() == 1
                     && got[0].starts_with(prefix)
                     && got[0].ends_with(&format!(" evaluating rule: {rule}"))
                     && !got[0].contains("failed rule"),
                 "{rule} {list}: {got:?}"
+            ),
+            Some(message) => assert_eq!(
+                got,
+                vec![format!("{prefix}{message} evaluating rule: {rule}")],
+                "{rule} {list}"
             ),
         }
     }
