@@ -115,6 +115,7 @@ pub(crate) fn lower(mut expr: IdedExpr, checked: &Checked) -> Program {
     string_conversions(&mut expr);
     two_variable(&mut expr, &mut next);
     absorbing_macros(&mut expr, &mut next);
+    logic_operators(&mut expr);
     Program { expr }
 }
 
@@ -153,6 +154,69 @@ fn absorbing_macros(e: &mut IdedExpr, next: &mut u64) {
 }
 
 const ALL_STEP: &str = "@all_step";
+const AND: &str = "@and";
+const OR: &str = "@or";
+
+/// Rewrite (after [`instrument`]): `a && b` and `a || b` become `@and(a, b)` and `@or(a, b)`,
+/// which report the left operand's error when neither decides, as cel-go's `evalAnd` and
+/// `evalOr` do (the interpreter reports the right one).
+fn logic_operators(e: &mut IdedExpr) {
+    children_mut(e, &mut logic_operators);
+    if let Expr::Call(c) = &mut e.expr
+        && c.target.is_none()
+        && c.args.len() == 2
+    {
+        match c.func_name.as_str() {
+            "_&&_" => c.func_name = AND.into(),
+            "_||_" => c.func_name = OR.into(),
+            _ => {}
+        }
+    }
+}
+
+/// `@and` (`decisive` false) and `@or` (`decisive` true): an operand equal to `decisive`
+/// decides whatever the other is (an error included); otherwise the left operand's error
+/// comes first, then the right's, then `no such overload` for a non-boolean.
+fn logic(ftx: &FunctionContext, decisive: bool) -> ResolveResult {
+    let operand = |i: usize| -> ResolveResult {
+        let e = ftx
+            .args
+            .get(i)
+            .ok_or(ExecutionError::MissingArgumentOrTarget)?;
+        ftx.ptx.resolve(e)
+    };
+    let left = operand(0);
+    if matches!(left, Ok(Value::Bool(b)) if b == decisive) {
+        return left;
+    }
+    if left.is_err() && TRACKER.with(|t| t.exceeded.get()) {
+        return left;
+    }
+    let right = operand(1);
+    match (left, right) {
+        (_, Ok(Value::Bool(b))) if b == decisive => Ok(Value::Bool(b)),
+        (Ok(Value::Bool(_)), Ok(Value::Bool(b))) => Ok(Value::Bool(b)),
+        (Err(e), _) | (Ok(Value::Bool(_)), Err(e)) => Err(e),
+        _ => Err(ExecutionError::NoSuchOverload),
+    }
+}
+
+/// `size(x)` and `x.size()`: code points of a string, bytes, list elements or map entries. The
+/// interpreter's own reports an operand's error (`no such key: x`) as a missing argument.
+fn size_of(ftx: &FunctionContext) -> ResolveResult {
+    let v = match &ftx.this {
+        Some(this) => this.clone(),
+        None => arg(ftx, 0)?,
+    };
+    let n = match &v {
+        Value::String(s) => s.chars().count(),
+        Value::Bytes(b) => b.len(),
+        Value::List(l) => l.len(),
+        Value::Map(m) => m.map.len(),
+        _ => return Err(ExecutionError::NoSuchOverload),
+    };
+    Ok(Value::Int(i64::try_from(n).unwrap_or(i64::MAX)))
+}
 const EXISTS_STEP: &str = "@exists_step";
 const ABSORBED: &str = "@absorbed";
 
@@ -615,6 +679,9 @@ fn base_context() -> Context<'static> {
         Ok(v)
     });
     ctx.add_function("@c", call_with_cost);
+    ctx.add_function("size", size_of);
+    ctx.add_function(AND, |ftx: &FunctionContext| logic(ftx, false));
+    ctx.add_function(OR, |ftx: &FunctionContext| logic(ftx, true));
     ctx.add_function(ALL_STEP, |ftx: &FunctionContext| logic_step(ftx, false));
     ctx.add_function(EXISTS_STEP, |ftx: &FunctionContext| logic_step(ftx, true));
     ctx.add_function(ABSORBED, |ftx: &FunctionContext| -> ResolveResult {

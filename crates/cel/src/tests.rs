@@ -834,3 +834,65 @@ fn defaults_that_fail_their_rules_are_refused_at_crd_write() {
         assert_eq!(got, want, "{schema}");
     }
 }
+
+/// `&&` and `||` report the left operand's error when neither operand decides, as cel-go does,
+/// and `size()` of a missing field says which key is missing (both found by a probe with the
+/// Gateway API's `size(self.certificateRefs) > 0 || size(self.options) > 0`).
+#[test]
+fn logic_operators_and_size_report_the_first_error() {
+    let list =
+        json!({"type": "array", "maxItems": 5, "items": {"type": "string", "maxLength": 10}});
+    let props = json!({"l": list, "m": list, "s": {"type": "string", "maxLength": 10}});
+    let prefix = "spec: Invalid value: \"object\": ";
+    let cases: Vec<(&str, Value, Option<&str>)> = vec![
+        ("size(self.l) > 0", json!({}), Some("no such key: l")),
+        (
+            "size(self.l) > 0 || size(self.m) > 0",
+            json!({}),
+            Some("no such key: l"),
+        ),
+        (
+            "self.l.size() > 0 || self.m.size() > 0",
+            json!({}),
+            Some("no such key: l"),
+        ),
+        (
+            "self.l.size() > 0 && self.m.size() > 0",
+            json!({}),
+            Some("no such key: l"),
+        ),
+        (
+            "size(self.l) > 0 || size(self.m) > 0",
+            json!({"m": ["x"]}),
+            None,
+        ),
+        ("size(self.l) > 0 || true", json!({}), None),
+        ("true || size(self.l) > 0", json!({}), None),
+        ("size(self.l) > 0 && false", json!({}), Some("")),
+        ("false && size(self.l) > 0", json!({}), Some("")),
+        (
+            "size(self.l) > 0 && true",
+            json!({}),
+            Some("no such key: l"),
+        ),
+        (
+            "self.s.size() == 5 && size(self.s) == 5",
+            json!({"s": "héllo"}),
+            None,
+        ),
+        (
+            "size(self.l) == 2 && self.l.size() == 2",
+            json!({"l": ["a", "b"]}),
+            None,
+        ),
+    ];
+    for (rule, spec, want) in cases {
+        let got = errors(&root(rule, &props), &wrap(&spec), None);
+        let want: Vec<String> = match want {
+            None => Vec::new(),
+            Some("") => vec![format!("{prefix}failed rule: {rule}")],
+            Some(m) => vec![format!("{prefix}{m} evaluating rule: {rule}")],
+        };
+        assert_eq!(got, want, "{rule} {spec}");
+    }
+}
