@@ -111,16 +111,12 @@ impl CrdController {
     /// Follows CRDs until shutdown.
     pub async fn run(self: Arc<Self>, shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
         let mut informer = Informer::json(self.store.clone(), crd_prefix(), shutdown.clone());
-        let mut run = Run {
-            store: self.store.clone(),
-            registry: self.registry.clone(),
-            cache: informer.cache(),
-            names: NameIndex::default(),
-            queue: WorkQueue::default(),
-            cleanups: JoinSet::new(),
-            cleaning: HashMap::new(),
+        let mut run = Run::new(
+            self.store.clone(),
+            self.registry.clone(),
+            informer.cache(),
             shutdown,
-        };
+        );
         loop {
             tokio::select! {
                 notification = informer.next() => match notification {
@@ -145,6 +141,25 @@ impl CrdController {
 }
 
 impl Run {
+    /// A run over `cache` (the CRD informer's) with nothing indexed, queued or cleaning yet.
+    fn new(
+        store: Arc<dyn Store>,
+        registry: Arc<Registry>,
+        cache: Cache<Value>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        Run {
+            store,
+            registry,
+            cache,
+            names: NameIndex::default(),
+            queue: WorkQueue::default(),
+            cleanups: JoinSet::new(),
+            cleaning: HashMap::new(),
+            shutdown,
+        }
+    }
+
     /// Applies one change to the registry and the name index, and queues the work it causes.
     fn observe(&mut self, change: Change<Value>) {
         match change {

@@ -31,36 +31,12 @@ pub async fn delete_object(
     let gr = info.group_resource();
     let mut obj = read_object(strategy, current).await?;
     let name = meta::name(&obj).to_string();
-    if let Some(uid) = &opts.uid
-        && uid != meta::uid(&obj)
-    {
-        {
-            return Err(Status::conflict(
-                &info.group_kind(),
-                &name,
-                &format!(
-                    "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
-                    meta::uid(&obj)
-                ),
-            )
-            .into());
-        }
-    }
-    if let Some(rv) = &opts.resource_version
-        && *rv != current.mod_revision.to_string()
-    {
-        {
-            return Err(Status::conflict(
-                &info.group_kind(),
-                &name,
-                &format!(
-                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
-                    current.mod_revision
-                ),
-            )
-            .into());
-        }
-    }
+    opts.check_preconditions(
+        &info.group_kind(),
+        &name,
+        meta::uid(&obj),
+        current.mod_revision,
+    )?;
     let attrs = ctx.admission_attributes(strategy, Operation::Delete, &obj);
     let admission = &ctx.state.admission;
     admission

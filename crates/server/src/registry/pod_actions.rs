@@ -523,32 +523,7 @@ async fn delete_pod(
     opts: &DeleteOptions,
 ) -> Result<(), ApiError> {
     let name = req.name;
-    if let Some(uid) = &opts.uid
-        && uid != meta::uid(pod)
-    {
-        return Err(Status::conflict(
-            &pods(),
-            name,
-            &format!(
-                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
-                meta::uid(pod)
-            ),
-        )
-        .into());
-    }
-    if let Some(rv) = &opts.resource_version
-        && *rv != kv.mod_revision.to_string()
-    {
-        return Err(Status::conflict(
-            &pods(),
-            name,
-            &format!(
-                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
-                kv.mod_revision
-            ),
-        )
-        .into());
-    }
+    opts.check_preconditions(&pods(), name, meta::uid(pod), kv.mod_revision)?;
     let mut obj = pod.clone();
     let outcome = owners::prepare_delete(
         req.strategy,

@@ -360,6 +360,43 @@ pub struct DeleteOptions {
 }
 
 impl DeleteOptions {
+    /// The preconditions (`preconditions.uid`, `preconditions.resourceVersion`) checked
+    /// against the stored object's uid and revision: upstream's 409 naming `gr` when one does
+    /// not hold.
+    pub fn check_preconditions(
+        &self,
+        gr: &GroupResource,
+        name: &str,
+        uid: &str,
+        revision: Revision,
+    ) -> Result<(), ApiError> {
+        if let Some(want) = &self.uid
+            && want != uid
+        {
+            return Err(Status::conflict(
+                gr,
+                name,
+                &format!(
+                    "the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+                ),
+            )
+            .into());
+        }
+        if let Some(rv) = &self.resource_version
+            && *rv != revision.to_string()
+        {
+            return Err(Status::conflict(
+                gr,
+                name,
+                &format!(
+                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({revision}). The object might have been modified"
+                ),
+            )
+            .into());
+        }
+        Ok(())
+    }
+
     /// Reads options from the query, then the body (a `DeleteOptions` object) over them.
     pub fn parse(query: &Query, body: &[u8]) -> Result<Self, ApiError> {
         let mut opts = DeleteOptions {

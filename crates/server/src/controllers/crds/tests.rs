@@ -285,16 +285,12 @@ async fn a_status_another_server_wrote_first_keeps_the_resource_served() {
     f.create(&obj).await;
     let (stop, shutdown) = watch::channel(false);
     let mut informer = Informer::json(f.store.clone(), crd_prefix(), shutdown.clone());
-    let mut run = Run {
-        store: f.store.clone(),
-        registry: f.registry.clone(),
-        cache: informer.cache(),
-        names: NameIndex::default(),
-        queue: WorkQueue::default(),
-        cleanups: JoinSet::new(),
-        cleaning: HashMap::new(),
+    let mut run = Run::new(
+        f.store.clone(),
+        f.registry.clone(),
+        informer.cache(),
         shutdown,
-    };
+    );
     // The cache holds the CRD without a status.
     while let Notification::Changed(change) = informer.next().await.expect("informer") {
         run.observe(change);
