@@ -81,6 +81,18 @@ pub struct Attributes<'a> {
 }
 
 impl<'a> Attributes<'a> {
+    /// The same request for an object of another kind than the resource's: what an answered
+    /// subresource receives (`api_version` `policy/v1` and `kind` Eviction on core `pods`).
+    #[must_use]
+    pub fn of_kind(mut self, api_version: &str, kind: &str) -> Self {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        self.request.kind = kind.to_string();
+        self.request.kind_group_version = (group != self.request.group
+            || version != self.request.version)
+            .then(|| (group.to_string(), version.to_string()));
+        self
+    }
+
     /// The attributes of a request on the resource `info` describes. A namespace's attributes
     /// carry its own name as their namespace, as upstream's do.
     #[allow(clippy::too_many_arguments)]
@@ -108,6 +120,7 @@ impl<'a> Attributes<'a> {
                 version: info.version.clone(),
                 kind: info.kind.clone(),
                 resource: info.resource.clone(),
+                kind_group_version: None,
             },
             subresource,
             name: name.to_string(),

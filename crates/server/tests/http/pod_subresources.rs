@@ -286,3 +286,101 @@ async fn an_eviction_refuses_a_pod_with_two_budgets_and_unknown_pods() {
         "name in URL does not match name in Eviction object"
     );
 }
+
+/// Answered subresources go through admission as upstream's do: a validating admission policy on
+/// `pods/eviction` and `serviceaccounts/token` sees the request's resource (core `pods`,
+/// subresource `eviction`), the body's own kind (`policy/v1` Eviction) and the object's name,
+/// and its denial stops the eviction before any pod is deleted.
+#[tokio::test]
+async fn answered_subresources_are_admitted_with_their_own_kind() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    pod(&api, "protected", "db", false, false).await;
+    pod(&api, "free", "db", false, false).await;
+    for sa in ["robot", "protected"] {
+        let r = api
+            .post(
+                "/api/v1/namespaces/default/serviceaccounts",
+                json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "guard"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{
+                "operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                "resources": ["pods/eviction", "serviceaccounts/token"],
+            }]},
+            "validations": [
+                {"expression": "request.subResource != 'eviction' || (request.kind.group == 'policy' && request.kind.version == 'v1' && request.kind.kind == 'Eviction' && request.resource.group == '' && request.resource.version == 'v1' && request.resource.resource == 'pods' && object.kind == 'Eviction')",
+                 "message": "eviction attributes"},
+                {"expression": "request.subResource != 'token' || (request.kind.group == 'authentication.k8s.io' && request.kind.version == 'v1' && request.kind.kind == 'TokenRequest' && request.resource.resource == 'serviceaccounts' && request.namespace == 'default')",
+                 "message": "token attributes"},
+                {"expression": "request.name != 'protected'", "message": "protected", "reason": "Forbidden"},
+            ],
+        },
+    });
+    let r = api
+        .post(
+            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+            policy,
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "guard-binding"},
+        "spec": {"policyName": "guard", "validationActions": ["Deny"]},
+    });
+    let r = api
+        .post(
+            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+            binding,
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    crate::support::eventually("the policy is in effect", || async {
+        api.post(
+            &format!("{PODS}/protected/eviction?dryRun=All"),
+            eviction("protected"),
+        )
+        .await
+        .status
+            == 403
+    })
+    .await;
+
+    let r = api
+        .post(&format!("{PODS}/protected/eviction"), eviction("protected"))
+        .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    let body = r.json();
+    assert_eq!(body["reason"], "Forbidden");
+    assert_eq!(
+        body["message"],
+        "pods \"protected\" is forbidden: ValidatingAdmissionPolicy 'guard' with binding 'guard-binding' denied request: protected"
+    );
+    assert_eq!(api.get(&format!("{PODS}/protected")).await.status, 200);
+    // Every attribute check held for the other pod: evicted.
+    let r = api
+        .post(&format!("{PODS}/free/eviction"), eviction("free"))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(api.get(&format!("{PODS}/free")).await.status, 404);
+
+    let token =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+    let sa = "/api/v1/namespaces/default/serviceaccounts";
+    let r = api
+        .post(&format!("{sa}/protected/token"), token.clone())
+        .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    let r = api.post(&format!("{sa}/robot/token"), token).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert!(r.json()["status"]["token"].is_string(), "{}", r.text);
+}

@@ -431,6 +431,7 @@ mod tests {
                 version: "v1".into(),
                 kind: "ConfigMap".into(),
                 resource: "configmaps".into(),
+                kind_group_version: None,
             },
             subresource: "",
             name: "cm".into(),

@@ -749,6 +749,7 @@ pub(crate) fn equivalents(registry: &Registry, req: &Versioned) -> Vec<Versioned
             version: v.name.clone(),
             kind: crd.kind.clone(),
             resource: req.resource.clone(),
+            kind_group_version: None,
         })
         .collect()
 }

@@ -20,6 +20,10 @@ pub struct Versioned {
     pub kind: String,
     /// Resource (plural).
     pub resource: String,
+    /// The kind's group and version where they differ from the resource's: an answered
+    /// subresource's own kind (`policy/v1` Eviction for core `pods/eviction`,
+    /// `authentication.k8s.io/v1` `TokenRequest` for `serviceaccounts/token`).
+    pub kind_group_version: Option<(String, String)>,
 }
 
 /// Builds the `AdmissionReview` sent to a webhook. `object`/`old` are the (possibly converted)
@@ -32,7 +36,13 @@ pub fn request(
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> Value {
-    let gvk = |v: &Versioned| json!({"group": v.group, "version": v.version, "kind": v.kind});
+    let gvk = |v: &Versioned| {
+        let (group, version) = v
+            .kind_group_version
+            .as_ref()
+            .map_or((&v.group, &v.version), |(g, ver)| (g, ver));
+        json!({"group": group, "version": version, "kind": v.kind})
+    };
     let gvr =
         |v: &Versioned| json!({"group": v.group, "version": v.version, "resource": v.resource});
     let mut req = Map::new();
