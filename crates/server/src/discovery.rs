@@ -336,7 +336,8 @@ fn group_priority(group: &str) -> u32 {
     }
 }
 
-/// The core/v1 resources: namespaces and every core row of `crd_builtin`, by name.
+/// The core/v1 resources: namespaces, every core row of `crd_builtin` and the core answered
+/// resources (`bindings`), by name.
 fn core_list() -> Vec<Resource> {
     let mut rs = vec![namespaces_resource()];
     rs.extend(
@@ -344,6 +345,12 @@ fn core_list() -> Vec<Resource> {
             .iter()
             .filter(|k| k.group.is_empty())
             .map(builtin_resource),
+    );
+    rs.extend(
+        reviews::REVIEWS
+            .iter()
+            .filter(|r| r.group.is_empty())
+            .map(review_resource),
     );
     rs.sort_by(|a, b| a.name.cmp(&b.name));
     rs
@@ -373,6 +380,7 @@ fn builtin() -> Vec<BuiltinGroup> {
         .chain(
             reviews::REVIEWS
                 .iter()
+                .filter(|r| !r.group.is_empty())
                 .map(|r| (r.group, "v1", review_resource(r))),
         );
     for (group, version, r) in rows {

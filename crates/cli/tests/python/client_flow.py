@@ -2,6 +2,7 @@
 DynamicClient paths. Run by crates/cli/tests/it/python_client.rs with KUBECONFIG set.
 Exits non-zero (with a traceback) on the first failed expectation."""
 
+import json
 import time
 
 from kubernetes import client, config, dynamic, watch
@@ -147,4 +148,49 @@ scale = apps.read_namespaced_deployment_scale("py-deploy", "default")
 assert scale.spec.replicas == 1 and scale.status.selector == "app=py", scale
 apps.patch_namespaced_deployment_scale("py-deploy", "default", {"spec": {"replicas": 4}})
 assert apps.read_namespaced_deployment("py-deploy", "default").spec.replicas == 4
+# A scheduler's binding, as Python schedulers post it. Upstream answers a binding with a Success
+# Status, which the generated client cannot read back as a V1Binding, so schedulers pass
+# _preload_content=False.
+core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name="py-node")))
+for name in ["py-pod", "py-pod-2"]:
+    core.create_namespaced_pod("default", client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="nginx")])))
+binding = client.V1Binding(
+    metadata=client.V1ObjectMeta(name="py-pod"),
+    target=client.V1ObjectReference(api_version="v1", kind="Node", name="py-node"))
+resp = core.create_namespaced_binding("default", binding, _preload_content=False)
+assert resp.status == 201 and json.loads(resp.data)["status"] == "Success", resp.data
+pod = core.read_namespaced_pod("py-pod", "default")
+assert pod.spec.node_name == "py-node", pod.spec
+assert [(c.type, c.status) for c in pod.status.conditions] == [("PodScheduled", "True")], pod.status
+binding.metadata.name = "py-pod-2"
+resp = core.create_namespaced_pod_binding("py-pod-2", "default", binding, _preload_content=False)
+assert resp.status == 201, resp.data
+assert core.read_namespaced_pod("py-pod-2", "default").spec.node_name == "py-node"
+try:
+    core.create_namespaced_binding("default", binding, _preload_content=False)
+    raise SystemExit("expected a 409 for a bound pod")
+except ApiException as e:
+    assert e.status == 409, e
+    assert json.loads(e.body)["message"].endswith('pod py-pod-2 is already assigned to node "py-node"'), e.body
+
+# A token bound to the node, as a node agent asks for one: whoever presents it is the service
+# account, with the node's name in its extra.
+core.create_namespaced_service_account("default", client.V1ServiceAccount(
+    metadata=client.V1ObjectMeta(name="py-agent")))
+node = core.read_node("py-node")
+tr = core.create_namespaced_service_account_token("py-agent", "default", client.AuthenticationV1TokenRequest(
+    spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600,
+        bound_object_ref=client.V1BoundObjectReference(api_version="v1", kind="Node", name="py-node"))))
+review = client.AuthenticationV1Api(api_client).create_token_review(client.V1TokenReview(
+    spec=client.V1TokenReviewSpec(token=tr.status.token)))
+assert review.status.authenticated, review.status
+assert review.status.user.username == "system:serviceaccount:default:py-agent", review.status
+assert review.status.user.extra["authentication.kubernetes.io/node-name"] == ["py-node"], review.status
+assert review.status.user.extra["authentication.kubernetes.io/node-uid"] == [node.metadata.uid], review.status
+core.delete_node("py-node")
+review = client.AuthenticationV1Api(api_client).create_token_review(client.V1TokenReview(
+    spec=client.V1TokenReviewSpec(token=tr.status.token)))
+assert not review.status.authenticated, review.status
 print("python client flow: ok")

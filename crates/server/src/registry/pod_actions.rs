@@ -233,6 +233,24 @@ fn aggregate(errs: &ErrorList) -> String {
     }
 }
 
+/// `v1` `Binding` on the namespace's `bindings` resource (upstream's `LegacyBindingREST`, what
+/// the Python client's `create_namespaced_binding` posts): a [`Binding`] of the pod the body
+/// names. Its strategy's key root is the pods', so the pod is read as `pods/<name>/binding`
+/// reads it.
+pub struct LegacyBinding;
+
+#[async_trait::async_trait]
+impl Answer for LegacyBinding {
+    fn kind(&self) -> (&'static str, &'static str) {
+        Binding.kind()
+    }
+
+    async fn answer(&self, req: AnswerRequest<'_>) -> Result<Value, ApiError> {
+        let name = meta::name(&req.body).to_string();
+        Binding.answer(AnswerRequest { name: &name, ..req }).await
+    }
+}
+
 /// `policy/v1` `Eviction` on `pods/<name>/eviction` (`kubectl drain`): deletes the pod unless
 /// its disruption budget allows no disruption (upstream's `EvictionREST.Create`).
 pub struct Eviction;

@@ -1,8 +1,9 @@
 //! Resources that are answered, not stored (upstream's `rest.Creater`s without storage): the
 //! access reviews of `authorization.k8s.io/v1` (`SelfSubjectAccessReview`, `SubjectAccessReview`,
 //! `LocalSubjectAccessReview`, `SelfSubjectRulesReview`), the reviews of
-//! `authentication.k8s.io/v1` (`TokenReview`, `SelfSubjectReview`), and `TokenRequest`
-//! (`serviceaccounts/<name>/token`).
+//! `authentication.k8s.io/v1` (`TokenReview`, `SelfSubjectReview`), `TokenRequest`
+//! (`serviceaccounts/<name>/token`), and the pods' answers of [`super::pod_actions`]
+//! (`pods/<name>/binding`, `pods/<name>/eviction`, and the core `bindings` resource).
 //!
 //! Each is an [`Answer`]: the create handler decodes the body and hands it over with the
 //! requesting user and the authenticator and authorizer; the answer is the response object.
@@ -75,45 +76,61 @@ pub struct Review {
     pub kind: &'static str,
     /// Namespaced or cluster-scoped.
     pub scope: Scope,
+    /// The key root of the stored kind the answer acts on (`bindings` bind stored pods); ""
+    /// for the reviews, which read no object of their own.
+    pub key_root: &'static str,
 }
 
 /// Every answered top-level resource (all at version `v1`, verb `create` only).
 pub static REVIEWS: &[Review] = &[
     Review {
+        group: "",
+        plural: "bindings",
+        kind: "Binding",
+        scope: Scope::Namespaced,
+        key_root: "/registry/pods",
+    },
+    Review {
         group: "authentication.k8s.io",
         plural: "selfsubjectreviews",
         kind: "SelfSubjectReview",
         scope: Scope::Cluster,
+        key_root: "",
     },
     Review {
         group: "authentication.k8s.io",
         plural: "tokenreviews",
         kind: "TokenReview",
         scope: Scope::Cluster,
+        key_root: "",
     },
     Review {
         group: "authorization.k8s.io",
         plural: "localsubjectaccessreviews",
         kind: "LocalSubjectAccessReview",
         scope: Scope::Namespaced,
+        key_root: "",
     },
     Review {
         group: "authorization.k8s.io",
         plural: "selfsubjectaccessreviews",
         kind: "SelfSubjectAccessReview",
         scope: Scope::Cluster,
+        key_root: "",
     },
     Review {
         group: "authorization.k8s.io",
         plural: "selfsubjectrulesreviews",
         kind: "SelfSubjectRulesReview",
         scope: Scope::Cluster,
+        key_root: "",
     },
     Review {
         group: "authorization.k8s.io",
         plural: "subjectaccessreviews",
         kind: "SubjectAccessReview",
         scope: Scope::Cluster,
+        key_root: "",
     },
 ];
 
@@ -152,7 +169,7 @@ impl ReviewStrategy {
                 kind: r.kind.into(),
                 list_kind: format!("{}List", r.kind),
                 scope: r.scope,
-                key_root: String::new(),
+                key_root: r.key_root.into(),
                 status_subresource: false,
             },
             answer: answer_of(r.kind),
@@ -162,6 +179,7 @@ impl ReviewStrategy {
 
 fn answer_of(kind: &str) -> &'static dyn Answer {
     match kind {
+        "Binding" => &super::pod_actions::LegacyBinding,
         "SelfSubjectReview" => &SelfSubjectReview,
         "TokenReview" => &TokenReview,
         "SelfSubjectRulesReview" => &SelfSubjectRulesReview,

@@ -132,6 +132,58 @@ async fn a_binding_assigns_an_unassigned_pod_once() {
     assert_eq!(r.json()["message"], "pods \"missing\" not found");
 }
 
+/// The namespace's `bindings` resource (what the Python client's `create_namespaced_binding`
+/// posts) binds the pod its body names, as `pods/<name>/binding` does, and discovery lists it.
+#[tokio::test]
+async fn the_bindings_resource_binds_the_pod_its_body_names() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    pod(&api, "web", "web", false, false).await;
+    let bindings = "/api/v1/namespaces/default/bindings";
+    let bind = |name: &str, node: &str| {
+        json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+               "target": {"kind": "Node", "name": node}})
+    };
+    let r = api.post(bindings, bind("web", "n1")).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.json()["status"], "Success");
+    assert_eq!(
+        api.get(&format!("{PODS}/web")).await.json()["spec"]["nodeName"],
+        "n1"
+    );
+    let r = api.post(bindings, bind("web", "n2")).await;
+    assert_eq!(r.status, 409, "{}", r.text);
+    let r = api.post(bindings, bind("missing", "n1")).await;
+    assert_eq!(r.status, 404, "{}", r.text);
+    assert_eq!(r.json()["message"], "pods \"missing\" not found");
+    let r = api.get(bindings).await;
+    assert_eq!(r.status, 405, "{}", r.text);
+
+    let core = api.get("/api/v1").await.json();
+    let listed: Vec<&Value> = core["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["name"] == "bindings")
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            &json!({"name": "bindings", "singularName": "binding", "namespaced": true,
+                 "kind": "Binding", "verbs": ["create"]})
+        ]
+    );
+    let groups = api.get("/apis").await.json();
+    assert!(
+        groups["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|g| g["name"] != ""),
+        "{groups}"
+    );
+}
+
 #[tokio::test]
 async fn an_eviction_honours_the_disruption_budget() {
     let s = TestServer::start().await;
