@@ -58,21 +58,10 @@ fn convert(obj: &Value, to_core: bool) -> Value {
         }
     }
     // Go's zero values as the other shape serializes them.
-    let zeros: &[(&str, Value)] = if to_core {
-        &[
-            ("involvedObject", json!({})),
-            ("source", json!({})),
-            ("firstTimestamp", Value::Null),
-            ("lastTimestamp", Value::Null),
-            ("eventTime", Value::Null),
-            ("reportingComponent", json!("")),
-            ("reportingInstance", json!("")),
-        ]
+    if to_core {
+        add_core_zeros(&mut out);
     } else {
-        &[("eventTime", Value::Null)]
-    };
-    for (k, v) in zeros {
-        out.entry(*k).or_insert_with(|| v.clone());
+        out.entry("eventTime").or_insert(Value::Null);
     }
     if !to_core {
         // events.k8s.io/v1 omits empty strings and zero counts (`omitempty`).
@@ -107,9 +96,60 @@ pub fn from_core(obj: &Value) -> Value {
     convert(obj, false)
 }
 
+/// The fields of a core/v1 Event that Go's JSON writes even when unset (no `omitempty`, or a
+/// struct or time that `omitempty` does not drop): empty `involvedObject` and `source`, `null`
+/// times and empty reporting strings, as an Event written through `/api/v1` reads back upstream.
+pub fn core_zero_values(obj: &mut Value) {
+    if let Some(m) = obj.as_object_mut() {
+        add_core_zeros(m);
+    }
+}
+
+fn add_core_zeros(out: &mut serde_json::Map<String, Value>) {
+    let zeros = [
+        ("involvedObject", json!({})),
+        ("source", json!({})),
+        ("firstTimestamp", Value::Null),
+        ("lastTimestamp", Value::Null),
+        ("eventTime", Value::Null),
+        ("reportingComponent", json!("")),
+        ("reportingInstance", json!("")),
+    ];
+    for (k, v) in zeros {
+        out.entry(k).or_insert(v);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn core_events_read_back_with_gos_zero_values() {
+        let cases = [
+            (
+                json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "x"},
+                       "reason": "R", "message": "m"}),
+                json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "x"},
+                       "reason": "R", "message": "m", "source": {}, "firstTimestamp": null,
+                       "lastTimestamp": null, "eventTime": null, "reportingComponent": "",
+                       "reportingInstance": ""}),
+            ),
+            (
+                json!({"source": {"component": "c"}, "eventTime": "2024-01-01T00:00:00.000000Z",
+                       "reportingComponent": "rc", "reportingInstance": "ri",
+                       "firstTimestamp": "2024-01-01T00:00:00Z"}),
+                json!({"involvedObject": {}, "source": {"component": "c"},
+                       "eventTime": "2024-01-01T00:00:00.000000Z", "reportingComponent": "rc",
+                       "reportingInstance": "ri", "firstTimestamp": "2024-01-01T00:00:00Z",
+                       "lastTimestamp": null}),
+            ),
+        ];
+        for (mut input, want) in cases {
+            crate::get(crate::KindId::Event).apply_defaults(&mut input);
+            assert_eq!(input, want);
+        }
+    }
 
     #[test]
     fn conversions_rename_fields_both_ways() {

@@ -776,9 +776,9 @@ impl Kind {
                 }
                 default_template(obj, "/spec/jobTemplate/spec/template/spec");
             }
+            KindId::Event => crate::events::core_zero_values(obj),
             KindId::ConfigMap
             | KindId::ServiceAccount
-            | KindId::Event
             | KindId::EventsV1Event
             | KindId::Ingress
             | KindId::PodDisruptionBudget
@@ -908,6 +908,33 @@ impl Kind {
                 | KindId::PersistentVolume
                 | KindId::PersistentVolumeClaim
         )
+    }
+
+    /// Whether a PUT of a missing object creates it (upstream's `AllowCreateOnUpdate`): the
+    /// Service, Endpoints, Event, `LimitRange`, Lease, `RuntimeClass` and RBAC kinds, which
+    /// their writers upsert by PUT.
+    pub fn allow_create_on_update(&self) -> bool {
+        matches!(
+            self.id,
+            KindId::Service
+                | KindId::Endpoints
+                | KindId::Event
+                | KindId::EventsV1Event
+                | KindId::LimitRange
+                | KindId::Lease
+                | KindId::RuntimeClass
+                | KindId::Role
+                | KindId::ClusterRole
+                | KindId::RoleBinding
+                | KindId::ClusterRoleBinding
+        )
+    }
+
+    /// Whether a PUT without `metadata.resourceVersion` overwrites (upstream's
+    /// `AllowUnconditionalUpdate`): all kinds but Lease and `RuntimeClass`, whose writers must
+    /// name the revision they read.
+    pub fn allow_unconditional_update(&self) -> bool {
+        !matches!(self.id, KindId::Lease | KindId::RuntimeClass)
     }
 
     /// The metadata fields the kind's `/status` strategy declares reset besides `spec`

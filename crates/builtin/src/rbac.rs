@@ -50,6 +50,13 @@ pub fn is_rbac(id: KindId) -> bool {
 /// `SetDefaults_RoleBinding`/`ClusterRoleBinding` and `SetDefaults_Subject`: `roleRef.apiGroup`
 /// defaults to the RBAC group, User and Group subjects' `apiGroup` too.
 pub fn apply_defaults(id: KindId, obj: &mut Value) {
+    if matches!(id, KindId::Role | KindId::ClusterRole) {
+        // `Rules []PolicyRule json:"rules"` (no `omitempty`): Go writes an unset list as null.
+        if let Some(m) = obj.as_object_mut() {
+            m.entry("rules").or_insert(Value::Null);
+        }
+        return;
+    }
     if !matches!(id, KindId::RoleBinding | KindId::ClusterRoleBinding) {
         return;
     }
@@ -321,6 +328,23 @@ mod tests {
             "subjects": [{"kind": "User", "name": "jane"}, {"kind": "Robot", "name": "x"},
                          {"kind": "ServiceAccount", "name": "", "apiGroup": "x"}]});
         get(KindId::RoleBinding).apply_defaults(&mut rb);
+        // Roles write their unset rules as null (no `omitempty`); bindings omit subjects.
+        for (id, mut obj, want) in [
+            (KindId::Role, json!({}), json!({"rules": null})),
+            (
+                KindId::ClusterRole,
+                json!({"rules": []}),
+                json!({"rules": []}),
+            ),
+            (
+                KindId::ClusterRoleBinding,
+                json!({"roleRef": {"kind": "ClusterRole", "name": "r"}}),
+                json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "r"}}),
+            ),
+        ] {
+            get(id).apply_defaults(&mut obj);
+            assert_eq!(obj, want);
+        }
         assert_eq!(
             errors(KindId::RoleBinding, &rb, None),
             [

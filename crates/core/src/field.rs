@@ -161,6 +161,17 @@ impl FieldError {
         Self::new(ErrorType::Invalid, field, Some(value.into()), detail)
     }
 
+    /// `Invalid value: <printed>: <detail>` for a value Go prints with `%#v` rather than as
+    /// JSON (an unset `uint64` revision is `0x0`); the cause carries no value.
+    pub fn invalid_printed(field: &Path, printed: &str, detail: &str) -> Self {
+        Self::new(
+            ErrorType::Invalid,
+            field,
+            None,
+            format!("{printed}: {detail}"),
+        )
+    }
+
     /// `Forbidden: <detail>`.
     pub fn forbidden(field: &Path, detail: impl Into<String>) -> Self {
         Self::new(ErrorType::Forbidden, field, None, detail)

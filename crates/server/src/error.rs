@@ -54,6 +54,11 @@ impl ApiError {
         matches!(self, ApiError::Storage(f) if matches!(f.source, StorageError::Conflict { .. }))
     }
 
+    /// Whether this is a 404 `NotFound` Status (an object that does not exist).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ApiError::Status(s) if s.code == 404)
+    }
+
     /// The Status for this error, or `None` for [`ApiError::NoRoute`].
     pub fn to_status(&self) -> Option<Status> {
         match self {

@@ -397,7 +397,7 @@ fn validate_spec(
                         .index(i)
                         .child("schema")
                         .child("openAPIV3Schema"),
-                    "",
+                    "schemas are required",
                 ));
             }
         }

@@ -103,7 +103,7 @@ fn create_cases() {
         (
             json!({"spec": {"versions": [{"name": "v1", "served": true, "storage": false}]}}),
             vec![
-                "spec.versions[0].schema.openAPIV3Schema: Required value",
+                "spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required",
                 "spec.versions: Invalid value: [{\"name\":\"v1\",\"served\":true,\"storage\":false}]: must have exactly one version marked as storage version",
                 "status.storedVersions: Invalid value: null: must have at least one stored version",
             ],

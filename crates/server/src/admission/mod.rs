@@ -309,10 +309,17 @@ impl Admission {
         self.webhooks.validate(attrs, obj, old, record).await
     }
 
-    /// Admits the creation of `obj` through `strategy`.
+    /// Admits the creation of `obj` through `strategy` (`NamespaceLifecycle`, first of the
+    /// mutating plugins upstream: before the name is generated, so a refusal names the object by
+    /// its `generateName`, or `Unknown`, as `admission.NewForbidden` does).
     pub async fn admit_create(&self, strategy: &dyn Strategy, obj: &Value) -> Result<(), ApiError> {
         if strategy.info().namespaced() {
             let namespace = meta::namespace(obj);
+            let name = match (meta::name(obj), meta::meta_str(obj, "generateName")) {
+                ("", "") => "Unknown",
+                ("", generate) => generate,
+                (name, _) => name,
+            };
             let live = self
                 .force_live
                 .lock()
@@ -325,7 +332,7 @@ impl Admission {
                 self.namespaces.as_ref(),
                 strategy,
                 namespace,
-                meta::name(obj),
+                name,
                 live,
             )
             .await?;

@@ -1,6 +1,7 @@
 //! POST to a collection (`handlers/create.go` and the generic store's create): decode, admit,
-//! record field ownership, mutating admission, fill system fields, prepare, validate, validating
-//! admission (namespace lifecycle, webhooks), store, and answer 201 with the object as stored.
+//! record field ownership, mutating admission (namespace lifecycle first, then policies and
+//! webhooks), fill system fields, prepare, validate, validating admission (policies, webhooks),
+//! store, and answer 201 with the object as stored.
 
 use crd_core::{Status, field::go_quote};
 use crd_storage::StorageError;
@@ -117,6 +118,7 @@ pub async fn create_object(
         managed::track_update(ctx, strategy, None, &mut obj);
     }
     let admission = &ctx.state.admission;
+    admission.admit_create(strategy, &obj).await?;
     // The attributes are built only for plugins that read them (most servers configure none),
     // and the plugins' futures are boxed: the create's future holds only a pointer for them.
     if admission.mutates()
@@ -150,7 +152,6 @@ pub async fn create_object(
     warnings.extend(crd_core::validation::finalizer_warnings(&obj, None));
     warnings.extend(strategy.write_warnings(&obj, None));
     strategy.check_create_allowed(&name)?;
-    admission.admit_create(strategy, &obj).await?;
     if admission.validates() {
         let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
         Box::pin(admission.validate(&attrs, Some(&obj), None, &ctx.admission)).await?;

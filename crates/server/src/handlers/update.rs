@@ -45,13 +45,22 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
             .into());
         }
     }
-    let current = get_stored(ctx, strategy).await?;
+    let current = match get_stored(ctx, strategy).await {
+        Err(e) if e.is_not_found() && ctx.sub == Subresource::Main => {
+            if strategy.allow_create_on_update() {
+                return create_on_update(ctx, strategy, new, warnings).await;
+            }
+            return Err(e);
+        }
+        other => other?,
+    };
     let rv = meta::resource_version(&new).to_string();
     if rv.is_empty() {
         if !strategy.allow_unconditional_update() {
-            let errors = ErrorList(vec![FieldError::invalid(
+            // Upstream validates the parsed `uint64` revision, which Go prints as `0x0`.
+            let errors = ErrorList(vec![FieldError::invalid_printed(
                 &Path::new("metadata").child("resourceVersion"),
-                0,
+                "0x0",
                 "must be specified for an update",
             )]);
             return Err(Status::invalid(&info.group_resource(), name, &errors).into());
@@ -62,6 +71,44 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     let (out, mut more) = write_update(ctx, strategy, &current, new, Ownership::Track).await?;
     warnings.append(&mut more);
     Ok(Reply::value(200, render_object(ctx, strategy, out)?).with_warnings(warnings))
+}
+
+/// A PUT of a missing object of a kind that allows it (upstream's `AllowCreateOnUpdate`):
+/// created from the body and answered 201, as upstream's `Store.Update` does. The body's
+/// `resourceVersion` is dropped, as storage drops it; a body `uid` is a precondition no missing
+/// object meets (409); and the user must be allowed to `create` it, which upstream's update
+/// handler asks (`withAuthorization`) before validating admission.
+async fn create_on_update(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    mut new: Value,
+    warnings: Vec<String>,
+) -> Result<Reply, ApiError> {
+    let info = strategy.info();
+    let name = ctx.name();
+    let gr = info.group_resource();
+    let uid = meta::uid(&new);
+    if !uid.is_empty() {
+        return Err(Status::conflict(
+            &gr,
+            name,
+            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: "),
+        )
+        .into());
+    }
+    let create = crate::authz::Attributes::Resource {
+        verb: "create".into(),
+        group: info.group.clone(),
+        resource: info.resource.clone(),
+        namespace: ctx.namespace().map(String::from),
+        name: Some(name.to_string()),
+    };
+    let decision = ctx.state.authorizer.authorize(ctx.user, &create);
+    if !decision.allowed {
+        return Err(Status::forbidden(&gr, name, &decision.reason).into());
+    }
+    meta::meta_mut(&mut new).remove("resourceVersion");
+    super::create::create_object(ctx, strategy, new, warnings, Ownership::Track).await
 }
 
 /// Writes `new` over the stored `current` (compare-and-swap on its revision). Returns the object

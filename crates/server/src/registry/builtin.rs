@@ -585,7 +585,11 @@ impl Strategy for BuiltinStrategy {
     }
 
     fn allow_unconditional_update(&self) -> bool {
-        true
+        self.kind.allow_unconditional_update()
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        self.kind.allow_create_on_update()
     }
 
     fn returns_deleted_object(&self) -> bool {

@@ -253,6 +253,12 @@ pub trait Strategy: Send + Sync {
         false
     }
 
+    /// Whether a PUT of a missing object creates it (upstream's `AllowCreateOnUpdate`), with
+    /// create's admission, validation and authorization (verb `create`), answered 201.
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
     /// For a resource served from a definition that can change under an open watch (custom
     /// resources): a future that resolves once that definition is gone or its spec changed,
     /// when upstream tears the resource's storage down and every watch of it ends. `None` for

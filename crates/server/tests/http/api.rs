@@ -82,7 +82,7 @@ async fn crud_scenario(s: &TestServer, v: HttpVersion) {
     assert_eq!(
         r.json()["message"],
         format!(
-            "widgets.{group} \"w1\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update"
+            "widgets.{group} \"w1\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
         )
     );
     upd["metadata"]["resourceVersion"] = json!("1");

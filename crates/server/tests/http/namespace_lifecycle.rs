@@ -63,6 +63,22 @@ async fn creates_follow_namespace_creation_and_deletion_at_once() {
             s["details"]["causes"][0]["message"],
             format!("namespace {ns} is being terminated")
         );
+        // Refused before the name is generated (and before validation, which this body
+        // fails): named by its generateName, as upstream's NamespaceLifecycle names it.
+        let r = api
+            .post(
+                &format!("/api/v1/namespaces/{ns}/configmaps"),
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"generateName": "gen-"}, "data": {"bad key": "x"}}),
+            )
+            .await;
+        assert_eq!(r.status, 403, "{}", r.text);
+        assert_eq!(
+            r.json()["message"],
+            format!(
+                "configmaps \"gen-\" is forbidden: unable to create new content in namespace {ns} because it is being terminated"
+            )
+        );
 
         // The namespace says what holds it, in the namespace controller's words.
         let path = format!("/api/v1/namespaces/{ns}");

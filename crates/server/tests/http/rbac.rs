@@ -301,3 +301,107 @@ async fn crd_rules_aggregate_into_edit() {
         "RoleBinding.rbac.authorization.k8s.io \"jane-edit\" is invalid: roleRef: Invalid value: {\"APIGroup\":\"rbac.authorization.k8s.io\",\"Kind\":\"ClusterRole\",\"Name\":\"view\"}: cannot change roleRef"
     );
 }
+
+/// A PUT of a missing object creates it for the kinds upstream allows (`AllowCreateOnUpdate`:
+/// Leases, Roles, Events, Services, ...) when the user may `create` it, answered 201; other
+/// kinds answer 404. Leases still need a resourceVersion to overwrite (no unconditional update).
+#[tokio::test]
+async fn put_creates_a_missing_lease_or_role_for_users_who_may_create() {
+    let s = server().await;
+    let api = s.api(HttpVersion::Http1);
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let lease = |name: &str| {
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+               "metadata": {"name": name, "resourceVersion": "12345"},
+               "spec": {"holderIdentity": "me"}})
+    };
+    let r = api
+        .post(
+            &format!("{RBAC}/namespaces/default/roles"),
+            role(
+                "default",
+                "lease-updater",
+                json!([{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                        "verbs": ["get", "update"]}]),
+            ),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = api
+        .post(
+            &format!("{RBAC}/namespaces/default/rolebindings"),
+            binding("default", "jane-leases", "Role", "lease-updater"),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let path = format!("{leases}/l1");
+    eventually("jane may update leases", || async {
+        as_jane(&s, Method::PUT, &path, Some(lease("l1")))
+            .await
+            .status
+            != 404
+    })
+    .await;
+    // Updating is not creating: upstream asks for `create` before creating on update.
+    let r = as_jane(&s, Method::PUT, &path, Some(lease("l1"))).await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("leases.coordination.k8s.io \"l1\" is forbidden"),
+        "{}",
+        r.text
+    );
+    assert_eq!(api.get(&path).await.status, 404);
+    // The admin may: created (the stale resourceVersion is dropped), answered 201.
+    let r = api.put(&path, lease("l1")).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let created = r.json();
+    assert_eq!(created["spec"]["holderIdentity"], "me");
+    assert!(created["metadata"]["uid"].is_string(), "{created}");
+    assert_ne!(created["metadata"]["resourceVersion"], "12345");
+    // An existing Lease is overwritten only at the revision read.
+    let mut unconditional = lease("l1");
+    unconditional["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
+    let r = api.put(&path, unconditional).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "leases.coordination.k8s.io \"l1\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+    );
+    let mut update = created.clone();
+    update["spec"]["holderIdentity"] = json!("you");
+    let r = api.put(&path, update).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    // A uid in the body is a precondition a missing object fails.
+    let mut with_uid = role("default", "r1", json!([]));
+    with_uid["metadata"]["uid"] = json!("abc");
+    let r = api
+        .put(&format!("{RBAC}/namespaces/default/roles/r1"), with_uid)
+        .await;
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        "Operation cannot be fulfilled on roles.rbac.authorization.k8s.io \"r1\": Precondition failed: UID in precondition: abc, UID in object meta: "
+    );
+    let r = api
+        .put(
+            &format!("{RBAC}/namespaces/default/roles/r1"),
+            role("default", "r1", json!([])),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    // ConfigMaps are not created by a PUT.
+    let r = api
+        .put(
+            "/api/v1/namespaces/default/configmaps/c1",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1"}}),
+        )
+        .await;
+    assert_eq!(r.status, 404, "{}", r.text);
+}

@@ -330,6 +330,12 @@ impl Api<'_> {
             .await
     }
 
+    /// PUT a JSON body.
+    pub async fn put(&self, path: &str, body: Value) -> Resp {
+        self.call(Method::PUT, path, "application/json", Some(body))
+            .await
+    }
+
     /// DELETE.
     pub async fn delete(&self, path: &str) -> Resp {
         self.call(Method::DELETE, path, "application/json", None)
