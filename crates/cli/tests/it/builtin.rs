@@ -37,6 +37,29 @@ fn services_with_repeated_ports_are_refused() {
     );
 }
 
+/// `kubectl replace` of a missing object creates the kinds upstream creates on update (a Role,
+/// a Lease) and fails with NotFound for the others (a ConfigMap), as on a cluster.
+#[test]
+fn kubectl_replace_creates_only_the_kinds_upstream_creates_on_update() {
+    let s = TestServer::start();
+    s.write(
+        "role.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: reader}\nrules:\n- {apiGroups: [\"\"], resources: [pods], verbs: [get]}\n",
+    );
+    let out = s.kubectl_ok(&["replace", "-f", "role.yaml"]);
+    assert_eq!(out.trim(), "role.rbac.authorization.k8s.io/reader replaced");
+    assert_eq!(
+        s.kubectl_ok(&["get", "role", "reader", "-o", "jsonpath={.rules[0].verbs}"]),
+        "[\"get\"]"
+    );
+    s.write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: absent}\n",
+    );
+    let err = kubectl_err(&s, &["replace", "-f", "cm.yaml"]);
+    assert!(err.contains("configmaps \"absent\" not found"), "{err}");
+}
+
 /// `kubectl get deploy web -o jsonpath=<expr>`.
 fn web_jsonpath(s: &TestServer, expr: &str) -> String {
     s.kubectl_ok(&["get", "deploy", "web", "-o", &format!("jsonpath={expr}")])
