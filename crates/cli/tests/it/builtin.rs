@@ -38,7 +38,7 @@ fn services_with_repeated_ports_are_refused() {
 }
 
 /// `kubectl replace` of a missing object creates the kinds upstream creates on update (a Role,
-/// a Lease) and fails with NotFound for the others (a ConfigMap), as on a cluster.
+/// a Lease) and fails with NotFound for the others (a `ConfigMap`), as on a cluster.
 #[test]
 fn kubectl_replace_creates_only_the_kinds_upstream_creates_on_update() {
     let s = TestServer::start();

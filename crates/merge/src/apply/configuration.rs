@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::fieldset::PathElement;
-use super::schema::{ListKind, Node, Schema, TypeId};
+use super::schema::{ListKind, Node, ScalarType, Schema, TypeId};
 use super::typed::{merge, to_field_set};
 
 /// Merges `config` into `live`; no `managedFields` change. `Err` is upstream's text (after
@@ -49,10 +49,7 @@ pub(crate) fn undeclared_fields(schema: &Schema, config: &Value) -> Option<Strin
         &mut Vec::new(),
         &mut undeclared,
     );
-    let errors: Vec<String> = undeclared
-        .iter()
-        .map(|p| format!("{p}: field not declared in schema"))
-        .collect();
+    let errors = undeclared;
     match errors.len() {
         0 => None,
         1 => Some(errors.join("")),
@@ -60,10 +57,11 @@ pub(crate) fn undeclared_fields(schema: &Schema, config: &Value) -> Option<Strin
     }
 }
 
-/// SMD's typed conversion of the configuration (`validatingObjectWalker.visitMapItems`): the
-/// paths (`.spec.x`) of fields a struct does not declare (and whose map takes no other keys);
-/// a struct stops at its first such field, as SMD's walk does. Lists are walked by their items'
-/// path elements; schemaless (deduced) parts take anything.
+/// SMD's typed conversion of the configuration (`validatingObjectWalker`): the errors, at their
+/// paths (`.spec.x`), of fields a struct does not declare (and whose map takes no other keys),
+/// where a struct stops at its first such field as SMD's walk does, and of scalars of another
+/// type than their schema's (`validateScalar`). Lists are walked by their items' path elements;
+/// schemaless (deduced) parts take anything.
 fn find_undeclared(
     schema: &Schema,
     ty: TypeId,
@@ -77,7 +75,7 @@ fn find_undeclared(
             for (k, child) in m {
                 let Some(ct) = fields.get(k).copied().or(*elem) else {
                     path.push(PathElement::Field(k.clone()));
-                    out.push(text(path));
+                    out.push(format!("{}: field not declared in schema", text(path)));
                     path.pop();
                     return;
                 };
@@ -96,7 +94,92 @@ fn find_undeclared(
                 path.pop();
             }
         }
+        (Node::Scalar(ty), v) => {
+            if let Some(e) = scalar_error(*ty, v) {
+                out.push(format!("{}: {e}", text(path)));
+            }
+        }
         _ => {}
+    }
+}
+
+/// SMD's `validateScalar`, in its words: the type Go's `%T` names for a non-number, `%#v` of the
+/// value for a non-string, `%v` for a non-boolean, where the value is the unstructured value SMD
+/// wraps (`&value.valueUnstructured{Value:1}`, `&{big}`). Null fits every type.
+fn scalar_error(ty: ScalarType, v: &Value) -> Option<String> {
+    match (ty, v) {
+        (_, Value::Null)
+        | (ScalarType::String, Value::String(_))
+        | (ScalarType::Numeric, Value::Number(_))
+        | (ScalarType::Boolean, Value::Bool(_))
+        | (ScalarType::Untyped, Value::String(_) | Value::Number(_) | Value::Bool(_)) => None,
+        (ScalarType::Numeric, v) => Some(format!(
+            "expected numeric (int or float), got {}",
+            go_type(v)
+        )),
+        (ScalarType::String, v) => Some(format!(
+            "expected string, got &value.valueUnstructured{{Value:{}}}",
+            go_sharp_v(v)
+        )),
+        (ScalarType::Boolean, v) => Some(format!("expected boolean, got &{{{}}}", go_v(v))),
+        (ScalarType::Untyped, v) => Some(format!("expected any scalar, got &{{{}}}", go_v(v))),
+    }
+}
+
+/// Go's `%T` of a decoded JSON value.
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "float64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}
+
+/// Go's `%#v` of a decoded JSON value (numbers are `float64`s).
+fn go_sharp_v(v: &Value) -> String {
+    match v {
+        Value::Null => "interface {}(nil)".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => Value::String(s.clone()).to_string(),
+        Value::Array(items) => format!(
+            "[]interface {{}}{{{}}}",
+            items.iter().map(go_sharp_v).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let entries: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), go_sharp_v(&m[k])))
+                .collect();
+            format!("map[string]interface {{}}{{{}}}", entries.join(", "))
+        }
+    }
+}
+
+/// Go's `%v` of a decoded JSON value.
+fn go_v(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => {
+            format!("[{}]", items.iter().map(go_v).collect::<Vec<_>>().join(" "))
+        }
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let entries: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{k}:{}", go_v(&m[k])))
+                .collect();
+            format!("map[{}]", entries.join(" "))
+        }
     }
 }
 
@@ -228,6 +311,28 @@ mod tests {
             (
                 json!({"spec": {"ports": [{"port": 1}]}}),
                 Err("failed to convert patch object to typed object: .spec.ports: element 0: associative list with keys has an element that omits key field \"name\" (and doesn't have default value)".to_string()),
+            ),
+            // Scalars of another type than their schema's, in SMD's `validateScalar` words.
+            (
+                json!({"spec": {"replicas": "three"}}),
+                Err("failed to convert patch object to typed object: .spec.replicas: expected numeric (int or float), got string".to_string()),
+            ),
+            (
+                json!({"spec": {"labels": {"a": 1}}}),
+                Err("failed to convert patch object to typed object: .spec.labels.a: expected string, got &value.valueUnstructured{Value:1}".to_string()),
+            ),
+            (
+                json!({"spec": {"ports": [{"name": "http", "protocol": {"a": [true, 1.5]}}]}}),
+                Err("failed to convert patch object to typed object: .spec.ports[name=\"http\"].protocol: expected string, got &value.valueUnstructured{Value:map[string]interface {}{\"a\":[]interface {}{true, 1.5}}}".to_string()),
+            ),
+            (
+                json!({"spec": {"replicas": [1], "tags": ["a", false]}}),
+                Err("failed to convert patch object to typed object: errors:\n  .spec.replicas: expected numeric (int or float), got []interface {}\n  .spec.tags[=false]: expected string, got &value.valueUnstructured{Value:false}".to_string()),
+            ),
+            // Null fits every type.
+            (
+                json!({"spec": {"replicas": null}}),
+                Ok(json!({"replicas": null, "tags": ["a", "b"], "ports": [{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}], "labels": {"x": "1"}})),
             ),
         ];
         for (config, want) in cases {

@@ -33,8 +33,8 @@ pub(crate) const OBJECT_META: TypeId = TypeId(2);
 /// One SMD type.
 #[derive(Debug)]
 pub(crate) enum Node {
-    /// A leaf: any scalar, or a value whose type is unknown.
-    Scalar,
+    /// A leaf of one scalar type (`Untyped`: any scalar, or a value whose type is unknown).
+    Scalar(ScalarType),
     /// SMD's deduced type: maps granular (of deduced), lists atomic, scalars.
     Deduced,
     /// A struct (`fields`) and/or map (`elem`).
@@ -45,6 +45,21 @@ pub(crate) enum Node {
     },
     /// A list.
     List { elem: TypeId, kind: ListKind },
+}
+
+/// The scalar types of SMD's schema, which a configuration's values must have (`schemaconv`:
+/// `string`, `integer`/`number`, `boolean`; `x-kubernetes-int-or-string` and built-in
+/// quantities are untyped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScalarType {
+    /// Any scalar.
+    Untyped,
+    /// A string.
+    String,
+    /// An integer or a float.
+    Numeric,
+    /// A boolean.
+    Boolean,
 }
 
 /// How a list's items are identified.
@@ -86,7 +101,7 @@ impl Schema {
 
     fn base() -> Schema {
         let mut s = Schema {
-            nodes: vec![Node::Scalar, Node::Deduced],
+            nodes: vec![Node::Scalar(ScalarType::Untyped), Node::Deduced],
             root: DEDUCED,
         };
         let meta = s.object_meta();
@@ -119,7 +134,7 @@ impl Schema {
     }
 
     fn object_meta(&mut self) -> TypeId {
-        let meta = self.push(Node::Scalar);
+        let meta = self.push(Node::Scalar(ScalarType::Untyped));
         let string_map = self.push(Node::Map {
             fields: HashMap::new(),
             elem: Some(SCALAR),
@@ -219,7 +234,9 @@ impl Schema {
             match ty {
                 "object" => self.compile_object(o, flag("x-kubernetes-preserve-unknown-fields")),
                 "array" => self.compile_array(o),
-                "string" | "integer" | "number" | "boolean" => SCALAR,
+                "string" => self.push(Node::Scalar(ScalarType::String)),
+                "integer" | "number" => self.push(Node::Scalar(ScalarType::Numeric)),
+                "boolean" => self.push(Node::Scalar(ScalarType::Boolean)),
                 _ if o.contains_key("properties") || o.contains_key("additionalProperties") => {
                     self.compile_object(o, flag("x-kubernetes-preserve-unknown-fields"))
                 }

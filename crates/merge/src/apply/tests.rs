@@ -1588,7 +1588,7 @@ fn field_manager_multiple_conflicts_message() {
     fm.update(None, &mut obj, "m1", T1);
     let mut obj2 = crontab("cronSpec: a\nimage: b\nreplicas: 1");
     fm.update(Some(&obj), &mut obj2, "m2", T2);
-    let config = crontab("cronSpec: x\nimage: y\nreplicas: 2");
+    let config = crontab("cronSpec: x\nimage: yy\nreplicas: 2");
     let err = fm
         .apply(Some(&obj2), &config, "kubectl", false, T3)
         .expect_err("conflicts");

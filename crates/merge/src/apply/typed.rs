@@ -95,7 +95,7 @@ fn pair_shape<'a>(
     rhs: Option<&Value>,
 ) -> Shape<'a> {
     match schema.node(ty) {
-        Node::Scalar
+        Node::Scalar(_)
         | Node::Map { atomic: true, .. }
         | Node::List {
             kind: ListKind::Atomic,
@@ -242,7 +242,7 @@ fn owned(schema: &Schema, ty: TypeId, val: &Value) -> Result<Owned, Fault> {
     let shape = match (schema.node(ty), val) {
         (Node::Deduced, Value::Object(_)) => Shape::Map(DEDUCED),
         (
-            Node::Scalar
+            Node::Scalar(_)
             | Node::Deduced
             | Node::Map { atomic: true, .. }
             | Node::List {
@@ -824,7 +824,7 @@ fn reconcile_node(
         add.insert(&path);
     };
     match schema.node(ty) {
-        Node::Scalar | Node::Deduced => {}
+        Node::Scalar(_) | Node::Deduced => {}
         Node::List {
             kind: ListKind::Atomic,
             ..
