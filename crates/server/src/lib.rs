@@ -261,6 +261,11 @@ pub async fn run(
     supervisor.spawn("namespaces", move |shutdown| {
         namespaces.clone().run(shutdown)
     });
+    let defaults =
+        controllers::namespace_defaults::NamespaceDefaults::new(store.clone(), tls.ca_pem.clone());
+    supervisor.spawn("serviceaccount", move |shutdown| {
+        defaults.clone().run(shutdown)
+    });
     let gc = GarbageCollector::new(
         store.clone(),
         state.registry.clone(),

@@ -291,7 +291,7 @@ fn configmaps_secrets_and_serviceaccounts() {
     // kubectl sends these creates as protobuf.
     let out = s.kubectl_ok(&["create", "configmap", "x", "--from-literal=a=b"]);
     assert_eq!(out.trim(), "configmap/x created");
-    let out = s.kubectl_ok(&["get", "cm"]);
+    let out = s.kubectl_ok(&["get", "cm", "x"]);
     assert_eq!(header(&out), ["NAME", "DATA", "AGE"], "{out}");
     let row: Vec<&str> = out
         .lines()

@@ -115,7 +115,12 @@ cm = core.create_namespaced_config_map("default", client.V1ConfigMap(
     metadata=client.V1ObjectMeta(name="py-cm"), data={"a": "b"}))
 assert cm.data == {"a": "b"}, cm
 assert core.read_namespaced_config_map("py-cm", "default").data["a"] == "b"
-assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == ["py-cm"]
+# Every namespace also has the CA bundle kube-controller-manager publishes.
+for _ in range(200):
+    if core.list_namespaced_config_map("default", field_selector="metadata.name=kube-root-ca.crt").items:
+        break
+    time.sleep(0.02)
+assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == ["kube-root-ca.crt", "py-cm"]
 sec = core.create_namespaced_secret("default", client.V1Secret(
     metadata=client.V1ObjectMeta(name="py-secret"), string_data={"token": "s3cret"}))
 assert sec.type == "Opaque" and sec.data == {"token": "czNjcmV0"}, sec

@@ -7,6 +7,9 @@
 //!   conditions, and runs the cleanup finalizer on deletion.
 //! - [`namespaces::NamespaceController`]: deletes the custom objects of terminating namespaces,
 //!   then the namespace.
+//! - [`namespace_defaults::NamespaceDefaults`]: the `default` `ServiceAccount` and the
+//!   `kube-root-ca.crt` `ConfigMap` in every active namespace, as kube-controller-manager keeps
+//!   them.
 //! - [`gc::GarbageCollector`]: deletes objects whose owners are gone and carries out the
 //!   foreground and orphan propagation policies, for every kind served.
 //! - [`migration`]: storage-version migration for StorageVersionMigration objects.
@@ -36,6 +39,7 @@ pub mod gc;
 pub mod informer;
 pub mod kubernetes_service;
 pub mod migration;
+pub mod namespace_defaults;
 pub mod namespaces;
 pub mod naming;
 pub mod policy_status;

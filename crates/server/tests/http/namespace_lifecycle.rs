@@ -33,6 +33,14 @@ async fn creates_follow_namespace_creation_and_deletion_at_once() {
             .post("/api/v1/namespaces", json!({"metadata": {"name": ns}}))
             .await;
         assert_eq!(r.status, 201, "{}", r.text);
+        // The namespace's own ServiceAccount and CA ConfigMap are there before it is deleted
+        // (they are deleted with it; they have no finalizer).
+        let cm_path = format!("/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt");
+        let sa_path = format!("/api/v1/namespaces/{ns}/serviceaccounts/default");
+        eventually("the namespace's defaults", || async {
+            api.get(&cm_path).await.status == 200 && api.get(&sa_path).await.status == 200
+        })
+        .await;
         for name in ["held", "held2"] {
             let mut held = cm(name);
             held["metadata"]["finalizers"] = json!(["example.com/hold"]);
@@ -162,6 +170,23 @@ async fn a_create_reads_its_namespace_by_key() {
     for cache in [true, false] {
         let server = TestServer::start_with(|c| c.watch_cache = cache).await;
         let api = server.api(HttpVersion::Http1);
+        // The objects every namespace gets are created first (each create reads its namespace).
+        eventually(
+            "every namespace's ServiceAccount and CA ConfigMap",
+            || async {
+                let cms = api
+                    .get("/api/v1/configmaps?fieldSelector=metadata.name=kube-root-ca.crt")
+                    .await
+                    .json();
+                let sas = api
+                    .get("/api/v1/serviceaccounts?fieldSelector=metadata.name=default")
+                    .await
+                    .json();
+                cms["items"].as_array().map(Vec::len) == Some(4)
+                    && sas["items"].as_array().map(Vec::len) == Some(4)
+            },
+        )
+        .await;
         let namespace_reads = || async {
             let text = api.get("/metrics").await.text;
             ["get", "list"].map(|op| {
@@ -403,4 +428,81 @@ async fn content_waits_for_the_namespace_deletion_grace_period() {
         )
         .await;
     assert_eq!(r.status, 403, "{}", r.text);
+}
+
+/// Every active namespace gets the `default` `ServiceAccount` and the `kube-root-ca.crt`
+/// `ConfigMap` with the server's CA, as kube-controller-manager's controllers keep them: a deleted
+/// one comes back, an edited CA is restored, and a terminating namespace gets nothing new.
+#[tokio::test]
+async fn namespaces_get_the_default_service_account_and_the_root_ca() {
+    let server = TestServer::start().await;
+    let api = server.api(HttpVersion::Http1);
+    let r = api
+        .post(
+            "/api/v1/namespaces",
+            json!({"metadata": {"name": "team-a"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let sa = "/api/v1/namespaces/team-a/serviceaccounts/default";
+    let cm = "/api/v1/namespaces/team-a/configmaps/kube-root-ca.crt";
+    let ca = String::from_utf8(server.ca_pem.clone()).unwrap();
+    let published = || async {
+        let r = api.get(cm).await;
+        r.status == 200 && r.json()["data"] == json!({"ca.crt": ca})
+    };
+    eventually("the namespace's defaults", || async {
+        api.get(sa).await.status == 200 && published().await
+    })
+    .await;
+    let got = api.get(cm).await.json();
+    assert_eq!(
+        got["metadata"]["annotations"]["kubernetes.io/description"],
+        "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."
+    );
+    let uid = api.get(sa).await.json()["metadata"]["uid"].clone();
+    assert_eq!(api.delete(sa).await.status, 200);
+    eventually("a new default ServiceAccount", || async {
+        let r = api.get(sa).await;
+        r.status == 200 && r.json()["metadata"]["uid"] != uid
+    })
+    .await;
+    let r = api
+        .call(
+            Method::PATCH,
+            cm,
+            "application/merge-patch+json",
+            Some(json!({"data": {"ca.crt": "tampered"}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    eventually("the CA restored", published).await;
+    assert_eq!(api.delete(cm).await.status, 200);
+    eventually("the CA ConfigMap back", published).await;
+
+    // A terminating namespace (held by a finalizer) is not given them again.
+    let held = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
+    let r = api.post("/api/v1/namespaces/team-a/configmaps", held).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(api.delete("/api/v1/namespaces/team-a").await.status, 200);
+    eventually("the namespace's content swept", || async {
+        api.get(sa).await.status == 404 && api.get(cm).await.status == 404
+    })
+    .await;
+    // A later change in the namespace brings nothing back while it terminates.
+    let r = api
+        .call(
+            Method::PATCH,
+            "/api/v1/namespaces/team-a/configmaps/held",
+            "application/merge-patch+json",
+            Some(json!({"metadata": {"labels": {"touched": "yes"}}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let list = api
+        .get("/api/v1/namespaces/team-a/serviceaccounts")
+        .await
+        .json();
+    assert_eq!(list["items"], json!([]));
 }

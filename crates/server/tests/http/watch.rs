@@ -425,6 +425,11 @@ async fn an_expired_continue_token_offers_an_inconsistent_continuation() {
     let s = TestServer::start_with(|c| c.compaction_interval = Duration::from_secs(1)).await;
     let api = s.api(HttpVersion::Http1);
     let base = "/api/v1/namespaces/default/configmaps";
+    // The namespace's own CA ConfigMap is listed too, last.
+    eventually("the namespace's CA ConfigMap exists", || async {
+        api.get(&format!("{base}/kube-root-ca.crt")).await.status == 200
+    })
+    .await;
     for i in 0..5 {
         let r = api
             .post(base, json!({"metadata": {"name": format!("cm{i}")}}))
@@ -461,5 +466,5 @@ async fn an_expired_continue_token_offers_an_inconsistent_continuation() {
         .iter()
         .filter_map(|i| i["metadata"]["name"].as_str())
         .collect();
-    assert_eq!(names, ["cm2", "cm3", "cm4"]);
+    assert_eq!(names, ["cm2", "cm3", "cm4", "kube-root-ca.crt"]);
 }
