@@ -505,29 +505,61 @@ pub struct ContinueToken {
 }
 
 impl ContinueToken {
-    fn invalid() -> ApiError {
-        Status::bad_request("invalid continue token: continue key is not valid").into()
+    /// upstream's `invalid continue token: continue key is not valid: <why>` (400).
+    fn invalid(why: &str) -> ApiError {
+        Status::bad_request(format!(
+            "invalid continue token: continue key is not valid: {why}"
+        ))
+        .into()
     }
 
-    /// Decodes a token.
+    /// Decodes a token, refusing it in `storage.DecodeContinue`'s words.
     pub fn decode(token: &str) -> Result<Self, ApiError> {
+        use base64::DecodeError;
         let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(token.trim_end_matches('='))
-            .map_err(|_| Self::invalid())?;
-        let v: Value = serde_json::from_slice(&raw).map_err(|_| Self::invalid())?;
-        if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
-            return Err(Self::invalid());
+            .decode(token)
+            .map_err(|e| {
+                // Go's `CorruptInputError`: the offset of the first byte it could not use.
+                let at = match e {
+                    DecodeError::InvalidByte(at, _) | DecodeError::InvalidLastSymbol(at, _) => at,
+                    DecodeError::InvalidLength(_) | DecodeError::InvalidPadding => {
+                        token.len().saturating_sub(1)
+                    }
+                };
+                Self::invalid(&format!("illegal base64 data at input byte {at}"))
+            })?;
+        let v: Value = serde_json::from_slice(&raw).map_err(|e| Self::invalid(&e.to_string()))?;
+        let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
+        match text("v") {
+            "meta.k8s.io/v1" => {}
+            other => {
+                return Err(Self::invalid(&format!(
+                    "server does not recognize this encoded version {}",
+                    crd_core::field::go_quote(other)
+                )));
+            }
         }
-        let rv = v
-            .get("rv")
-            .and_then(Value::as_i64)
-            .ok_or_else(Self::invalid)?;
-        let start = v
-            .get("start")
-            .and_then(Value::as_str)
-            .ok_or_else(Self::invalid)?;
-        if start.contains("..") || start.starts_with('/') {
-            return Err(Self::invalid());
+        let rv = v.get("rv").and_then(Value::as_i64).unwrap_or(0);
+        if rv == 0 {
+            return Err(Self::invalid(
+                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ));
+        }
+        let start = text("start");
+        if start.is_empty() {
+            return Err(Self::invalid(
+                "encoded start key empty (version meta.k8s.io/v1)",
+            ));
+        }
+        // Upstream's path-traversal guard: the key must be what `path.Clean` leaves of it.
+        let segments: Vec<&str> = start.split('/').collect();
+        if start.starts_with('/')
+            || segments
+                .iter()
+                .enumerate()
+                .any(|(i, s)| matches!(*s, "." | "..") || (s.is_empty() && i > 0))
+        {
+            return Err(Self::invalid(start));
         }
         Ok(ContinueToken {
             rv,
@@ -791,10 +823,47 @@ mod tests {
         );
         let d = ContinueToken::decode(&t).unwrap();
         assert_eq!((d.rv, d.start.as_str()), (42, "ns/b\0"));
-        assert!(ContinueToken::decode("!!!").is_err());
-        assert!(
-            ContinueToken::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("{}"))
-                .is_err()
-        );
+        // Refusals in `storage.DecodeContinue`'s words.
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let cases = [
+            ("ab!d".to_string(), "illegal base64 data at input byte 2"),
+            ("abcde".to_string(), "illegal base64 data at input byte 4"),
+            (
+                b64(r#"{"v":"v9","rv":1,"start":"a"}"#),
+                "server does not recognize this encoded version \"v9\"",
+            ),
+            (
+                b64("{}"),
+                "server does not recognize this encoded version \"\"",
+            ),
+            (
+                b64(r#"{"v":"meta.k8s.io/v1","start":"a"}"#),
+                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ),
+            (
+                b64(r#"{"v":"meta.k8s.io/v1","rv":3}"#),
+                "encoded start key empty (version meta.k8s.io/v1)",
+            ),
+            (
+                b64(r#"{"v":"meta.k8s.io/v1","rv":3,"start":"a/../b"}"#),
+                "a/../b",
+            ),
+            (
+                b64(r#"{"v":"meta.k8s.io/v1","rv":3,"start":"a//b"}"#),
+                "a//b",
+            ),
+        ];
+        for (token, why) in cases {
+            let status = ContinueToken::decode(&token)
+                .unwrap_err()
+                .to_status()
+                .unwrap();
+            assert_eq!(
+                status.message,
+                format!("invalid continue token: continue key is not valid: {why}"),
+                "{token}"
+            );
+            assert_eq!(status.code, 400);
+        }
     }
 }
