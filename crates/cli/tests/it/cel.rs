@@ -258,3 +258,57 @@ fn kubernetes_cel_features_through_kubectl() {
     // `create`: `apply` would store the whole object again in an annotation (256 KiB limit).
     s.kubectl_ok(&["create", "-f", "big.yaml"]);
 }
+
+/// Rules real projects' CRDs carry (Gateway API, Istio): a rule over an unbounded map's keys is
+/// within the cost budget (keys are estimated as upstream estimates them), and `all()` decides
+/// on a false element even when another element's evaluation fails (`x.a` of an item without
+/// `a`), whatever their order, as cel-go's comprehension does.
+#[test]
+fn rules_of_real_projects_crds_through_kubectl() {
+    let s = TestServer::start();
+    let schema = "type: object
+properties:
+  spec:
+    type: object
+    x-kubernetes-validations:
+    - rule: \"self.labels.all(k, k.startsWith('a'))\"
+      message: label keys start with a
+    - rule: \"self.items.all(x, x.a > 0)\"
+      message: every a is positive
+    properties:
+      labels: {type: object, additionalProperties: {type: string}}
+      items:
+        type: array
+        maxItems: 10
+        items: {type: object, properties: {a: {type: integer}}}
+";
+    s.apply_crd("crd.yaml", &widgets_yaml(schema), "widgets.example.com");
+    let widget = |labels: &str, items: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w}}\nspec:\n  labels: {labels}\n  items: {items}\n"
+        )
+    };
+    for items in ["[{}, {a: -1}]", "[{a: -1}, {}]"] {
+        s.write("w.yaml", &widget("{ab: x}", items));
+        let out = s.kubectl(&["apply", "-f", "w.yaml"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(
+                "The Widget \"w\" is invalid: spec: Invalid value: \"object\": every a is positive"
+            ),
+            "{items}: {err}"
+        );
+    }
+    s.write("w.yaml", &widget("{ab: x, bc: z}", "[{a: 1}]"));
+    let out = s.kubectl(&["apply", "-f", "w.yaml"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec: Invalid value: \"object\": label keys start with a"),
+        "{err}"
+    );
+    s.write("w.yaml", &widget("{ab: x}", "[{a: 1}]"));
+    assert_eq!(
+        s.kubectl_ok(&["apply", "-f", "w.yaml"]).trim(),
+        "widget.example.com/w created"
+    );
+}
