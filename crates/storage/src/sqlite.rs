@@ -291,9 +291,27 @@ impl SqliteStore {
         if let Some(parent) = path.parent()
             && !parent.as_os_str().is_empty()
         {
-            std::fs::create_dir_all(parent).map_err(|e| {
+            create_private_dir(parent).map_err(|e| {
                 StorageError::Unavailable(format!("creating {}: {e}", parent.display()))
             })?;
+        }
+        // Secrets are stored here: the file is the owner's alone (SQLite gives its WAL and
+        // shared-memory files the database file's mode), as etcd keeps its data private.
+        if !path.exists() {
+            let mut new = std::fs::OpenOptions::new();
+            new.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut new, 0o600);
+            match new.open(&path) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    return Err(StorageError::Unavailable(format!(
+                        "creating {}: {e}",
+                        path.display()
+                    )));
+                }
+            }
         }
         let conn = Connection::open(&path)
             .map_err(|e| StorageError::Unavailable(format!("opening {}: {e}", path.display())))?;
@@ -1343,6 +1361,16 @@ fn insert_log(
         deleted,
     ])?;
     Ok(())
+}
+
+/// Creates a directory (and its missing parents) that only its owner may read (mode 0700 on
+/// Unix), as etcd creates its data dir; an existing directory keeps its mode.
+pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(path)
 }
 
 #[cfg(test)]

@@ -216,6 +216,55 @@ async fn two_servers_share_crds_watches_and_conflicts() {
     drop((a, b, etcd));
 }
 
+/// Regression: two servers on one etcd, each with its own generated CA, rewrote every
+/// namespace's `kube-root-ca.crt` with their own CA in turn, about 150 writes a second, for as
+/// long as both ran. Each now adds its CA to the bundle, and the bundle stays once it holds both.
+#[tokio::test]
+async fn two_servers_with_their_own_cas_publish_one_bundle() {
+    let (etcd, a, b) = tokio::task::spawn_blocking(|| {
+        let etcd = start_etcd();
+        let a = server_on(&etcd);
+        let b = server_on(&etcd);
+        (etcd, a, b)
+    })
+    .await
+    .unwrap();
+    let path = "/api/v1/namespaces/default/configmaps/kube-root-ca.crt";
+    let (ca_a, ca_b) = (
+        String::from_utf8(a.ca_pem.clone()).unwrap(),
+        String::from_utf8(b.ca_pem.clone()).unwrap(),
+    );
+    assert_ne!(ca_a, ca_b);
+    let started = Instant::now();
+    let cm = loop {
+        let (code, cm) = call(&a, reqwest::Method::GET, path, None).await;
+        let bundle = cm["data"]["ca.crt"].as_str().unwrap_or("");
+        if code == 200 && bundle.contains(ca_a.trim()) && bundle.contains(ca_b.trim()) {
+            break cm;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the bundle never held both CAs: {cm}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // No write follows: a watch from the bundle's revision sees no event before it times out.
+    let rv = cm["metadata"]["resourceVersion"].as_str().unwrap();
+    let r = b
+        .call(
+            reqwest::Method::GET,
+            &format!(
+                "/api/v1/namespaces/default/configmaps?watch=true&fieldSelector=metadata.name=kube-root-ca.crt&resourceVersion={rv}&timeoutSeconds=2"
+            ),
+            "application/json",
+            None,
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 200);
+    assert_eq!(r.text.trim(), "", "the bundle was written again");
+    drop((a, b, etcd));
+}
+
 #[test]
 fn the_walkthrough_runs_on_etcd() {
     let etcd = start_etcd();

@@ -60,7 +60,7 @@ fn root_ca_config_map(namespace: &str, ca_pem: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": ROOT_CA_CONFIG_MAP, "namespace": namespace,
             "annotations": {"kubernetes.io/description": DESCRIPTION}},
-        "data": {"ca.crt": ca_pem}})
+        "data": {"ca.crt": with_own_ca("", ca_pem)}})
 }
 
 impl NamespaceDefaults {
@@ -162,8 +162,14 @@ impl NamespaceDefaults {
                 if is_published(cm, ca) {
                     return false;
                 }
+                let bundle = with_own_ca(
+                    cm.pointer("/data/ca.crt")
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                    ca,
+                );
                 if let Some(m) = cm.as_object_mut() {
-                    m.insert("data".into(), want["data"].clone());
+                    m.insert("data".into(), json!({"ca.crt": bundle}));
                 }
                 if let Some(a) = meta::meta_mut(cm)
                     .entry("annotations")
@@ -192,13 +198,48 @@ impl NamespaceDefaults {
     }
 }
 
-/// Whether a CA `ConfigMap` holds the bundle and the description, as published.
+/// Whether a CA `ConfigMap` carries the description and a bundle with this server's CA.
 fn is_published(cm: &Value, ca_pem: &str) -> bool {
     let described = cm
         .pointer("/metadata/annotations/kubernetes.io~1description")
         .and_then(Value::as_str)
         .is_some_and(|d| !d.is_empty());
-    described && cm.get("data") == Some(&json!({"ca.crt": ca_pem}))
+    let bundle = cm
+        .pointer("/data/ca.crt")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let data_keys = cm
+        .get("data")
+        .and_then(Value::as_object)
+        .map_or(0, serde_json::Map::len);
+    described && data_keys == 1 && pem_blocks(ca_pem).all(|c| pem_blocks(bundle).any(|b| b == c))
+}
+
+/// The bundle to publish: this server's CA, then the certificates of `current` that are not
+/// it. Servers sharing one etcd with different CAs each add theirs and stop once every one is
+/// in (upstream, one kube-controller-manager publishes one CA); what is not a PEM certificate
+/// (an edit) is dropped.
+fn with_own_ca(current: &str, ca_pem: &str) -> String {
+    let own: Vec<&str> = pem_blocks(ca_pem).collect();
+    let mut out: Vec<&str> = own.clone();
+    out.extend(pem_blocks(current).filter(|b| !own.contains(b)));
+    let mut bundle = out.join("\n");
+    bundle.push('\n');
+    bundle
+}
+
+/// The `CERTIFICATE` PEM blocks of a text, each from its BEGIN line to its END line.
+fn pem_blocks(text: &str) -> impl Iterator<Item = &str> {
+    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+    const END: &str = "-----END CERTIFICATE-----";
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let start = rest.find(BEGIN)?;
+        let end = rest[start..].find(END)? + start + END.len();
+        let block = &rest[start..end];
+        rest = &rest[end..];
+        Some(block)
+    })
 }
 
 /// Whether a namespace is neither marked for deletion nor terminating.
@@ -210,6 +251,39 @@ fn is_active(ns: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two servers sharing one etcd with different CAs: each adds its own to the bundle and
+    /// both stop once it holds both; an edit that is no certificate is dropped.
+    #[test]
+    fn servers_with_different_cas_converge_on_one_bundle() {
+        let cert = |body: &str| {
+            format!("-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n")
+        };
+        let (a, b) = (cert("AAAA"), cert("BBBB"));
+        let cm = |bundle: &str| {
+            json!({"metadata": {"annotations": {"kubernetes.io/description": DESCRIPTION}},
+                   "data": {"ca.crt": bundle}})
+        };
+        let mut bundle = with_own_ca("", &a);
+        assert_eq!(bundle, a);
+        let mut writes = 1;
+        for _ in 0..4 {
+            for own in [&a, &b] {
+                if !is_published(&cm(&bundle), own) {
+                    bundle = with_own_ca(&bundle, own);
+                    writes += 1;
+                }
+            }
+        }
+        assert_eq!(writes, 2);
+        assert_eq!(bundle, format!("{b}{a}"));
+        assert_eq!(with_own_ca("tampered", &a), a);
+        assert!(!is_published(&cm("tampered"), &a));
+        assert!(
+            !is_published(&json!({"data": {"ca.crt": a}}), &a),
+            "no description"
+        );
+    }
 
     #[test]
     fn changes_name_the_namespace_they_concern() {

@@ -541,3 +541,24 @@ fn a_commands_savepoint_keeps_or_undoes_only_its_own_writes() {
         .collect();
     assert_eq!(kept, [1, 3]);
 }
+
+/// Regression: the database (which holds Secrets) and its WAL were created world-readable in a
+/// world-readable directory. A new data dir is the owner's alone, and so are the files.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_new_database_and_its_directory_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp();
+    let data = dir.path().join("data");
+    let store = SqliteStore::open(&data.join("state.db")).expect("open");
+    store
+        .create("/registry/secrets/default/s", Bytes::from_static(b"{}"))
+        .await
+        .expect("create");
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+    assert_eq!(mode(&data), 0o700);
+    for file in ["state.db", "state.db-wal", "state.db-shm"] {
+        assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+    }
+}
