@@ -358,7 +358,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .as_ref()
         .map_or_else(|| args.data_dir.clone(), |d| d.path().to_path_buf());
     let result = runtime.block_on(async move {
-        crd_storage::sqlite::create_private_dir(&data_dir)
+        crd_storage::create_private_dir(&data_dir)
             .with_context(|| format!("creating {}", data_dir.display()))?;
         let data_dir = std::fs::canonicalize(&data_dir)?;
         let store = open_store(&args, &data_dir).await?;

@@ -192,7 +192,7 @@ impl Authenticator {
                     }
                     // The loopback authenticator's `invalid bearer token`, then the
                     // service-account authenticator's audience error (upstream's aggregate).
-                    TokenFailure::Audience(msg) => format!("[{UNKNOWN}, {msg}]"),
+                    TokenFailure::Refused(msg) => format!("[{UNKNOWN}, {msg}]"),
                 })?;
         Ok((with_authenticated(user), accepted_of(&token_audiences)))
     }
@@ -213,13 +213,14 @@ impl Authenticator {
             Err(TokenError::NotOurs) => return Err(TokenFailure::NotOurs),
             Err(TokenError::Audience(msg)) => {
                 tracing::debug!(error = %msg, "service account token refused");
-                return Err(TokenFailure::Audience(msg));
+                return Err(TokenFailure::Refused(msg));
             }
             Err(TokenError::Invalid(e)) => {
                 tracing::debug!(error = %e, "service account token refused");
                 return Err(TokenFailure::Invalidated);
             }
             Err(TokenError::Expired) => return Err(TokenFailure::Expired),
+            Err(e @ TokenError::NotValidYet) => return Err(TokenFailure::Refused(e.to_string())),
         };
         let user = sa
             .check_live(&claims)
@@ -235,8 +236,9 @@ enum TokenFailure {
     NotOurs,
     /// Ours, but refused: expired, or its account or bound object gone.
     Invalidated,
-    /// Ours, but for none of the requested audiences (upstream's message).
-    Audience(String),
+    /// Ours, but refused for a reason `TokenReview` reports in upstream's words (for none of
+    /// the requested audiences, not valid yet).
+    Refused(String),
     /// Ours, but expired.
     Expired,
 }

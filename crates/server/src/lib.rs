@@ -175,7 +175,7 @@ pub async fn run(
     } else {
         store
     };
-    crd_storage::sqlite::create_private_dir(&config.data_dir)
+    crd_storage::create_private_dir(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
     let tls = tls::load_or_generate(&config.tls, config.client_ca_file.as_deref())?;
     let rbac = authz::rbac::RbacAuthorizer::new();

@@ -100,16 +100,19 @@ pub struct Claims {
     pub aud: Vec<String>,
     /// Expiry (seconds since the epoch).
     pub exp: i64,
-    /// Issued at.
+    /// Issued at (0 when absent).
+    #[serde(default)]
     pub iat: i64,
     /// Issuer.
     pub iss: String,
-    /// A unique token id.
+    /// A unique token id (optional: tokens of older servers and other signers have none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub jti: String,
     /// The Kubernetes claims.
     #[serde(rename = "kubernetes.io")]
     pub kubernetes: KubernetesClaims,
-    /// Not before.
+    /// Not before (0 when absent).
+    #[serde(default)]
     pub nbf: i64,
     /// The subject, the service account's user name.
     pub sub: String,
@@ -147,6 +150,10 @@ pub enum TokenError {
     /// token has expired`, which `TokenReview` reports.
     #[error("service account token has expired")]
     Expired,
+    /// Ours and valid but before its `nbf` (with go-jose's leeway): upstream's `service
+    /// account token is not valid yet`.
+    #[error("service account token is not valid yet")]
+    NotValidYet,
 }
 
 /// go-jose's default leeway when a token's expiry is checked, in seconds.
@@ -336,8 +343,12 @@ impl TokenIssuer {
             )));
         }
         // go-jose's `Validate` with its default one-minute leeway.
-        if jiff::Timestamp::now().as_second() > claims.exp + EXPIRY_LEEWAY {
+        let now = jiff::Timestamp::now().as_second();
+        if now > claims.exp + EXPIRY_LEEWAY {
             return Err(TokenError::Expired);
+        }
+        if claims.nbf != 0 && now + EXPIRY_LEEWAY < claims.nbf {
+            return Err(TokenError::NotValidYet);
         }
         Ok(claims)
     }
@@ -579,6 +590,33 @@ mod tests {
             i.verify("not-a-jwt", &aud),
             Err(TokenError::NotOurs)
         ));
+    }
+
+    /// Regression: a token without `jti` (older servers, other signers) was refused, and one
+    /// whose `nbf` is ahead was accepted. `jti`, `iat` and `nbf` are optional, as upstream's
+    /// claims are, and a future `nbf` (past go-jose's leeway) is "not valid yet".
+    #[test]
+    fn optional_claims_and_not_before() {
+        let i = issuer();
+        let aud = vec![DEFAULT_ISSUER.to_string()];
+        let now = jiff::Timestamp::now().as_second();
+        let sign = |claims: &Value| {
+            let mut header = Header::new(i.signing_alg);
+            header.kid = Some(i.signing_kid.clone());
+            jsonwebtoken::encode(&header, claims, &i.signing).unwrap()
+        };
+        let base = json!({"aud": aud, "exp": now + 600, "iss": DEFAULT_ISSUER,
+                          "sub": "system:serviceaccount:ns:sa1",
+                          "kubernetes.io": {"namespace": "ns", "serviceaccount": {"name": "sa1", "uid": "u"}}});
+        assert!(i.verify(&sign(&base), &aud).is_ok(), "no jti, iat or nbf");
+        let mut soon = base.clone();
+        soon["nbf"] = json!(now + 30);
+        assert!(i.verify(&sign(&soon), &aud).is_ok(), "within the leeway");
+        let mut later = base.clone();
+        later["nbf"] = json!(now + 3600);
+        let err = i.verify(&sign(&later), &aud).unwrap_err();
+        assert!(matches!(err, TokenError::NotValidYet));
+        assert_eq!(err.to_string(), "service account token is not valid yet");
     }
 
     #[test]

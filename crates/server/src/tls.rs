@@ -280,7 +280,7 @@ fn verify_handshake(
 /// Generates `ca.crt`, `ca.key`, `apiserver.crt` and `apiserver.key` in `dir`.
 fn generate(dir: &Path) -> anyhow::Result<()> {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
-    crd_storage::sqlite::create_private_dir(dir)?;
+    crd_storage::create_private_dir(dir)?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params
         .distinguished_name

@@ -440,3 +440,13 @@ pub trait Store: Send + Sync + 'static {
     /// [`StorageError::Compacted`]. The latest state of every key is kept.
     async fn compact(&self, revision: Revision) -> Result<(), StorageError>;
 }
+
+/// Creates a directory (and its missing parents) that only its owner may read (mode 0700 on
+/// Unix), as etcd creates its data dir; an existing directory keeps its mode.
+pub fn create_private_dir(path: &std::path::Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(path)
+}

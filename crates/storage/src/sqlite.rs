@@ -291,7 +291,7 @@ impl SqliteStore {
         if let Some(parent) = path.parent()
             && !parent.as_os_str().is_empty()
         {
-            create_private_dir(parent).map_err(|e| {
+            crate::create_private_dir(parent).map_err(|e| {
                 StorageError::Unavailable(format!("creating {}: {e}", parent.display()))
             })?;
         }
@@ -1361,16 +1361,6 @@ fn insert_log(
         deleted,
     ])?;
     Ok(())
-}
-
-/// Creates a directory (and its missing parents) that only its owner may read (mode 0700 on
-/// Unix), as etcd creates its data dir; an existing directory keeps its mode.
-pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(path)
 }
 
 #[cfg(test)]

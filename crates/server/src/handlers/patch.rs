@@ -39,6 +39,7 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
             field_validation,
             strategy.schema(),
         )?;
+        super::update::check_name(ctx, strategy, &patched)?;
         // A strategic merge patch shows itself in errors as Go prints the decoded map.
         let patch_value = (kind == PatchType::StrategicMerge)
             .then(|| serde_json::from_slice::<serde_json::Value>(&ctx.body).ok())

@@ -26,24 +26,10 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     };
     let mut warnings = super::create::duplicate_fields(ctx, strategy, &new, how.clone(), repeats)?;
     warnings.extend(strategy.admit(&mut new, &how)?);
-    if meta::name(&new) != name {
-        return Err(Status::bad_request(format!(
-            "the name of the object ({}) does not match the name on the URL ({name})",
-            meta::name(&new)
-        ))
-        .into());
-    }
-    if info.namespaced() {
-        let body_ns = meta::namespace(&new);
+    check_name(ctx, strategy, &new)?;
+    if info.namespaced() && meta::namespace(&new).is_empty() {
         let url_ns = ctx.namespace().unwrap_or("");
-        if body_ns.is_empty() {
-            meta::meta_mut(&mut new).insert("namespace".into(), Value::String(url_ns.into()));
-        } else if body_ns != url_ns {
-            return Err(Status::bad_request(format!(
-                "the namespace of the object ({body_ns}) does not match the namespace on the request ({url_ns})"
-            ))
-            .into());
-        }
+        meta::meta_mut(&mut new).insert("namespace".into(), Value::String(url_ns.into()));
     }
     let current = match get_stored(ctx, strategy).await {
         Err(e) if e.is_not_found() && ctx.sub == Subresource::Main => {
@@ -71,6 +57,33 @@ pub async fn handle(ctx: &Ctx<'_>, strategy: &dyn Strategy) -> Result<Reply, Api
     let (out, mut more) = write_update(ctx, strategy, &current, new, Ownership::Track).await?;
     warnings.append(&mut more);
     Ok(Reply::value(200, render_object(ctx, strategy, out)?).with_warnings(warnings))
+}
+
+/// Upstream's `checkName`, after a PUT's decoding and a patch's application: the object must
+/// keep the URL's name and (when it names one) namespace (400 otherwise; a patch cannot move an
+/// object).
+pub(super) fn check_name(
+    ctx: &Ctx<'_>,
+    strategy: &dyn Strategy,
+    obj: &Value,
+) -> Result<(), ApiError> {
+    let name = ctx.name();
+    if meta::name(obj) != name {
+        return Err(Status::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            meta::name(obj)
+        ))
+        .into());
+    }
+    let body_ns = meta::namespace(obj);
+    let url_ns = ctx.namespace().unwrap_or("");
+    if strategy.info().namespaced() && !body_ns.is_empty() && body_ns != url_ns {
+        return Err(Status::bad_request(format!(
+            "the namespace of the object ({body_ns}) does not match the namespace on the request ({url_ns})"
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// A PUT of a missing object of a kind that allows it (upstream's `AllowCreateOnUpdate`):

@@ -1887,3 +1887,41 @@ async fn protobuf_status_writes_store_the_status_or_are_refused() {
         "{body}"
     );
 }
+
+/// Regression: a patch that renamed or moved an object got a 422 "field is immutable"; upstream's
+/// `checkName` refuses it with a 400 before validation, as a PUT is refused.
+#[tokio::test]
+async fn a_patch_cannot_rename_or_move_an_object() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let r = api
+        .post(cms, json!({"metadata": {"name": "jp"}, "data": {"a": "b"}}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let cases = [
+        (
+            "application/merge-patch+json",
+            json!({"metadata": {"namespace": "kube-system"}}),
+            "the namespace of the object (kube-system) does not match the namespace on the request (default)",
+        ),
+        (
+            "application/json-patch+json",
+            json!([{"op": "replace", "path": "/metadata/name", "value": "other"}]),
+            "the name of the object (other) does not match the name on the URL (jp)",
+        ),
+        (
+            "application/strategic-merge-patch+json",
+            json!({"metadata": {"name": "other"}}),
+            "the name of the object (other) does not match the name on the URL (jp)",
+        ),
+    ];
+    for (ct, patch, want) in cases {
+        let r = api
+            .call(Method::PATCH, &format!("{cms}/jp"), ct, Some(patch))
+            .await;
+        assert_eq!(r.status, 400, "{ct}: {}", r.text);
+        assert_eq!(r.json()["reason"], "BadRequest");
+        assert_eq!(r.json()["message"], want, "{ct}");
+    }
+}

@@ -153,3 +153,79 @@ async fn objects_past_the_max_object_size_are_refused_as_etcd_refuses_them() {
         .await;
     assert_eq!(r.status, 404, "nothing stored");
 }
+
+/// Past `--max-requests-inflight` a request is refused with 429 and `Retry-After`, but never one
+/// of `system:masters` (kube-apiserver's max-in-flight filter exempts them, so an
+/// administrator is not locked out under load). The one slot is held by a list that waits for
+/// a future resourceVersion.
+#[tokio::test]
+async fn system_masters_are_never_refused_for_requests_in_flight() {
+    let s = TestServer::start_with(|c| c.limits.max_requests_inflight = 1).await;
+    // A service account that may list ConfigMaps holds the slot.
+    let api = s.api(HttpVersion::Http1);
+    let r = api
+        .post(
+            "/api/v1/namespaces/default/serviceaccounts",
+            json!({"metadata": {"name": "reader"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = api
+        .post(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            json!({"metadata": {"name": "reader"},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                   "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "default"}]}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = api
+        .post(
+            "/api/v1/namespaces/default/serviceaccounts/reader/token",
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let token = r.json()["status"]["token"].as_str().unwrap().to_string();
+    let list = format!(
+        "{}/api/v1/namespaces/default/configmaps?resourceVersion=999999999&resourceVersionMatch=NotOlderThan",
+        s.url
+    );
+    crate::support::eventually("the reader may list ConfigMaps", || async {
+        s.client(HttpVersion::Http1)
+            .get(format!("{}/api/v1/namespaces/default/configmaps", s.url))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            == 200
+    })
+    .await;
+    let held = {
+        let client = s.client(HttpVersion::Http1);
+        let url = list.clone();
+        let token = token.clone();
+        tokio::spawn(async move { client.get(url).bearer_auth(token).send().await })
+    };
+    // Anonymous requests (allowed `/version`) are refused while the slot is held.
+    let anonymous = s.client(HttpVersion::Http1);
+    let url = format!("{}/version", s.url);
+    let started = Instant::now();
+    let refused = loop {
+        let r = anonymous.get(&url).send().await.unwrap();
+        if r.status() == 429 {
+            break r;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "never refused");
+    };
+    assert_eq!(refused.headers()["retry-after"], "1");
+    // The administrator's own request is served meanwhile.
+    let r = s.api(HttpVersion::Http1).get("/version").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        !held.is_finished(),
+        "the slot was released before the check"
+    );
+    held.await.unwrap().unwrap();
+}
