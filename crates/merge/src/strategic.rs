@@ -841,6 +841,18 @@ pub fn go_v(v: &Value) -> String {
     }
 }
 
+/// Go's `%T` of a decoded JSON value (`encoding/json` decodes every number as `float64`).
+pub fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "float64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}
+
 /// Go `%v` of a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`).
 fn go_float(f: f64) -> String {
     if f == 0.0 {

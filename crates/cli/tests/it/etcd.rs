@@ -88,6 +88,18 @@ fn server_on(etcd: &Etcd) -> TestServer {
     )
 }
 
+/// An etcd and two servers on it, started off the async runtime.
+async fn two_servers_on_one_etcd() -> (Etcd, TestServer, TestServer) {
+    tokio::task::spawn_blocking(|| {
+        let etcd = start_etcd();
+        let a = server_on(&etcd);
+        let b = server_on(&etcd);
+        (etcd, a, b)
+    })
+    .await
+    .unwrap()
+}
+
 const BASE: &str = "/apis/e.example.com/v1/namespaces/default/things";
 
 /// Sends a JSON request through the shared helper; answers the status and the JSON body.
@@ -121,14 +133,7 @@ async fn served_within(s: &TestServer, path: &str, want: u16, limit: Duration) -
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_servers_share_crds_watches_and_conflicts() {
-    let (etcd, a, b) = tokio::task::spawn_blocking(|| {
-        let etcd = start_etcd();
-        let a = server_on(&etcd);
-        let b = server_on(&etcd);
-        (etcd, a, b)
-    })
-    .await
-    .unwrap();
+    let (etcd, a, b) = two_servers_on_one_etcd().await;
 
     // A CRD created through A is served by B within a second.
     let crd = crd_json("e.example.com", "things", "Thing", "Namespaced");
@@ -221,14 +226,7 @@ async fn two_servers_share_crds_watches_and_conflicts() {
 /// long as both ran. Each now adds its CA to the bundle, and the bundle stays once it holds both.
 #[tokio::test]
 async fn two_servers_with_their_own_cas_publish_one_bundle() {
-    let (etcd, a, b) = tokio::task::spawn_blocking(|| {
-        let etcd = start_etcd();
-        let a = server_on(&etcd);
-        let b = server_on(&etcd);
-        (etcd, a, b)
-    })
-    .await
-    .unwrap();
+    let (etcd, a, b) = two_servers_on_one_etcd().await;
     let path = "/api/v1/namespaces/default/configmaps/kube-root-ca.crt";
     let (ca_a, ca_b) = (
         String::from_utf8(a.ca_pem.clone()).unwrap(),

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::fieldset::PathElement;
 use super::schema::{ListKind, Node, ScalarType, Schema, TypeId};
 use super::typed::{merge, to_field_set};
+use crate::strategic::{go_type, go_v};
 
 /// Merges `config` into `live`; no `managedFields` change. `Err` is upstream's text (after
 /// `error applying patch: `): `failed to convert patch object to typed object: ...`,
@@ -126,18 +127,6 @@ fn scalar_error(ty: ScalarType, v: &Value) -> Option<String> {
     }
 }
 
-/// Go's `%T` of a decoded JSON value.
-fn go_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "float64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
-    }
-}
-
 /// Go's `%#v` of a decoded JSON value (numbers are `float64`s).
 fn go_sharp_v(v: &Value) -> String {
     match v {
@@ -157,28 +146,6 @@ fn go_sharp_v(v: &Value) -> String {
                 .map(|k| format!("{}:{}", Value::String(k.clone()), go_sharp_v(&m[k])))
                 .collect();
             format!("map[string]interface {{}}{{{}}}", entries.join(", "))
-        }
-    }
-}
-
-/// Go's `%v` of a decoded JSON value.
-fn go_v(v: &Value) -> String {
-    match v {
-        Value::Null => "<nil>".to_owned(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => s.clone(),
-        Value::Array(items) => {
-            format!("[{}]", items.iter().map(go_v).collect::<Vec<_>>().join(" "))
-        }
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let entries: Vec<String> = keys
-                .into_iter()
-                .map(|k| format!("{k}:{}", go_v(&m[k])))
-                .collect();
-            format!("map[{}]", entries.join(" "))
         }
     }
 }

@@ -191,20 +191,9 @@ fn as_int(v: &Value, path: &str) -> Result<i64, ApiError> {
     };
     Err(Status::internal(format!(
         "{path} accessor error: {shown} is of the type {}, expected int64",
-        go_type(v)
+        crd_merge::strategic::go_type(v)
     ))
     .into())
-}
-
-fn go_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "float64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
-    }
 }
 
 /// Sets a value at a simple `.a.b.c` path, creating intermediate objects.
