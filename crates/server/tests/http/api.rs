@@ -959,6 +959,21 @@ async fn apply_of_an_undeclared_field_is_refused() {
         st["message"],
         "failed to create typed patch object (default/ssa9; /v1, Kind=ConfigMap): .bogus: field not declared in schema"
     );
+    // A value of the wrong scalar type is refused the same way (SMD's `validateScalar`).
+    let r = apply(
+        "/api/v1/namespaces/default/configmaps/ssa9?fieldManager=m1".into(),
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "ssa9", "namespace": "default"},
+               "data": {"a": 1}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 500);
+    let st: Value = r.json().await.unwrap();
+    assert_eq!(
+        st["message"],
+        "failed to create typed patch object (default/ssa9; /v1, Kind=ConfigMap): .data.a: expected string, got &value.valueUnstructured{Value:1}"
+    );
     assert_eq!(
         api.get("/api/v1/namespaces/default/configmaps/ssa9")
             .await
