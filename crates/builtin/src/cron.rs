@@ -169,46 +169,12 @@ fn descriptor(spec: &str) -> Result<(), String> {
             Ok(())
         }
         _ => match spec.strip_prefix("@every ") {
-            Some(d) => go_duration(d).map_err(|e| format!("failed to parse duration {spec}: {e}")),
+            Some(d) => crd_core::time::parse_go_duration(d)
+                .map(drop)
+                .map_err(|e| format!("failed to parse duration {spec}: {e}")),
             None => Err(format!("unrecognized descriptor: {spec}")),
         },
     }
-}
-
-/// Whether `s` is a Go duration (`time.ParseDuration`): an optional sign, then one or more
-/// decimal numbers each with a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`), or `0`.
-fn go_duration(s: &str) -> Result<(), String> {
-    let quoted = format!("\"{s}\"");
-    let mut rest = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if rest == "0" {
-        return Ok(());
-    }
-    if rest.is_empty() {
-        return Err(format!("time: invalid duration {quoted}"));
-    }
-    while !rest.is_empty() {
-        let number = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (num, after) = rest.split_at(number);
-        if num.is_empty() || num == "." {
-            return Err(format!("time: invalid duration {quoted}"));
-        }
-        let unit_len = after
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(after.len());
-        let (unit, next) = after.split_at(unit_len);
-        if unit.is_empty() {
-            return Err(format!("time: missing unit in duration {quoted}"));
-        }
-        if !matches!(unit, "ns" | "us" | "µs" | "μs" | "ms" | "s" | "m" | "h") {
-            return Err(format!(
-                "time: unknown unit \"{unit}\" in duration {quoted}"
-            ));
-        }
-        rest = next;
-    }
-    Ok(())
 }
 
 /// Go's `time.LoadLocation`: `""` and `UTC` are UTC, `Local` the local zone, any other name

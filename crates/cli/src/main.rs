@@ -168,6 +168,37 @@ struct ServeArgs {
     /// The audiences a service-account token must be for (default: the issuer).
     #[arg(long, value_delimiter = ',')]
     api_audiences: Vec<String>,
+    /// The URL of the OpenID Connect issuer whose ID tokens authenticate (`https` only; its
+    /// `/.well-known/openid-configuration` is read); needs `--oidc-client-id`.
+    #[arg(long)]
+    oidc_issuer_url: Option<String>,
+    /// The client ID every ID token must be issued for (its `aud`).
+    #[arg(long)]
+    oidc_client_id: Option<String>,
+    /// The CA certificates (PEM) the issuer's serving certificate is checked against; by
+    /// default the system's.
+    #[arg(long)]
+    oidc_ca_file: Option<PathBuf>,
+    /// The claim naming the user.
+    #[arg(long, default_value = "sub")]
+    oidc_username_claim: String,
+    /// Prefixed to every username; by default, for claims other than `email`, the issuer URL
+    /// and `#`; `-` for none.
+    #[arg(long)]
+    oidc_username_prefix: Option<String>,
+    /// The claim (a string or a list of strings) naming the user's groups.
+    #[arg(long)]
+    oidc_groups_claim: Option<String>,
+    /// Prefixed to every group of the groups claim.
+    #[arg(long, default_value = "")]
+    oidc_groups_prefix: String,
+    /// `KEY=VALUE`: a claim every ID token must carry with that value (repeatable, or
+    /// comma-separated).
+    #[arg(long, value_delimiter = ',', value_parser = parse_required_claim)]
+    oidc_required_claim: Vec<(String, String)>,
+    /// The signing algorithms accepted (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "RS256")]
+    oidc_signing_algs: Vec<String>,
     /// How often storage history is compacted; watches older than one to two intervals get 410.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     etcd_compaction_interval: Duration,
@@ -178,6 +209,11 @@ struct ServeArgs {
     /// Mutating requests in flight at once; more get 429 (0: no limit).
     #[arg(long, default_value_t = 200)]
     max_mutating_requests_inflight: usize,
+    /// How long a request that is not long-running (a watch, a log) may take before it is
+    /// answered 504 `Timeout`; a request's `timeout` query parameter may ask for less (Go
+    /// duration: `500ms`, `30s`, `1m`).
+    #[arg(long, default_value = "1m0s", value_parser = parse_duration)]
+    request_timeout: Duration,
     /// The largest object stored, in bytes: etcd's default request limit, so what passes here
     /// passes on a cluster (0: only the storage engine's own limit).
     #[arg(long, default_value_t = crd_server::limits::DEFAULT_MAX_OBJECT_SIZE)]
@@ -243,18 +279,45 @@ struct ServeArgs {
     runtime_config: crd_server::runtime_config::RuntimeConfig,
 }
 
-/// Parses the Go durations users pass to kube-apiserver flags (`250ms`, `2s`, `1m`).
+/// Parses the Go durations users pass to kube-apiserver flags (`250ms`, `2s`, `1m30s`), as
+/// `time.ParseDuration` does; a bare number is seconds, as this flag parser always took it.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (num, unit) = s
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((s, "s"), |i| s.split_at(i));
-    let n: u64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
-    match unit {
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        _ => Err(format!("invalid duration {s:?}: use ms, s or m")),
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse()
+            .map(Duration::from_secs)
+            .map_err(|_| format!("invalid duration {s:?}"));
     }
+    let nanos = crd_core::time::parse_go_duration(s)?;
+    u64::try_from(nanos)
+        .map(Duration::from_nanos)
+        .map_err(|_| format!("invalid duration {s:?}: must not be negative"))
+}
+
+/// The `--oidc-*` flags, when either of the two that enable OIDC is given (the server refuses
+/// one without the other, as kube-apiserver does).
+fn oidc_options(args: &ServeArgs) -> Option<crd_server::auth::oidc::OidcOptions> {
+    if args.oidc_issuer_url.is_none() && args.oidc_client_id.is_none() {
+        return None;
+    }
+    Some(crd_server::auth::oidc::OidcOptions {
+        issuer_url: args.oidc_issuer_url.clone().unwrap_or_default(),
+        client_id: args.oidc_client_id.clone().unwrap_or_default(),
+        ca_file: args.oidc_ca_file.clone(),
+        username_claim: args.oidc_username_claim.clone(),
+        username_prefix: args.oidc_username_prefix.clone(),
+        groups_claim: args.oidc_groups_claim.clone(),
+        groups_prefix: args.oidc_groups_prefix.clone(),
+        required_claims: args.oidc_required_claim.iter().cloned().collect(),
+        signing_algs: args.oidc_signing_algs.clone(),
+    })
+}
+
+/// Parses `KEY=VALUE` (`--oidc-required-claim`).
+fn parse_required_claim(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("{s} must be formatted as key=value"))
 }
 
 /// Parses `NAMESPACE/NAME=IP:PORT`.
@@ -362,6 +425,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("creating {}", data_dir.display()))?;
         let data_dir = std::fs::canonicalize(&data_dir)?;
         let store = open_store(&args, &data_dir).await?;
+        let oidc = oidc_options(&args);
         let tls = match (args.tls_cert_file, args.tls_private_key_file) {
             (Some(cert), Some(key)) => TlsSource::Files { cert, key },
             _ => TlsSource::Generated {
@@ -378,6 +442,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 max_requests_inflight: args.max_requests_inflight,
                 max_mutating_requests_inflight: args.max_mutating_requests_inflight,
                 max_object_size: args.max_object_size,
+                request_timeout: args.request_timeout,
                 ..crd_server::limits::Limits::default()
             },
             client_ca_file: args.client_ca_file.clone(),
@@ -411,6 +476,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             namespace_deletion_grace: args.namespace_deletion_grace_period,
             watch_cache: args.watch_cache,
             runtime_config: args.runtime_config,
+            oidc,
         };
         let (tx, rx) = watch::channel(false);
         tokio::spawn(async move {

@@ -8,6 +8,20 @@
 
 use std::fmt::Write as _;
 
+/// The word Go's `UnmarshalTypeError` uses for a JSON value's kind (`cannot unmarshal number
+/// into Go value of type string`).
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// Go's `metav1.Time` layout (`time.RFC3339`).
 pub const RFC3339: &str = "2006-01-02T15:04:05Z07:00";
 /// Go's `metav1.MicroTime` layout (`metav1.RFC3339Micro`).

@@ -408,14 +408,7 @@ impl fmt::Display for Selector {
 /// A decoding error for a `LabelSelector` field of the wrong JSON type, worded like Go's
 /// `encoding/json` errors.
 fn type_error(field: &str, want: &str, got: &Value) -> String {
-    let got = match got {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    };
+    let got = crate::go_decode::json_kind(got);
     format!("json: cannot unmarshal {got} into Go struct field {field} of type {want}")
 }
 

@@ -383,9 +383,11 @@ impl Status {
         })
     }
 
-    /// 504 `Timeout: <message>`.
+    /// 504 `Timeout: <message>`, with upstream's empty `details` (`NewTimeoutError` with no
+    /// retry delay).
     pub fn timeout(message: &str) -> Self {
         Self::failure(504, "Timeout", format!("Timeout: {message}"))
+            .with_details(StatusDetails::default())
     }
 
     /// The HTTP status code to answer with (200 for a Success status).

@@ -1,7 +1,8 @@
 //! Authentication as kube-apiserver's union authenticator does it: a bearer token from
 //! `--token-auth-file` (CSV: `token,user,uid[,"group1,group2"]`), a service-account `JWT`
-//! ([`crate::serviceaccount`]), a client certificate, and else, with `--anonymous-auth`, the
-//! anonymous user. A bearer token that no authenticator accepts is a 401, never anonymous.
+//! ([`crate::serviceaccount`]), an OpenID Connect ID token ([`oidc`], `--oidc-*`), a client
+//! certificate, and else, with `--anonymous-auth`, the anonymous user. A bearer token that no
+//! authenticator accepts is a 401, never anonymous.
 //!
 //! Main types: [`Authenticator`], [`TokenAuthenticator`], [`User`].
 
@@ -14,6 +15,8 @@ use crd_storage::Store;
 use serde_json::Value;
 
 use crate::serviceaccount::{self, TokenError, TokenIssuer};
+
+pub mod oidc;
 
 /// The anonymous user's name.
 pub const ANONYMOUS: &str = "system:anonymous";
@@ -81,6 +84,8 @@ pub struct Authenticator {
     pub service_accounts: Option<ServiceAccountTokens>,
     /// `--anonymous-auth`: requests without credentials are `system:anonymous`.
     pub anonymous: bool,
+    /// `--oidc-issuer-url`: ID tokens of that issuer.
+    pub oidc: Option<Arc<oidc::OidcAuthenticator>>,
 }
 
 /// Service-account token authentication: the issuer's checks plus the service account (and
@@ -101,6 +106,7 @@ impl Authenticator {
             tokens,
             service_accounts: None,
             anonymous: false,
+            oidc: None,
         }
     }
 
@@ -122,12 +128,13 @@ impl Authenticator {
         let user = match bearer(authorization) {
             Some(token) => match self.tokens.lookup(token) {
                 Some(u) => u.clone(),
-                None => {
-                    self.token(token, None)
-                        .await
-                        .map_err(|_| Unauthenticated)?
-                        .0
-                }
+                None => match self.token(token, None).await {
+                    Ok((u, _)) => u,
+                    Err(TokenFailure::NotOurs) => {
+                        self.oidc_token(token).await.map_err(|_| Unauthenticated)?
+                    }
+                    Err(_) => return Err(Unauthenticated),
+                },
             },
             None => match cert_user {
                 Some(u) => u.clone(),
@@ -181,20 +188,56 @@ impl Authenticator {
                 Ok((with_authenticated(u.clone()), accepted))
             };
         }
-        let (user, token_audiences) =
-            self.token(token, Some(requested))
-                .await
-                .map_err(|f| match f {
-                    TokenFailure::NotOurs => UNKNOWN.into(),
-                    TokenFailure::Invalidated => INVALIDATED.into(),
-                    TokenFailure::Expired => {
-                        format!("[{UNKNOWN}, {}]", TokenError::Expired)
+        let reviewed = match self.token(token, Some(requested)).await {
+            Err(TokenFailure::NotOurs) if self.oidc.is_some() => {
+                // Upstream wraps OIDC as audience-agnostic, as the token file.
+                return match self.oidc_token(token).await {
+                    Ok(u) if requested.is_empty() => Ok((with_authenticated(u), Vec::new())),
+                    Ok(u) => {
+                        let accepted = accepted_of(api);
+                        if accepted.is_empty() {
+                            Err(UNKNOWN.into())
+                        } else {
+                            Ok((with_authenticated(u), accepted))
+                        }
                     }
-                    // The loopback authenticator's `invalid bearer token`, then the
-                    // service-account authenticator's audience error (upstream's aggregate).
-                    TokenFailure::Refused(msg) => format!("[{UNKNOWN}, {msg}]"),
-                })?;
+                    Err(oidc::OidcError::NotOurs) => Err(UNKNOWN.into()),
+                    Err(oidc::OidcError::Refused(msg)) => Err(format!("[{UNKNOWN}, {msg}]")),
+                };
+            }
+            other => other,
+        };
+        let (user, token_audiences) = reviewed.map_err(|f| match f {
+            TokenFailure::NotOurs => UNKNOWN.into(),
+            TokenFailure::Invalidated => INVALIDATED.into(),
+            TokenFailure::Expired => {
+                format!("[{UNKNOWN}, {}]", TokenError::Expired)
+            }
+            // The loopback authenticator's `invalid bearer token`, then the
+            // service-account authenticator's audience error (upstream's aggregate).
+            TokenFailure::Refused(msg) => format!("[{UNKNOWN}, {msg}]"),
+        })?;
         Ok((with_authenticated(user), accepted_of(&token_audiences)))
+    }
+
+    /// An OIDC ID token's user (without `system:authenticated`).
+    async fn oidc_token(&self, token: &str) -> Result<User, oidc::OidcError> {
+        let Some(oidc) = &self.oidc else {
+            return Err(oidc::OidcError::NotOurs);
+        };
+        match oidc.authenticate(token).await {
+            Ok(u) => Ok(User {
+                name: u.name,
+                groups: u.groups,
+                ..User::default()
+            }),
+            Err(e) => {
+                if let oidc::OidcError::Refused(msg) = &e {
+                    tracing::debug!(error = %msg, "oidc token refused");
+                }
+                Err(e)
+            }
+        }
     }
 
     /// A service-account token's user and the audiences it is for, checked for `audiences`

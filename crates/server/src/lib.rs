@@ -116,6 +116,8 @@ pub struct ServerConfig {
     /// `--namespace-deletion-grace-period`: how long a terminating namespace waits before its
     /// content is deleted (kube-controller-manager waits 5 s).
     pub namespace_deletion_grace: std::time::Duration,
+    /// `--oidc-*`: ID tokens of one OpenID Connect issuer authenticate (none when `None`).
+    pub oidc: Option<auth::oidc::OidcOptions>,
 }
 
 impl ServerConfig {
@@ -146,6 +148,7 @@ impl ServerConfig {
             watch_cache: true,
             runtime_config: runtime_config::RuntimeConfig::default(),
             namespace_deletion_grace: std::time::Duration::ZERO,
+            oidc: None,
         }
     }
 }
@@ -193,6 +196,13 @@ pub async fn run(
         let (auth, token) = kubeconfig::admin_token(&config.data_dir)?;
         (auth, Some(token))
     };
+    // Refused flags stop start-up before the port opens, as kube-apiserver's option checks.
+    let oidc = config
+        .oidc
+        .as_ref()
+        .map(auth::oidc::OidcAuthenticator::new)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!(e))?;
     let listener = TcpListener::bind(config.bind)
         .await
         .with_context(|| format!("binding {}", config.bind))?;
@@ -220,7 +230,11 @@ pub async fn run(
             store: store.clone(),
         }),
         anonymous: config.anonymous_auth,
+        oidc,
     };
+    if let Some(oidc) = &authn.oidc {
+        oidc.start();
+    }
     let mut state = AppState::new(store.clone(), authn, config.conversion.clone());
     state.admission.set_authorizer(&authorizer);
     state.authorizer = authorizer;

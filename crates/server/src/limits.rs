@@ -1,8 +1,10 @@
 //! `--max-requests-inflight` and `--max-mutating-requests-inflight`, as kube-apiserver's
 //! max-in-flight filter: requests beyond the limit are refused with 429 at once rather than
 //! queued, so a burst cannot exhaust memory. Long-running requests (watches) are not counted.
+//! And `--request-timeout`, the longest a request that is not long-running may take.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::Method;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -19,19 +21,26 @@ pub struct Limits {
     /// `--max-object-size`: the largest stored object, in bytes (etcd's default request limit,
     /// so tests that pass here do not fail on a cluster); 0 means the engine's own limit.
     pub max_object_size: usize,
+    /// `--request-timeout`: how long a request that is not long-running may take before it is
+    /// answered 504, and the most a `timeout` query parameter may ask for.
+    pub request_timeout: Duration,
 }
+
+/// kube-apiserver's default `--request-timeout` (1m0s).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_mins(1);
 
 /// etcd's default `--max-request-bytes` (1.5 MiB).
 pub const DEFAULT_MAX_OBJECT_SIZE: usize = 1_572_864;
 
 impl Default for Limits {
-    /// kube-apiserver's defaults (400 and 200), and 10,000 connections.
+    /// kube-apiserver's defaults (400 and 200, a 60 s request timeout), and 10,000 connections.
     fn default() -> Self {
         Limits {
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
             max_connections: 10_000,
             max_object_size: DEFAULT_MAX_OBJECT_SIZE,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }
@@ -41,6 +50,7 @@ pub struct InFlight {
     read: Option<Arc<Semaphore>>,
     mutating: Option<Arc<Semaphore>>,
     max_object_size: usize,
+    request_timeout: Duration,
 }
 
 impl InFlight {
@@ -51,7 +61,13 @@ impl InFlight {
             read: sem(limits.max_requests_inflight),
             mutating: sem(limits.max_mutating_requests_inflight),
             max_object_size: limits.max_object_size,
+            request_timeout: limits.request_timeout,
         }
+    }
+
+    /// `--request-timeout`.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
     }
 
     /// The largest object a write may store (0: no limit of the server's own).
@@ -85,6 +101,7 @@ mod tests {
             max_mutating_requests_inflight: 0,
             max_connections: 1,
             max_object_size: 0,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         });
         let first = f.try_acquire(&Method::GET).expect("first read fits");
         assert!(

@@ -1126,7 +1126,7 @@ fn literal_arguments(e: &IdedExpr, errors: &mut Vec<(u64, String)>) {
     {
         let text: &str = s.as_ref();
         let valid = match call.func_name.as_str() {
-            "duration" => parse_duration(text).is_some(),
+            "duration" => crd_core::time::parse_go_duration(text).is_ok(),
             "timestamp" => valid_timestamp(text),
             "matches" => valid_regex(text),
             _ => true,
@@ -1138,52 +1138,6 @@ fn literal_arguments(e: &IdedExpr, errors: &mut Vec<(u64, String)>) {
     for child in positions::children(e) {
         literal_arguments(child, errors);
     }
-}
-
-/// Nanoseconds of a Go `time.ParseDuration` string (`1h30m`, `-1.5s`, `300ms`), if valid and
-/// within Go's int64 range.
-fn parse_duration(s: &str) -> Option<i128> {
-    let (neg, mut rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: f64 = 0.0;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let num = &rest[..num_len];
-        if num.is_empty() || num == "." || num.matches('.').count() > 1 {
-            return None;
-        }
-        let value: f64 = num.parse().ok()?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale: f64 = match &rest[..unit_len] {
-            "ns" => 1.0,
-            "us" | "\u{b5}s" | "\u{3bc}s" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        total += value * scale;
-    }
-    if total > 9.223_372_036_854_776e18 {
-        return None;
-    }
-    let n = total as i128;
-    Some(if neg { -n } else { n })
 }
 
 /// Whether a string is an RFC 3339 timestamp Go's `time.Parse(time.RFC3339, _)` accepts, within

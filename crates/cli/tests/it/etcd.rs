@@ -295,3 +295,80 @@ fn the_walkthrough_runs_on_etcd() {
     let keys = String::from_utf8_lossy(&keys.stdout);
     assert!(keys.contains("/registry/namespaces/default"), "{keys}");
 }
+
+/// With etcd frozen (SIGSTOP: it neither answers nor closes its connections), reads and writes
+/// are answered 504 once `--request-timeout` has passed, instead of waiting until the client
+/// gives up; once etcd runs again the server serves as before. (Whether the timed-out create is
+/// applied once etcd resumes is etcd's to decide, as upstream's 504 says: "may still be
+/// processing".)
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_to_a_frozen_etcd_are_answered_504_at_the_request_timeout() {
+    let (etcd, s) = tokio::task::spawn_blocking(|| {
+        let etcd = start_etcd();
+        let s = TestServer::start_with(
+            tempfile::tempdir().unwrap(),
+            &["--etcd-servers", &etcd.endpoint, "--request-timeout", "2s"],
+        );
+        (etcd, s)
+    })
+    .await
+    .unwrap();
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    let body = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}).to_string()
+    };
+    let signal = |sig: &str| {
+        let pid = etcd.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    let (code, _) = call(&s, reqwest::Method::POST, configmaps, Some(body("before"))).await;
+    assert_eq!(code, 201);
+    signal("-STOP");
+    let requests = [
+        (
+            reqwest::Method::POST,
+            configmaps.to_string(),
+            Some(body("during")),
+        ),
+        (reqwest::Method::GET, configmaps.to_string(), None),
+        // A shorter `timeout` wins over the flag.
+        (
+            reqwest::Method::GET,
+            format!("{configmaps}/before?timeout=500ms"),
+            None,
+        ),
+    ];
+    for (method, path, body) in requests {
+        let started = Instant::now();
+        let (code, status) = call(&s, method.clone(), &path, body).await;
+        let took = started.elapsed();
+        assert_eq!(code, 504, "{method} {path}: {status}");
+        assert_eq!(status["reason"], "Timeout", "{method} {path}");
+        assert_eq!(
+            status["message"], "Timeout: request did not complete within the allotted timeout",
+            "{method} {path}"
+        );
+        // Well before the test client's own 30 s.
+        assert!(
+            took < Duration::from_secs(15),
+            "{method} {path} took {took:?}"
+        );
+    }
+    signal("-CONT");
+    served_within(
+        &s,
+        &format!("{configmaps}/before"),
+        200,
+        Duration::from_secs(30),
+    )
+    .await;
+    let (code, _) = call(&s, reqwest::Method::POST, configmaps, Some(body("after"))).await;
+    assert!(code == 201, "create after etcd resumed: {code}");
+    drop((s, etcd));
+}

@@ -21,6 +21,7 @@ mod kube_rs_builtin;
 mod migration;
 mod mutating_policy;
 mod observability;
+mod oidc;
 mod python_client;
 mod reliability;
 mod schemas;

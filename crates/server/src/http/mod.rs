@@ -1,9 +1,11 @@
 //! The HTTP layer: one request's way through the server. [`accept`] takes connections;
-//! [`handle`] parses the route and options, runs the [`filters`] (authentication, authorization),
+//! [`handle`] parses the route and options, sets the request's [`deadline`], runs the
+//! [`filters`] (authentication, authorization),
 //! bounds requests in flight, reads the body, and hands the request to [`nonresource`] endpoints
 //! or to the resource handlers; [`render`] turns replies and errors into responses.
 
 pub mod accept;
+pub mod deadline;
 pub mod filters;
 pub mod nonresource;
 pub mod observe;
@@ -38,21 +40,37 @@ pub async fn handle(
     certificate: Option<&crate::auth::ClientCertificate>,
     req: Request<Incoming>,
 ) -> Response<BoxBody> {
-    let mut obs = observe::Observation::new(req.headers(), std::time::Instant::now());
+    let received = std::time::Instant::now();
+    let mut obs = observe::Observation::new(req.headers(), received);
     let (parts, body) = req.into_parts();
     let query = Query::parse(parts.uri.query());
     let route = route::parse(&parts.method, parts.uri.path(), &query);
-    let resp = serve_request(
-        &state,
-        server_address,
-        certificate,
-        &parts,
-        body,
-        &query,
-        &route,
-        &mut obs,
-    )
-    .await;
+    // Outside authentication, as upstream's deadline filter wraps it.
+    let resp = match deadline::of(&route, &query, state.limits.request_timeout()) {
+        Err(s) => status_response(&s, &[]),
+        Ok(timeout) => {
+            let serve = serve_request(
+                &state,
+                server_address,
+                certificate,
+                &parts,
+                body,
+                &query,
+                &route,
+                &mut obs,
+            );
+            match timeout {
+                None => serve.await,
+                Some(t) => {
+                    let at = tokio::time::Instant::from_std(received) + t;
+                    match tokio::time::timeout_at(at, serve).await {
+                        Ok(resp) => resp,
+                        Err(_) => status_response(&deadline::timed_out(), &[]),
+                    }
+                }
+            }
+        }
+    };
     obs.finish(&state, &parts, &route, &query, resp).await
 }
 

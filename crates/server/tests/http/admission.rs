@@ -1,24 +1,17 @@
-//! Admission webhooks end to end: a small HTTPS webhook server in the test (rcgen certificates,
-//! hyper over tokio-rustls) answering `AdmissionReview`s by path, and webhook configurations
+//! Admission webhooks end to end: a small HTTPS webhook server in the test
+//! ([`HttpsServer`]) answering `AdmissionReview`s by path, and webhook configurations
 //! created through the API. Each test first waits until its configuration is in effect (the
 //! webhook has seen a dry-run probe), since configurations reach the dispatcher through an
 //! informer.
 
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
-use hyper::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use bytes::Bytes;
 use reqwest::Method;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
 
-use crate::support::{Api, HttpVersion, TestServer, crd_json, eventually};
+use crate::support::{Api, HttpVersion, HttpsServer, TestServer, crd_json, eventually};
 
 const VWC: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
 const MWC: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
@@ -26,97 +19,37 @@ const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
 /// The in-test webhook: answers by path (see [`answer`]) and records every review it gets.
 struct Hook {
-    base: String,
+    server: HttpsServer,
     ca_bundle: String,
     seen: Arc<Mutex<Vec<(String, Value)>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Hook {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl Hook {
     async fn start() -> Hook {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_key = KeyPair::generate().expect("ca key");
-        let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
-        let issuer = Issuer::new(ca_params, ca_key);
-        let params = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
-        let key = KeyPair::generate().expect("key");
-        let cert = params.signed_by(&key, &issuer).expect("cert");
-        let tls = rustls::ServerConfig::builder()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![CertificateDer::from_pem_slice(cert.pem().as_bytes()).expect("pem")],
-                PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).expect("key pem"),
-            )
-            .expect("tls config");
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
         let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
         let record = seen.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    return;
-                };
-                let (acceptor, record) = (acceptor.clone(), record.clone());
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                        let record = record.clone();
-                        async move {
-                            let path = req.uri().path().to_string();
-                            let body = req
-                                .into_body()
-                                .collect()
-                                .await
-                                .map(http_body_util::Collected::to_bytes);
-                            let review: Value = body
-                                .ok()
-                                .and_then(|b| serde_json::from_slice(&b).ok())
-                                .unwrap_or(Value::Null);
-                            record
-                                .lock()
-                                .expect("lock")
-                                .push((path.clone(), review.clone()));
-                            let (code, body) = answer(&path, &review).await;
-                            Ok::<_, Infallible>(
-                                Response::builder()
-                                    .status(code)
-                                    .header("Content-Type", "application/json")
-                                    .body(Full::new(Bytes::from(body)))
-                                    .expect("response"),
-                            )
-                        }
-                    });
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(tls), service)
-                        .await;
-                });
-            }
-        });
+        let server = HttpsServer::start(Arc::new(move |path: String, body: Bytes| {
+            let record = record.clone();
+            Box::pin(async move {
+                let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                record
+                    .lock()
+                    .expect("lock")
+                    .push((path.clone(), review.clone()));
+                answer(&path, &review).await
+            })
+        }))
+        .await;
         Hook {
-            base: format!("https://{addr}"),
-            ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_cert.pem()),
+            ca_bundle: base64::engine::general_purpose::STANDARD.encode(&server.ca_pem),
+            server,
             seen,
-            task,
         }
     }
 
     /// The `clientConfig` of one path.
     fn client_config(&self, path: &str) -> Value {
-        json!({"url": format!("{}{path}", self.base), "caBundle": self.ca_bundle})
+        json!({"url": format!("{}{path}", self.server.base), "caBundle": self.ca_bundle})
     }
 
     /// Reviews received on `path` for objects (or old objects) named `name`.
@@ -493,7 +426,7 @@ async fn failure_policies_timeouts_and_bad_answers() {
 
     let r = api.post(CMS, labelled("s", "slow")).await;
     assert_eq!(r.status, 500, "{}", r.text);
-    let url = format!("{}/slow?timeout=1s", hook.base);
+    let url = format!("{}/slow?timeout=1s", hook.server.base);
     assert_eq!(
         r.json()["message"],
         format!(

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use crd_server::{ServerConfig, Started};
 use crd_storage::sqlite::SqliteStore;
 use reqwest::{Method, StatusCode};
@@ -450,4 +451,101 @@ pub fn list_hook(
     before_list: BeforeList,
 ) -> Arc<dyn crd_storage::Store> {
     Arc::new(crd_storage::hook::HookStore::new(inner).before_list(before_list))
+}
+
+/// What an [`HttpsServer`] answers a request with: its path and body in, status and JSON out.
+pub type Answer =
+    Arc<dyn Fn(String, Bytes) -> futures::future::BoxFuture<'static, (u16, String)> + Send + Sync>;
+
+/// A small HTTPS server in the test (rcgen certificates for 127.0.0.1 under a CA of its own,
+/// hyper over tokio-rustls, HTTP/1.1 and HTTP/2): the other side of a webhook or an OIDC
+/// issuer. Stops when dropped.
+pub struct HttpsServer {
+    /// `https://127.0.0.1:<port>`.
+    pub base: String,
+    /// The CA that signed its certificate, PEM.
+    pub ca_pem: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for HttpsServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl HttpsServer {
+    /// Listens on a free port and answers every request with `answer`.
+    pub async fn start(answer: Answer) -> HttpsServer {
+        use http_body_util::{BodyExt, Full};
+        use hyper_util::rt::{TokioExecutor, TokioIo};
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_key = KeyPair::generate().expect("ca key");
+        let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
+        let issuer = Issuer::new(ca_params, ca_key);
+        let params = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+        let key = KeyPair::generate().expect("key");
+        let cert = params.signed_by(&key, &issuer).expect("cert");
+        let tls = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![CertificateDer::from_pem_slice(cert.pem().as_bytes()).expect("pem")],
+                PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).expect("key pem"),
+            )
+            .expect("tls config");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    return;
+                };
+                let (acceptor, answer) = (acceptor.clone(), answer.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(
+                        move |req: hyper::Request<hyper::body::Incoming>| {
+                            let answer = answer.clone();
+                            async move {
+                                let path = req.uri().path().to_string();
+                                let body = req
+                                    .into_body()
+                                    .collect()
+                                    .await
+                                    .map(http_body_util::Collected::to_bytes)
+                                    .unwrap_or_default();
+                                let (code, body) = answer(path, body).await;
+                                Ok::<_, std::convert::Infallible>(
+                                    hyper::Response::builder()
+                                        .status(code)
+                                        .header("Content-Type", "application/json")
+                                        .body(Full::new(Bytes::from(body)))
+                                        .expect("response"),
+                                )
+                            }
+                        },
+                    );
+                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        HttpsServer {
+            base: format!("https://{addr}"),
+            ca_pem: ca_cert.pem(),
+            task,
+        }
+    }
 }

@@ -1,0 +1,697 @@
+//! OpenID Connect ID tokens (`--oidc-*`), checked as kube-apiserver's JWT authenticator checks
+//! them for its legacy OIDC flags: a token whose (unverified) `iss` is the issuer's is this
+//! authenticator's to decide; it must be for the client ID, unexpired, signed with an allowed
+//! algorithm by a key of the issuer's JWKS (found through its discovery document), and carry
+//! the required claims. The user is the username claim (prefixed), in the groups claim's groups.
+//!
+//! The discovery document is fetched in the background from start-up, retried every 10 s as
+//! upstream retries it; a request that arrives during the first attempt waits for it, so the
+//! server's first requests are not refused only because it started a moment ago.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::Value;
+use tokio::sync::{Mutex, watch};
+
+/// The signing algorithms upstream allows for `--oidc-signing-algs`.
+const ALLOWED_ALGS: &[&str] = &[
+    "RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512",
+];
+
+/// How long before `nbf` a token is already accepted (go-oidc v2's leeway).
+const NBF_LEEWAY_SECS: i64 = 60;
+
+/// How often a failed discovery is retried (upstream's poll interval).
+const RETRY: Duration = Duration::from_secs(10);
+
+/// How soon after a fetch the JWKS may be fetched again for a key it did not have.
+const REFETCH_AFTER: Duration = Duration::from_secs(1);
+
+/// kube-apiserver's `--oidc-*` flags.
+#[derive(Clone, Debug, Default)]
+pub struct OidcOptions {
+    /// `--oidc-issuer-url`: the `iss` of the tokens, an `https` URL.
+    pub issuer_url: String,
+    /// `--oidc-client-id`: the audience every token must be for.
+    pub client_id: String,
+    /// `--oidc-ca-file`: the CAs the issuer's certificate is checked against (else the system's).
+    pub ca_file: Option<PathBuf>,
+    /// `--oidc-username-claim` (`sub` when empty).
+    pub username_claim: String,
+    /// `--oidc-username-prefix`: `None` when not given (then, but for `email`, the issuer URL
+    /// and `#`); `-` for none.
+    pub username_prefix: Option<String>,
+    /// `--oidc-groups-claim`: a string or list of strings claim naming the user's groups.
+    pub groups_claim: Option<String>,
+    /// `--oidc-groups-prefix`.
+    pub groups_prefix: String,
+    /// `--oidc-required-claim`: claims that must be present with these string values.
+    pub required_claims: BTreeMap<String, String>,
+    /// `--oidc-signing-algs` (`RS256` when empty).
+    pub signing_algs: Vec<String>,
+}
+
+impl OidcOptions {
+    /// The options as kube-apiserver checks them at start-up; `Err` is its message.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.issuer_url.is_empty() != self.client_id.is_empty() {
+            return Err("oidc-issuer-url and oidc-client-id must be specified together".into());
+        }
+        let url = url::Url::parse(&self.issuer_url)
+            .map_err(|e| format!("issuer.url: Invalid value: {:?}: {e}", self.issuer_url))?;
+        if url.scheme() != "https" {
+            return Err(format!(
+                "issuer.url: Invalid value: {:?}: URL scheme must be https",
+                self.issuer_url
+            ));
+        }
+        if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+            return Err(format!(
+                "issuer.url: Invalid value: {:?}: URL must not contain a query, fragment or user info",
+                self.issuer_url
+            ));
+        }
+        for alg in &self.signing_algs {
+            if !ALLOWED_ALGS.contains(&alg.as_str()) {
+                return Err(format!("oidc: unsupported signing alg: {alg:?}"));
+            }
+            if Algorithm::from_str(alg).is_err() {
+                return Err(format!(
+                    "oidc: signing alg {alg:?} is not supported by this server (use RS*, PS*, ES256 or ES384)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Who a verified token says the user is (`auth` adds `system:authenticated`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OidcUser {
+    /// The prefixed username claim.
+    pub name: String,
+    /// The prefixed groups claim's groups.
+    pub groups: Vec<String>,
+}
+
+/// Why a token did not authenticate here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OidcError {
+    /// Not this issuer's token: other authenticators decide.
+    NotOurs,
+    /// This issuer's token, refused; upstream's message (what `TokenReview` reports).
+    Refused(String),
+}
+
+/// What discovery has found so far.
+#[derive(Clone)]
+enum Discovery {
+    /// The first attempt is under way.
+    Pending,
+    /// The last attempt failed; a retry is scheduled.
+    Failed,
+    /// The JWKS's address.
+    Ready(String),
+}
+
+/// The issuer's keys, fetched from its JWKS.
+struct Keys {
+    set: Vec<(Option<String>, Option<Algorithm>, DecodingKey)>,
+    fetched: Option<Instant>,
+}
+
+/// Verifies ID tokens of one issuer.
+pub struct OidcAuthenticator {
+    issuer: String,
+    client_id: String,
+    username_claim: String,
+    username_prefix: String,
+    groups_claim: Option<String>,
+    groups_prefix: String,
+    required_claims: BTreeMap<String, String>,
+    algs: Vec<String>,
+    client: reqwest::Client,
+    discovery: watch::Sender<Discovery>,
+    keys: Mutex<Keys>,
+}
+
+impl OidcAuthenticator {
+    /// An authenticator for validated `options`; `start` begins its discovery.
+    pub fn new(options: &OidcOptions) -> Result<Arc<Self>, String> {
+        options.validate()?;
+        // reqwest's TLS needs a process-wide provider; the server's is ring (a no-op when one is
+        // installed already).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .user_agent("kube-apiserver-oidc");
+        if let Some(path) = &options.ca_file {
+            let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| format!("Failed to read the CA contents: {e}"))?;
+            if certs.is_empty() {
+                return Err(format!(
+                    "Failed to read the CA contents: no certificate in {}",
+                    path.display()
+                ));
+            }
+            builder = builder.tls_certs_only(certs);
+        }
+        let client = builder.build().map_err(|e| e.to_string())?;
+        let username_claim = if options.username_claim.is_empty() {
+            "sub".to_string()
+        } else {
+            options.username_claim.clone()
+        };
+        // Upstream's legacy flag rule: no prefix flag means the issuer URL and `#`, but for
+        // `email`; `-` means none.
+        let username_prefix = match options.username_prefix.as_deref() {
+            Some("-") => String::new(),
+            Some(p) if !p.is_empty() => p.to_string(),
+            _ if username_claim == "email" => String::new(),
+            _ => format!("{}#", options.issuer_url),
+        };
+        let algs = if options.signing_algs.is_empty() {
+            vec!["RS256".to_string()]
+        } else {
+            options.signing_algs.clone()
+        };
+        Ok(Arc::new(OidcAuthenticator {
+            issuer: options.issuer_url.clone(),
+            client_id: options.client_id.clone(),
+            username_claim,
+            username_prefix,
+            groups_claim: options.groups_claim.clone().filter(|c| !c.is_empty()),
+            groups_prefix: options.groups_prefix.clone(),
+            required_claims: options.required_claims.clone(),
+            algs,
+            client,
+            discovery: watch::channel(Discovery::Pending).0,
+            keys: Mutex::new(Keys {
+                set: Vec::new(),
+                fetched: None,
+            }),
+        }))
+    }
+
+    /// Fetches the discovery document in the background until it is had (every 10 s after a
+    /// failure, as upstream), then the keys.
+    pub fn start(self: &Arc<Self>) {
+        let this = Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                match this.discover().await {
+                    Ok(jwks_uri) => {
+                        this.discovery.send_replace(Discovery::Ready(jwks_uri));
+                        // The keys now, so the first token need not wait for them.
+                        if let Err(e) = this.refresh_keys(None).await {
+                            tracing::warn!(issuer = %this.issuer, error = %e, "oidc: fetching keys");
+                        }
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::warn!(issuer = %this.issuer, error = %e, "oidc authenticator: initializing plugin");
+                        this.discovery.send_replace(Discovery::Failed);
+                        tokio::time::sleep(RETRY).await;
+                    }
+                }
+            }
+        });
+    }
+
+    /// go-oidc's `NewProvider`: the discovery document, whose `issuer` must be ours.
+    async fn discover(&self) -> Result<String, String> {
+        let url = format!(
+            "{}/.well-known/openid-configuration",
+            self.issuer.trim_end_matches('/')
+        );
+        let resp = self
+            .client
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = resp.status();
+        let body = resp.bytes().await.map_err(|e| e.to_string())?;
+        if status != reqwest::StatusCode::OK {
+            return Err(format!("{status}: {}", String::from_utf8_lossy(&body)));
+        }
+        let doc: Value = serde_json::from_slice(&body)
+            .map_err(|e| format!("oidc: failed to decode provider discovery object: {e}"))?;
+        let issuer = doc.get("issuer").and_then(Value::as_str).unwrap_or("");
+        if issuer != self.issuer {
+            return Err(format!(
+                "oidc: issuer did not match the issuer returned by provider, expected {:?} got {issuer:?}",
+                self.issuer
+            ));
+        }
+        doc.get("jwks_uri")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .ok_or_else(|| "oidc: provider discovery object has no jwks_uri".to_string())
+    }
+
+    /// Fetches the JWKS again unless it was fetched within [`REFETCH_AFTER`] (`after`: the
+    /// fetch the caller already saw, so that concurrent callers fetch once).
+    async fn refresh_keys(&self, after: Option<Instant>) -> Result<(), String> {
+        let Discovery::Ready(jwks_uri) = self.discovery.borrow().clone() else {
+            return Err("oidc: authenticator not initialized".into());
+        };
+        let mut keys = self.keys.lock().await;
+        if keys.fetched != after || keys.fetched.is_some_and(|at| at.elapsed() < REFETCH_AFTER) {
+            return Ok(());
+        }
+        keys.fetched = Some(Instant::now());
+        let resp = self
+            .client
+            .get(&jwks_uri)
+            .send()
+            .await
+            .map_err(|e| format!("fetching keys {e}"))?;
+        let status = resp.status();
+        let body = resp.bytes().await.map_err(|e| e.to_string())?;
+        if !status.is_success() {
+            return Err(format!(
+                "oidc: get keys failed: {status} {}",
+                String::from_utf8_lossy(&body)
+            ));
+        }
+        let set: JwkSet = serde_json::from_slice(&body)
+            .map_err(|e| format!("oidc: failed to decode keys: {e}"))?;
+        keys.set = set
+            .keys
+            .iter()
+            .filter_map(|jwk| {
+                let key = DecodingKey::from_jwk(jwk).ok()?;
+                let alg = jwk
+                    .common
+                    .key_algorithm
+                    .and_then(|a| Algorithm::from_str(&a.to_string()).ok());
+                Some((jwk.common.key_id.clone(), alg, key))
+            })
+            .collect();
+        Ok(())
+    }
+
+    /// Authenticates `token` if it is this issuer's.
+    pub async fn authenticate(&self, token: &str) -> Result<OidcUser, OidcError> {
+        let Some(claims) = untrusted_claims(token)
+            .filter(|c| c.get("iss").and_then(Value::as_str) == Some(self.issuer.as_str()))
+        else {
+            return Err(OidcError::NotOurs);
+        };
+        let refuse = |e: String| OidcError::Refused(e);
+        // During the first discovery, wait for it.
+        let mut rx = self.discovery.subscribe();
+        let ready = rx
+            .wait_for(|d| !matches!(d, Discovery::Pending))
+            .await
+            .is_ok_and(|d| matches!(*d, Discovery::Ready(_)));
+        if !ready {
+            return Err(refuse("oidc: authenticator not initialized".into()));
+        }
+        self.verify(token, &claims)
+            .await
+            .map_err(|e| refuse(format!("oidc: verify token: {e}")))?;
+        self.user(&claims).map_err(refuse)
+    }
+
+    /// go-oidc's `IDTokenVerifier.Verify`: audience, expiry, not-before, algorithm, signature.
+    async fn verify(
+        &self,
+        token: &str,
+        claims: &serde_json::Map<String, Value>,
+    ) -> Result<(), String> {
+        let audiences: Vec<String> = match claims.get("aud") {
+            Some(Value::String(a)) => vec![a.clone()],
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !audiences.contains(&self.client_id) {
+            return Err(format!(
+                "oidc: expected audience {:?} got {}",
+                self.client_id,
+                go_quote_list(&audiences)
+            ));
+        }
+        let now = jiff::Timestamp::now().as_second();
+        let exp = claims.get("exp").and_then(Value::as_f64).map(seconds);
+        if exp.is_none_or(|e| e < now) {
+            return Err(format!(
+                "oidc: token is expired (Token Expiry: {})",
+                go_time(exp.unwrap_or(i64::MIN))
+            ));
+        }
+        if let Some(nbf) = claims.get("nbf").and_then(Value::as_f64).map(seconds)
+            && now + NBF_LEEWAY_SECS < nbf
+        {
+            return Err(format!(
+                "oidc: current time {} before the nbf (not before) time: {}",
+                go_time(now),
+                go_time(nbf)
+            ));
+        }
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|e| format!("oidc: malformed jwt: {e}"))?;
+        let alg = format!("{:?}", header.alg);
+        if !self.algs.contains(&alg) {
+            return Err(format!(
+                "oidc: id token signed with unsupported algorithm, expected {} got {alg:?}",
+                go_quote_list(&self.algs)
+            ));
+        }
+        let seen = self.keys.lock().await.fetched;
+        if self.signed_by_a_key(token, &header).await {
+            return Ok(());
+        }
+        // A key the cached set does not have: the issuer may have rotated its keys.
+        self.refresh_keys(seen).await?;
+        if self.signed_by_a_key(token, &header).await {
+            return Ok(());
+        }
+        Err("failed to verify signature: failed to verify id token signature".into())
+    }
+
+    /// Whether a key of the cached set (the one the header names, or any) verifies `token`.
+    async fn signed_by_a_key(&self, token: &str, header: &jsonwebtoken::Header) -> bool {
+        let keys = self.keys.lock().await;
+        let mut validation = Validation::new(header.alg);
+        validation.validate_exp = false;
+        validation.validate_nbf = false;
+        validation.validate_aud = false;
+        validation.required_spec_claims.clear();
+        keys.set
+            .iter()
+            .filter(|(kid, alg, _)| {
+                header
+                    .kid
+                    .as_ref()
+                    .is_none_or(|want| kid.as_ref() == Some(want))
+                    && alg.is_none_or(|a| a == header.alg)
+            })
+            .any(|(_, _, key)| jsonwebtoken::decode::<Value>(token, key, &validation).is_ok())
+    }
+
+    /// The user the claims name, after the required-claims check (upstream's order: username,
+    /// groups, then required claims).
+    fn user(&self, claims: &serde_json::Map<String, Value>) -> Result<OidcUser, String> {
+        let claim = &self.username_claim;
+        let username = match claims.get(claim) {
+            None => {
+                return Err(format!(
+                    "oidc: parse username claims {claim:?}: claim not present"
+                ));
+            }
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(format!(
+                    "oidc: parse username claims {claim:?}: json: cannot unmarshal {} into Go value of type string",
+                    crd_core::go_decode::json_kind(other)
+                ));
+            }
+        };
+        if claim == "email" {
+            match claims.get("email_verified") {
+                None | Some(Value::Bool(true)) => {}
+                Some(Value::Bool(false)) => return Err("oidc: email not verified".into()),
+                Some(other) => {
+                    return Err(format!(
+                        "oidc: parse 'email_verified' claim: json: cannot unmarshal {} into Go value of type bool",
+                        crd_core::go_decode::json_kind(other)
+                    ));
+                }
+            }
+        }
+        let mut groups = Vec::new();
+        if let Some(gc) = &self.groups_claim
+            && let Some(value) = claims.get(gc)
+        {
+            let parsed: Option<Vec<String>> = match value {
+                Value::String(s) => Some(vec![s.clone()]),
+                Value::Array(items) => items.iter().map(|v| v.as_str().map(String::from)).collect(),
+                Value::Null => Some(Vec::new()),
+                _ => None,
+            };
+            let Some(parsed) = parsed else {
+                return Err(format!(
+                    "oidc: parse groups claim {gc:?}: json: cannot unmarshal {} into Go value of type string",
+                    crd_core::go_decode::json_kind(value)
+                ));
+            };
+            groups = parsed
+                .into_iter()
+                .map(|g| format!("{}{g}", self.groups_prefix))
+                .collect();
+        }
+        for (claim, want) in &self.required_claims {
+            let got = match claims.get(claim) {
+                None => {
+                    return Err(format!(
+                        "oidc: required claim {claim} not present in ID token"
+                    ));
+                }
+                Some(Value::String(s)) => s,
+                Some(other) => {
+                    return Err(format!(
+                        "oidc: parse claim {claim}: json: cannot unmarshal {} into Go value of type string",
+                        crd_core::go_decode::json_kind(other)
+                    ));
+                }
+            };
+            if got != want {
+                return Err(format!(
+                    "oidc: required claim {claim} value does not match. Got = {got}, want = {want}"
+                ));
+            }
+        }
+        Ok(OidcUser {
+            name: format!("{}{username}", self.username_prefix),
+            groups,
+        })
+    }
+}
+
+/// The payload of a compact JWT, unverified (upstream's `untrustedIssuer` reads `iss` so).
+fn untrusted_claims(token: &str) -> Option<serde_json::Map<String, Value>> {
+    if token.trim_start().starts_with('{') {
+        return None;
+    }
+    let mut parts = token.split('.');
+    let (_, payload, _, None) = (parts.next()?, parts.next()?, parts.next()?, parts.next()) else {
+        return None;
+    };
+    let bytes = URL_SAFE_NO_PAD.decode(payload).ok()?;
+    match serde_json::from_slice(&bytes).ok()? {
+        Value::Object(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// A JSON number of seconds as whole seconds (floored, saturating).
+#[allow(clippy::cast_possible_truncation)]
+fn seconds(v: f64) -> i64 {
+    v.floor() as i64
+}
+
+/// Go's `time.Time.String()` of a Unix time in UTC (`2026-12-01 21:14:18 +0000 UTC`).
+fn go_time(secs: i64) -> String {
+    match jiff::Timestamp::from_second(secs) {
+        Ok(t) => t.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string(),
+        Err(_) => "0001-01-01 00:00:00 +0000 UTC".into(),
+    }
+}
+
+/// Go's `%q` of a `[]string`: `["a" "b"]`.
+fn go_quote_list(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| format!("{i:?}")).collect();
+    format!("[{}]", quoted.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(issuer: &str, client: &str) -> OidcOptions {
+        OidcOptions {
+            issuer_url: issuer.into(),
+            client_id: client.into(),
+            ..OidcOptions::default()
+        }
+    }
+
+    /// Flags in, kube-apiserver's start-up verdict out.
+    #[test]
+    fn flags_are_checked_as_upstream_checks_them() {
+        let with_algs = |algs: &[&str]| OidcOptions {
+            signing_algs: algs.iter().map(|a| (*a).to_string()).collect(),
+            ..options("https://issuer.example", "kubernetes")
+        };
+        let cases: Vec<(OidcOptions, Result<(), &str>)> = vec![
+            (options("https://issuer.example", "kubernetes"), Ok(())),
+            (options("https://issuer.example/path", "k"), Ok(())),
+            (
+                options("https://issuer.example", ""),
+                Err("oidc-issuer-url and oidc-client-id must be specified together"),
+            ),
+            (
+                options("", "kubernetes"),
+                Err("oidc-issuer-url and oidc-client-id must be specified together"),
+            ),
+            (
+                options("http://issuer.example", "k"),
+                Err(
+                    r#"issuer.url: Invalid value: "http://issuer.example": URL scheme must be https"#,
+                ),
+            ),
+            (
+                options("https://issuer.example?a=b", "k"),
+                Err(
+                    r#"issuer.url: Invalid value: "https://issuer.example?a=b": URL must not contain a query, fragment or user info"#,
+                ),
+            ),
+            (with_algs(&["RS256", "ES256", "PS512"]), Ok(())),
+            (
+                with_algs(&["HS256"]),
+                Err(r#"oidc: unsupported signing alg: "HS256""#),
+            ),
+            (
+                with_algs(&["ES512"]),
+                Err(
+                    r#"oidc: signing alg "ES512" is not supported by this server (use RS*, PS*, ES256 or ES384)"#,
+                ),
+            ),
+        ];
+        for (opts, want) in cases {
+            assert_eq!(opts.validate(), want.map_err(String::from), "{opts:?}");
+        }
+    }
+
+    fn claims(v: Value) -> serde_json::Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Claims in, the user or upstream's message out, for the claim mappings of the flags.
+    #[test]
+    fn claims_map_to_users_as_upstream_maps_them() {
+        use serde_json::json;
+        let issuer = "https://issuer.example";
+        let make = |f: &dyn Fn(&mut OidcOptions)| {
+            let mut o = options(issuer, "k");
+            f(&mut o);
+            OidcAuthenticator::new(&o).unwrap()
+        };
+        let user = |name: &str, groups: &[&str]| {
+            Ok(OidcUser {
+                name: name.into(),
+                groups: groups.iter().map(|g| (*g).to_string()).collect(),
+            })
+        };
+        let default = make(&|_| {});
+        let email = make(&|o| o.username_claim = "email".into());
+        let grouped = make(&|o| {
+            o.groups_claim = Some("groups".into());
+            o.groups_prefix = "oidc:".into();
+            o.username_prefix = Some("-".into());
+        });
+        let prefixed = make(&|o| o.username_prefix = Some("corp:".into()));
+        let required = make(&|o| {
+            o.required_claims = [("hd".to_string(), "example.com".to_string())].into();
+        });
+        let cases: Vec<(&OidcAuthenticator, Value, Result<OidcUser, String>)> = vec![
+            (&default, json!({"sub": "alice"}), user("https://issuer.example#alice", &[])),
+            (
+                &default,
+                json!({}),
+                Err(r#"oidc: parse username claims "sub": claim not present"#.into()),
+            ),
+            (
+                &default,
+                json!({"sub": 7}),
+                Err(r#"oidc: parse username claims "sub": json: cannot unmarshal number into Go value of type string"#.into()),
+            ),
+            (&email, json!({"email": "a@example.com"}), user("a@example.com", &[])),
+            (
+                &email,
+                json!({"email": "a@example.com", "email_verified": true}),
+                user("a@example.com", &[]),
+            ),
+            (
+                &email,
+                json!({"email": "a@example.com", "email_verified": false}),
+                Err("oidc: email not verified".into()),
+            ),
+            (&prefixed, json!({"sub": "bob"}), user("corp:bob", &[])),
+            (
+                &grouped,
+                json!({"sub": "bob", "groups": ["dev", "ops"]}),
+                user("bob", &["oidc:dev", "oidc:ops"]),
+            ),
+            (&grouped, json!({"sub": "bob", "groups": "admins"}), user("bob", &["oidc:admins"])),
+            (&grouped, json!({"sub": "bob"}), user("bob", &[])),
+            (
+                &grouped,
+                json!({"sub": "bob", "groups": [1]}),
+                Err(r#"oidc: parse groups claim "groups": json: cannot unmarshal array into Go value of type string"#.into()),
+            ),
+            (
+                &required,
+                json!({"sub": "c", "hd": "example.com"}),
+                user("https://issuer.example#c", &[]),
+            ),
+            (
+                &required,
+                json!({"sub": "c"}),
+                Err("oidc: required claim hd not present in ID token".into()),
+            ),
+            (
+                &required,
+                json!({"sub": "c", "hd": "other.com"}),
+                Err("oidc: required claim hd value does not match. Got = other.com, want = example.com".into()),
+            ),
+        ];
+        for (authn, c, want) in cases {
+            assert_eq!(authn.user(&claims(c.clone())), want, "{c}");
+        }
+    }
+
+    #[test]
+    fn only_compact_jwts_of_the_issuer_are_read() {
+        let enc = |v: &str| URL_SAFE_NO_PAD.encode(v);
+        let token = format!("{}.{}.sig", enc("{}"), enc(r#"{"iss":"https://i"}"#));
+        assert_eq!(
+            untrusted_claims(&token).and_then(|c| c.get("iss").cloned()),
+            Some(Value::from("https://i"))
+        );
+        for bad in [
+            "",
+            "a.b",
+            "a.b.c.d",
+            "{\"iss\":1}",
+            &format!("x.{}.y", enc("[1]")),
+        ] {
+            assert_eq!(untrusted_claims(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn go_texts() {
+        assert_eq!(go_time(0), "1970-01-01 00:00:00 +0000 UTC");
+        assert_eq!(go_quote_list(&["a".into(), "b".into()]), r#"["a" "b"]"#);
+        assert_eq!(go_quote_list(&[]), "[]");
+    }
+}

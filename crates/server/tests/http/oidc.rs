@@ -1,0 +1,321 @@
+//! OpenID Connect ID tokens (`--oidc-*`) end to end: an issuer in the test ([`HttpsServer`]
+//! serving its discovery document and JWKS) and tokens signed with the RSA key in
+//! `tests/fixtures/oidc-rsa.pem` (its public half: `oidc-rsa.jwk.json`).
+
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use crd_server::auth::oidc::OidcOptions;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::{HttpVersion, HttpsServer, TestServer, eventually, read};
+
+const KEY_PEM: &[u8] = include_bytes!("../fixtures/oidc-rsa.pem");
+const JWK: &str = include_str!("../fixtures/oidc-rsa.jwk.json");
+
+/// An issuer whose JWKS is whatever the test puts in `keys`.
+struct Issuer {
+    server: HttpsServer,
+    keys: Arc<Mutex<Vec<Value>>>,
+    _ca: tempfile::NamedTempFile,
+    ca_file: std::path::PathBuf,
+}
+
+impl Issuer {
+    async fn start(keys: Vec<Value>) -> Issuer {
+        let keys = Arc::new(Mutex::new(keys));
+        let base: Arc<Mutex<String>> = Arc::default();
+        let (served_keys, served_base) = (keys.clone(), base.clone());
+        let server = HttpsServer::start(Arc::new(move |path: String, _: Bytes| {
+            let base = served_base.lock().unwrap().clone();
+            let keys = served_keys.lock().unwrap().clone();
+            Box::pin(async move {
+                match path.as_str() {
+                    "/.well-known/openid-configuration" => (
+                        200,
+                        json!({"issuer": base, "jwks_uri": format!("{base}/keys")}).to_string(),
+                    ),
+                    "/keys" => (200, json!({"keys": keys}).to_string()),
+                    _ => (404, "{}".into()),
+                }
+            })
+        }))
+        .await;
+        base.lock().unwrap().clone_from(&server.base);
+        let ca = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(ca.path(), &server.ca_pem).unwrap();
+        Issuer {
+            ca_file: ca.path().to_path_buf(),
+            _ca: ca,
+            server,
+            keys,
+        }
+    }
+
+    fn options(&self) -> OidcOptions {
+        OidcOptions {
+            issuer_url: self.server.base.clone(),
+            client_id: "kubernetes".into(),
+            ca_file: Some(self.ca_file.clone()),
+            username_claim: "sub".into(),
+            groups_claim: Some("groups".into()),
+            groups_prefix: "oidc:".into(),
+            ..OidcOptions::default()
+        }
+    }
+
+    /// An RS256 token of `claims`, with `iss` and a 10-minute `exp` unless `claims` sets them.
+    fn token(&self, claims: &Value) -> String {
+        let mut all = json!({"iss": self.server.base, "aud": "kubernetes", "exp": now() + 600});
+        for (k, v) in claims.as_object().unwrap() {
+            if v.is_null() {
+                all.as_object_mut().unwrap().remove(k);
+            } else {
+                all[k] = v.clone();
+            }
+        }
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+        header.kid = Some("rsa-1".into());
+        jsonwebtoken::encode(
+            &header,
+            &all,
+            &jsonwebtoken::EncodingKey::from_rsa_pem(KEY_PEM).unwrap(),
+        )
+        .unwrap()
+    }
+}
+
+fn now() -> i64 {
+    i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap()
+}
+
+fn jwk() -> Value {
+    serde_json::from_str(JWK).unwrap()
+}
+
+/// The request as the token's user: status and body.
+async fn as_token(
+    s: &TestServer,
+    method: Method,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = s
+        .client(HttpVersion::Http2)
+        .request(method, format!("{}{path}", s.url))
+        .bearer_auth(token);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let r = read(req.send().await.unwrap()).await;
+    (
+        r.status.as_u16(),
+        serde_json::from_str(&r.text).unwrap_or(Value::Null),
+    )
+}
+
+async fn whoami(s: &TestServer, token: &str) -> (u16, Value) {
+    as_token(
+        s,
+        Method::POST,
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        token,
+        Some(json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})),
+    )
+    .await
+}
+
+/// `TokenReview`'s verdict on `token`, asked by the admin.
+async fn review(s: &TestServer, token: &str) -> Value {
+    let r = s
+        .api(HttpVersion::Http2)
+        .post(
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    r.json()["status"].clone()
+}
+
+#[tokio::test]
+async fn an_id_token_authenticates_as_its_claims_say_and_rbac_judges_the_groups() {
+    let issuer = Issuer::start(vec![jwk()]).await;
+    let options = issuer.options();
+    let s = TestServer::start_with(move |c| c.oidc = Some(options)).await;
+    let token = issuer.token(&json!({"sub": "alice", "groups": ["dev", "ops"]}));
+    let (code, body) = whoami(&s, &token).await;
+    assert_eq!(code, 201, "{body}");
+    let alice = format!("{}#alice", issuer.server.base);
+    assert_eq!(
+        body["status"]["userInfo"],
+        json!({"username": alice, "groups": ["oidc:dev", "oidc:ops", "system:authenticated"]})
+    );
+    let status = review(&s, &token).await;
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(status["user"]["username"], alice);
+    // Authorized as that user and those groups.
+    let path = "/api/v1/namespaces/default/configmaps";
+    let (code, body) = as_token(&s, Method::GET, path, &token, None).await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        format!(
+            "configmaps is forbidden: User \"{alice}\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""
+        )
+    );
+    let binding = s
+        .api(HttpVersion::Http2)
+        .post(
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "devs-view"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "oidc:dev"}],
+            }),
+        )
+        .await;
+    assert_eq!(binding.status, 201, "{}", binding.text);
+    eventually("the group's binding takes effect", || async {
+        as_token(&s, Method::GET, path, &token, None).await.0 == 200
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn refused_id_tokens_are_401_and_token_review_says_why() {
+    let issuer = Issuer::start(vec![jwk()]).await;
+    let options = issuer.options();
+    let s = TestServer::start_with(move |c| c.oidc = Some(options)).await;
+    let good = issuer.token(&json!({"sub": "alice"}));
+    let mut parts: Vec<String> = good.split('.').map(String::from).collect();
+    // Another payload under the same signature.
+    parts[1] = {
+        use base64::Engine as _;
+        let enc = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let mut claims: Value = serde_json::from_slice(&enc.decode(&parts[1]).unwrap()).unwrap();
+        claims["sub"] = json!("mallory");
+        enc.encode(claims.to_string())
+    };
+    let tampered = parts.join(".");
+    let es256 = {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+        header.kid = Some("rsa-1".into());
+        jsonwebtoken::encode(
+            &header,
+            &json!({"iss": issuer.server.base, "aud": "kubernetes", "sub": "x", "exp": now() + 600}),
+            &jsonwebtoken::EncodingKey::from_ec_pem(key.serialize_pem().as_bytes()).unwrap(),
+        )
+        .unwrap()
+    };
+    let expired_at = now() - 120;
+    let cases: Vec<(&str, String, String)> = vec![
+        (
+            "expired",
+            issuer.token(&json!({"sub": "a", "exp": expired_at})),
+            "oidc: verify token: oidc: token is expired (Token Expiry: ".into(),
+        ),
+        (
+            "for another client",
+            issuer.token(&json!({"sub": "a", "aud": ["other", "more"]})),
+            r#"oidc: verify token: oidc: expected audience "kubernetes" got ["other" "more"]"#.into(),
+        ),
+        (
+            "not valid for another hour",
+            issuer.token(&json!({"sub": "a", "nbf": now() + 3600})),
+            "oidc: verify token: oidc: current time ".into(),
+        ),
+        (
+            "signed with an algorithm not allowed",
+            es256,
+            r#"oidc: verify token: oidc: id token signed with unsupported algorithm, expected ["RS256"] got "ES256""#.into(),
+        ),
+        (
+            "tampered",
+            tampered,
+            "oidc: verify token: failed to verify signature: failed to verify id token signature".into(),
+        ),
+        (
+            "without a username",
+            issuer.token(&json!({"sub": null})),
+            r#"oidc: parse username claims "sub": claim not present"#.into(),
+        ),
+    ];
+    for (what, token, why) in cases {
+        let (code, body) = whoami(&s, &token).await;
+        assert_eq!(code, 401, "{what}: {body}");
+        assert_eq!(body["reason"], "Unauthorized", "{what}");
+        let status = review(&s, &token).await;
+        assert_eq!(status["authenticated"], Value::Null, "{what}: {status}");
+        let error = status["error"].as_str().unwrap_or_default();
+        assert!(
+            error.starts_with(&format!("[invalid bearer token, {why}")),
+            "{what}: {error}"
+        );
+    }
+    // Another issuer's token is not OIDC's to judge: the bearer-token authenticators' error.
+    let other = jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256),
+        &json!({"iss": "https://elsewhere.example", "aud": "kubernetes", "sub": "a", "exp": now() + 600}),
+        &jsonwebtoken::EncodingKey::from_rsa_pem(KEY_PEM).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(whoami(&s, &other).await.0, 401);
+    assert_eq!(review(&s, &other).await["error"], "invalid bearer token");
+    // The good token still works.
+    assert_eq!(whoami(&s, &good).await.0, 201);
+}
+
+#[tokio::test]
+async fn a_key_the_issuer_publishes_later_is_fetched_when_a_token_needs_it() {
+    // The issuer starts without keys, as one that is rotating them.
+    let issuer = Issuer::start(Vec::new()).await;
+    let options = OidcOptions {
+        username_prefix: Some("-".into()),
+        ..issuer.options()
+    };
+    let s = TestServer::start_with(move |c| c.oidc = Some(options)).await;
+    let token = issuer.token(&json!({"sub": "carol"}));
+    assert_eq!(whoami(&s, &token).await.0, 401);
+    issuer.keys.lock().unwrap().push(jwk());
+    eventually("the new key is fetched", || async {
+        whoami(&s, &token).await.0 == 201
+    })
+    .await;
+    assert_eq!(
+        whoami(&s, &token).await.1["status"]["userInfo"]["username"],
+        "carol"
+    );
+}
+
+#[tokio::test]
+async fn bad_oidc_flags_stop_start_up_with_upstreams_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = crd_server::ServerConfig::loopback(dir.path());
+    config.oidc = Some(OidcOptions {
+        issuer_url: "http://127.0.0.1:1".into(),
+        client_id: "kubernetes".into(),
+        ..OidcOptions::default()
+    });
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let store: Arc<dyn crd_storage::Store> =
+        crd_storage::sqlite::SqliteStore::open(&dir.path().join("state.db")).unwrap();
+    let err = crd_server::run(config, store, rx, |_| {})
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r#"issuer.url: Invalid value: "http://127.0.0.1:1": URL scheme must be https"#
+    );
+}
