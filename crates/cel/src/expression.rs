@@ -96,6 +96,14 @@ impl Reads {
         }
     }
 
+    /// Whether the variable's field `field` is read by a select (`claims.email`), as
+    /// kube-apiserver's `hasSelectExp` asks of authentication expressions.
+    pub fn selects(&self, field: &str) -> bool {
+        self.paths
+            .iter()
+            .any(|p| p.first().is_some_and(|f| f == field))
+    }
+
     /// Adds what `other` reads.
     pub fn add(&mut self, other: &Reads) {
         self.whole |= other.whole;

@@ -153,8 +153,14 @@ struct ServeArgs {
     authorization_policy_file: Option<PathBuf>,
     /// Requests without credentials act as `system:anonymous` (group `system:unauthenticated`),
     /// which authorization then judges, as in kube-apiserver. A bad token is always a 401.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    anonymous_auth: bool,
+    /// Default `true`; an `--authentication-config` file's `anonymous` section conflicts with it.
+    #[arg(long, action = clap::ArgAction::Set)]
+    anonymous_auth: Option<bool>,
+    /// An `apiserver.config.k8s.io` `AuthenticationConfiguration` file: JWT authenticators
+    /// (several issuers, CEL claim mappings and validation rules) and the paths served to
+    /// anonymous requests; exclusive with the `--oidc-*` flags.
+    #[arg(long)]
+    authentication_config: Option<PathBuf>,
     /// The PEM private key (PKCS#8 EC P-256 or RSA, or PKCS#1 RSA) that signs service-account
     /// tokens; by default one is generated into the data dir (`sa.key`).
     #[arg(long)]
@@ -294,10 +300,19 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|_| format!("invalid duration {s:?}: must not be negative"))
 }
 
-/// The `--oidc-*` flags, when either of the two that enable OIDC is given (the server refuses
-/// one without the other, as kube-apiserver does).
+/// The `--oidc-*` flags, when any is given (the server refuses them without both the issuer
+/// and the client ID, and with `--authentication-config`, as kube-apiserver does).
 fn oidc_options(args: &ServeArgs) -> Option<crd_server::auth::oidc::OidcOptions> {
-    if args.oidc_issuer_url.is_none() && args.oidc_client_id.is_none() {
+    let any_set = args.oidc_issuer_url.is_some()
+        || args.oidc_client_id.is_some()
+        || args.oidc_ca_file.is_some()
+        || args.oidc_username_claim != "sub"
+        || args.oidc_username_prefix.is_some()
+        || args.oidc_groups_claim.is_some()
+        || !args.oidc_groups_prefix.is_empty()
+        || !args.oidc_required_claim.is_empty()
+        || args.oidc_signing_algs != ["RS256"];
+    if !any_set {
         return None;
     }
     Some(crd_server::auth::oidc::OidcOptions {
@@ -448,7 +463,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             client_ca_file: args.client_ca_file.clone(),
             authorization_modes: args.authorization_mode.clone(),
             authorization_policy_file: args.authorization_policy_file.clone(),
-            anonymous_auth: args.anonymous_auth,
+            anonymous_auth: args.anonymous_auth.unwrap_or(true),
+            anonymous_auth_flag_set: args.anonymous_auth.is_some(),
+            authentication_config: args.authentication_config.clone(),
             service_account: crd_server::serviceaccount::KeyOptions {
                 signing_key_file: args.service_account_signing_key_file.clone(),
                 key_files: args.service_account_key_file.clone(),

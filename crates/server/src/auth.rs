@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::serviceaccount::{self, TokenError, TokenIssuer};
 
+pub mod authn_config;
 pub mod oidc;
 
 /// The anonymous user's name.
@@ -84,8 +85,11 @@ pub struct Authenticator {
     pub service_accounts: Option<ServiceAccountTokens>,
     /// `--anonymous-auth`: requests without credentials are `system:anonymous`.
     pub anonymous: bool,
-    /// `--oidc-issuer-url`: ID tokens of that issuer.
-    pub oidc: Option<Arc<oidc::OidcAuthenticator>>,
+    /// The paths served anonymously (an authentication configuration's `anonymous.conditions`);
+    /// every path when empty.
+    pub anonymous_paths: Vec<String>,
+    /// JWT authenticators (`--oidc-*` or `--authentication-config`), one per issuer.
+    pub jwt: Vec<Arc<oidc::OidcAuthenticator>>,
 }
 
 /// Service-account token authentication: the issuer's checks plus the service account (and
@@ -106,16 +110,18 @@ impl Authenticator {
             tokens,
             service_accounts: None,
             anonymous: false,
-            oidc: None,
+            anonymous_paths: Vec::new(),
+            jwt: Vec::new(),
         }
     }
 
-    /// Authenticates a request from its `Authorization` header and client certificate.
-    /// Authenticated users gain `system:authenticated`.
+    /// Authenticates a request to `path` from its `Authorization` header and client
+    /// certificate. Authenticated users gain `system:authenticated`.
     pub async fn authenticate(
         &self,
         authorization: Option<&str>,
         certificate: Option<&ClientCertificate>,
+        path: &str,
     ) -> Result<User, Unauthenticated> {
         // Upstream's union authenticator asks the x509 authenticator first: a verified
         // certificate wins over any token; one that does not verify leaves the token to decide,
@@ -138,7 +144,12 @@ impl Authenticator {
             },
             None => match cert_user {
                 Some(u) => u.clone(),
-                None if self.anonymous => return Ok(User::anonymous()),
+                None if self.anonymous
+                    && (self.anonymous_paths.is_empty()
+                        || self.anonymous_paths.iter().any(|p| p == path)) =>
+                {
+                    return Ok(User::anonymous());
+                }
                 None => return Err(Unauthenticated),
             },
         };
@@ -189,7 +200,7 @@ impl Authenticator {
             };
         }
         let reviewed = match self.token(token, Some(requested)).await {
-            Err(TokenFailure::NotOurs) if self.oidc.is_some() => {
+            Err(TokenFailure::NotOurs) if !self.jwt.is_empty() => {
                 // Upstream wraps OIDC as audience-agnostic, as the token file.
                 return match self.oidc_token(token).await {
                     Ok(u) if requested.is_empty() => Ok((with_authenticated(u), Vec::new())),
@@ -220,16 +231,27 @@ impl Authenticator {
         Ok((with_authenticated(user), accepted_of(&token_audiences)))
     }
 
-    /// An OIDC ID token's user (without `system:authenticated`).
+    /// An OIDC ID token's user (without `system:authenticated`), judged by the authenticator of
+    /// its issuer.
     async fn oidc_token(&self, token: &str) -> Result<User, oidc::OidcError> {
-        let Some(oidc) = &self.oidc else {
-            return Err(oidc::OidcError::NotOurs);
-        };
-        match oidc.authenticate(token).await {
+        // Each judges only its own issuer's tokens (issuers are unique).
+        for jwt in &self.jwt {
+            match jwt.authenticate(token).await {
+                Err(oidc::OidcError::NotOurs) => {}
+                judged => return Self::oidc_user(judged),
+            }
+        }
+        Err(oidc::OidcError::NotOurs)
+    }
+
+    /// An OIDC verdict as a user, logged when refused.
+    fn oidc_user(judged: Result<oidc::OidcUser, oidc::OidcError>) -> Result<User, oidc::OidcError> {
+        match judged {
             Ok(u) => Ok(User {
                 name: u.name,
+                uid: u.uid,
                 groups: u.groups,
-                ..User::default()
+                extra: u.extra,
             }),
             Err(e) => {
                 if let oidc::OidcError::Refused(msg) = &e {

@@ -118,6 +118,11 @@ pub struct ServerConfig {
     pub namespace_deletion_grace: std::time::Duration,
     /// `--oidc-*`: ID tokens of one OpenID Connect issuer authenticate (none when `None`).
     pub oidc: Option<auth::oidc::OidcOptions>,
+    /// `--authentication-config`: an `AuthenticationConfiguration` file (JWT authenticators,
+    /// anonymous paths); exclusive with `oidc`.
+    pub authentication_config: Option<PathBuf>,
+    /// Whether `--anonymous-auth` was given (a file's `anonymous` section then conflicts).
+    pub anonymous_auth_flag_set: bool,
 }
 
 impl ServerConfig {
@@ -149,8 +154,64 @@ impl ServerConfig {
             runtime_config: runtime_config::RuntimeConfig::default(),
             namespace_deletion_grace: std::time::Duration::ZERO,
             oidc: None,
+            authentication_config: None,
+            anonymous_auth_flag_set: false,
         }
     }
+}
+
+/// The JWT authenticators of `--oidc-*` or `--authentication-config`, and the file's
+/// `anonymous` section, checked as kube-apiserver checks them (`Err` is its message).
+fn jwt_authenticators(
+    config: &ServerConfig,
+) -> anyhow::Result<(
+    Vec<Arc<auth::oidc::OidcAuthenticator>>,
+    Option<auth::authn_config::AnonymousConfig>,
+)> {
+    let Some(path) = &config.authentication_config else {
+        let jwt = config
+            .oidc
+            .as_ref()
+            .map(|o| o.to_jwt().and_then(auth::oidc::OidcAuthenticator::new))
+            .transpose()
+            .map_err(|e| anyhow::anyhow!(e))?;
+        return Ok((jwt.into_iter().collect(), None));
+    };
+    if config.oidc.is_some() {
+        anyhow::bail!("authentication-config file and oidc-* flags are mutually exclusive");
+    }
+    let load = |e: String| {
+        anyhow::anyhow!(
+            "failed to load authentication configuration from file {:?}: {e}",
+            path.display().to_string()
+        )
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| load(e.to_string()))?;
+    let sa_issuer = config
+        .service_account
+        .issuer
+        .clone()
+        .unwrap_or_else(|| serviceaccount::DEFAULT_ISSUER.to_string());
+    let file = auth::authn_config::AuthenticationConfig::parse(&text, &[sa_issuer]).map_err(
+        |e| match e {
+            auth::authn_config::ConfigError::Load(m) => load(m),
+            auth::authn_config::ConfigError::Invalid(m) => {
+                anyhow::anyhow!("invalid authentication configuration: {m}")
+            }
+        },
+    )?;
+    if file.anonymous.is_some() && config.anonymous_auth_flag_set {
+        anyhow::bail!(
+            "anonymous: Forbidden: --anonymous-auth flag cannot be set when anonymous field is configured in authentication configuration file"
+        );
+    }
+    let jwt = file
+        .jwt
+        .into_iter()
+        .map(auth::oidc::OidcAuthenticator::new)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::anyhow!(e))?;
+    Ok((jwt, file.anonymous))
 }
 
 /// What a started server tells its caller.
@@ -197,12 +258,7 @@ pub async fn run(
         (auth, Some(token))
     };
     // Refused flags stop start-up before the port opens, as kube-apiserver's option checks.
-    let oidc = config
-        .oidc
-        .as_ref()
-        .map(auth::oidc::OidcAuthenticator::new)
-        .transpose()
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let (jwt, anonymous) = jwt_authenticators(&config)?;
     let listener = TcpListener::bind(config.bind)
         .await
         .with_context(|| format!("binding {}", config.bind))?;
@@ -229,11 +285,14 @@ pub async fn run(
             audiences,
             store: store.clone(),
         }),
-        anonymous: config.anonymous_auth,
-        oidc,
+        anonymous: anonymous
+            .as_ref()
+            .map_or(config.anonymous_auth, |a| a.enabled),
+        anonymous_paths: anonymous.map(|a| a.paths).unwrap_or_default(),
+        jwt,
     };
-    if let Some(oidc) = &authn.oidc {
-        oidc.start();
+    for jwt in &authn.jwt {
+        jwt.start();
     }
     let mut state = AppState::new(store.clone(), authn, config.conversion.clone());
     state.admission.set_authorizer(&authorizer);

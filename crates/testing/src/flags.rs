@@ -30,8 +30,17 @@ pub(crate) fn apply(config: &mut ServerConfig, name: &str, value: &str) -> anyho
             config.anonymous_auth = value
                 .parse()
                 .map_err(|e| anyhow::anyhow!("--{name}={value}: {e}"))?;
+            config.anonymous_auth_flag_set = true;
         }
         "token-auth-file" => config.token_file = Some(PathBuf::from(value)),
+        "authentication-config" => config.authentication_config = Some(PathBuf::from(value)),
+        "request-timeout" => {
+            let nanos = crd_core::time::parse_go_duration(value)
+                .map_err(|e| anyhow::anyhow!("--{name}={value}: {e}"))?;
+            config.limits.request_timeout = std::time::Duration::from_nanos(
+                u64::try_from(nanos).map_err(|_| anyhow::anyhow!("--{name}={value}: negative"))?,
+            );
+        }
         "client-ca-file" => config.client_ca_file = Some(PathBuf::from(value)),
         "api-audiences" => config.api_audiences = list(),
         "service-account-issuer" => config.service_account.issuer = Some(value.to_string()),
@@ -70,11 +79,19 @@ mod tests {
             ("--max-object-size", "1024"),
             ("--api-audiences", "a,b"),
             ("--runtime-config", "apiextensions.k8s.io/v1beta1=true"),
+            ("--request-timeout", "1m30s"),
+            ("--authentication-config", "/etc/authn.yaml"),
         ] {
             apply(&mut c, name, value).unwrap();
         }
         assert_eq!(c.authorization_modes, ["ABAC", "RBAC"]);
         assert!(!c.anonymous_auth);
+        assert!(c.anonymous_auth_flag_set);
+        assert_eq!(c.limits.request_timeout, std::time::Duration::from_secs(90));
+        assert_eq!(
+            c.authentication_config.as_deref(),
+            Some(std::path::Path::new("/etc/authn.yaml"))
+        );
         assert_eq!(c.limits.max_object_size, 1024);
         assert_eq!(c.api_audiences, ["a", "b"]);
         assert!(c.runtime_config.crd_v1beta1);
@@ -98,6 +115,11 @@ mod tests {
                 "--max-object-size",
                 "big",
                 "--max-object-size=big: invalid digit found in string",
+            ),
+            (
+                "--request-timeout",
+                "soon",
+                r#"--request-timeout=soon: time: invalid duration "soon""#,
             ),
         ] {
             assert_eq!(apply(&mut c, name, value).unwrap_err().to_string(), message);

@@ -249,3 +249,78 @@ fn bad_oidc_flags_stop_start_up_with_kube_apiservers_message() {
         );
     }
 }
+
+/// The same identity provider through an `AuthenticationConfiguration` file, as a platform team
+/// writes one: a CEL username, groups from a claim, a claim validation rule.
+#[test]
+fn kubectl_authenticates_through_an_authentication_configuration_file() {
+    let idp = Idp::start();
+    let ca = std::fs::read_to_string(idp.dir.path().join("ca.pem")).unwrap();
+    let ca: Vec<String> = ca.lines().map(|l| format!("      {l}")).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("authn.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+- issuer:
+    url: {url}
+    audiences: [kubectl]
+    certificateAuthority: |
+{ca}
+  claimMappings:
+    username:
+      expression: '"idp:" + claims.preferred_username'
+    groups:
+      claim: groups
+      prefix: "idp:"
+  claimValidationRules:
+  - expression: 'claims.preferred_username != "root"'
+    message: root may not log in
+"#,
+            url = idp.url,
+            ca = ca.join("\n"),
+        ),
+    )
+    .unwrap();
+    let s = TestServer::start_with(dir, &["--authentication-config", file.to_str().unwrap()]);
+    let sam = idp.token(&json!({"preferred_username": "sam", "groups": ["sre"]}));
+    let out = s.kubectl_ok(&["auth", "whoami", "--token", &sam]);
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().eq(["Username", "idp:sam"])),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.split_whitespace().eq([
+            "Groups",
+            "[idp:sre",
+            "system:authenticated]"
+        ])),
+        "{out}"
+    );
+    let root = idp.token(&json!({"preferred_username": "root"}));
+    let out = s.kubectl(&["auth", "whoami", "--token", &root]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("Unauthorized"), "{}", stderr(&out));
+    // The file and the flags are exclusive, as for kube-apiserver.
+    let out = Command::new(env!("CARGO_BIN_EXE_crd-apiserver"))
+        .args([
+            "serve",
+            "--ephemeral",
+            "--secure-port=0",
+            "--authentication-config",
+        ])
+        .arg(&file)
+        .args(["--oidc-issuer-url", &idp.url, "--oidc-client-id=kubectl"])
+        .output()
+        .expect("running crd-apiserver");
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("authentication-config file and oidc-* flags are mutually exclusive"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,8 +1,11 @@
-//! OpenID Connect ID tokens (`--oidc-*`), checked as kube-apiserver's JWT authenticator checks
-//! them for its legacy OIDC flags: a token whose (unverified) `iss` is the issuer's is this
-//! authenticator's to decide; it must be for the client ID, unexpired, signed with an allowed
-//! algorithm by a key of the issuer's JWKS (found through its discovery document), and carry
-//! the required claims. The user is the username claim (prefixed), in the groups claim's groups.
+//! OpenID Connect ID tokens, checked as kube-apiserver's JWT authenticator checks them: one
+//! [`JwtConfig`] per issuer, from the legacy `--oidc-*` flags ([`OidcOptions`]) or an
+//! `AuthenticationConfiguration` file ([`super::authn_config`]). A token whose (unverified)
+//! `iss` is the issuer's is this authenticator's to decide; it must be for one of the audiences,
+//! unexpired, signed with an allowed algorithm by a key of the issuer's JWKS (found through its
+//! discovery document), and pass the claim validation rules. The user's name, uid, groups and
+//! extra come from claims (prefixed) or CEL expressions over `claims`, and user validation rules
+//! (CEL over `user`) have the last word.
 //!
 //! The discovery document is fetched in the background from start-up, retried every 10 s as
 //! upstream retries it; a request that arrives during the first attempt waits for it, so the
@@ -62,44 +65,197 @@ pub struct OidcOptions {
 impl OidcOptions {
     /// The options as kube-apiserver checks them at start-up; `Err` is its message.
     pub fn validate(&self) -> Result<(), String> {
-        if self.issuer_url.is_empty() != self.client_id.is_empty() {
-            return Err("oidc-issuer-url and oidc-client-id must be specified together".into());
+        if self.issuer_url.is_empty() || self.client_id.is_empty() {
+            return Err(
+                "oidc-issuer-url and oidc-client-id must be specified together when any oidc-* flags are set"
+                    .into(),
+            );
         }
-        let url = url::Url::parse(&self.issuer_url)
-            .map_err(|e| format!("issuer.url: Invalid value: {:?}: {e}", self.issuer_url))?;
-        if url.scheme() != "https" {
+        // The flags become `jwt[0]` of an authentication configuration, checked as one.
+        let mut errors = crd_core::ErrorList::new();
+        super::authn_config::check_url(
+            &self.issuer_url,
+            &[],
+            &crd_core::Path::new("jwt")
+                .index(0)
+                .child("issuer")
+                .child("url"),
+            &mut errors,
+        );
+        if !errors.is_empty() {
             return Err(format!(
-                "issuer.url: Invalid value: {:?}: URL scheme must be https",
-                self.issuer_url
+                "invalid authentication configuration: {}",
+                errors.aggregate()
             ));
         }
-        if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
-            return Err(format!(
-                "issuer.url: Invalid value: {:?}: URL must not contain a query, fragment or user info",
-                self.issuer_url
-            ));
-        }
-        for alg in &self.signing_algs {
-            if !ALLOWED_ALGS.contains(&alg.as_str()) {
-                return Err(format!("oidc: unsupported signing alg: {alg:?}"));
-            }
-            if Algorithm::from_str(alg).is_err() {
-                return Err(format!(
-                    "oidc: signing alg {alg:?} is not supported by this server (use RS*, PS*, ES256 or ES384)"
-                ));
-            }
-        }
-        Ok(())
+        check_signing_algs(&self.signing_algs)
     }
 }
 
+/// `--oidc-signing-algs`: upstream's allowlist (`oidc: unsupported signing alg: "HS256"`), less
+/// `ES512`, which this server cannot verify.
+pub fn check_signing_algs(algs: &[String]) -> Result<(), String> {
+    for alg in algs {
+        if !ALLOWED_ALGS.contains(&alg.as_str()) {
+            return Err(format!("oidc: unsupported signing alg: {alg:?}"));
+        }
+        if Algorithm::from_str(alg).is_err() {
+            return Err(format!(
+                "oidc: signing alg {alg:?} is not supported by this server (use RS*, PS*, ES256 or ES384)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The signing algorithms an authentication configuration file's authenticators accept:
+/// every allowed one (upstream's `AllValidSigningAlgorithms`) this server can verify.
+pub fn all_signing_algs() -> Vec<String> {
+    ALLOWED_ALGS
+        .iter()
+        .filter(|a| Algorithm::from_str(a).is_ok())
+        .map(|a| (*a).to_string())
+        .collect()
+}
+
+impl OidcOptions {
+    /// The JWT authenticator these flags stand for, as kube-apiserver converts them (the CA file
+    /// read now).
+    pub fn to_jwt(&self) -> Result<JwtConfig, String> {
+        self.validate()?;
+        let ca_pem = self
+            .ca_file
+            .as_ref()
+            .map(|path| std::fs::read(path).map_err(|e| format!("{}: {e}", path.display())))
+            .transpose()?;
+        let username_claim = if self.username_claim.is_empty() {
+            "sub".to_string()
+        } else {
+            self.username_claim.clone()
+        };
+        // Upstream's legacy flag rule: no prefix flag means the issuer URL and `#`, but for
+        // `email`; `-` means none.
+        let prefix = match self.username_prefix.as_deref() {
+            Some("-") => String::new(),
+            Some(p) if !p.is_empty() => p.to_string(),
+            _ if username_claim == "email" => String::new(),
+            _ => format!("{}#", self.issuer_url),
+        };
+        Ok(JwtConfig {
+            issuer_url: self.issuer_url.clone(),
+            discovery_url: None,
+            ca_pem,
+            audiences: vec![self.client_id.clone()],
+            username: Mapping::Claim {
+                claim: username_claim,
+                prefix,
+            },
+            groups: self
+                .groups_claim
+                .clone()
+                .filter(|c| !c.is_empty())
+                .map(|claim| Mapping::Claim {
+                    claim,
+                    prefix: self.groups_prefix.clone(),
+                }),
+            uid: None,
+            extra: Vec::new(),
+            claim_rules: self
+                .required_claims
+                .iter()
+                .map(|(claim, value)| ClaimRule::Claim {
+                    claim: claim.clone(),
+                    required_value: value.clone(),
+                })
+                .collect(),
+            user_rules: Vec::new(),
+            signing_algs: self.signing_algs.clone(),
+        })
+    }
+}
+
+/// A CEL expression of an authenticator and its source text (which messages quote).
+#[derive(Clone, Debug)]
+pub struct Cel {
+    /// The compiled expression.
+    pub program: Arc<crd_cel::Expression>,
+    /// Its source.
+    pub source: String,
+}
+
+/// How a user attribute is read from the claims: a claim with a prefix, or an expression.
+#[derive(Clone, Debug)]
+pub enum Mapping {
+    /// `claim` (a string, or for groups a string or list of strings), each value prefixed.
+    Claim {
+        /// The claim's name.
+        claim: String,
+        /// Prepended to each value.
+        prefix: String,
+    },
+    /// A CEL expression over `claims`.
+    Expression(Cel),
+}
+
+/// A claim validation rule.
+#[derive(Clone, Debug)]
+pub enum ClaimRule {
+    /// The claim must be a string equal to `required_value`.
+    Claim {
+        /// The claim's name.
+        claim: String,
+        /// Its required value.
+        required_value: String,
+    },
+    /// A boolean CEL expression over `claims`; `message` says why when it is false.
+    Expression {
+        /// The rule.
+        cel: Cel,
+        /// The refusal's text.
+        message: String,
+    },
+}
+
+/// One JWT authenticator (upstream's `JWTAuthenticator`), validated.
+#[derive(Clone, Debug)]
+pub struct JwtConfig {
+    /// `issuer.url`: the tokens' `iss`.
+    pub issuer_url: String,
+    /// `issuer.discoveryURL`: where the discovery document is read instead of
+    /// `{url}/.well-known/openid-configuration`.
+    pub discovery_url: Option<String>,
+    /// `issuer.certificateAuthority` (PEM): the CAs the issuer's certificate is checked
+    /// against (else the system's).
+    pub ca_pem: Option<Vec<u8>>,
+    /// `issuer.audiences`: a token must be for one of them.
+    pub audiences: Vec<String>,
+    /// `claimMappings.username`.
+    pub username: Mapping,
+    /// `claimMappings.groups`.
+    pub groups: Option<Mapping>,
+    /// `claimMappings.uid`.
+    pub uid: Option<Mapping>,
+    /// `claimMappings.extra`: keys and their value expressions.
+    pub extra: Vec<(String, Cel)>,
+    /// `claimValidationRules`.
+    pub claim_rules: Vec<ClaimRule>,
+    /// `userValidationRules`: boolean expressions over `user`, with their messages.
+    pub user_rules: Vec<(Cel, String)>,
+    /// The signing algorithms accepted (`RS256` when empty).
+    pub signing_algs: Vec<String>,
+}
+
 /// Who a verified token says the user is (`auth` adds `system:authenticated`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OidcUser {
-    /// The prefixed username claim.
+    /// The username mapping's value.
     pub name: String,
-    /// The prefixed groups claim's groups.
+    /// The uid mapping's value.
+    pub uid: String,
+    /// The groups mapping's values.
     pub groups: Vec<String>,
+    /// The extra mappings' values (keys without a value are left out).
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
 /// Why a token did not authenticate here.
@@ -131,12 +287,7 @@ struct Keys {
 /// Verifies ID tokens of one issuer.
 pub struct OidcAuthenticator {
     issuer: String,
-    client_id: String,
-    username_claim: String,
-    username_prefix: String,
-    groups_claim: Option<String>,
-    groups_prefix: String,
-    required_claims: BTreeMap<String, String>,
+    config: JwtConfig,
     algs: Vec<String>,
     client: reqwest::Client,
     discovery: watch::Sender<Discovery>,
@@ -144,54 +295,31 @@ pub struct OidcAuthenticator {
 }
 
 impl OidcAuthenticator {
-    /// An authenticator for validated `options`; `start` begins its discovery.
-    pub fn new(options: &OidcOptions) -> Result<Arc<Self>, String> {
-        options.validate()?;
+    /// An authenticator for `config`; `start` begins its discovery.
+    pub fn new(config: JwtConfig) -> Result<Arc<Self>, String> {
         // reqwest's TLS needs a process-wide provider; the server's is ring (a no-op when one is
         // installed already).
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .user_agent("kube-apiserver-oidc");
-        if let Some(path) = &options.ca_file {
-            let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+        if let Some(pem) = &config.ca_pem {
+            let certs = reqwest::Certificate::from_pem_bundle(pem)
                 .map_err(|e| format!("Failed to read the CA contents: {e}"))?;
             if certs.is_empty() {
-                return Err(format!(
-                    "Failed to read the CA contents: no certificate in {}",
-                    path.display()
-                ));
+                return Err("Failed to read the CA contents: data does not contain any valid RSA or ECDSA certificates".into());
             }
             builder = builder.tls_certs_only(certs);
         }
         let client = builder.build().map_err(|e| e.to_string())?;
-        let username_claim = if options.username_claim.is_empty() {
-            "sub".to_string()
-        } else {
-            options.username_claim.clone()
-        };
-        // Upstream's legacy flag rule: no prefix flag means the issuer URL and `#`, but for
-        // `email`; `-` means none.
-        let username_prefix = match options.username_prefix.as_deref() {
-            Some("-") => String::new(),
-            Some(p) if !p.is_empty() => p.to_string(),
-            _ if username_claim == "email" => String::new(),
-            _ => format!("{}#", options.issuer_url),
-        };
-        let algs = if options.signing_algs.is_empty() {
+        let algs = if config.signing_algs.is_empty() {
             vec!["RS256".to_string()]
         } else {
-            options.signing_algs.clone()
+            config.signing_algs.clone()
         };
         Ok(Arc::new(OidcAuthenticator {
-            issuer: options.issuer_url.clone(),
-            client_id: options.client_id.clone(),
-            username_claim,
-            username_prefix,
-            groups_claim: options.groups_claim.clone().filter(|c| !c.is_empty()),
-            groups_prefix: options.groups_prefix.clone(),
-            required_claims: options.required_claims.clone(),
+            issuer: config.issuer_url.clone(),
+            config,
             algs,
             client,
             discovery: watch::channel(Discovery::Pending).0,
@@ -200,6 +328,11 @@ impl OidcAuthenticator {
                 fetched: None,
             }),
         }))
+    }
+
+    /// The issuer whose tokens this authenticator judges.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
     }
 
     /// Fetches the discovery document in the background until it is had (every 10 s after a
@@ -229,10 +362,12 @@ impl OidcAuthenticator {
 
     /// go-oidc's `NewProvider`: the discovery document, whose `issuer` must be ours.
     async fn discover(&self) -> Result<String, String> {
-        let url = format!(
-            "{}/.well-known/openid-configuration",
-            self.issuer.trim_end_matches('/')
-        );
+        let url = self.config.discovery_url.clone().unwrap_or_else(|| {
+            format!(
+                "{}/.well-known/openid-configuration",
+                self.issuer.trim_end_matches('/')
+            )
+        });
         let resp = self
             .client
             .get(&url)
@@ -339,10 +474,20 @@ impl OidcAuthenticator {
                 .collect(),
             _ => Vec::new(),
         };
-        if !audiences.contains(&self.client_id) {
+        let wanted = &self.config.audiences;
+        if !audiences.iter().any(|a| wanted.contains(a)) {
+            // go-oidc's own check for one audience; upstream's `verifyAudience` for several.
+            if let [one] = wanted.as_slice() {
+                return Err(format!(
+                    "oidc: expected audience {one:?} got {}",
+                    go_quote_list(&audiences)
+                ));
+            }
+            let mut sorted = wanted.clone();
+            sorted.sort();
             return Err(format!(
-                "oidc: expected audience {:?} got {}",
-                self.client_id,
+                "oidc: expected audience in {} got {}",
+                go_quote_list(&sorted),
                 go_quote_list(&audiences)
             ));
         }
@@ -404,82 +549,210 @@ impl OidcAuthenticator {
             .any(|(_, _, key)| jsonwebtoken::decode::<Value>(token, key, &validation).is_ok())
     }
 
-    /// The user the claims name, after the required-claims check (upstream's order: username,
-    /// groups, then required claims).
+    /// The user the claims name, in upstream's order: username, groups, uid, extra, then the
+    /// claim validation rules (claims, then expressions) and the user validation rules.
     fn user(&self, claims: &serde_json::Map<String, Value>) -> Result<OidcUser, String> {
-        let claim = &self.username_claim;
-        let username = match claims.get(claim) {
-            None => {
-                return Err(format!(
-                    "oidc: parse username claims {claim:?}: claim not present"
-                ));
+        let c = &self.config;
+        let json = Value::Object(claims.clone());
+        let name = match &c.username {
+            Mapping::Claim { claim, prefix } => {
+                let name = claim_string(claims, claim)
+                    .map_err(|e| format!("oidc: parse username claims {claim:?}: {e}"))?;
+                if claim == "email" {
+                    check_email_verified(claims)?;
+                }
+                format!("{prefix}{name}")
             }
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => {
-                return Err(format!(
-                    "oidc: parse username claims {claim:?}: json: cannot unmarshal {} into Go value of type string",
-                    crd_core::go_decode::json_kind(other)
-                ));
+            Mapping::Expression(cel) => match eval(cel, "claims", &json)
+                .map_err(|e| format!("oidc: error evaluating username claim expression: {e}"))?
+            {
+                Value::String(s) => s,
+                _ => {
+                    return Err("oidc: error evaluating username claim expression: username claim expression must return a string".into());
+                }
+            },
+        };
+        let groups = match &c.groups {
+            None => Vec::new(),
+            Some(Mapping::Claim { claim, prefix }) => match claims.get(claim) {
+                None => Vec::new(),
+                Some(value) => string_or_array(value)
+                    .ok_or_else(|| {
+                        format!(
+                            "oidc: parse groups claim {claim:?}: json: cannot unmarshal {} into Go value of type string",
+                            crd_core::go_decode::json_kind(value)
+                        )
+                    })?
+                    .into_iter()
+                    .map(|g| format!("{prefix}{g}"))
+                    .collect(),
+            },
+            Some(Mapping::Expression(cel)) => {
+                let v = eval(cel, "claims", &json)
+                    .map_err(|e| format!("oidc: error evaluating group claim expression: {e}"))?;
+                string_list(&v)
+                    .map_err(|e| format!("oidc: error evaluating group claim expression: {e}"))?
             }
         };
-        if claim == "email" {
-            match claims.get("email_verified") {
-                None | Some(Value::Bool(true)) => {}
-                Some(Value::Bool(false)) => return Err("oidc: email not verified".into()),
-                Some(other) => {
+        let uid = match &c.uid {
+            None => String::new(),
+            Some(Mapping::Claim { claim, .. }) => claim_string(claims, claim)
+                .map_err(|e| format!("oidc: parse uid claim {claim:?}: {e}"))?,
+            Some(Mapping::Expression(cel)) => match eval(cel, "claims", &json)
+                .map_err(|e| format!("oidc: error evaluating uid claim expression: {e}"))?
+            {
+                Value::String(s) => s,
+                _ => {
+                    return Err("oidc: error evaluating uid claim expression: uid claim expression must return a string".into());
+                }
+            },
+        };
+        let mut extra = BTreeMap::new();
+        for (key, cel) in &c.extra {
+            let v = eval(cel, "claims", &json)?;
+            let values = string_list(&v).map_err(|e| {
+                format!(
+                    "oidc: error evaluating extra claim expression: {}: {e}",
+                    cel.source
+                )
+            })?;
+            if !values.is_empty() {
+                extra.insert(key.clone(), values);
+            }
+        }
+        for rule in &c.claim_rules {
+            if let ClaimRule::Claim {
+                claim,
+                required_value,
+            } = rule
+            {
+                let got = match claims.get(claim) {
+                    None => {
+                        return Err(format!(
+                            "oidc: required claim {claim} not present in ID token"
+                        ));
+                    }
+                    Some(Value::String(s)) => s,
+                    Some(other) => {
+                        return Err(format!(
+                            "oidc: parse claim {claim}: json: cannot unmarshal {} into Go value of type string",
+                            crd_core::go_decode::json_kind(other)
+                        ));
+                    }
+                };
+                if got != required_value {
                     return Err(format!(
-                        "oidc: parse 'email_verified' claim: json: cannot unmarshal {} into Go value of type bool",
-                        crd_core::go_decode::json_kind(other)
+                        "oidc: required claim {claim} value does not match. Got = {got}, want = {required_value}"
                     ));
                 }
             }
         }
-        let mut groups = Vec::new();
-        if let Some(gc) = &self.groups_claim
-            && let Some(value) = claims.get(gc)
-        {
-            let parsed: Option<Vec<String>> = match value {
-                Value::String(s) => Some(vec![s.clone()]),
-                Value::Array(items) => items.iter().map(|v| v.as_str().map(String::from)).collect(),
-                Value::Null => Some(Vec::new()),
-                _ => None,
-            };
-            let Some(parsed) = parsed else {
-                return Err(format!(
-                    "oidc: parse groups claim {gc:?}: json: cannot unmarshal {} into Go value of type string",
-                    crd_core::go_decode::json_kind(value)
-                ));
-            };
-            groups = parsed
-                .into_iter()
-                .map(|g| format!("{}{g}", self.groups_prefix))
-                .collect();
-        }
-        for (claim, want) in &self.required_claims {
-            let got = match claims.get(claim) {
-                None => {
-                    return Err(format!(
-                        "oidc: required claim {claim} not present in ID token"
-                    ));
-                }
-                Some(Value::String(s)) => s,
-                Some(other) => {
-                    return Err(format!(
-                        "oidc: parse claim {claim}: json: cannot unmarshal {} into Go value of type string",
-                        crd_core::go_decode::json_kind(other)
-                    ));
-                }
-            };
-            if got != want {
-                return Err(format!(
-                    "oidc: required claim {claim} value does not match. Got = {got}, want = {want}"
-                ));
+        for rule in &c.claim_rules {
+            if let ClaimRule::Expression { cel, message } = rule {
+                check_rule(cel, message, "claims", &json).map_err(|e| {
+                    format!("oidc: error evaluating claim validation expression: {e}")
+                })?;
             }
         }
-        Ok(OidcUser {
-            name: format!("{}{username}", self.username_prefix),
+        let user = OidcUser {
+            name,
+            uid,
             groups,
+            extra,
+        };
+        if !c.user_rules.is_empty() {
+            let info = serde_json::json!({
+                "username": user.name, "uid": user.uid, "groups": user.groups, "extra": user.extra,
+            });
+            for (cel, message) in &c.user_rules {
+                check_rule(cel, message, "user", &info).map_err(|e| {
+                    format!("oidc: error evaluating user info validation rule: {e}")
+                })?;
+            }
+        }
+        Ok(user)
+    }
+}
+
+/// The per-call cost limit of authentication expressions (upstream's `PerCallLimit`).
+const CEL_COST_LIMIT: i64 = 1_000_000;
+
+/// An expression's value with `var` bound.
+fn eval(cel: &Cel, var: &str, value: &Value) -> Result<Value, String> {
+    cel.program
+        .eval(&[(var, value)], CEL_COST_LIMIT)
+        .map_err(|e| match e {
+            crd_cel::ExpressionError::CostLimit => {
+                "operation cancelled: actual cost limit exceeded".into()
+            }
+            crd_cel::ExpressionError::Runtime(m) => m,
+            crd_cel::ExpressionError::NotBool => {
+                "validation expression must return a boolean".into()
+            }
         })
+}
+
+/// A validation rule: `true` passes; `false` is upstream's `validation expression '...'
+/// failed: <message>`.
+fn check_rule(cel: &Cel, message: &str, var: &str, value: &Value) -> Result<(), String> {
+    match eval(cel, var, value)? {
+        Value::Bool(true) => Ok(()),
+        Value::Bool(false) => Err(format!(
+            "validation expression '{}' failed: {message}",
+            cel.source
+        )),
+        _ => Err("validation expression must return a boolean".into()),
+    }
+}
+
+/// A claim that must be a string (`claim not present`, or Go's unmarshal error).
+fn claim_string(claims: &serde_json::Map<String, Value>, claim: &str) -> Result<String, String> {
+    match claims.get(claim) {
+        None => Err("claim not present".into()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(format!(
+            "json: cannot unmarshal {} into Go value of type string",
+            crd_core::go_decode::json_kind(other)
+        )),
+    }
+}
+
+/// With the username from `email`: a present `email_verified` must be `true`.
+fn check_email_verified(claims: &serde_json::Map<String, Value>) -> Result<(), String> {
+    match claims.get("email_verified") {
+        None | Some(Value::Bool(true)) => Ok(()),
+        Some(Value::Bool(false)) => Err("oidc: email not verified".into()),
+        Some(other) => Err(format!(
+            "oidc: parse 'email_verified' claim: json: cannot unmarshal {} into Go value of type bool",
+            crd_core::go_decode::json_kind(other)
+        )),
+    }
+}
+
+/// A claim that is a string or a list of strings (upstream's `stringOrArray`).
+fn string_or_array(value: &Value) -> Option<Vec<String>> {
+    match value {
+        Value::String(s) => Some(vec![s.clone()]),
+        Value::Array(items) => items.iter().map(|v| v.as_str().map(String::from)).collect(),
+        Value::Null => Some(Vec::new()),
+        _ => None,
+    }
+}
+
+/// An expression's string or list of strings, empty strings dropped (upstream's
+/// `convertCELValueToStringList`).
+fn string_list(value: &Value) -> Result<Vec<String>, String> {
+    const WANT: &str = "expression must return a string or a list of strings";
+    match value {
+        Value::Null => Ok(Vec::new()),
+        Value::String(s) if s.is_empty() => Ok(Vec::new()),
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Array(items) => items
+            .iter()
+            .filter(|v| v.as_str() != Some(""))
+            .map(|v| v.as_str().map(String::from).ok_or_else(|| WANT.to_string()))
+            .collect(),
+        _ => Err(WANT.into()),
     }
 }
 
@@ -538,27 +811,22 @@ mod tests {
             signing_algs: algs.iter().map(|a| (*a).to_string()).collect(),
             ..options("https://issuer.example", "kubernetes")
         };
+        let together = "oidc-issuer-url and oidc-client-id must be specified together when any oidc-* flags are set";
         let cases: Vec<(OidcOptions, Result<(), &str>)> = vec![
             (options("https://issuer.example", "kubernetes"), Ok(())),
             (options("https://issuer.example/path", "k"), Ok(())),
-            (
-                options("https://issuer.example", ""),
-                Err("oidc-issuer-url and oidc-client-id must be specified together"),
-            ),
-            (
-                options("", "kubernetes"),
-                Err("oidc-issuer-url and oidc-client-id must be specified together"),
-            ),
+            (options("https://issuer.example", ""), Err(together)),
+            (options("", "kubernetes"), Err(together)),
             (
                 options("http://issuer.example", "k"),
                 Err(
-                    r#"issuer.url: Invalid value: "http://issuer.example": URL scheme must be https"#,
+                    r#"invalid authentication configuration: jwt[0].issuer.url: Invalid value: "http://issuer.example": URL scheme must be https"#,
                 ),
             ),
             (
                 options("https://issuer.example?a=b", "k"),
                 Err(
-                    r#"issuer.url: Invalid value: "https://issuer.example?a=b": URL must not contain a query, fragment or user info"#,
+                    r#"invalid authentication configuration: jwt[0].issuer.url: Invalid value: "https://issuer.example?a=b": URL must not contain a query"#,
                 ),
             ),
             (with_algs(&["RS256", "ES256", "PS512"]), Ok(())),
@@ -576,6 +844,8 @@ mod tests {
         for (opts, want) in cases {
             assert_eq!(opts.validate(), want.map_err(String::from), "{opts:?}");
         }
+        assert!(!all_signing_algs().contains(&"ES512".to_string()));
+        assert_eq!(all_signing_algs().len(), 8);
     }
 
     fn claims(v: Value) -> serde_json::Map<String, Value> {
@@ -593,12 +863,13 @@ mod tests {
         let make = |f: &dyn Fn(&mut OidcOptions)| {
             let mut o = options(issuer, "k");
             f(&mut o);
-            OidcAuthenticator::new(&o).unwrap()
+            OidcAuthenticator::new(o.to_jwt().unwrap()).unwrap()
         };
         let user = |name: &str, groups: &[&str]| {
             Ok(OidcUser {
                 name: name.into(),
                 groups: groups.iter().map(|g| (*g).to_string()).collect(),
+                ..OidcUser::default()
             })
         };
         let default = make(&|_| {});

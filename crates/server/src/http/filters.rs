@@ -17,18 +17,20 @@ use crate::request::route::{Route, Verb};
 use crate::serviceaccount;
 use crate::state::AppState;
 
-/// Authenticates a request (see [`crate::auth::Authenticator`]); 401 when it cannot be.
+/// Authenticates a request to `path` (see [`crate::auth::Authenticator`]); 401 when it cannot
+/// be.
 pub async fn authenticate(
     state: &AppState,
     headers: &HeaderMap,
     certificate: Option<&crate::auth::ClientCertificate>,
+    path: &str,
 ) -> Result<User, Box<Status>> {
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     state
         .authn
-        .authenticate(authorization, certificate)
+        .authenticate(authorization, certificate, path)
         .await
         .map_err(|_| Box::new(Status::unauthorized()))
 }

@@ -86,13 +86,14 @@ async fn serve_request(
     route: &Route,
     obs: &mut observe::Observation,
 ) -> Response<BoxBody> {
-    let user = match filters::authenticate(state, &parts.headers, certificate).await {
-        Ok(u) => u,
-        Err(s) => {
-            obs.unauthenticated();
-            return status_response(&s, &[]);
-        }
-    };
+    let user =
+        match filters::authenticate(state, &parts.headers, certificate, parts.uri.path()).await {
+            Ok(u) => u,
+            Err(s) => {
+                obs.unauthenticated();
+                return status_response(&s, &[]);
+            }
+        };
     obs.authenticated(state, &user, parts, route).await;
     let user = match filters::impersonate(state, user, &parts.headers) {
         Ok(u) => u,

@@ -1,6 +1,6 @@
-//! OpenID Connect ID tokens (`--oidc-*`) end to end: an issuer in the test ([`HttpsServer`]
-//! serving its discovery document and JWKS) and tokens signed with the RSA key in
-//! `tests/fixtures/oidc-rsa.pem` (its public half: `oidc-rsa.jwk.json`).
+//! OpenID Connect ID tokens (`--oidc-*`, `--authentication-config`) end to end: issuers in the
+//! test ([`HttpsServer`] serving a discovery document and JWKS) and tokens signed with the RSA
+//! key in `tests/fixtures/oidc-rsa.pem` (its public half: `oidc-rsa.jwk.json`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -316,6 +316,188 @@ async fn bad_oidc_flags_stop_start_up_with_upstreams_message() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        r#"issuer.url: Invalid value: "http://127.0.0.1:1": URL scheme must be https"#
+        r#"invalid authentication configuration: jwt[0].issuer.url: Invalid value: "http://127.0.0.1:1": URL scheme must be https"#
+    );
+}
+
+/// Two issuers of one `AuthenticationConfiguration` file: the first maps claims with CEL (a
+/// username from `email` with `email_verified` checked, groups from roles, a uid, an extra) and
+/// validates claims and the resulting user; the second maps plain claims for several audiences.
+/// Anonymous requests are served on `/livez` only.
+#[tokio::test]
+async fn an_authentication_configuration_file_sets_up_several_issuers_with_cel_mappings() {
+    let corp = Issuer::start(vec![jwk()]).await;
+    let partner = Issuer::start(vec![jwk()]).await;
+    let indent = |pem: &str| {
+        pem.lines()
+            .map(|l| format!("      {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let file = format!(
+        r#"apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+- issuer:
+    url: {corp_url}
+    audiences: [kubernetes]
+    certificateAuthority: |
+{corp_ca}
+  claimMappings:
+    username:
+      expression: 'claims.email + ":corp"'
+    groups:
+      expression: 'claims.roles.map(r, "corp:" + r)'
+    uid:
+      claim: sub
+    extra:
+    - key: example.com/tenant
+      valueExpression: 'has(claims.tenant) ? claims.tenant : ""'
+  claimValidationRules:
+  - expression: 'claims.email_verified == true'
+    message: the email must be verified
+  - claim: hd
+    requiredValue: example.com
+  userValidationRules:
+  - expression: "!user.username.startsWith('system:')"
+    message: no system users
+- issuer:
+    url: {partner_url}
+    audiences: [kubernetes, partner-cli]
+    audienceMatchPolicy: MatchAny
+    certificateAuthority: |
+{partner_ca}
+  claimMappings:
+    username:
+      claim: sub
+      prefix: "partner:"
+anonymous:
+  enabled: true
+  conditions:
+  - path: /livez
+"#,
+        corp_url = corp.server.base,
+        corp_ca = indent(&corp.server.ca_pem),
+        partner_url = partner.server.base,
+        partner_ca = indent(&partner.server.ca_pem),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("authn.yaml");
+    std::fs::write(&path, file).unwrap();
+    let s = TestServer::start_with(move |c| c.authentication_config = Some(path)).await;
+
+    let jane = corp.token(&json!({
+        "sub": "u-1", "email": "jane@example.com", "email_verified": true,
+        "roles": ["dev", "ops"], "hd": "example.com", "tenant": "blue",
+    }));
+    let (code, body) = whoami(&s, &jane).await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        body["status"]["userInfo"],
+        json!({
+            "username": "jane@example.com:corp", "uid": "u-1",
+            "groups": ["corp:dev", "corp:ops", "system:authenticated"],
+            "extra": {"example.com/tenant": ["blue"]},
+        })
+    );
+    // The second issuer, for its second audience.
+    let bob = partner.token(&json!({"sub": "bob", "aud": "partner-cli"}));
+    let (code, body) = whoami(&s, &bob).await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        body["status"]["userInfo"],
+        json!({"username": "partner:bob", "groups": ["system:authenticated"]})
+    );
+    // Refusals, each in upstream's words.
+    let base = json!({"sub": "u-2", "email": "x@example.com", "email_verified": true, "roles": [], "hd": "example.com"});
+    let with = |patch: Value| {
+        let mut claims = base.clone();
+        for (k, v) in patch.as_object().unwrap() {
+            claims[k] = v.clone();
+        }
+        corp.token(&claims)
+    };
+    let cases = [
+        (
+            with(json!({"email_verified": false})),
+            "[invalid bearer token, oidc: error evaluating claim validation expression: validation expression 'claims.email_verified == true' failed: the email must be verified]",
+        ),
+        (
+            with(json!({"hd": "example.org"})),
+            "[invalid bearer token, oidc: required claim hd value does not match. Got = example.org, want = example.com]",
+        ),
+        (
+            with(json!({"email": "system:admin"})),
+            "[invalid bearer token, oidc: error evaluating user info validation rule: validation expression '!user.username.startsWith('system:')' failed: no system users]",
+        ),
+        (
+            partner.token(&json!({"sub": "bob", "aud": "elsewhere"})),
+            r#"[invalid bearer token, oidc: verify token: oidc: expected audience in ["kubernetes" "partner-cli"] got ["elsewhere"]]"#,
+        ),
+    ];
+    for (token, why) in cases {
+        assert_eq!(whoami(&s, &token).await.0, 401, "{why}");
+        assert_eq!(review(&s, &token).await["error"], why);
+    }
+    // Anonymous requests: `/livez` only.
+    let anonymous = |path: &'static str| {
+        let client = s.client(HttpVersion::Http1);
+        let url = format!("{}{path}", s.url);
+        async move { client.get(url).send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(anonymous("/livez").await, 200);
+    assert_eq!(anonymous("/readyz").await, 401);
+    assert_eq!(anonymous("/version").await, 401);
+}
+
+#[tokio::test]
+async fn a_bad_authentication_configuration_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = |file: &str, configure: &dyn Fn(&mut crd_server::ServerConfig)| {
+        let path = dir.path().join("authn.yaml");
+        std::fs::write(&path, file).unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let mut config = crd_server::ServerConfig::loopback(data.path());
+        config.authentication_config = Some(path);
+        configure(&mut config);
+        async move {
+            let (_tx, rx) = tokio::sync::watch::channel(false);
+            let store: Arc<dyn crd_storage::Store> =
+                crd_storage::sqlite::SqliteStore::open(&data.path().join("state.db")).unwrap();
+            crd_server::run(config, store, rx, |_| {})
+                .await
+                .unwrap_err()
+                .to_string()
+        }
+    };
+    let header = "apiVersion: apiserver.config.k8s.io/v1beta1\nkind: AuthenticationConfiguration\n";
+    let invalid = format!(
+        "{header}jwt:\n- issuer: {{url: https://kubernetes.default.svc.cluster.local, audiences: [a]}}\n  claimMappings: {{username: {{claim: sub}}}}\n"
+    );
+    assert_eq!(
+        start(&invalid, &|_| {}).await,
+        "invalid authentication configuration: [jwt[0].issuer.url: Invalid value: \"https://kubernetes.default.svc.cluster.local\": URL must not overlap with disallowed issuers: [https://kubernetes.default.svc.cluster.local], jwt[0].claimMappings.username.prefix: Required value: prefix is required when claim is set. It can be set to an empty string to disable prefixing]"
+    );
+    let anonymous = format!("{header}anonymous: {{enabled: true}}\n");
+    assert_eq!(
+        start(&anonymous, &|c| c.anonymous_auth_flag_set = true).await,
+        "anonymous: Forbidden: --anonymous-auth flag cannot be set when anonymous field is configured in authentication configuration file"
+    );
+    assert_eq!(
+        start(&anonymous, &|c| {
+            c.oidc = Some(OidcOptions {
+                issuer_url: "https://i.example".into(),
+                client_id: "k".into(),
+                ..OidcOptions::default()
+            });
+        })
+        .await,
+        "authentication-config file and oidc-* flags are mutually exclusive"
+    );
+    let typo = start(&format!("{header}jwts: []\n"), &|_| {}).await;
+    assert!(
+        typo.starts_with("failed to load authentication configuration from file ")
+            && typo.contains("strict decoding error: "),
+        "{typo}"
     );
 }
