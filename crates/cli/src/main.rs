@@ -161,6 +161,11 @@ struct ServeArgs {
     /// anonymous requests; exclusive with the `--oidc-*` flags.
     #[arg(long)]
     authentication_config: Option<PathBuf>,
+    /// An `apiserver.config.k8s.io/v1` `EncryptionConfiguration` file: the resources it names
+    /// (`secrets`, `*.apps`, `*.*`, ...) are stored encrypted with its first provider
+    /// (`aescbc`, `aesgcm`, `secretbox`; `identity` for none) and read with any of them.
+    #[arg(long)]
+    encryption_provider_config: Option<PathBuf>,
     /// The PEM private key (PKCS#8 EC P-256 or RSA, or PKCS#1 RSA) that signs service-account
     /// tokens; by default one is generated into the data dir (`sa.key`).
     #[arg(long)]
@@ -466,6 +471,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             anonymous_auth: args.anonymous_auth.unwrap_or(true),
             anonymous_auth_flag_set: args.anonymous_auth.is_some(),
             authentication_config: args.authentication_config.clone(),
+            encryption_provider_config: args.encryption_provider_config.clone(),
             service_account: crd_server::serviceaccount::KeyOptions {
                 signing_key_file: args.service_account_signing_key_file.clone(),
                 key_files: args.service_account_key_file.clone(),

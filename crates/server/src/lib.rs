@@ -32,6 +32,7 @@ pub mod controllers;
 pub mod conversion;
 pub mod crd_files;
 pub mod discovery;
+pub mod encryption_config;
 pub mod error;
 pub mod handlers;
 pub mod health;
@@ -123,6 +124,9 @@ pub struct ServerConfig {
     pub authentication_config: Option<PathBuf>,
     /// Whether `--anonymous-auth` was given (a file's `anonymous` section then conflicts).
     pub anonymous_auth_flag_set: bool,
+    /// `--encryption-provider-config`: an `EncryptionConfiguration` file; the resources it
+    /// names are stored encrypted.
+    pub encryption_provider_config: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -156,8 +160,21 @@ impl ServerConfig {
             oidc: None,
             authentication_config: None,
             anonymous_auth_flag_set: false,
+            encryption_provider_config: None,
         }
     }
+}
+
+/// Every fixed kind's storage key root, group and resource (custom resources' keys name their
+/// group and resource themselves).
+fn storage_key_roots() -> Vec<(String, String, String)> {
+    let fixed = [("/registry/namespaces", "", "namespaces")];
+    crd_builtin::KINDS
+        .iter()
+        .map(|k| (k.key_root, k.group, k.plural))
+        .chain(fixed)
+        .map(|(root, group, resource)| (root.to_string(), group.to_string(), resource.to_string()))
+        .collect()
 }
 
 /// The JWT authenticators of `--oidc-*` or `--authentication-config`, and the file's
@@ -233,6 +250,20 @@ pub async fn run(
     on_ready: impl FnOnce(&Started),
 ) -> anyhow::Result<()> {
     let store: Arc<dyn Store> = Arc::new(metered_store::MeteredStore::new(store));
+    // Above the meter (which times the engine alone), below the cache (which holds plain
+    // objects).
+    let store = match &config.encryption_provider_config {
+        None => store,
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| {
+                format!("reading --encryption-provider-config {}", path.display())
+            })?;
+            let encryption = encryption_config::EncryptionConfig::parse(&text)
+                .map_err(|e| anyhow::anyhow!(e))?;
+            let resolve = encryption.resolve(storage_key_roots());
+            Arc::new(crd_storage::encryption::EncryptedStore::new(store, resolve))
+        }
+    };
     // Above the meter, so that only the calls that reach the engine are timed.
     let store = if config.watch_cache {
         watch_cache::wrap(store, Some(Arc::new(metrics::WatchCacheMetrics)))

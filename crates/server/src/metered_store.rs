@@ -135,6 +135,10 @@ impl Store for MeteredStore {
         self.inner.local_revision()
     }
 
+    fn stale(&self, key: &str, revision: Revision) -> bool {
+        self.inner.stale(key, revision)
+    }
+
     fn events_carry_written_values(&self) -> bool {
         self.inner.events_carry_written_values()
     }

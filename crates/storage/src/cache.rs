@@ -1154,6 +1154,10 @@ impl Store for CacheStore {
         self.inner.current_revision().await
     }
 
+    fn stale(&self, key: &str, revision: Revision) -> bool {
+        self.inner.stale(key, revision)
+    }
+
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         self.inner.compact(revision).await?;
         // History before the compaction is gone for the cache's watches too.

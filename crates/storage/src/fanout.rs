@@ -241,6 +241,10 @@ impl Store for FanoutStore {
         self.inner.local_revision()
     }
 
+    fn stale(&self, key: &str, revision: Revision) -> bool {
+        self.inner.stale(key, revision)
+    }
+
     fn events_carry_written_values(&self) -> bool {
         self.inner.events_carry_written_values()
     }

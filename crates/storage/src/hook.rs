@@ -139,6 +139,10 @@ impl Store for HookStore {
 
     // No `local_revision`: the hook on revision requests must see every consistent read.
 
+    fn stale(&self, key: &str, revision: Revision) -> bool {
+        self.inner.stale(key, revision)
+    }
+
     fn events_carry_written_values(&self) -> bool {
         self.inner.events_carry_written_values()
     }

@@ -32,6 +32,7 @@ use futures::Stream;
 pub mod cache;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
+pub mod encryption;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod fanout;
@@ -432,6 +433,15 @@ pub trait Store: Send + Sync + 'static {
     /// cache over this store match an event with what its writer said of the value
     /// ([`Store::create_decoded`]). The default is `false`; decorators forward it.
     fn events_carry_written_values(&self) -> bool {
+        false
+    }
+
+    /// Whether the value of `key` at `revision` must be written again even by an update that
+    /// changes nothing (upstream's `stale` state of a transformer): it was read with an
+    /// encryption key that writes no longer use, or unencrypted where writes now encrypt. The
+    /// default is `false`; decorators forward it.
+    fn stale(&self, key: &str, revision: Revision) -> bool {
+        let _ = (key, revision);
         false
     }
 

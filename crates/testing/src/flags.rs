@@ -34,6 +34,9 @@ pub(crate) fn apply(config: &mut ServerConfig, name: &str, value: &str) -> anyho
         }
         "token-auth-file" => config.token_file = Some(PathBuf::from(value)),
         "authentication-config" => config.authentication_config = Some(PathBuf::from(value)),
+        "encryption-provider-config" => {
+            config.encryption_provider_config = Some(PathBuf::from(value));
+        }
         "request-timeout" => {
             let nanos = crd_core::time::parse_go_duration(value)
                 .map_err(|e| anyhow::anyhow!("--{name}={value}: {e}"))?;

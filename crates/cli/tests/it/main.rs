@@ -11,6 +11,7 @@ mod builtin_each_kind;
 mod cel;
 mod conversion;
 mod conversion_rules;
+mod encryption;
 mod ephemeral;
 #[cfg(feature = "etcd")]
 mod etcd;

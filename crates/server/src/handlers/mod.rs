@@ -356,6 +356,27 @@ pub async fn get_stored_at(
         .ok_or_else(|| Status::not_found(&info.group_resource(), ctx.name()).into())
 }
 
+/// The 500 of a stored value that is not an object: one still encrypted (no key of
+/// `--encryption-provider-config` reads it; the storage layer passes it up as stored) says so,
+/// naming the key it was written with.
+fn undecodable(kv: &KeyValue, e: &serde_json::Error) -> Status {
+    const ENVELOPE: &[u8] = b"k8s:enc:";
+    if kv.value.starts_with(ENVELOPE) {
+        // `k8s:enc:<provider>:v1:<key name>:`
+        let written_with: String = kv
+            .value
+            .split_inclusive(|b| *b == b':')
+            .take(5)
+            .map(|part| String::from_utf8_lossy(part).into_owned())
+            .collect();
+        return Status::internal(format!(
+            "decrypting stored object {}: no configured encryption key reads it (written with {written_with})",
+            kv.key
+        ));
+    }
+    Status::internal(format!("decoding stored object {}: {e}", kv.key))
+}
+
 /// Decodes stored values into the request version, with their resourceVersions set. All
 /// objects that need a conversion webhook go in one call.
 pub async fn read_objects(
@@ -365,8 +386,7 @@ pub async fn read_objects(
 ) -> Result<Vec<Value>, ApiError> {
     let mut objs = Vec::with_capacity(kvs.len());
     for kv in kvs {
-        let obj: Value = serde_json::from_slice(&kv.value)
-            .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
+        let obj: Value = serde_json::from_slice(&kv.value).map_err(|e| undecodable(kv, &e))?;
         objs.push((obj, kv.mod_revision));
     }
     read_decoded(strategy, objs, is_list).await
@@ -480,8 +500,8 @@ fn encode_in_process(
     kvs.iter()
         .enumerate()
         .map(|(i, kv)| {
-            let mut obj: Value = serde_json::from_slice(&kv.value)
-                .map_err(|e| Status::internal(format!("decoding stored object {}: {e}", kv.key)))?;
+            let mut obj: Value =
+                serde_json::from_slice(&kv.value).map_err(|e| undecodable(kv, &e))?;
             meta::set_resource_version(&mut obj, kv.mod_revision);
             strategy.read_shape(&mut obj);
             let obj = pipeline::read_stored_in_process(plan, obj, is_list, offset + i)

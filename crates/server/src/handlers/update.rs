@@ -194,7 +194,9 @@ pub async fn write_update(
     // the encoded bytes, as etcd3's GuaranteedUpdate does, means an unchanged object stored at an
     // older version is still rewritten at the current storage version.
     let value = storage_bytes(ctx, strategy, &new).await?;
-    if value == current.value {
+    // ... unless the stored value is stale (encrypted with a key writes no longer use): then it
+    // is rewritten, as upstream's GuaranteedUpdate does, which is how keys are rotated.
+    if value == current.value && !ctx.store().stale(&current.key, current.mod_revision) {
         return Ok((old, warnings));
     }
     if ctx.dry_run() {
