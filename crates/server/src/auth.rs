@@ -89,7 +89,38 @@ pub struct Authenticator {
     /// every path when empty.
     pub anonymous_paths: Vec<String>,
     /// JWT authenticators (`--oidc-*` or `--authentication-config`), one per issuer.
-    pub jwt: Vec<Arc<oidc::OidcAuthenticator>>,
+    pub jwt: JwtAuthenticators,
+}
+
+/// The JWT authenticators in effect, replaced whole when the authentication configuration file
+/// changes (a request uses the set it started with).
+#[derive(Default)]
+pub struct JwtAuthenticators(std::sync::RwLock<Arc<Vec<Arc<oidc::OidcAuthenticator>>>>);
+
+impl JwtAuthenticators {
+    /// These authenticators.
+    pub fn new(authenticators: Vec<Arc<oidc::OidcAuthenticator>>) -> Self {
+        JwtAuthenticators(std::sync::RwLock::new(Arc::new(authenticators)))
+    }
+
+    /// The set in effect now.
+    pub fn current(&self) -> Arc<Vec<Arc<oidc::OidcAuthenticator>>> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Puts `authenticators` in effect, each started.
+    pub fn replace(&self, authenticators: Vec<Arc<oidc::OidcAuthenticator>>) {
+        for a in &authenticators {
+            a.start();
+        }
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(authenticators);
+    }
 }
 
 /// Service-account token authentication: the issuer's checks plus the service account (and
@@ -111,7 +142,7 @@ impl Authenticator {
             service_accounts: None,
             anonymous: false,
             anonymous_paths: Vec::new(),
-            jwt: Vec::new(),
+            jwt: JwtAuthenticators::default(),
         }
     }
 
@@ -200,7 +231,7 @@ impl Authenticator {
             };
         }
         let reviewed = match self.token(token, Some(requested)).await {
-            Err(TokenFailure::NotOurs) if !self.jwt.is_empty() => {
+            Err(TokenFailure::NotOurs) if !self.jwt.current().is_empty() => {
                 // Upstream wraps OIDC as audience-agnostic, as the token file.
                 return match self.oidc_token(token).await {
                     Ok(u) if requested.is_empty() => Ok((with_authenticated(u), Vec::new())),
@@ -235,7 +266,7 @@ impl Authenticator {
     /// its issuer.
     async fn oidc_token(&self, token: &str) -> Result<User, oidc::OidcError> {
         // Each judges only its own issuer's tokens (issuers are unique).
-        for jwt in &self.jwt {
+        for jwt in self.jwt.current().iter() {
             match jwt.authenticate(token).await {
                 Err(oidc::OidcError::NotOurs) => {}
                 judged => return Self::oidc_user(judged),

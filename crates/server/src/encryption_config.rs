@@ -1,10 +1,10 @@
 //! `--encryption-provider-config`: kube-apiserver's `EncryptionConfiguration` file, read and
 //! checked at start-up (upstream's field errors), and turned into the [`Resolve`] of a
 //! [`crd_storage::encryption::EncryptedStore`]: which storage keys' values go through which
-//! providers. A key is mapped to its resource by the kinds' key roots (`/registry/secrets/...` is
-//! `secrets`, `/registry/deployments/...` `deployments.apps`) or, for custom resources, by its
-//! `/registry/<group>/<plural>/` layout; the first `resources` entry naming it (exactly, as
-//! `*.<group>`, `*.` for the core group, or `*.*`) gives its providers.
+//! providers. A key is mapped to its resource as the metrics map it (the kinds' key roots:
+//! `/registry/secrets/...` is `secrets`, `/registry/deployments/...` `deployments.apps`; custom
+//! resources by their `/registry/<group>/<plural>/` layout); the first `resources` entry naming
+//! it (exactly, as `*.<group>`, `*.` for the core group, or `*.*`) gives its providers.
 
 use std::sync::Arc;
 
@@ -190,33 +190,16 @@ impl EncryptionConfig {
             .map(|(_, t)| t.clone())
     }
 
-    /// Which transformer each storage key goes through, given the key roots of the kinds
-    /// served (`(root, group, resource)`, as `/registry/deployments`, `apps`, `deployments`).
-    pub fn resolve(self, roots: Vec<(String, String, String)>) -> Resolve {
-        // Each root's transformer once; custom resources' on first use.
-        let mut known: Vec<(String, Option<Arc<Transformer>>)> = roots
-            .into_iter()
-            .map(|(root, group, resource)| {
-                let t = self.transformer(&group, &resource);
-                (format!("{root}/"), t)
-            })
-            .collect();
-        known.sort_by_key(|(root, _)| std::cmp::Reverse(root.len()));
+    /// Which transformer each storage key goes through: its resource is the one
+    /// [`crate::metrics::key_group_resource`] names (the kinds' key roots, custom resources'
+    /// `/registry/<group>/<plural>/`); keys outside `/registry/` are no resource's.
+    pub fn resolve(self) -> Resolve {
         Arc::new(move |key: &str| {
-            if let Some((_, t)) = known
-                .iter()
-                .find(|(root, _)| key.starts_with(root.as_str()))
-            {
-                return t.clone();
+            if !key.starts_with("/registry/") {
+                return None;
             }
-            // A custom resource: /registry/<group>/<plural>/...
-            let mut parts = key.strip_prefix("/registry/")?.splitn(3, '/');
-            let (group, plural) = (parts.next()?, parts.next()?);
-            parts.next()?;
-            group
-                .contains('.')
-                .then(|| self.transformer(group, plural))
-                .flatten()
+            let (group, resource) = crate::metrics::key_group_resource(key);
+            self.transformer(group, resource)
         })
     }
 }
@@ -399,29 +382,7 @@ mod tests {
 "
         ))
         .unwrap();
-        let resolve = config.resolve(vec![
-            ("/registry/secrets".into(), String::new(), "secrets".into()),
-            (
-                "/registry/configmaps".into(),
-                String::new(),
-                "configmaps".into(),
-            ),
-            (
-                "/registry/deployments".into(),
-                "apps".into(),
-                "deployments".into(),
-            ),
-            (
-                "/registry/services/specs".into(),
-                String::new(),
-                "services".into(),
-            ),
-            (
-                "/registry/services/endpoints".into(),
-                String::new(),
-                "endpoints".into(),
-            ),
-        ]);
+        let resolve = config.resolve();
         // What a write of `x` stores at `key` (`None`: not encrypted at all).
         let stored = |key: &str| {
             resolve(key)

@@ -165,16 +165,75 @@ impl ServerConfig {
     }
 }
 
-/// Every fixed kind's storage key root, group and resource (custom resources' keys name their
-/// group and resource themselves).
-fn storage_key_roots() -> Vec<(String, String, String)> {
-    let fixed = [("/registry/namespaces", "", "namespaces")];
-    crd_builtin::KINDS
-        .iter()
-        .map(|k| (k.key_root, k.group, k.plural))
-        .chain(fixed)
-        .map(|(root, group, resource)| (root.to_string(), group.to_string(), resource.to_string()))
-        .collect()
+/// The service-account issuer, which no JWT authenticator may claim.
+fn sa_issuer(config: &ServerConfig) -> String {
+    config
+        .service_account
+        .issuer
+        .clone()
+        .unwrap_or_else(|| serviceaccount::DEFAULT_ISSUER.to_string())
+}
+
+/// How often the authentication configuration file is read again (kube-apiserver: every
+/// minute and on change notifications).
+const AUTHN_CONFIG_RELOAD: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Re-reads the authentication configuration file while the server runs, as kube-apiserver
+/// does: a changed, valid file replaces the JWT authenticators; an invalid one (or one whose
+/// `anonymous` section changed) is logged and the ones in effect stay, until the file changes
+/// again.
+async fn reload_authentication_config(
+    state: std::sync::Weak<AppState>,
+    path: PathBuf,
+    sa_issuer: String,
+    anonymous: Option<auth::authn_config::AnonymousConfig>,
+) {
+    let mut seen = std::fs::read_to_string(&path).unwrap_or_default();
+    loop {
+        tokio::time::sleep(AUTHN_CONFIG_RELOAD).await;
+        let Some(state) = state.upgrade() else {
+            return;
+        };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            tracing::error!(path = %path.display(), "failed to read authentication config file");
+            continue;
+        };
+        if text == seen {
+            continue;
+        }
+        seen.clone_from(&text);
+        let built = auth::authn_config::AuthenticationConfig::parse(
+            &text,
+            std::slice::from_ref(&sa_issuer),
+        )
+        .map_err(|e| match e {
+            auth::authn_config::ConfigError::Load(m)
+            | auth::authn_config::ConfigError::Invalid(m) => m,
+        })
+        .and_then(|file| {
+            if file.anonymous == anonymous {
+                Ok(file.jwt)
+            } else {
+                Err("anonymous: Forbidden: changed from initial configuration file".into())
+            }
+        })
+        .and_then(|jwt| {
+            jwt.into_iter()
+                .map(auth::oidc::OidcAuthenticator::new)
+                .collect::<Result<Vec<_>, _>>()
+        });
+        match built {
+            Ok(jwt) => {
+                state.authn.jwt.replace(jwt);
+                metrics::authentication_config_reload(true);
+                tracing::info!(path = %path.display(), "reloaded authentication config");
+            }
+            Err(e) => {
+                metrics::authentication_config_reload(false);
+                tracing::error!(path = %path.display(), error = %e, "failed to load authentication config");
+            }
+        }
+    }
 }
 
 /// The JWT authenticators of `--oidc-*` or `--authentication-config`, and the file's
@@ -204,19 +263,13 @@ fn jwt_authenticators(
         )
     };
     let text = std::fs::read_to_string(path).map_err(|e| load(e.to_string()))?;
-    let sa_issuer = config
-        .service_account
-        .issuer
-        .clone()
-        .unwrap_or_else(|| serviceaccount::DEFAULT_ISSUER.to_string());
-    let file = auth::authn_config::AuthenticationConfig::parse(&text, &[sa_issuer]).map_err(
-        |e| match e {
+    let file = auth::authn_config::AuthenticationConfig::parse(&text, &[sa_issuer(config)])
+        .map_err(|e| match e {
             auth::authn_config::ConfigError::Load(m) => load(m),
             auth::authn_config::ConfigError::Invalid(m) => {
                 anyhow::anyhow!("invalid authentication configuration: {m}")
             }
-        },
-    )?;
+        })?;
     if file.anonymous.is_some() && config.anonymous_auth_flag_set {
         anyhow::bail!(
             "anonymous: Forbidden: --anonymous-auth flag cannot be set when anonymous field is configured in authentication configuration file"
@@ -260,7 +313,7 @@ pub async fn run(
             })?;
             let encryption = encryption_config::EncryptionConfig::parse(&text)
                 .map_err(|e| anyhow::anyhow!(e))?;
-            let resolve = encryption.resolve(storage_key_roots());
+            let resolve = encryption.resolve();
             Arc::new(crd_storage::encryption::EncryptedStore::new(store, resolve))
         }
     };
@@ -319,12 +372,10 @@ pub async fn run(
         anonymous: anonymous
             .as_ref()
             .map_or(config.anonymous_auth, |a| a.enabled),
-        anonymous_paths: anonymous.map(|a| a.paths).unwrap_or_default(),
-        jwt,
+        anonymous_paths: anonymous.clone().map(|a| a.paths).unwrap_or_default(),
+        jwt: auth::JwtAuthenticators::default(),
     };
-    for jwt in &authn.jwt {
-        jwt.start();
-    }
+    authn.jwt.replace(jwt);
     let mut state = AppState::new(store.clone(), authn, config.conversion.clone());
     state.admission.set_authorizer(&authorizer);
     state.authorizer = authorizer;
@@ -333,6 +384,14 @@ pub async fn run(
     state.enable_runtime_config(config.runtime_config);
     state.client_cas.clone_from(&tls.client_cas);
     let state = Arc::new(state);
+    if let Some(path) = &config.authentication_config {
+        tokio::spawn(reload_authentication_config(
+            Arc::downgrade(&state),
+            path.clone(),
+            sa_issuer(&config),
+            anonymous,
+        ));
+    }
 
     controllers::namespaces_bootstrap(store.as_ref()).await?;
     controllers::kubernetes_service::bootstrap(store.as_ref(), addr).await?;

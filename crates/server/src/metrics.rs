@@ -71,6 +71,7 @@ pub struct Metrics {
     mutating_policy_check_duration: HistogramVec,
     audit_events: IntCounter,
     audit_errors: IntCounterVec,
+    authn_config_reloads: IntCounterVec,
     watch_cache: WatchCacheFamilies,
 }
 
@@ -488,6 +489,13 @@ impl Metrics {
                  identifies the plugin affected by the error.",
                 &["plugin"],
             ),
+            authn_config_reloads: counter(
+                &registry,
+                "apiserver_authentication_config_controller_automatic_reloads_total",
+                "[BETA] Total number of automatic reloads of authentication configuration split \
+                 by status.",
+                &["status"],
+            ),
             watch_cache: WatchCacheFamilies::new(&registry),
             registry,
         }
@@ -760,6 +768,14 @@ pub fn audit_event() {
 /// Counts an audit event the backend failed to write or dropped (`apiserver_audit_error_total`).
 pub fn audit_error(plugin: &str) {
     metrics().audit_errors.with_label_values(&[plugin]).inc();
+}
+
+/// Counts a reload of the authentication configuration file (`success` or `failure`).
+pub fn authentication_config_reload(success: bool) {
+    metrics()
+        .authn_config_reloads
+        .with_label_values(&[if success { "success" } else { "failure" }])
+        .inc();
 }
 
 /// A status code as a label without allocating for the codes the server sends.

@@ -501,3 +501,81 @@ async fn a_bad_authentication_configuration_stops_start_up() {
         "{typo}"
     );
 }
+
+/// The reload counter's value for `status`, from `/metrics`.
+async fn reloads(s: &TestServer, status: &str) -> u64 {
+    let text = s.api(HttpVersion::Http2).get("/metrics").await.text;
+    let series = format!(
+        "apiserver_authentication_config_controller_automatic_reloads_total{{status=\"{status}\"}} "
+    );
+    text.lines()
+        .find_map(|l| l.strip_prefix(&series))
+        .map_or(0, |v| v.trim().parse().unwrap())
+}
+
+/// A changed file takes effect while the server runs; an invalid one is refused and the
+/// authenticators in effect stay, as kube-apiserver reloads its authentication configuration.
+#[tokio::test]
+async fn a_changed_authentication_configuration_takes_effect_without_a_restart() {
+    let one = Issuer::start(vec![jwk()]).await;
+    let two = Issuer::start(vec![jwk()]).await;
+    let entry = |issuer: &Issuer, prefix: &str| {
+        let ca: Vec<String> = issuer
+            .server
+            .ca_pem
+            .lines()
+            .map(|l| format!("      {l}"))
+            .collect();
+        format!(
+            "- issuer:\n    url: {}\n    audiences: [kubernetes]\n    certificateAuthority: |\n{}\n  claimMappings:\n    username: {{claim: sub, prefix: \"{prefix}\"}}\n",
+            issuer.server.base,
+            ca.join("\n")
+        )
+    };
+    let header =
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt:\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("authn.yaml");
+    std::fs::write(&path, format!("{header}{}", entry(&one, "one:"))).unwrap();
+    let file = path.clone();
+    let s = TestServer::start_with(move |c| c.authentication_config = Some(file)).await;
+    let (alice, bob) = (
+        one.token(&json!({"sub": "alice"})),
+        two.token(&json!({"sub": "bob"})),
+    );
+    assert_eq!(whoami(&s, &alice).await.0, 201);
+    assert_eq!(whoami(&s, &bob).await.0, 401);
+
+    // An invalid file: counted as a failure, and the first issuer still authenticates.
+    let failures = reloads(&s, "failure").await;
+    std::fs::write(&path, format!("{header}- issuer: {{url: http://nope}}\n")).unwrap();
+    eventually("the invalid file is refused", || async {
+        reloads(&s, "failure").await > failures
+    })
+    .await;
+    assert_eq!(whoami(&s, &alice).await.0, 201);
+    assert_eq!(whoami(&s, &bob).await.0, 401);
+
+    // Both issuers, the first with another prefix.
+    std::fs::write(
+        &path,
+        format!(
+            "{header}{}{}",
+            entry(&one, "first:"),
+            entry(&two, "second:")
+        ),
+    )
+    .unwrap();
+    eventually("the second issuer is served", || async {
+        whoami(&s, &bob).await.0 == 201
+    })
+    .await;
+    assert_eq!(
+        whoami(&s, &alice).await.1["status"]["userInfo"]["username"],
+        "first:alice"
+    );
+    assert_eq!(
+        whoami(&s, &bob).await.1["status"]["userInfo"]["username"],
+        "second:bob"
+    );
+}
