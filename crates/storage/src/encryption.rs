@@ -35,6 +35,34 @@ use crate::{
 /// Every encrypted value starts with this.
 const ENVELOPE: &[u8] = b"k8s:enc:";
 
+/// What marks plain data that no provider of its resource reads, on its way up to the reader.
+const UNENCRYPTED: &[u8] = b"k8s:enc:unencrypted:";
+
+/// Why a value an [`EncryptedStore`] passed up cannot be read, when it is one it could not
+/// read: `None` for anything else (plain data it read, or a key it does not encrypt). Readers
+/// answer it as the object's 500, so one unreadable value fails its own reads, not every list
+/// and watch that covers it.
+pub fn unreadable(value: &[u8]) -> Option<String> {
+    if value.starts_with(UNENCRYPTED) {
+        return Some(
+            "it is stored unencrypted, and no identity provider of the encryption configuration reads unencrypted data"
+                .into(),
+        );
+    }
+    if !value.starts_with(ENVELOPE) {
+        return None;
+    }
+    // `k8s:enc:<provider>:v1:<key name>:`
+    let written_with: String = value
+        .split_inclusive(|b| *b == b':')
+        .take(5)
+        .map(|part| String::from_utf8_lossy(part).into_owned())
+        .collect();
+    Some(format!(
+        "no configured encryption key reads it (written with {written_with})"
+    ))
+}
+
 /// A provider's keys: names and key material, the first one encrypting.
 pub type NamedKeys = Vec<(String, Vec<u8>)>;
 
@@ -351,18 +379,23 @@ impl Keys {
     }
 
     /// `kv` with its value decrypted, when its key is encrypted, noting whether it is stale.
-    /// A value no provider reads is passed up as stored (still enveloped: its reader's decoding
-    /// refuses it, naming the key), so that one such value fails its own reads, not every list
-    /// and watch that covers it.
-    fn open(&self, mut kv: KeyValue) -> Result<KeyValue, StorageError> {
+    /// A value no provider reads is passed up still enveloped (see [`unreadable`]), so that one
+    /// such value fails its own reads, not every list and watch that covers it.
+    fn open(&self, mut kv: KeyValue) -> KeyValue {
         if let Some(t) = (self.resolve)(&kv.key) {
             let (plain, stale) = match t.read(&kv.key, &kv.value) {
                 Ok(read) => read,
-                Err(e) if kv.value.starts_with(ENVELOPE) => {
-                    tracing::error!(key = %kv.key, error = %e, "a stored value cannot be decrypted with the configured keys");
-                    return Ok(kv);
+                Err(e) => {
+                    tracing::error!(key = %kv.key, error = %e, "a stored value cannot be read with the configured providers");
+                    if !kv.value.starts_with(ENVELOPE) {
+                        // Plain data where no `identity` provider reads it: marked, so that its
+                        // reader refuses it too (as upstream refuses it) instead of taking it.
+                        let mut marked = UNENCRYPTED.to_vec();
+                        marked.extend_from_slice(&kv.value);
+                        kv.value = Bytes::from(marked);
+                    }
+                    return kv;
                 }
-                Err(e) => return Err(e),
             };
             kv.value = plain;
             let mut set = self.stale_set();
@@ -372,7 +405,7 @@ impl Keys {
                 set.remove(&kv.key);
             }
         }
-        Ok(kv)
+        kv
     }
 
     /// A write replaced or removed the key's value.
@@ -385,49 +418,42 @@ impl Keys {
 /// update's current one), as callers read them.
 fn open_error(keys: &Keys, e: StorageError) -> StorageError {
     match e {
-        StorageError::AlreadyExists { key, existing } => match keys.open(existing) {
-            Ok(existing) => StorageError::AlreadyExists { key, existing },
-            Err(e) => e,
+        StorageError::AlreadyExists { key, existing } => StorageError::AlreadyExists {
+            key,
+            existing: keys.open(existing),
         },
         StorageError::Conflict {
             key,
             expected,
             current,
-        } => match keys.open(current) {
-            Ok(current) => StorageError::Conflict {
-                key,
-                expected,
-                current,
-            },
-            Err(e) => e,
+        } => StorageError::Conflict {
+            key,
+            expected,
+            current: keys.open(current),
         },
         other => other,
     }
 }
 
-fn open_event(keys: &Keys, event: Event) -> Result<Event, StorageError> {
-    Ok(match event {
+fn open_event(keys: &Keys, event: Event) -> Event {
+    match event {
         Event::Put { kv, prev } => Event::Put {
-            prev: prev.map(|p| keys.open(p)).transpose()?,
-            kv: keys.open(kv)?,
+            prev: prev.map(|p| keys.open(p)),
+            kv: keys.open(kv),
         },
         Event::Delete { prev, revision } => {
-            let prev = keys.open(prev)?;
+            let prev = keys.open(prev);
             keys.written(&prev.key);
             Event::Delete { prev, revision }
         }
         other @ Event::Progress { .. } => other,
-    })
+    }
 }
 
 #[async_trait]
 impl Store for EncryptedStore {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        self.inner
-            .get(key)
-            .await?
-            .map(|kv| self.keys.open(kv))
-            .transpose()
+        Ok(self.inner.get(key).await?.map(|kv| self.keys.open(kv)))
     }
 
     async fn get_with(
@@ -435,11 +461,11 @@ impl Store for EncryptedStore {
         key: &str,
         freshness: Freshness,
     ) -> Result<Option<KeyValue>, StorageError> {
-        self.inner
+        Ok(self
+            .inner
             .get_with(key, freshness)
             .await?
-            .map(|kv| self.keys.open(kv))
-            .transpose()
+            .map(|kv| self.keys.open(kv)))
     }
 
     async fn list(&self, request: ListRequest) -> Result<ListResponse, StorageError> {
@@ -448,7 +474,7 @@ impl Store for EncryptedStore {
             .items
             .into_iter()
             .map(|kv| self.keys.open(kv))
-            .collect::<Result<_, _>>()?;
+            .collect();
         Ok(resp)
     }
 
@@ -507,15 +533,15 @@ impl Store for EncryptedStore {
             .await
             .map_err(|e| open_error(&self.keys, e))?;
         self.keys.written(key);
-        Ok((self.keys.open(kv)?, revision))
+        Ok((self.keys.open(kv), revision))
     }
 
     async fn watch(&self, request: WatchRequest) -> Result<WatchStream, StorageError> {
         let keys = self.keys.clone();
         let stream = self.inner.watch(request).await?;
-        Ok(Box::pin(stream.map(move |event| {
-            event.and_then(|e| open_event(&keys, e))
-        })))
+        Ok(Box::pin(
+            stream.map(move |event| event.map(|e| open_event(&keys, e))),
+        ))
     }
 
     async fn current_revision(&self) -> Result<Revision, StorageError> {
@@ -736,6 +762,60 @@ mod tests {
         assert!(!after.stale("/k/a", rev2), "read back with the new key");
         let raw = engine.get("/k/a").await.unwrap().unwrap();
         assert!(raw.value.starts_with(b"k8s:enc:aesgcm:v1:new:"));
+    }
+
+    /// What no provider reads goes up still enveloped, and says why; the store's other values
+    /// are read as usual.
+    #[tokio::test]
+    async fn unreadable_values_go_up_marked_and_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine: Arc<dyn Store> =
+            crate::sqlite::SqliteStore::open(&dir.path().join("db")).unwrap();
+        let writer = Transformer::new(vec![Provider::Secretbox(vec![(
+            "gone".into(),
+            vec![3; 32],
+        )])])
+        .unwrap();
+        let sealed = writer.to_storage("/k/sealed", b"v").unwrap();
+        engine.create("/k/sealed", sealed).await.unwrap();
+        engine
+            .create("/k/plain", Bytes::from_static(b"{}"))
+            .await
+            .unwrap();
+        let t = Arc::new(Transformer::new(vec![Provider::AesGcm(keys(32))]).unwrap());
+        let resolve: Resolve = Arc::new(move |_| Some(t.clone()));
+        let store = EncryptedStore::new(engine, resolve);
+        store
+            .create("/k/good", Bytes::from_static(b"fine"))
+            .await
+            .unwrap();
+        let list = store
+            .list(ListRequest {
+                prefix: "/k/".into(),
+                ..ListRequest::default()
+            })
+            .await
+            .unwrap();
+        let why: Vec<(String, Option<String>)> = list
+            .items
+            .iter()
+            .map(|kv| (kv.key.clone(), unreadable(&kv.value)))
+            .collect();
+        assert_eq!(
+            why,
+            [
+                ("/k/good".to_string(), None),
+                (
+                    "/k/plain".to_string(),
+                    Some("it is stored unencrypted, and no identity provider of the encryption configuration reads unencrypted data".into())
+                ),
+                (
+                    "/k/sealed".to_string(),
+                    Some("no configured encryption key reads it (written with k8s:enc:secretbox:v1:gone:)".into())
+                ),
+            ]
+        );
+        assert_eq!(&list.items[0].value[..], b"fine");
     }
 
     /// An `EncryptedStore` that encrypts every key passes the storage conformance suite: it

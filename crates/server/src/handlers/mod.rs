@@ -356,25 +356,14 @@ pub async fn get_stored_at(
         .ok_or_else(|| Status::not_found(&info.group_resource(), ctx.name()).into())
 }
 
-/// The 500 of a stored value that is not an object: one still encrypted (no key of
-/// `--encryption-provider-config` reads it; the storage layer passes it up as stored) says so,
-/// naming the key it was written with.
+/// The 500 of a stored value that is not an object: one the encryption layer could not read
+/// (no key of `--encryption-provider-config` decrypts it, or it is plain where no `identity`
+/// provider reads plain data) says so.
 fn undecodable(kv: &KeyValue, e: &serde_json::Error) -> Status {
-    const ENVELOPE: &[u8] = b"k8s:enc:";
-    if kv.value.starts_with(ENVELOPE) {
-        // `k8s:enc:<provider>:v1:<key name>:`
-        let written_with: String = kv
-            .value
-            .split_inclusive(|b| *b == b':')
-            .take(5)
-            .map(|part| String::from_utf8_lossy(part).into_owned())
-            .collect();
-        return Status::internal(format!(
-            "decrypting stored object {}: no configured encryption key reads it (written with {written_with})",
-            kv.key
-        ));
+    match crd_storage::encryption::unreadable(&kv.value) {
+        Some(why) => Status::internal(format!("decrypting stored object {}: {why}", kv.key)),
+        None => Status::internal(format!("decoding stored object {}: {e}", kv.key)),
     }
-    Status::internal(format!("decoding stored object {}: {e}", kv.key))
 }
 
 /// Decodes stored values into the request version, with their resourceVersions set. All
