@@ -159,7 +159,9 @@ impl Builder {
     /// `--authorization-policy-file`, `--anonymous-auth`, `--token-auth-file`, `--client-ca-file`,
     /// `--api-audiences`, `--service-account-issuer`, `--service-account-key-file`,
     /// `--max-requests-inflight`, `--max-mutating-requests-inflight`, `--max-object-size`,
-    /// `--audit-policy-file`. Another name or a bad value makes [`Builder::start`] fail.
+    /// `--request-timeout`, `--audit-policy-file`, `--authentication-config`,
+    /// `--encryption-provider-config`, `--runtime-config`. Another name or a bad value makes
+    /// [`Builder::start`] fail.
     pub fn flag(mut self, name: &str, value: &str) -> Self {
         // Checked now, on a scratch configuration, so that the error is reported by `start`.
         let mut scratch = crate::server::default_config(Path::new("."));
