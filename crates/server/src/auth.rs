@@ -98,11 +98,6 @@ pub struct Authenticator {
 pub struct JwtAuthenticators(std::sync::RwLock<Arc<Vec<Arc<oidc::OidcAuthenticator>>>>);
 
 impl JwtAuthenticators {
-    /// These authenticators.
-    pub fn new(authenticators: Vec<Arc<oidc::OidcAuthenticator>>) -> Self {
-        JwtAuthenticators(std::sync::RwLock::new(Arc::new(authenticators)))
-    }
-
     /// The set in effect now.
     pub fn current(&self) -> Arc<Vec<Arc<oidc::OidcAuthenticator>>> {
         self.0

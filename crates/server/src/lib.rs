@@ -185,10 +185,10 @@ const AUTHN_CONFIG_RELOAD: std::time::Duration = std::time::Duration::from_secs(
 async fn reload_authentication_config(
     state: std::sync::Weak<AppState>,
     path: PathBuf,
+    mut seen: String,
     sa_issuer: String,
     anonymous: Option<auth::authn_config::AnonymousConfig>,
 ) {
-    let mut seen = std::fs::read_to_string(&path).unwrap_or_default();
     loop {
         tokio::time::sleep(AUTHN_CONFIG_RELOAD).await;
         let Some(state) = state.upgrade() else {
@@ -217,11 +217,7 @@ async fn reload_authentication_config(
                 Err("anonymous: Forbidden: changed from initial configuration file".into())
             }
         })
-        .and_then(|jwt| {
-            jwt.into_iter()
-                .map(auth::oidc::OidcAuthenticator::new)
-                .collect::<Result<Vec<_>, _>>()
-        });
+        .and_then(auth::oidc::OidcAuthenticator::all);
         match built {
             Ok(jwt) => {
                 state.authn.jwt.replace(jwt);
@@ -238,12 +234,7 @@ async fn reload_authentication_config(
 
 /// The JWT authenticators of `--oidc-*` or `--authentication-config`, and the file's
 /// `anonymous` section, checked as kube-apiserver checks them (`Err` is its message).
-fn jwt_authenticators(
-    config: &ServerConfig,
-) -> anyhow::Result<(
-    Vec<Arc<auth::oidc::OidcAuthenticator>>,
-    Option<auth::authn_config::AnonymousConfig>,
-)> {
+fn jwt_authenticators(config: &ServerConfig) -> anyhow::Result<JwtSetup> {
     let Some(path) = &config.authentication_config else {
         let jwt = config
             .oidc
@@ -251,7 +242,11 @@ fn jwt_authenticators(
             .map(|o| o.to_jwt().and_then(auth::oidc::OidcAuthenticator::new))
             .transpose()
             .map_err(|e| anyhow::anyhow!(e))?;
-        return Ok((jwt.into_iter().collect(), None));
+        return Ok(JwtSetup {
+            jwt: jwt.into_iter().collect(),
+            anonymous: None,
+            file_text: None,
+        });
     };
     if config.oidc.is_some() {
         anyhow::bail!("authentication-config file and oidc-* flags are mutually exclusive");
@@ -275,13 +270,20 @@ fn jwt_authenticators(
             "anonymous: Forbidden: --anonymous-auth flag cannot be set when anonymous field is configured in authentication configuration file"
         );
     }
-    let jwt = file
-        .jwt
-        .into_iter()
-        .map(auth::oidc::OidcAuthenticator::new)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| anyhow::anyhow!(e))?;
-    Ok((jwt, file.anonymous))
+    let jwt = auth::oidc::OidcAuthenticator::all(file.jwt).map_err(|e| anyhow::anyhow!(e))?;
+    Ok(JwtSetup {
+        jwt,
+        anonymous: file.anonymous,
+        file_text: Some(text),
+    })
+}
+
+/// What [`jwt_authenticators`] sets up: the authenticators, a file's `anonymous` section, and
+/// the file's text as read (what its reload compares with).
+struct JwtSetup {
+    jwt: Vec<Arc<auth::oidc::OidcAuthenticator>>,
+    anonymous: Option<auth::authn_config::AnonymousConfig>,
+    file_text: Option<String>,
 }
 
 /// What a started server tells its caller.
@@ -342,7 +344,11 @@ pub async fn run(
         (auth, Some(token))
     };
     // Refused flags stop start-up before the port opens, as kube-apiserver's option checks.
-    let (jwt, anonymous) = jwt_authenticators(&config)?;
+    let JwtSetup {
+        jwt,
+        anonymous,
+        file_text,
+    } = jwt_authenticators(&config)?;
     let listener = TcpListener::bind(config.bind)
         .await
         .with_context(|| format!("binding {}", config.bind))?;
@@ -384,10 +390,11 @@ pub async fn run(
     state.enable_runtime_config(config.runtime_config);
     state.client_cas.clone_from(&tls.client_cas);
     let state = Arc::new(state);
-    if let Some(path) = &config.authentication_config {
+    if let (Some(path), Some(text)) = (&config.authentication_config, file_text) {
         tokio::spawn(reload_authentication_config(
             Arc::downgrade(&state),
             path.clone(),
+            text,
             sa_issuer(&config),
             anonymous,
         ));

@@ -286,7 +286,6 @@ struct Keys {
 
 /// Verifies ID tokens of one issuer.
 pub struct OidcAuthenticator {
-    issuer: String,
     config: JwtConfig,
     algs: Vec<String>,
     client: reqwest::Client,
@@ -318,7 +317,6 @@ impl OidcAuthenticator {
             config.signing_algs.clone()
         };
         Ok(Arc::new(OidcAuthenticator {
-            issuer: config.issuer_url.clone(),
             config,
             algs,
             client,
@@ -330,9 +328,14 @@ impl OidcAuthenticator {
         }))
     }
 
+    /// One authenticator per configuration, or the first one's error.
+    pub fn all(configs: Vec<JwtConfig>) -> Result<Vec<Arc<Self>>, String> {
+        configs.into_iter().map(Self::new).collect()
+    }
+
     /// The issuer whose tokens this authenticator judges.
-    pub fn issuer(&self) -> &str {
-        &self.issuer
+    fn issuer(&self) -> &str {
+        &self.config.issuer_url
     }
 
     /// Fetches the discovery document in the background until it is had (every 10 s after a
@@ -346,12 +349,12 @@ impl OidcAuthenticator {
                         this.discovery.send_replace(Discovery::Ready(jwks_uri));
                         // The keys now, so the first token need not wait for them.
                         if let Err(e) = this.refresh_keys(None).await {
-                            tracing::warn!(issuer = %this.issuer, error = %e, "oidc: fetching keys");
+                            tracing::warn!(issuer = %this.issuer(), error = %e, "oidc: fetching keys");
                         }
                         return;
                     }
                     Err(e) => {
-                        tracing::warn!(issuer = %this.issuer, error = %e, "oidc authenticator: initializing plugin");
+                        tracing::warn!(issuer = %this.issuer(), error = %e, "oidc authenticator: initializing plugin");
                         this.discovery.send_replace(Discovery::Failed);
                         tokio::time::sleep(RETRY).await;
                     }
@@ -365,7 +368,7 @@ impl OidcAuthenticator {
         let url = self.config.discovery_url.clone().unwrap_or_else(|| {
             format!(
                 "{}/.well-known/openid-configuration",
-                self.issuer.trim_end_matches('/')
+                self.issuer().trim_end_matches('/')
             )
         });
         let resp = self
@@ -382,10 +385,10 @@ impl OidcAuthenticator {
         let doc: Value = serde_json::from_slice(&body)
             .map_err(|e| format!("oidc: failed to decode provider discovery object: {e}"))?;
         let issuer = doc.get("issuer").and_then(Value::as_str).unwrap_or("");
-        if issuer != self.issuer {
+        if issuer != self.issuer() {
             return Err(format!(
                 "oidc: issuer did not match the issuer returned by provider, expected {:?} got {issuer:?}",
-                self.issuer
+                self.issuer()
             ));
         }
         doc.get("jwks_uri")
@@ -439,7 +442,7 @@ impl OidcAuthenticator {
     /// Authenticates `token` if it is this issuer's.
     pub async fn authenticate(&self, token: &str) -> Result<OidcUser, OidcError> {
         let Some(claims) = untrusted_claims(token)
-            .filter(|c| c.get("iss").and_then(Value::as_str) == Some(self.issuer.as_str()))
+            .filter(|c| c.get("iss").and_then(Value::as_str) == Some(self.issuer()))
         else {
             return Err(OidcError::NotOurs);
         };
@@ -563,14 +566,7 @@ impl OidcAuthenticator {
                 }
                 format!("{prefix}{name}")
             }
-            Mapping::Expression(cel) => match eval(cel, "claims", &json)
-                .map_err(|e| format!("oidc: error evaluating username claim expression: {e}"))?
-            {
-                Value::String(s) => s,
-                _ => {
-                    return Err("oidc: error evaluating username claim expression: username claim expression must return a string".into());
-                }
-            },
+            Mapping::Expression(cel) => string_expression(cel, &json, "username")?,
         };
         let groups = match &c.groups {
             None => Vec::new(),
@@ -598,14 +594,7 @@ impl OidcAuthenticator {
             None => String::new(),
             Some(Mapping::Claim { claim, .. }) => claim_string(claims, claim)
                 .map_err(|e| format!("oidc: parse uid claim {claim:?}: {e}"))?,
-            Some(Mapping::Expression(cel)) => match eval(cel, "claims", &json)
-                .map_err(|e| format!("oidc: error evaluating uid claim expression: {e}"))?
-            {
-                Value::String(s) => s,
-                _ => {
-                    return Err("oidc: error evaluating uid claim expression: uid claim expression must return a string".into());
-                }
-            },
+            Some(Mapping::Expression(cel)) => string_expression(cel, &json, "uid")?,
         };
         let mut extra = BTreeMap::new();
         for (key, cel) in &c.extra {
@@ -626,21 +615,14 @@ impl OidcAuthenticator {
                 required_value,
             } = rule
             {
-                let got = match claims.get(claim) {
-                    None => {
-                        return Err(format!(
-                            "oidc: required claim {claim} not present in ID token"
-                        ));
-                    }
-                    Some(Value::String(s)) => s,
-                    Some(other) => {
-                        return Err(format!(
-                            "oidc: parse claim {claim}: json: cannot unmarshal {} into Go value of type string",
-                            crd_core::go_decode::json_kind(other)
-                        ));
-                    }
-                };
-                if got != required_value {
+                if !claims.contains_key(claim) {
+                    return Err(format!(
+                        "oidc: required claim {claim} not present in ID token"
+                    ));
+                }
+                let got = claim_string(claims, claim)
+                    .map_err(|e| format!("oidc: parse claim {claim}: {e}"))?;
+                if got != *required_value {
                     return Err(format!(
                         "oidc: required claim {claim} value does not match. Got = {got}, want = {required_value}"
                     ));
@@ -690,6 +672,18 @@ fn eval(cel: &Cel, var: &str, value: &Value) -> Result<Value, String> {
                 "validation expression must return a boolean".into()
             }
         })
+}
+
+/// A username or uid expression's string (upstream's `<what> claim expression must return a
+/// string`).
+fn string_expression(cel: &Cel, claims: &Value, what: &str) -> Result<String, String> {
+    let failed = |e: &str| format!("oidc: error evaluating {what} claim expression: {e}");
+    match eval(cel, "claims", claims).map_err(|e| failed(&e))? {
+        Value::String(s) => Ok(s),
+        _ => Err(failed(&format!(
+            "{what} claim expression must return a string"
+        ))),
+    }
 }
 
 /// A validation rule: `true` passes; `false` is upstream's `validation expression '...'
