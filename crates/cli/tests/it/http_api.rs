@@ -59,3 +59,36 @@ async fn restart_keeps_everything() {
         .unwrap();
     assert!(rv2 > rv, "revisions keep increasing across restarts");
 }
+
+/// The request deadline's parameter on the real binary: a `timeout` Go cannot parse is
+/// upstream's 400 (before authentication: a bad token gets it too), a good one is served.
+#[tokio::test]
+async fn a_bad_timeout_parameter_is_a_400() {
+    let s = tokio::task::spawn_blocking(TestServer::start)
+        .await
+        .unwrap();
+    let path = "/api/v1/namespaces/default/configmaps?timeout=soon";
+    let r = s.call(Method::GET, path, "application/json", None).await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.json()["message"],
+        r#"invalid timeout specified in the request URL - time: invalid duration "soon""#
+    );
+    let unauthenticated = s
+        .client(crate::support::HttpVersion::Http1)
+        .get(format!("{}{path}", s.url))
+        .bearer_auth("not-a-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthenticated.status(), 400);
+    let r = s
+        .call(
+            Method::GET,
+            "/api/v1/namespaces/default/configmaps?timeout=5s",
+            "application/json",
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+}

@@ -279,6 +279,10 @@ jwt:
   claimValidationRules:
   - expression: 'claims.preferred_username != "root"'
     message: root may not log in
+anonymous:
+  enabled: true
+  conditions:
+  - path: /livez
 "#,
             url = idp.url,
             ca = ca.join("\n"),
@@ -301,10 +305,34 @@ jwt:
         ])),
         "{out}"
     );
+    // Anonymous requests reach `/livez` only.
+    let anonymous = |path: &str| {
+        Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
+            .arg(s.data_dir().join("ca.crt"))
+            .arg(format!("{}{path}", s.url))
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap()
+    };
+    assert_eq!(anonymous("/livez"), "200");
+    assert_eq!(anonymous("/version"), "401");
     let root = idp.token(&json!({"preferred_username": "root"}));
     let out = s.kubectl(&["auth", "whoami", "--token", &root]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("Unauthorized"), "{}", stderr(&out));
+    // A changed file takes effect without a restart (read again every 2 s).
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace(r#"'"idp:" + claims"#, r#"'"corp:" + claims"#),
+    )
+    .unwrap();
+    eventually("the changed username mapping takes effect", || {
+        s.kubectl_ok(&["auth", "whoami", "--token", &sam])
+            .lines()
+            .any(|l| l.split_whitespace().eq(["Username", "corp:sam"]))
+    });
     // The file and the flags are exclusive, as for kube-apiserver.
     let out = Command::new(env!("CARGO_BIN_EXE_crd-apiserver"))
         .args([
