@@ -817,7 +817,9 @@ fn from_cel(v: &Cel) -> Option<Value> {
             use base64::Engine;
             Value::String(base64::engine::general_purpose::STANDARD.encode(b.as_slice()))
         }
-        Cel::Duration(d) => Value::String(go_duration(d.num_nanoseconds().unwrap_or(i64::MAX))),
+        Cel::Duration(d) => Value::String(crd_core::time::format_go_duration(
+            d.num_nanoseconds().unwrap_or(i64::MAX),
+        )),
         Cel::Timestamp(t) => Value::String(t.to_rfc3339().replace("+00:00", "Z")),
         Cel::List(l) => Value::Array(l.iter().filter_map(from_cel).collect()),
         Cel::Map(m) => Value::Object(
@@ -842,46 +844,6 @@ fn from_cel(v: &Cel) -> Option<Value> {
         // `null`, functions and types write nothing.
         _ => return None,
     })
-}
-
-/// Go's `time.Duration.String()` (`1h2m3s`, `1.5s`, `500ms`, `0s`).
-fn go_duration(nanos: i64) -> String {
-    if nanos == 0 {
-        return "0s".into();
-    }
-    let sign = if nanos < 0 { "-" } else { "" };
-    let n = nanos.unsigned_abs();
-    let frac = |value: u64, unit: u64| -> String {
-        let whole = value / unit;
-        let rest = value % unit;
-        if rest == 0 {
-            whole.to_string()
-        } else {
-            let digits = unit.to_string().len() - 1;
-            let f = format!("{rest:0digits$}");
-            format!("{whole}.{}", f.trim_end_matches('0'))
-        }
-    };
-    if n < 1_000 {
-        return format!("{sign}{n}ns");
-    }
-    if n < 1_000_000 {
-        return format!("{sign}{}µs", frac(n, 1_000));
-    }
-    if n < 1_000_000_000 {
-        return format!("{sign}{}ms", frac(n, 1_000_000));
-    }
-    let secs = n / 1_000_000_000;
-    let sub = n % 1_000_000_000;
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    let s = frac(s * 1_000_000_000 + sub, 1_000_000_000);
-    if h > 0 {
-        format!("{sign}{h}h{m}m{s}s")
-    } else if m > 0 {
-        format!("{sign}{m}m{s}s")
-    } else {
-        format!("{sign}{s}s")
-    }
 }
 
 /// Whether a transformation's result type can be written where `node` is declared.

@@ -143,14 +143,45 @@ struct ServeArgs {
     /// entries are the groups, as in kube-apiserver.
     #[arg(long)]
     client_ca_file: Option<PathBuf>,
-    /// Ordered list of authorizers, comma-separated: `AlwaysAllow`, `ABAC`, `RBAC` (the first
-    /// that allows wins; members of `system:masters` are always allowed).
-    #[arg(long, default_value = "RBAC", value_delimiter = ',')]
+    /// Ordered list of authorizers, comma-separated: `AlwaysAllow`, `AlwaysDeny`, `ABAC`,
+    /// `Webhook`, `RBAC` (the first that allows, or a webhook that denies, decides; members of
+    /// `system:masters` are always allowed).
+    /// Default `RBAC`; conflicts with `--authorization-config`.
+    #[arg(long, value_delimiter = ',')]
     authorization_mode: Vec<String>,
+    /// An `apiserver.config.k8s.io` `AuthorizationConfiguration` file: the ordered authorizers
+    /// (`RBAC`, `ABAC`, `AlwaysAllow`, `AlwaysDeny`, any number of `Webhook`s with their own
+    /// timeouts, TTLs, failure policies and CEL match conditions); exclusive with
+    /// `--authorization-mode` and the `--authorization-webhook-*` flags.
+    #[arg(long)]
+    authorization_config: Option<PathBuf>,
     /// An ABAC policy file (kube-apiserver's format, one JSON Policy per line), used with
     /// `--authorization-mode=ABAC`.
     #[arg(long)]
     authorization_policy_file: Option<PathBuf>,
+    /// The kubeconfig of the `SubjectAccessReview` webhook that `--authorization-mode=Webhook`
+    /// asks (its current context's cluster is the URL called).
+    #[arg(long)]
+    authorization_webhook_config_file: Option<PathBuf>,
+    /// The `SubjectAccessReview` version sent to the authorization webhook: `v1` or `v1beta1`.
+    #[arg(long, default_value = "v1beta1")]
+    authorization_webhook_version: String,
+    /// How long an "allowed" answer of the authorization webhook is reused (Go duration).
+    #[arg(long, default_value = "5m0s", value_parser = parse_duration)]
+    authorization_webhook_cache_authorized_ttl: Duration,
+    /// How long any other answer of the authorization webhook is reused (Go duration).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    authorization_webhook_cache_unauthorized_ttl: Duration,
+    /// The kubeconfig of a `TokenReview` webhook, asked about bearer tokens no other
+    /// authenticator accepts.
+    #[arg(long)]
+    authentication_token_webhook_config_file: Option<PathBuf>,
+    /// The `TokenReview` version sent to the token webhook: `v1` or `v1beta1`.
+    #[arg(long, default_value = "v1beta1")]
+    authentication_token_webhook_version: String,
+    /// How long the token webhook's answers are reused (Go duration).
+    #[arg(long, default_value = "2m0s", value_parser = parse_duration)]
+    authentication_token_webhook_cache_ttl: Duration,
     /// Requests without credentials act as `system:anonymous` (group `system:unauthenticated`),
     /// which authorization then judges, as in kube-apiserver. A bad token is always a 401.
     /// Default `true`; an `--authentication-config` file's `anonymous` section conflicts with it.
@@ -466,8 +497,28 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 ..crd_server::limits::Limits::default()
             },
             client_ca_file: args.client_ca_file.clone(),
-            authorization_modes: args.authorization_mode.clone(),
-            authorization_policy_file: args.authorization_policy_file.clone(),
+            authorization: crd_server::authz::AuthorizationOptions {
+                modes: if args.authorization_mode.is_empty() {
+                    vec!["RBAC".into()]
+                } else {
+                    args.authorization_mode.clone()
+                },
+                policy_file: args.authorization_policy_file.clone(),
+                webhook: crd_server::authz::webhook::WebhookFlags {
+                    config_file: args.authorization_webhook_config_file.clone(),
+                    version: args.authorization_webhook_version.clone(),
+                    authorized_ttl: args.authorization_webhook_cache_authorized_ttl,
+                    unauthorized_ttl: args.authorization_webhook_cache_unauthorized_ttl,
+                },
+                config_file: args.authorization_config.clone(),
+                flags_set: !args.authorization_mode.is_empty()
+                    || args.authorization_webhook_config_file.is_some(),
+            },
+            token_webhook: crd_server::auth::webhook::TokenWebhookFlags {
+                config_file: args.authentication_token_webhook_config_file.clone(),
+                version: args.authentication_token_webhook_version.clone(),
+                cache_ttl: args.authentication_token_webhook_cache_ttl,
+            },
             anonymous_auth: args.anonymous_auth.unwrap_or(true),
             anonymous_auth_flag_set: args.anonymous_auth.is_some(),
             authentication_config: args.authentication_config.clone(),

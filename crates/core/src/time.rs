@@ -59,6 +59,47 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (year, month, day)
 }
 
+/// Go's `time.Duration.String()` (`1h2m3s`, `1.5s`, `500ms`, `0s`): how Go components print
+/// durations in messages and query parameters (`?timeout=30s`), which clients read back.
+pub fn format_go_duration(nanos: i64) -> String {
+    if nanos == 0 {
+        return "0s".into();
+    }
+    let sign = if nanos < 0 { "-" } else { "" };
+    let n = nanos.unsigned_abs();
+    let frac = |value: u64, unit: u64| -> String {
+        let whole = value / unit;
+        let rest = value % unit;
+        if rest == 0 {
+            whole.to_string()
+        } else {
+            let digits = unit.to_string().len() - 1;
+            let f = format!("{rest:0digits$}");
+            format!("{whole}.{}", f.trim_end_matches('0'))
+        }
+    };
+    if n < 1_000 {
+        return format!("{sign}{n}ns");
+    }
+    if n < 1_000_000 {
+        return format!("{sign}{}µs", frac(n, 1_000));
+    }
+    if n < 1_000_000_000 {
+        return format!("{sign}{}ms", frac(n, 1_000_000));
+    }
+    let secs = n / 1_000_000_000;
+    let sub = n % 1_000_000_000;
+    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
+    let s = frac(s * 1_000_000_000 + sub, 1_000_000_000);
+    if h > 0 {
+        format!("{sign}{h}h{m}m{s}s")
+    } else if m > 0 {
+        format!("{sign}{m}m{s}s")
+    } else {
+        format!("{sign}{s}s")
+    }
+}
+
 /// Nanoseconds in each unit `time.ParseDuration` knows.
 const DURATION_UNITS: &[(&str, u64)] = &[
     ("ns", 1),

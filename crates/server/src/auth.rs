@@ -18,6 +18,7 @@ use crate::serviceaccount::{self, TokenError, TokenIssuer};
 
 pub mod authn_config;
 pub mod oidc;
+pub mod webhook;
 
 /// The anonymous user's name.
 pub const ANONYMOUS: &str = "system:anonymous";
@@ -90,6 +91,8 @@ pub struct Authenticator {
     pub anonymous_paths: Vec<String>,
     /// JWT authenticators (`--oidc-*` or `--authentication-config`), one per issuer.
     pub jwt: JwtAuthenticators,
+    /// `--authentication-token-webhook-config-file`: asked last about bearer tokens.
+    pub token_webhook: Option<Arc<webhook::TokenWebhook>>,
 }
 
 /// The JWT authenticators in effect, replaced whole when the authentication configuration file
@@ -138,6 +141,7 @@ impl Authenticator {
             anonymous: false,
             anonymous_paths: Vec::new(),
             jwt: JwtAuthenticators::default(),
+            token_webhook: None,
         }
     }
 
@@ -162,9 +166,13 @@ impl Authenticator {
                 Some(u) => u.clone(),
                 None => match self.token(token, None).await {
                     Ok((u, _)) => u,
-                    Err(TokenFailure::NotOurs) => {
-                        self.oidc_token(token).await.map_err(|_| Unauthenticated)?
-                    }
+                    // A token of a known issuer is judged there alone; the webhook is asked
+                    // about the others.
+                    Err(TokenFailure::NotOurs) => match self.oidc_token(token).await {
+                        Ok(u) => u,
+                        Err(oidc::OidcError::NotOurs) => self.webhook_token(token).await?,
+                        Err(_) => return Err(Unauthenticated),
+                    },
                     Err(_) => return Err(Unauthenticated),
                 },
             },
@@ -182,6 +190,48 @@ impl Authenticator {
         Ok(with_authenticated(user))
     }
 
+    /// A bearer token's user by the token webhook, for the API audiences.
+    async fn webhook_token(&self, token: &str) -> Result<User, Unauthenticated> {
+        let Some(hook) = &self.token_webhook else {
+            return Err(Unauthenticated);
+        };
+        let audiences = self
+            .service_accounts
+            .as_ref()
+            .map_or(&[][..], |sa| &sa.audiences[..]);
+        match hook.authenticate(token, audiences).await {
+            Ok(Some((user, _))) => Ok(user),
+            Ok(None) | Err(_) => Err(Unauthenticated),
+        }
+    }
+
+    /// A token as `TokenReview` checks it: the token file, service-account tokens and OIDC
+    /// ([`Authenticator::review_local_token`]), then the token webhook.
+    pub async fn review_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(User, Vec<String>), String> {
+        let local = self.review_local_token(token, audiences).await;
+        // Only a token no local authenticator claims (`invalid bearer token`) goes on.
+        let (Err(error), Some(hook)) = (&local, &self.token_webhook) else {
+            return local;
+        };
+        if error != "invalid bearer token" {
+            return local;
+        }
+        let api = self
+            .service_accounts
+            .as_ref()
+            .map_or(&[][..], |sa| &sa.audiences[..]);
+        let requested = if audiences.is_empty() { api } else { audiences };
+        match hook.authenticate(token, requested).await {
+            Ok(Some((user, accepted))) => Ok((with_authenticated(user), accepted)),
+            Ok(None) => Err(error.clone()),
+            Err(e) => Err(format!("[{error}, {e}]")),
+        }
+    }
+
     /// A token as `TokenReview` checks it: the token file, then service-account tokens for
     /// `audiences` (the API audiences when empty). Returns the user (with
     /// `system:authenticated`) and the audiences it was accepted for (upstream's
@@ -191,7 +241,7 @@ impl Authenticator {
     /// object) is gone with `service account token has been invalidated`, and one for other
     /// audiences with `token audiences [..] is invalid for the target audiences [..]`,
     /// aggregated.
-    pub async fn review_token(
+    async fn review_local_token(
         &self,
         token: &str,
         audiences: &[String],

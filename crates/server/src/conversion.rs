@@ -478,6 +478,7 @@ impl WebhookConverter {
                 port: s.port.unwrap_or(443),
             }),
             ca_bundle: cc.ca_bundle.as_ref().map_or(&[][..], |b| b.0.as_slice()),
+            ..ClientConfig::default()
         };
         let client =
             WebhookClient::build(&config, &opts.service_addresses, opts.webhook_timeout, "")?;

@@ -17,10 +17,11 @@ use serde_json::Value;
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct File {
-    #[serde(default)]
-    api_version: String,
-    #[serde(default)]
-    kind: String,
+    // Checked by `config_file::decode`; declared for the strict decoding.
+    #[serde(default, rename = "apiVersion")]
+    _api_version: String,
+    #[serde(default, rename = "kind")]
+    _kind: String,
     #[serde(default)]
     resources: Vec<ResourceConfig>,
 }
@@ -115,16 +116,12 @@ const SECRETBOX_KEY_SIZES: &[usize] = &[32];
 impl EncryptionConfig {
     /// Reads a file's text (YAML or JSON, strictly). `Err` is upstream's message.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let file: File = serde_saphyr::from_str(text)
-            .map_err(|e| format!("error while parsing file: strict decoding error: {e}"))?;
-        if file.api_version != "apiserver.config.k8s.io/v1"
-            || file.kind != "EncryptionConfiguration"
-        {
-            return Err(format!(
-                "error while parsing file: no kind \"{}\" is registered for version \"{}\" in scheme",
-                file.kind, file.api_version
-            ));
-        }
+        let file: File = crate::config_file::decode(
+            text,
+            "EncryptionConfiguration",
+            &["apiserver.config.k8s.io/v1"],
+        )
+        .map_err(|e| format!("error while parsing file: {e}"))?;
         let mut errors = ErrorList::new();
         let root = Path::new("resources");
         if file.resources.is_empty() {

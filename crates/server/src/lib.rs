@@ -28,6 +28,7 @@ pub mod audit;
 pub mod auth;
 pub mod authz;
 pub mod body;
+pub mod config_file;
 pub mod controllers;
 pub mod conversion;
 pub mod crd_files;
@@ -89,10 +90,11 @@ pub struct ServerConfig {
     pub conversion: conversion::ConversionOptions,
     /// `--client-ca-file`: accept client certificates signed by this CA.
     pub client_ca_file: Option<PathBuf>,
-    /// `--authorization-mode`: the ordered authorizers (`AlwaysAllow`, `ABAC`, `RBAC`).
-    pub authorization_modes: Vec<String>,
-    /// `--authorization-policy-file`: the ABAC policy (needs mode `ABAC`).
-    pub authorization_policy_file: Option<PathBuf>,
+    /// `--authorization-mode`, `--authorization-policy-file`, `--authorization-webhook-*` or
+    /// `--authorization-config`: which authorizers decide, in order.
+    pub authorization: authz::AuthorizationOptions,
+    /// `--authentication-token-webhook-*`: the webhook asked about bearer tokens.
+    pub token_webhook: auth::webhook::TokenWebhookFlags,
     /// `--etcd-compaction-interval`: how often storage history is compacted.
     pub compaction_interval: std::time::Duration,
     /// Bounds on connections and requests in flight.
@@ -145,8 +147,8 @@ impl ServerConfig {
             token_file: None,
             conversion: conversion::ConversionOptions::default(),
             client_ca_file: None,
-            authorization_modes: vec!["RBAC".into()],
-            authorization_policy_file: None,
+            authorization: authz::AuthorizationOptions::default(),
+            token_webhook: auth::webhook::TokenWebhookFlags::default(),
             compaction_interval: controllers::compaction::INTERVAL,
             limits: limits::Limits::default(),
             anonymous_auth: true,
@@ -329,11 +331,7 @@ pub async fn run(
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
     let tls = tls::load_or_generate(&config.tls, config.client_ca_file.as_deref())?;
     let rbac = authz::rbac::RbacAuthorizer::new();
-    let authorizer = authz::Authorizer::from_modes(
-        &config.authorization_modes,
-        config.authorization_policy_file.as_deref(),
-        &rbac,
-    )?;
+    let authorizer = config.authorization.build(&rbac)?;
     let (auth, admin_token) = if let Some(path) = &config.token_file {
         // The kubeconfig carries the file's first `system:masters` token, if it has one.
         let auth = TokenAuthenticator::from_file(path)?;
@@ -380,6 +378,8 @@ pub async fn run(
             .map_or(config.anonymous_auth, |a| a.enabled),
         anonymous_paths: anonymous.clone().map(|a| a.paths).unwrap_or_default(),
         jwt: auth::JwtAuthenticators::default(),
+        token_webhook: auth::webhook::TokenWebhook::from_flags(&config.token_webhook)?
+            .map(Arc::new),
     };
     authn.jwt.replace(jwt);
     let mut state = AppState::new(store.clone(), authn, config.conversion.clone());

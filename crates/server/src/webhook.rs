@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+pub mod kubeconfig;
+
 /// A service reference of a `clientConfig`.
 #[derive(Clone, Debug)]
 pub struct ServiceRef<'a> {
@@ -32,6 +34,15 @@ pub struct ClientConfig<'a> {
     pub service: Option<ServiceRef<'a>>,
     /// `caBundle` (PEM); empty trusts the system roots.
     pub ca_bundle: &'a [u8],
+    /// A client certificate and its key (PEM), for servers that authenticate the API server
+    /// (a kubeconfig's `client-certificate` and `client-key`).
+    pub identity: Option<&'a [u8]>,
+    /// A bearer token sent with every call (a kubeconfig's `token`).
+    pub bearer_token: Option<&'a str>,
+    /// Skip verifying the server's certificate (a kubeconfig's `insecure-skip-tls-verify`).
+    pub insecure: bool,
+    /// The `User-Agent`; `kube-apiserver-admission` when `None`.
+    pub user_agent: Option<&'a str>,
 }
 
 /// A transport failure of one call.
@@ -47,6 +58,7 @@ pub enum CallError {
 pub struct WebhookClient {
     client: reqwest::Client,
     url: String,
+    bearer_token: Option<String>,
 }
 
 impl fmt::Debug for WebhookClient {
@@ -68,7 +80,7 @@ impl WebhookClient {
     ) -> Result<Self, String> {
         let mut builder = reqwest::Client::builder()
             .timeout(timeout)
-            .user_agent("kube-apiserver-admission");
+            .user_agent(cc.user_agent.unwrap_or("kube-apiserver-admission"));
         // HTTP/2 only to loopback URLs (a test's own webhook server); HTTP/1.1 elsewhere.
         let (url, http1_only) = match (&cc.url, &cc.service) {
             (Some(url), _) => {
@@ -98,16 +110,30 @@ impl WebhookClient {
         if http1_only {
             builder = builder.http1_only();
         }
-        if !cc.ca_bundle.iter().all(u8::is_ascii_whitespace) {
+        let identity = cc
+            .identity
+            .map(|pem| client_identity(pem).map_err(|e| format!("invalid client certificate: {e}")))
+            .transpose()?;
+        if cc.insecure {
+            builder = builder.danger_accept_invalid_certs(true);
+            if let Some(pem) = cc.identity {
+                builder =
+                    builder.identity(reqwest::Identity::from_pem(pem).map_err(|e| e.to_string())?);
+            }
+        } else if !cc.ca_bundle.iter().all(u8::is_ascii_whitespace) {
             // The preconfigured TLS carries its own ALPN list, which must agree.
-            let tls = bundle_tls(cc.ca_bundle, !http1_only)
+            let tls = bundle_tls(cc.ca_bundle, identity, !http1_only)
                 .map_err(|e| format!("invalid caBundle: {e}"))?;
             builder = builder.tls_backend_preconfigured(tls);
+        } else if let Some(pem) = cc.identity {
+            builder =
+                builder.identity(reqwest::Identity::from_pem(pem).map_err(|e| e.to_string())?);
         }
         let client = builder.build().map_err(|e| e.to_string())?;
         Ok(WebhookClient {
             client,
             url: format!("{url}{query}"),
+            bearer_token: cc.bearer_token.map(String::from),
         })
     }
 
@@ -118,9 +144,11 @@ impl WebhookClient {
 
     /// POSTs a JSON body; returns the status code and the body.
     pub async fn post_json(&self, body: Vec<u8>) -> Result<(u16, Bytes), CallError> {
-        let resp = self
-            .client
-            .post(&self.url)
+        let mut request = self.client.post(&self.url);
+        if let Some(token) = &self.bearer_token {
+            request = request.bearer_auth(token);
+        }
+        let resp = request
             .header("Content-Type", "application/json")
             .header("Accept", "application/json")
             .body(body)
@@ -133,11 +161,55 @@ impl WebhookClient {
     }
 }
 
+/// The first retry's delay of [`WebhookClient::post_with_retry`] (upstream's
+/// `DefaultRetryBackoffWithInitialDelay(500ms)`).
+pub const FIRST_RETRY_DELAY: Duration = Duration::from_millis(500);
+
+impl WebhookClient {
+    /// POSTs a JSON body as client-go's generic webhook does: a transient failure (a reset or
+    /// closed connection, 429, 500, 504) is retried with upstream's backoff (`first_delay`,
+    /// ×1.5, five attempts in all). Returns a 2xx answer's body, or the last failure in Go's
+    /// words.
+    pub async fn post_with_retry(
+        &self,
+        body: Vec<u8>,
+        first_delay: Duration,
+    ) -> Result<Bytes, String> {
+        const ATTEMPTS: u32 = 5;
+        let mut delay = first_delay;
+        let mut attempt = 1;
+        loop {
+            let (error, transient) = match self.post_json(body.clone()).await {
+                Ok((code, text)) if (200..300).contains(&code) => return Ok(text),
+                Ok((code, text)) => (response_error(&text), matches!(code, 429 | 500 | 504)),
+                Err(e) => {
+                    let transient = matches!(&e, CallError::Transport(m)
+                        if m.contains("connection reset") || m.contains("connection closed"));
+                    (
+                        e.describe(&self.url, "context deadline exceeded"),
+                        transient,
+                    )
+                }
+            };
+            if !transient || attempt >= ATTEMPTS {
+                return Err(error);
+            }
+            tokio::time::sleep(delay).await;
+            delay = delay.mul_f64(1.5);
+            attempt += 1;
+        }
+    }
+}
+
 /// The TLS configuration of a `caBundle`: its certificates are the only roots, and a server
 /// certificate that is itself one of them is accepted (for its names) even when it is a CA
 /// certificate, as Go's `x509.Verify` accepts a leaf found in the roots. `openssl req -x509`
 /// makes such self-signed certificates (with `CA:TRUE`), which webpki refuses as end entities.
-fn bundle_tls(pem: &[u8], h2: bool) -> Result<rustls::ClientConfig, String> {
+fn bundle_tls(
+    pem: &[u8],
+    identity: Option<ClientIdentity>,
+    h2: bool,
+) -> Result<rustls::ClientConfig, String> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
     let bundle: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
@@ -159,18 +231,44 @@ fn bundle_tls(pem: &[u8], h2: bool) -> Result<rustls::ClientConfig, String> {
     )
     .build()
     .map_err(|e| e.to_string())?;
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .dangerous()
-        .with_custom_certificate_verifier(std::sync::Arc::new(BundleVerifier { inner, bundle }))
-        .with_no_client_auth();
+        .with_custom_certificate_verifier(std::sync::Arc::new(BundleVerifier { inner, bundle }));
+    let mut config = match identity {
+        Some((chain, key)) => builder
+            .with_client_auth_cert(chain, key)
+            .map_err(|e| e.to_string())?,
+        None => builder.with_no_client_auth(),
+    };
     config.alpn_protocols = if h2 {
         vec![b"h2".to_vec(), b"http/1.1".to_vec()]
     } else {
         vec![b"http/1.1".to_vec()]
     };
     Ok(config)
+}
+
+/// A client certificate chain and its private key.
+type ClientIdentity = (
+    Vec<rustls::pki_types::CertificateDer<'static>>,
+    rustls::pki_types::PrivateKeyDer<'static>,
+);
+
+/// The certificates and the key of a PEM identity (certificate first, then the key, in one
+/// buffer, as reqwest's `Identity::from_pem` takes them).
+fn client_identity(pem: &[u8]) -> Result<ClientIdentity, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    if chain.is_empty() {
+        return Err("no certificate in the PEM data".into());
+    }
+    let key = PrivateKeyDer::from_pem_slice(pem).map_err(|e| format!("no private key: {e}"))?;
+    Ok((chain, key))
 }
 
 /// webpki's verification, plus Go's acceptance of a server certificate that is one of the
@@ -253,6 +351,24 @@ fn classify(e: &reqwest::Error) -> CallError {
     CallError::Transport(msg)
 }
 
+/// What a webhook's non-2xx answer says, as client-go reports it: the `message` of a `Status`
+/// body, or `an error on the server ("<body>") has prevented the request from succeeding`.
+pub fn response_error(body: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|s| {
+            s.get("message")
+                .and_then(serde_json::Value::as_str)
+                .map(String::from)
+        })
+        .unwrap_or_else(|| {
+            format!(
+                "an error on the server ({:?}) has prevented the request from succeeding",
+                String::from_utf8_lossy(body).trim()
+            )
+        })
+}
+
 impl CallError {
     /// Go's `Post "<url>": <cause>`; `timeout_text` is how the caller's Go client words a
     /// timeout (`context deadline exceeded`, with or without the `Client.Timeout` note).
@@ -327,8 +443,8 @@ mod tests {
         let url = format!("https://127.0.0.1:{port}/hook");
         let cc = ClientConfig {
             url: Some(&url),
-            service: None,
             ca_bundle: bundle.as_bytes(),
+            ..ClientConfig::default()
         };
         let client =
             WebhookClient::build(&cc, &HashMap::new(), Duration::from_secs(5), "").expect("client");

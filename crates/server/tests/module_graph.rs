@@ -7,7 +7,14 @@ use std::path::Path;
 /// Layers, lowest first. A module may use modules of strictly lower layers (and its own
 /// submodules).
 const LAYERS: &[&[&str]] = &[
-    &["serviceaccount", "crd_files", "watch_cache", "jsonpath"],
+    &[
+        "serviceaccount",
+        "crd_files",
+        "watch_cache",
+        "jsonpath",
+        "webhook",
+        "config_file",
+    ],
     &[
         "error",
         "version",
@@ -18,7 +25,6 @@ const LAYERS: &[&[&str]] = &[
         "limits",
         "openapi_pb",
         "metrics",
-        "webhook",
         "health",
         "runtime_config",
     ],

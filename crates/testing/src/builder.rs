@@ -160,7 +160,10 @@ impl Builder {
     /// `--api-audiences`, `--service-account-issuer`, `--service-account-key-file`,
     /// `--max-requests-inflight`, `--max-mutating-requests-inflight`, `--max-object-size`,
     /// `--request-timeout`, `--audit-policy-file`, `--authentication-config`,
-    /// `--encryption-provider-config`, `--runtime-config`. Another name or a bad value makes
+    /// `--encryption-provider-config`, `--runtime-config`, `--authorization-webhook-config-file`,
+    /// `--authorization-webhook-version`, `--authorization-config`,
+    /// `--authentication-token-webhook-config-file`, `--authentication-token-webhook-version`.
+    /// Another name or a bad value makes
     /// [`Builder::start`] fail.
     pub fn flag(mut self, name: &str, value: &str) -> Self {
         // Checked now, on a scratch configuration, so that the error is reported by `start`.
@@ -175,11 +178,14 @@ impl Builder {
         })
     }
 
-    /// `--authorization-mode`: the ordered authorizers (`AlwaysAllow`, `ABAC`, `RBAC`; default
-    /// `RBAC`, as `serve`).
+    /// `--authorization-mode`: the ordered authorizers (`AlwaysAllow`, `AlwaysDeny`, `ABAC`,
+    /// `Webhook`, `RBAC`; default `RBAC`, as `serve`).
     pub fn authorization_modes(self, modes: &[&str]) -> Self {
         let modes: Vec<String> = modes.iter().map(|m| (*m).to_string()).collect();
-        self.configure(move |c| c.authorization_modes = modes)
+        self.configure(move |c| {
+            c.authorization.modes = modes;
+            c.authorization.flags_set = true;
+        })
     }
 
     /// `--anonymous-auth`: whether requests without credentials act as `system:anonymous`

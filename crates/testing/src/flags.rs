@@ -22,10 +22,23 @@ pub(crate) fn apply(config: &mut ServerConfig, name: &str, value: &str) -> anyho
             .map_err(|e| anyhow::anyhow!("--{name}={value}: {e}"))
     };
     match name {
-        "authorization-mode" => config.authorization_modes = list(),
-        "authorization-policy-file" => {
-            config.authorization_policy_file = Some(PathBuf::from(value));
+        "authorization-mode" => {
+            config.authorization.modes = list();
+            config.authorization.flags_set = true;
         }
+        "authorization-policy-file" => {
+            config.authorization.policy_file = Some(PathBuf::from(value));
+        }
+        "authorization-webhook-config-file" => {
+            config.authorization.webhook.config_file = Some(PathBuf::from(value));
+            config.authorization.flags_set = true;
+        }
+        "authorization-webhook-version" => config.authorization.webhook.version = value.into(),
+        "authorization-config" => config.authorization.config_file = Some(PathBuf::from(value)),
+        "authentication-token-webhook-config-file" => {
+            config.token_webhook.config_file = Some(PathBuf::from(value));
+        }
+        "authentication-token-webhook-version" => config.token_webhook.version = value.into(),
         "anonymous-auth" => {
             config.anonymous_auth = value
                 .parse()
@@ -87,7 +100,8 @@ mod tests {
         ] {
             apply(&mut c, name, value).unwrap();
         }
-        assert_eq!(c.authorization_modes, ["ABAC", "RBAC"]);
+        assert_eq!(c.authorization.modes, ["ABAC", "RBAC"]);
+        assert!(c.authorization.flags_set);
         assert!(!c.anonymous_auth);
         assert!(c.anonymous_auth_flag_set);
         assert_eq!(c.limits.request_timeout, std::time::Duration::from_secs(90));

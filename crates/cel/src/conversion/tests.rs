@@ -486,7 +486,7 @@ fn go_duration_texts() {
         (500_000_000, "500ms"),
         (-2_000_000_000, "-2s"),
     ] {
-        assert_eq!(go_duration(nanos), want);
+        assert_eq!(crd_core::time::format_go_duration(nanos), want);
     }
 }
 

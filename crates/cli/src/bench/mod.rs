@@ -1477,6 +1477,7 @@ fn decision_cost(report: &mut Report, bindings: usize) {
     let attrs = crd_server::authz::Attributes::Resource {
         verb: "get".into(),
         group: GROUP.into(),
+        version: String::new(),
         resource: "widgets".into(),
         namespace: Some("default".into()),
         name: Some("r-0000001".into()),
@@ -1485,7 +1486,7 @@ fn decision_cost(report: &mut Report, bindings: usize) {
     for _ in 0..DECISIONS {
         assert!(
             authorizer
-                .authorize(std::hint::black_box(&user), &attrs)
+                .authorize_blocking(std::hint::black_box(&user), &attrs)
                 .allowed
         );
     }

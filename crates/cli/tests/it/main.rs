@@ -6,6 +6,7 @@ mod access_rbac;
 mod admission;
 mod admission_policy;
 mod auth_kubectl;
+mod auth_webhooks;
 mod builtin;
 mod builtin_each_kind;
 mod cel;

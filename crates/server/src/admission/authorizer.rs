@@ -84,6 +84,8 @@ fn attributes(check: &crd_cel::AuthzCheck) -> authz::Attributes {
     authz::Attributes::Resource {
         verb: check.verb.clone(),
         group: check.group.clone(),
+        // Upstream's CEL authorizer asks for every version.
+        version: "*".into(),
         resource: if check.subresource.is_empty() {
             check.resource.clone()
         } else {
@@ -104,11 +106,11 @@ impl crd_cel::Authorize for RequestAuthorizer {
             }
             None => &self.user,
         };
-        let d = self.authorizer.authorize(user, &attributes(check));
+        let d = self.authorizer.authorize_blocking(user, &attributes(check));
         crd_cel::AuthzDecision {
             allowed: d.allowed,
             reason: d.reason,
-            error: None,
+            error: (!d.error.is_empty()).then_some(d.error),
         }
     }
 }
@@ -134,6 +136,7 @@ mod tests {
                 authz::Attributes::Resource {
                     verb: "update".into(),
                     group: "apps".into(),
+                    version: "*".into(),
                     resource: "deployments/scale".into(),
                     namespace: Some("prod".into()),
                     name: Some("web".into()),
@@ -148,6 +151,7 @@ mod tests {
                 authz::Attributes::Resource {
                     verb: "list".into(),
                     group: String::new(),
+                    version: "*".into(),
                     resource: "nodes".into(),
                     namespace: None,
                     name: None,

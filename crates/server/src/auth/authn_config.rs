@@ -39,10 +39,11 @@ pub struct AnonymousConfig {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct File {
-    #[serde(default)]
-    api_version: String,
-    #[serde(default)]
-    kind: String,
+    // Checked by `config_file::decode`; declared for the strict decoding.
+    #[serde(default, rename = "apiVersion")]
+    _api_version: String,
+    #[serde(default, rename = "kind")]
+    _kind: String,
     #[serde(default)]
     jwt: Vec<Jwt>,
     anonymous: Option<Anonymous>,
@@ -172,16 +173,9 @@ impl AuthenticationConfig {
     /// `disallowed_issuers` are the service-account issuers, which no JWT authenticator may
     /// claim.
     pub fn parse(text: &str, disallowed_issuers: &[String]) -> Result<Self, ConfigError> {
-        let file: File = serde_saphyr::from_str(text)
-            .map_err(|e| ConfigError::Load(format!("strict decoding error: {e}")))?;
-        if !API_VERSIONS.contains(&file.api_version.as_str())
-            || file.kind != "AuthenticationConfiguration"
-        {
-            return Err(ConfigError::Load(format!(
-                "no kind \"{}\" is registered for version \"{}\" in scheme",
-                file.kind, file.api_version
-            )));
-        }
+        let file: File =
+            crate::config_file::decode(text, "AuthenticationConfiguration", API_VERSIONS)
+                .map_err(ConfigError::Load)?;
         let mut errors = ErrorList::new();
         let root = Path::new("jwt");
         if file.jwt.len() > 64 {

@@ -1,17 +1,23 @@
 //! Authorization, as kube-apiserver's `--authorization-mode`: an ordered union of authorizers
-//! ([`Member`]: `AlwaysAllow`, `ABAC`, `RBAC`) after the privileged-group check. Members of
-//! `system:masters` are always allowed; otherwise the first member that allows wins, and a
-//! denial carries the members' reasons (joined by newlines), which the 403 message appends
-//! after `: ` as upstream's `responsewriters.Forbidden` does.
+//! ([`Member`]: `AlwaysAllow`, `ABAC`, `RBAC`, `Webhook`) after the privileged-group check.
+//! Members of `system:masters` are always allowed; otherwise the first member that allows or
+//! denies decides (only a webhook denies; the others allow or have no opinion), and a request no
+//! member allowed carries the members' reasons (joined by newlines), which the 403 message
+//! appends after `: ` as upstream's `responsewriters.Forbidden` does, or their errors, which make
+//! it a 500.
 //!
 //! - [`abac`]: the `--authorization-policy-file` policy.
 //! - [`rbac`]: roles and bindings held in memory from informers, rule matching, the
 //!   bootstrap policy, escalation checks.
+//! - [`webhook`]: `SubjectAccessReview`s sent to a remote service, with their cache.
+//! - [`config`]: the `--authorization-config` file (several webhooks, match conditions).
 //!
 //! Main types: [`Authorizer`], [`Attributes`], [`Decision`], [`RulesForUser`].
 
 pub mod abac;
+pub mod config;
 pub mod rbac;
+pub mod webhook;
 
 use std::sync::Arc;
 
@@ -31,6 +37,8 @@ pub enum Attributes {
         verb: String,
         /// The API group ("" for core).
         group: String,
+        /// The API version ("" where a check names none, as RBAC ignores it).
+        version: String,
         /// The resource (plural), with `/subresource` when one is addressed.
         resource: String,
         /// The namespace, if any.
@@ -69,13 +77,18 @@ impl Attributes {
     }
 }
 
-/// One authorizer's answer: allowed or not (no opinion and deny are the same here), and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One authorizer's answer: allowed, denied (which stops the union) or no opinion, why, and
+/// what went wrong deciding.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Decision {
     /// Whether the request is allowed.
     pub allowed: bool,
+    /// Whether it is denied outright: later authorizers are not asked (a webhook's `denied`).
+    pub denied: bool,
     /// Why (`RBAC: allowed by ...`, `No policy matched.`, or "").
     pub reason: String,
+    /// An error deciding ("" for none): a request nobody allowed is then a 500, not a 403.
+    pub error: String,
 }
 
 impl Decision {
@@ -84,14 +97,15 @@ impl Decision {
         Decision {
             allowed: true,
             reason: reason.into(),
+            ..Decision::default()
         }
     }
 
-    /// Not allowed, with `reason` ("" for none).
+    /// No opinion (not allowed), with `reason` ("" for none).
     pub fn deny(reason: impl Into<String>) -> Self {
         Decision {
-            allowed: false,
             reason: reason.into(),
+            ..Decision::default()
         }
     }
 }
@@ -118,10 +132,68 @@ pub enum Member {
     Abac(abac::Policy),
     /// `RBAC`.
     Rbac(Arc<rbac::RbacAuthorizer>),
+    /// `Webhook`.
+    Webhook(Arc<webhook::WebhookAuthorizer>),
+    /// `AlwaysDeny` (no opinion on anything).
+    AlwaysDeny,
 }
 
 /// The modes `--authorization-mode` accepts.
-pub const MODES: &[&str] = &["AlwaysAllow", "ABAC", "RBAC"];
+pub const MODES: &[&str] = &["AlwaysAllow", "AlwaysDeny", "ABAC", "Webhook", "RBAC"];
+
+/// How the authorizers are chosen: kube-apiserver's `--authorization-mode` with its policy and
+/// webhook flags, or an `--authorization-config` file.
+#[derive(Clone, Debug)]
+pub struct AuthorizationOptions {
+    /// `--authorization-mode`: the ordered modes (`RBAC` by default).
+    pub modes: Vec<String>,
+    /// `--authorization-policy-file`: the ABAC policy (needs mode `ABAC`).
+    pub policy_file: Option<std::path::PathBuf>,
+    /// `--authorization-webhook-*`: the webhook of mode `Webhook`.
+    pub webhook: webhook::WebhookFlags,
+    /// `--authorization-config`: an `AuthorizationConfiguration` file.
+    pub config_file: Option<std::path::PathBuf>,
+    /// Whether `--authorization-mode` or an `--authorization-webhook-*` flag was given (they
+    /// conflict with `--authorization-config`).
+    pub flags_set: bool,
+}
+
+impl Default for AuthorizationOptions {
+    fn default() -> Self {
+        AuthorizationOptions {
+            modes: vec!["RBAC".into()],
+            policy_file: None,
+            webhook: webhook::WebhookFlags::default(),
+            config_file: None,
+            flags_set: false,
+        }
+    }
+}
+
+impl AuthorizationOptions {
+    /// The authorizer these options describe, with kube-apiserver's start-up checks; RBAC
+    /// members share `rbac`.
+    pub fn build(&self, rbac: &Arc<rbac::RbacAuthorizer>) -> anyhow::Result<Authorizer> {
+        let Some(path) = &self.config_file else {
+            return Authorizer::from_modes(
+                &self.modes,
+                self.policy_file.as_deref(),
+                self.webhook.options()?.as_ref(),
+                rbac,
+            );
+        };
+        if self.flags_set {
+            bail!(
+                "--authorization-config can not be specified when --authorization-mode or --authorization-webhook-* flags are defined"
+            );
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+        let configured = config::parse(&text)
+            .map_err(|e| anyhow::anyhow!("invalid authorization configuration: {e}"))?;
+        Authorizer::from_config(configured, self.policy_file.as_deref(), rbac)
+    }
+}
 
 /// Decides whether a user may make a request: `system:masters`, then each member in order.
 #[derive(Clone, Debug)]
@@ -158,12 +230,14 @@ impl Authorizer {
         Authorizer { members, resolver }
     }
 
-    /// Builds the union from `--authorization-mode`'s list and the ABAC policy file, with
-    /// kube-apiserver's checks (a known mode, no repeats, ABAC needs a policy file and a policy
-    /// file needs ABAC). RBAC members share `rbac`.
+    /// Builds the union from `--authorization-mode`'s list, the ABAC policy file and the
+    /// webhook's options, with kube-apiserver's checks (a known mode, no repeats, ABAC needs a
+    /// policy file and a policy file needs ABAC, the same for Webhook). RBAC members share
+    /// `rbac`.
     pub fn from_modes(
         modes: &[String],
         policy_file: Option<&std::path::Path>,
+        webhook: Option<&webhook::WebhookOptions>,
         rbac: &Arc<rbac::RbacAuthorizer>,
     ) -> anyhow::Result<Self> {
         if modes.is_empty() {
@@ -176,7 +250,16 @@ impl Authorizer {
             }
             members.push(match m.as_str() {
                 "AlwaysAllow" => Member::AlwaysAllow,
+                "AlwaysDeny" => Member::AlwaysDeny,
                 "RBAC" => Member::Rbac(rbac.clone()),
+                "Webhook" => match webhook {
+                    Some(o) => {
+                        Member::Webhook(Arc::new(webhook::WebhookAuthorizer::new(o.clone())?))
+                    }
+                    None => {
+                        bail!("authorization-mode Webhook's authorization config file not passed")
+                    }
+                },
                 "ABAC" => match policy_file {
                     Some(p) => Member::Abac(abac::Policy::from_file(p)?),
                     None => bail!("authorization-mode ABAC's authorization policy file not passed"),
@@ -189,6 +272,41 @@ impl Authorizer {
         }
         if policy_file.is_some() && !modes.iter().any(|m| m == "ABAC") {
             bail!("cannot specify --authorization-policy-file without mode ABAC");
+        }
+        if webhook.is_some() && !modes.iter().any(|m| m == "Webhook") {
+            bail!("cannot specify --authorization-webhook-config-file without mode Webhook");
+        }
+        Ok(Authorizer {
+            members,
+            resolver: rbac.clone(),
+        })
+    }
+
+    /// Builds the union an `--authorization-config` file lists ([`config::parse`]); ABAC reads
+    /// `policy_file`, RBAC members share `rbac`.
+    pub fn from_config(
+        configured: Vec<config::Configured>,
+        policy_file: Option<&std::path::Path>,
+        rbac: &Arc<rbac::RbacAuthorizer>,
+    ) -> anyhow::Result<Self> {
+        let mut members = Vec::new();
+        for c in configured {
+            members.push(match c {
+                config::Configured::Webhook(o) => {
+                    Member::Webhook(Arc::new(webhook::WebhookAuthorizer::new(*o)?))
+                }
+                config::Configured::Mode(m) => match m.as_str() {
+                    "AlwaysAllow" => Member::AlwaysAllow,
+                    "AlwaysDeny" => Member::AlwaysDeny,
+                    "ABAC" => match policy_file {
+                        Some(p) => Member::Abac(abac::Policy::from_file(p)?),
+                        None => {
+                            bail!("authorization-mode ABAC's authorization policy file not passed")
+                        }
+                    },
+                    _ => Member::Rbac(rbac.clone()),
+                },
+            });
         }
         Ok(Authorizer {
             members,
@@ -210,32 +328,48 @@ impl Authorizer {
         })
     }
 
-    /// The decision for a request: `system:masters` first, then the first member that allows;
-    /// a denial joins the members' non-empty reasons with newlines.
-    pub fn authorize(&self, user: &User, attrs: &Attributes) -> Decision {
+    /// The decision for a request: `system:masters` first, then the first member that allows
+    /// or denies; otherwise no opinion with the members' non-empty reasons joined by newlines
+    /// and their errors aggregated (upstream's union authorizer).
+    pub async fn authorize(&self, user: &User, attrs: &Attributes) -> Decision {
         if user.groups.iter().any(|g| g == PRIVILEGED_GROUP) {
             return Decision::allow("");
         }
         let mut reasons = Vec::new();
+        let mut errors = Vec::new();
         for m in &self.members {
             let d = match m {
                 Member::AlwaysAllow => Decision::allow(""),
+                Member::AlwaysDeny => Decision::deny(""),
                 Member::Abac(p) => p.authorize(user, attrs),
                 Member::Rbac(r) => r.authorize(user, attrs),
+                Member::Webhook(w) => w.authorize(user, attrs).await,
             };
-            if d.allowed {
+            if d.allowed || d.denied {
                 return d;
             }
             if !d.reason.is_empty() {
                 reasons.push(d.reason);
             }
+            if !d.error.is_empty() {
+                errors.push(d.error);
+            }
         }
-        Decision::deny(reasons.join("\n"))
+        Decision {
+            reason: reasons.join("\n"),
+            error: if errors.is_empty() {
+                String::new()
+            } else {
+                rbac::aggregate(&errors)
+            },
+            ..Decision::default()
+        }
     }
 
-    /// Whether the request is allowed.
-    pub fn allowed(&self, user: &User, attrs: &Attributes) -> bool {
-        self.authorize(user, attrs).allowed
+    /// [`Authorizer::authorize`] for synchronous callers (CEL's `authorizer`): a webhook's call
+    /// runs on its own runtime while this thread waits.
+    pub fn authorize_blocking(&self, user: &User, attrs: &Attributes) -> Decision {
+        futures::executor::block_on(self.authorize(user, attrs))
     }
 
     /// The rules the user holds in `namespace` across the members (upstream's union
@@ -254,6 +388,11 @@ impl Authorizer {
                     ));
                     out.non_resource_rules
                         .push(rbac::rules::PolicyRule::non_resource(&["*"], &["*"]));
+                }
+                Member::AlwaysDeny => {}
+                Member::Webhook(_) => {
+                    out.incomplete = true;
+                    errors.push("webhook authorizer does not support user rule resolution".into());
                 }
                 Member::Abac(policy) => {
                     for rule in policy.rules_for(user, namespace) {
@@ -307,6 +446,7 @@ impl Authorizer {
             Attributes::Resource {
                 verb,
                 group,
+                version: _,
                 resource,
                 namespace,
                 name,
@@ -365,6 +505,7 @@ mod tests {
         Attributes::Resource {
             verb: verb.into(),
             group: group.into(),
+            version: String::new(),
             resource: resource.into(),
             namespace: ns.map(String::from),
             name: None,
@@ -384,6 +525,7 @@ mod tests {
             namespace,
             verb,
             group,
+            version: _,
             resource,
         } = &mut attrs
         {
@@ -411,11 +553,12 @@ mod tests {
         )
         .unwrap();
         let modes = |m: &[&str]| m.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
-        let a = Authorizer::from_modes(&modes(&["RBAC", "ABAC"]), Some(&policy), &rbac).unwrap();
+        let a =
+            Authorizer::from_modes(&modes(&["RBAC", "ABAC"]), Some(&policy), None, &rbac).unwrap();
         let attrs = res("list", "", "configmaps", Some("default"));
-        assert!(a.authorize(&user("ann", &[]), &attrs).allowed);
+        assert!(a.authorize_blocking(&user("ann", &[]), &attrs).allowed);
         assert_eq!(
-            a.authorize(&user("bob", &[]), &attrs),
+            a.authorize_blocking(&user("bob", &[]), &attrs),
             Decision::deny("No policy matched.")
         );
         assert_eq!(
@@ -423,17 +566,17 @@ mod tests {
             "configmaps is forbidden: User \"bob\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\": No policy matched."
         );
         assert!(
-            a.authorize(&user("root", &["system:masters"]), &attrs)
+            a.authorize_blocking(&user("root", &["system:masters"]), &attrs)
                 .allowed
         );
-        let only_rbac = Authorizer::from_modes(&modes(&["RBAC"]), None, &rbac).unwrap();
+        let only_rbac = Authorizer::from_modes(&modes(&["RBAC"]), None, None, &rbac).unwrap();
         assert_eq!(
-            only_rbac.authorize(&user("bob", &[]), &attrs),
+            only_rbac.authorize_blocking(&user("bob", &[]), &attrs),
             Decision::deny("")
         );
         assert!(only_rbac.rbac().is_some());
-        let allow = Authorizer::from_modes(&modes(&["AlwaysAllow"]), None, &rbac).unwrap();
-        assert!(allow.authorize(&user("bob", &[]), &attrs).allowed);
+        let allow = Authorizer::from_modes(&modes(&["AlwaysAllow"]), None, None, &rbac).unwrap();
+        assert!(allow.authorize_blocking(&user("bob", &[]), &attrs).allowed);
         assert!(allow.rbac().is_none());
         for (m, file, err) in [
             (
@@ -447,6 +590,11 @@ mod tests {
                 "cannot specify --authorization-policy-file without mode ABAC",
             ),
             (
+                &["Webhook"][..],
+                None,
+                "authorization-mode Webhook's authorization config file not passed",
+            ),
+            (
                 &["RBAC", "RBAC"][..],
                 None,
                 "authorization-mode \"RBAC\" has mode specified more than once",
@@ -454,10 +602,10 @@ mod tests {
             (
                 &["Node"][..],
                 None,
-                "authorization-mode \"Node\" is not a valid mode (valid: AlwaysAllow,ABAC,RBAC)",
+                "authorization-mode \"Node\" is not a valid mode (valid: AlwaysAllow,AlwaysDeny,ABAC,Webhook,RBAC)",
             ),
         ] {
-            let e = Authorizer::from_modes(&modes(m), file, &rbac).unwrap_err();
+            let e = Authorizer::from_modes(&modes(m), file, None, &rbac).unwrap_err();
             assert_eq!(e.to_string(), err);
         }
     }

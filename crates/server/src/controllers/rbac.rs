@@ -284,6 +284,7 @@ mod tests {
         let create = |ns: &str| Attributes::Resource {
             verb: "create".into(),
             group: "stable.example.com".into(),
+            version: String::new(),
             resource: "crontabs".into(),
             namespace: Some(ns.into()),
             name: None,
@@ -305,6 +306,7 @@ mod tests {
         let get_pods = Attributes::Resource {
             verb: "list".into(),
             group: String::new(),
+            version: String::new(),
             resource: "pods".into(),
             namespace: Some("team".into()),
             name: None,

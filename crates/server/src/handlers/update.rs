@@ -112,11 +112,15 @@ async fn create_on_update(
     let create = crate::authz::Attributes::Resource {
         verb: "create".into(),
         group: info.group.clone(),
+        version: info.version.clone(),
         resource: info.resource.clone(),
         namespace: ctx.namespace().map(String::from),
         name: Some(name.to_string()),
     };
-    let decision = ctx.state.authorizer.authorize(ctx.user, &create);
+    let decision = ctx.state.authorizer.authorize(ctx.user, &create).await;
+    if !decision.error.is_empty() && !decision.allowed {
+        return Err(Status::internal(decision.error).into());
+    }
     if !decision.allowed {
         return Err(Status::forbidden(&gr, name, &decision.reason).into());
     }

@@ -75,6 +75,7 @@ impl Impersonation {
         Attributes::Resource {
             verb: "impersonate".into(),
             group: group.into(),
+            version: "v1".into(),
             resource,
             namespace,
             name: Some(name.clone()),
@@ -155,7 +156,7 @@ fn describe(requests: &[Impersonation]) -> String {
 /// Resolves the `Impersonate-*` headers: each requested identity must be allowed by the
 /// `impersonate` verb for the requester (403 with upstream's text otherwise). Returns the
 /// effective user: the requester when nothing is impersonated.
-pub fn impersonate(
+pub async fn impersonate(
     state: &AppState,
     requester: User,
     headers: &HeaderMap,
@@ -168,7 +169,8 @@ pub fn impersonate(
     let mut user = User::default();
     for r in &requests {
         let attrs = r.attributes();
-        let decision = state.authorizer.authorize(&requester, &attrs);
+        // Upstream answers 403 here also when the authorizer failed.
+        let decision = state.authorizer.authorize(&requester, &attrs).await;
         if !decision.allowed {
             return Err(Box::new(Authorizer::denial_with_reason(
                 &requester,
@@ -205,8 +207,9 @@ pub fn impersonate(
     Ok(user)
 }
 
-/// Authorizes the effective user's request; a denial carries Kubernetes' 403.
-pub fn authorize(
+/// Authorizes the effective user's request; a denial carries Kubernetes' 403, or a 500 when an
+/// authorizer failed and none allowed (upstream's `WithAuthorization`).
+pub async fn authorize(
     state: &AppState,
     user: &User,
     method: &Method,
@@ -215,13 +218,13 @@ pub fn authorize(
     route: &Route,
 ) -> Authorized {
     let attrs = attributes(method, path, query, route);
-    let decision = state.authorizer.authorize(user, &attrs);
+    let decision = state.authorizer.authorize(user, &attrs).await;
     let denial = (!decision.allowed).then(|| {
-        Box::new(Authorizer::denial_with_reason(
-            user,
-            &attrs,
-            &decision.reason,
-        ))
+        Box::new(if decision.error.is_empty() {
+            Authorizer::denial_with_reason(user, &attrs, &decision.reason)
+        } else {
+            Status::internal(&decision.error)
+        })
     });
     Authorized {
         reason: decision.reason,
@@ -256,6 +259,7 @@ pub fn attributes(method: &Method, path: &str, query: Option<&str>, route: &Rout
             Attributes::Resource {
                 verb: r.verb.as_str().to_string(),
                 group: r.group.clone(),
+                version: r.version.clone(),
                 resource: match &r.subresource {
                     Some(sub) => format!("{}/{sub}", r.resource),
                     None => r.resource.clone(),
@@ -436,6 +440,7 @@ mod tests {
             Attributes::Resource {
                 verb: "impersonate".into(),
                 group: "authentication.k8s.io".into(),
+                version: "v1".into(),
                 resource: "userextras/scopes".into(),
                 namespace: None,
                 name: Some("v".into()),

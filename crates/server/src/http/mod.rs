@@ -95,7 +95,7 @@ async fn serve_request(
             }
         };
     obs.authenticated(state, &user, parts, route).await;
-    let user = match filters::impersonate(state, user, &parts.headers) {
+    let user = match filters::impersonate(state, user, &parts.headers).await {
         Ok(u) => u,
         Err(s) => {
             obs.authorized(false, "");
@@ -113,7 +113,8 @@ async fn serve_request(
         parts.uri.path(),
         parts.uri.query(),
         route,
-    );
+    )
+    .await;
     obs.authorized(authorized.denial.is_none(), &authorized.reason);
     if let Some(s) = authorized.denial {
         return status_response(&s, &[]);

@@ -321,10 +321,16 @@ impl Answer for AccessReview {
             AccessReview::Subject | AccessReview::Local => subject_of(&spec),
         };
         let attrs = attributes_of(&spec);
-        let decision = req.authorizer.authorize(&subject, &attrs);
+        let decision = req.authorizer.authorize(&subject, &attrs).await;
         let mut status = json!({"allowed": decision.allowed});
+        if decision.denied {
+            status["denied"] = Value::Bool(true);
+        }
         if !decision.reason.is_empty() {
             status["reason"] = Value::String(decision.reason);
+        }
+        if !decision.error.is_empty() {
+            status["evaluationError"] = Value::String(decision.error);
         }
         Ok(respond(kind, av, &req.body, status))
     }
@@ -441,6 +447,7 @@ fn attributes_of(spec: &Value) -> Attributes {
         Attributes::Resource {
             verb: s(r, "verb"),
             group: s(r, "group"),
+            version: s(r, "version"),
             resource,
             namespace: (!ns.is_empty()).then_some(ns),
             name: (!name.is_empty()).then_some(name),

@@ -46,8 +46,8 @@ async fn server() -> TestServer {
             .join("\n"),
         )
         .unwrap();
-        c.authorization_policy_file = Some(policy);
-        c.authorization_modes = vec!["ABAC".into()];
+        c.authorization.policy_file = Some(policy);
+        c.authorization.modes = vec!["ABAC".into()];
     })
     .await
 }

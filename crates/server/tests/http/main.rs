@@ -26,3 +26,4 @@ mod upgrade_check;
 mod v1beta1;
 mod watch;
 mod watch_cache;
+mod webhook_auth;

@@ -10,7 +10,7 @@ use crd_server::auth::oidc::OidcOptions;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{HttpVersion, HttpsServer, TestServer, eventually, read};
+use crate::support::{HttpVersion, HttpsServer, TestServer, as_token, eventually};
 
 const KEY_PEM: &[u8] = include_bytes!("../fixtures/oidc-rsa.pem");
 const JWK: &str = include_str!("../fixtures/oidc-rsa.jwk.json");
@@ -99,28 +99,6 @@ fn now() -> i64 {
 
 fn jwk() -> Value {
     serde_json::from_str(JWK).unwrap()
-}
-
-/// The request as the token's user: status and body.
-async fn as_token(
-    s: &TestServer,
-    method: Method,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = s
-        .client(HttpVersion::Http2)
-        .request(method, format!("{}{path}", s.url))
-        .bearer_auth(token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let r = read(req.send().await.unwrap()).await;
-    (
-        r.status.as_u16(),
-        serde_json::from_str(&r.text).unwrap_or(Value::Null),
-    )
 }
 
 async fn whoami(s: &TestServer, token: &str) -> (u16, Value) {

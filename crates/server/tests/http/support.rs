@@ -441,6 +441,28 @@ where
     }
 }
 
+/// The request as the token's user: status and body.
+pub async fn as_token(
+    s: &TestServer,
+    method: Method,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = s
+        .client(HttpVersion::Http2)
+        .request(method, format!("{}{path}", s.url))
+        .bearer_auth(token);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let r = read(req.send().await.unwrap()).await;
+    (
+        r.status.as_u16(),
+        serde_json::from_str(&r.text).unwrap_or(Value::Null),
+    )
+}
+
 /// What a list hook runs before each list: `Err` fails the list, and the future may wait.
 pub use crd_storage::hook::BeforeList;
 

@@ -86,6 +86,7 @@ impl Hook {
                     .unwrap_or(443),
             }),
             ca_bundle: &bundle,
+            ..ClientConfig::default()
         };
         let client = WebhookClient::build(
             &config,

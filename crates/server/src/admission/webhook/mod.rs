@@ -604,17 +604,9 @@ impl Webhooks {
                 ))
             })?;
         if !(200..300).contains(&code) {
-            let message = serde_json::from_slice::<Value>(&text)
-                .ok()
-                .and_then(|s| s.get("message").and_then(Value::as_str).map(String::from))
-                .unwrap_or_else(|| {
-                    format!(
-                        "an error on the server ({:?}) has prevented the request from succeeding",
-                        String::from_utf8_lossy(&text).trim()
-                    )
-                });
             return Err(Failure::Calling(format!(
-                "failed to call webhook: {message}"
+                "failed to call webhook: {}",
+                crate::webhook::response_error(&text)
             )));
         }
         let review: Value = serde_json::from_slice(&text)

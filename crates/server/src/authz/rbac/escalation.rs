@@ -51,16 +51,19 @@ fn allowed(
     ns: &str,
     name: &str,
 ) -> bool {
-    authorizer.allowed(
-        user,
-        &Attributes::Resource {
-            verb: verb.into(),
-            group: GROUP.into(),
-            resource: resource.into(),
-            namespace: (!ns.is_empty()).then(|| ns.to_string()),
-            name: Some(name.to_string()),
-        },
-    )
+    authorizer
+        .authorize_blocking(
+            user,
+            &Attributes::Resource {
+                verb: verb.into(),
+                group: GROUP.into(),
+                version: String::new(),
+                resource: resource.into(),
+                namespace: (!ns.is_empty()).then(|| ns.to_string()),
+                name: Some(name.to_string()),
+            },
+        )
+        .allowed
 }
 
 /// `ConfirmNoEscalation`: `Err(message)` when the user's rules in `namespace` do not cover

@@ -137,6 +137,7 @@ fn res(verb: &str, group: &str, resource: &str, ns: &str, name: &str) -> Attribu
     Attributes::Resource {
         verb: verb.into(),
         group: group.into(),
+        version: String::new(),
         resource: resource.into(),
         namespace: (!ns.is_empty()).then(|| ns.to_string()),
         name: (!name.is_empty()).then(|| name.to_string()),
