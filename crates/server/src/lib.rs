@@ -176,20 +176,29 @@ fn sa_issuer(config: &ServerConfig) -> String {
         .unwrap_or_else(|| serviceaccount::DEFAULT_ISSUER.to_string())
 }
 
-/// How often the authentication configuration file is read again (kube-apiserver: every
-/// minute and on change notifications).
+/// How often the authentication and authorization configuration files are read again
+/// (kube-apiserver: every minute and on change notifications).
 const AUTHN_CONFIG_RELOAD: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Re-reads the authentication configuration file while the server runs, as kube-apiserver
-/// does: a changed, valid file replaces the JWT authenticators; an invalid one (or one whose
-/// `anonymous` section changed) is logged and the ones in effect stay, until the file changes
-/// again.
-async fn reload_authentication_config(
+/// A configuration file kube-apiserver reloads while it runs: which one (for logs), and how a
+/// changed text is put in effect (`Err`: refused, the configuration in effect stays).
+struct Reloaded {
+    what: &'static str,
+    apply: Box<ApplyConfig>,
+    count: fn(bool),
+}
+
+/// Puts a configuration file's new text in effect.
+type ApplyConfig = dyn Fn(&AppState, &str) -> Result<(), String> + Send + Sync;
+
+/// Re-reads `path` every [`AUTHN_CONFIG_RELOAD`] while the server runs and applies a changed
+/// text, as kube-apiserver reloads its authentication and authorization configuration files:
+/// each outcome is logged and counted; a refused file is tried again only once it changes.
+async fn reload_config_file(
     state: std::sync::Weak<AppState>,
     path: PathBuf,
     mut seen: String,
-    sa_issuer: String,
-    anonymous: Option<auth::authn_config::AnonymousConfig>,
+    file: Reloaded,
 ) {
     loop {
         tokio::time::sleep(AUTHN_CONFIG_RELOAD).await;
@@ -197,40 +206,72 @@ async fn reload_authentication_config(
             return;
         };
         let Ok(text) = std::fs::read_to_string(&path) else {
-            tracing::error!(path = %path.display(), "failed to read authentication config file");
+            tracing::error!(path = %path.display(), "failed to read {} file", file.what);
             continue;
         };
         if text == seen {
             continue;
         }
         seen.clone_from(&text);
-        let built = auth::authn_config::AuthenticationConfig::parse(
-            &text,
-            std::slice::from_ref(&sa_issuer),
-        )
-        .map_err(|e| match e {
-            auth::authn_config::ConfigError::Load(m)
-            | auth::authn_config::ConfigError::Invalid(m) => m,
-        })
-        .and_then(|file| {
-            if file.anonymous == anonymous {
-                Ok(file.jwt)
-            } else {
-                Err("anonymous: Forbidden: changed from initial configuration file".into())
-            }
-        })
-        .and_then(auth::oidc::OidcAuthenticator::all);
-        match built {
-            Ok(jwt) => {
-                state.authn.jwt.replace(jwt);
-                metrics::authentication_config_reload(true);
-                tracing::info!(path = %path.display(), "reloaded authentication config");
+        match (file.apply)(&state, &text) {
+            Ok(()) => {
+                (file.count)(true);
+                tracing::info!(path = %path.display(), "reloaded {}", file.what);
             }
             Err(e) => {
-                metrics::authentication_config_reload(false);
-                tracing::error!(path = %path.display(), error = %e, "failed to load authentication config");
+                (file.count)(false);
+                tracing::error!(path = %path.display(), error = %e, "failed to load {}", file.what);
             }
         }
+    }
+}
+
+/// The authentication configuration's reload: a changed, valid file replaces the JWT
+/// authenticators; one whose `anonymous` section changed is refused.
+fn authentication_reload(
+    sa_issuer: String,
+    anonymous: Option<auth::authn_config::AnonymousConfig>,
+) -> Reloaded {
+    Reloaded {
+        what: "authentication config",
+        count: metrics::authentication_config_reload,
+        apply: Box::new(move |state, text| {
+            let file = auth::authn_config::AuthenticationConfig::parse(
+                text,
+                std::slice::from_ref(&sa_issuer),
+            )
+            .map_err(|e| match e {
+                auth::authn_config::ConfigError::Load(m)
+                | auth::authn_config::ConfigError::Invalid(m) => m,
+            })?;
+            if file.anonymous != anonymous {
+                return Err("anonymous: Forbidden: changed from initial configuration file".into());
+            }
+            state
+                .authn
+                .jwt
+                .replace(auth::oidc::OidcAuthenticator::all(file.jwt)?);
+            Ok(())
+        }),
+    }
+}
+
+/// The authorization configuration's reload: a changed, valid file replaces the authorizers
+/// (a decision in flight finishes with the old ones).
+fn authorization_reload(
+    options: authz::AuthorizationOptions,
+    rbac: Arc<authz::rbac::RbacAuthorizer>,
+) -> Reloaded {
+    Reloaded {
+        what: "authorization config",
+        count: metrics::authorization_config_reload,
+        apply: Box::new(move |state, text| {
+            let authorizer = options
+                .from_config_text(text, &rbac)
+                .map_err(|e| e.to_string())?;
+            state.authorizer.adopt(&authorizer);
+            Ok(())
+        }),
     }
 }
 
@@ -391,12 +432,21 @@ pub async fn run(
     state.client_cas.clone_from(&tls.client_cas);
     let state = Arc::new(state);
     if let (Some(path), Some(text)) = (&config.authentication_config, file_text) {
-        tokio::spawn(reload_authentication_config(
+        tokio::spawn(reload_config_file(
             Arc::downgrade(&state),
             path.clone(),
             text,
-            sa_issuer(&config),
-            anonymous,
+            authentication_reload(sa_issuer(&config), anonymous),
+        ));
+    }
+
+    if let Some(path) = &config.authorization.config_file {
+        let seen = std::fs::read_to_string(path).unwrap_or_default();
+        tokio::spawn(reload_config_file(
+            Arc::downgrade(&state),
+            path.clone(),
+            seen,
+            authorization_reload(config.authorization.clone(), rbac.clone()),
         ));
     }
 

@@ -72,6 +72,7 @@ pub struct Metrics {
     audit_events: IntCounter,
     audit_errors: IntCounterVec,
     authn_config_reloads: IntCounterVec,
+    authz_config_reloads: IntCounterVec,
     watch_cache: WatchCacheFamilies,
 }
 
@@ -489,6 +490,13 @@ impl Metrics {
                  identifies the plugin affected by the error.",
                 &["plugin"],
             ),
+            authz_config_reloads: counter(
+                &registry,
+                "apiserver_authorization_config_controller_automatic_reloads_total",
+                "[BETA] Total number of automatic reloads of authorization configuration split \
+                 by status.",
+                &["status"],
+            ),
             authn_config_reloads: counter(
                 &registry,
                 "apiserver_authentication_config_controller_automatic_reloads_total",
@@ -768,6 +776,14 @@ pub fn audit_event() {
 /// Counts an audit event the backend failed to write or dropped (`apiserver_audit_error_total`).
 pub fn audit_error(plugin: &str) {
     metrics().audit_errors.with_label_values(&[plugin]).inc();
+}
+
+/// Counts a reload of the authorization configuration file (`success` or `failure`).
+pub fn authorization_config_reload(success: bool) {
+    metrics()
+        .authz_config_reloads
+        .with_label_values(&[if success { "success" } else { "failure" }])
+        .inc();
 }
 
 /// Counts a reload of the authentication configuration file (`success` or `failure`).

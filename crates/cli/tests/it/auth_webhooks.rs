@@ -202,29 +202,30 @@ fn an_authorization_configuration_file_through_the_binary() {
         ],
     );
     s.kubectl_ok(&["create", "namespace", "team"]);
-    assert_eq!(
-        s.kubectl_ok(&[
+    // kubectl's answer to jane's `auth can-i delete secrets -n <ns>`.
+    let can_i = |ns: &str| {
+        let out = s.kubectl(&[
             "--token=jane-token",
             "auth",
             "can-i",
             "delete",
             "secrets",
             "-n",
-            "team"
-        ])
-        .trim(),
-        "yes"
+            ns,
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(can_i("team"), "yes");
+    assert_eq!(can_i("default"), "no");
+
+    // The file is reloaded while the server runs: with AlwaysAllow added after RBAC, what
+    // neither the webhook nor RBAC allows is allowed.
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "  name: rbac\n",
+        "  name: rbac\n- type: AlwaysAllow\n  name: open\n",
     );
-    let out = s.kubectl(&[
-        "--token=jane-token",
-        "auth",
-        "can-i",
-        "delete",
-        "secrets",
-        "-n",
-        "default",
-    ]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no");
+    std::fs::write(&file, text).unwrap();
+    crate::support::eventually("the reloaded file decides", || can_i("default") == "yes");
 
     // A bad file stops the server with upstream's field errors.
     let dir = tempfile::tempdir().unwrap();

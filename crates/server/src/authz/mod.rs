@@ -189,16 +189,32 @@ impl AuthorizationOptions {
         }
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
-        let configured = config::parse(&text)
+        self.from_config_text(&text, rbac)
+    }
+
+    /// The authorizer of an `--authorization-config` file's text (at start-up and on reload).
+    pub fn from_config_text(
+        &self,
+        text: &str,
+        rbac: &Arc<rbac::RbacAuthorizer>,
+    ) -> anyhow::Result<Authorizer> {
+        let configured = config::parse(text)
             .map_err(|e| anyhow::anyhow!("invalid authorization configuration: {e}"))?;
         Authorizer::from_config(configured, self.policy_file.as_deref(), rbac)
     }
 }
 
+/// A member list to share.
+fn shared(members: Vec<Member>) -> Arc<std::sync::RwLock<Arc<Vec<Member>>>> {
+    Arc::new(std::sync::RwLock::new(Arc::new(members)))
+}
+
 /// Decides whether a user may make a request: `system:masters`, then each member in order.
 #[derive(Clone, Debug)]
 pub struct Authorizer {
-    members: Vec<Member>,
+    /// The members in effect, shared by every clone and replaced whole when the
+    /// `--authorization-config` file changes (a decision uses the set it started with).
+    members: Arc<std::sync::RwLock<Arc<Vec<Member>>>>,
     /// The RBAC policy, whatever the modes: escalation checks resolve rules through it.
     resolver: Arc<rbac::RbacAuthorizer>,
 }
@@ -213,7 +229,7 @@ impl Authorizer {
     /// Allows every authenticated user (`--authorization-mode=AlwaysAllow`).
     pub fn allow_all() -> Self {
         Authorizer {
-            members: vec![Member::AlwaysAllow],
+            members: shared(vec![Member::AlwaysAllow]),
             resolver: rbac::RbacAuthorizer::new(),
         }
     }
@@ -227,7 +243,10 @@ impl Authorizer {
                 _ => None,
             })
             .unwrap_or_else(rbac::RbacAuthorizer::new);
-        Authorizer { members, resolver }
+        Authorizer {
+            members: shared(members),
+            resolver,
+        }
     }
 
     /// Builds the union from `--authorization-mode`'s list, the ABAC policy file and the
@@ -277,7 +296,7 @@ impl Authorizer {
             bail!("cannot specify --authorization-webhook-config-file without mode Webhook");
         }
         Ok(Authorizer {
-            members,
+            members: shared(members),
             resolver: rbac.clone(),
         })
     }
@@ -309,9 +328,27 @@ impl Authorizer {
             });
         }
         Ok(Authorizer {
-            members,
+            members: shared(members),
             resolver: rbac.clone(),
         })
+    }
+
+    /// Puts `other`'s members in effect here (and in every clone of this authorizer): a
+    /// reloaded `--authorization-config` file.
+    pub fn adopt(&self, other: &Authorizer) {
+        let members = other.members();
+        *self
+            .members
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = members;
+    }
+
+    /// The members in effect now.
+    fn members(&self) -> Arc<Vec<Member>> {
+        self.members
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The RBAC policy (fed by the RBAC controller whatever the modes), for escalation checks
@@ -321,9 +358,9 @@ impl Authorizer {
     }
 
     /// The RBAC member, when RBAC is a mode (escalation checks and the controller use it).
-    pub fn rbac(&self) -> Option<&Arc<rbac::RbacAuthorizer>> {
-        self.members.iter().find_map(|m| match m {
-            Member::Rbac(r) => Some(r),
+    pub fn rbac(&self) -> Option<Arc<rbac::RbacAuthorizer>> {
+        self.members().iter().find_map(|m| match m {
+            Member::Rbac(r) => Some(r.clone()),
             _ => None,
         })
     }
@@ -337,7 +374,8 @@ impl Authorizer {
         }
         let mut reasons = Vec::new();
         let mut errors = Vec::new();
-        for m in &self.members {
+        let members = self.members();
+        for m in members.iter() {
             let d = match m {
                 Member::AlwaysAllow => Decision::allow(""),
                 Member::AlwaysDeny => Decision::deny(""),
@@ -378,7 +416,7 @@ impl Authorizer {
     pub fn rules_for(&self, user: &User, namespace: &str) -> RulesForUser {
         let mut out = RulesForUser::default();
         let mut errors = Vec::new();
-        for m in &self.members {
+        for m in self.members().iter() {
             match m {
                 Member::AlwaysAllow => {
                     out.resource_rules.push(rbac::rules::PolicyRule::resource(

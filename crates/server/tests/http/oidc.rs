@@ -482,13 +482,13 @@ async fn a_bad_authentication_configuration_stops_start_up() {
 
 /// The reload counter's value for `status`, from `/metrics`.
 async fn reloads(s: &TestServer, status: &str) -> u64 {
-    let text = s.api(HttpVersion::Http2).get("/metrics").await.text;
-    let series = format!(
-        "apiserver_authentication_config_controller_automatic_reloads_total{{status=\"{status}\"}} "
-    );
-    text.lines()
-        .find_map(|l| l.strip_prefix(&series))
-        .map_or(0, |v| v.trim().parse().unwrap())
+    crate::support::metric(
+        s,
+        &format!(
+            "apiserver_authentication_config_controller_automatic_reloads_total{{status=\"{status}\"}}"
+        ),
+    )
+    .await
 }
 
 /// A changed file takes effect while the server runs; an invalid one is refused and the

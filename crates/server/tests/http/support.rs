@@ -463,6 +463,15 @@ pub async fn as_token(
     )
 }
 
+/// The value of one series (`name{labels}`) in `/metrics`, 0 when absent.
+pub async fn metric(s: &TestServer, series: &str) -> u64 {
+    let text = s.api(HttpVersion::Http2).get("/metrics").await.text;
+    let prefix = format!("{series} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map_or(0, |v| v.trim().parse().unwrap())
+}
+
 /// What a list hook runs before each list: `Err` fails the list, and the future may wait.
 pub use crd_storage::hook::BeforeList;
 

@@ -564,3 +564,61 @@ authorizers:
         "--authorization-config can not be specified when --authorization-mode or --authorization-webhook-* flags are defined"
     );
 }
+
+/// The authorization reload counter's value for `status`, from `/metrics`.
+async fn authz_reloads(s: &TestServer, status: &str) -> u64 {
+    crate::support::metric(
+        s,
+        &format!(
+            "apiserver_authorization_config_controller_automatic_reloads_total{{status=\"{status}\"}}"
+        ),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_changed_authorization_configuration_takes_effect_without_a_restart() {
+    let header =
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthorizationConfiguration\nauthorizers:\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("authz.yaml");
+    std::fs::write(&path, format!("{header}- {{type: RBAC, name: rbac}}\n")).unwrap();
+    let file = path.clone();
+    let s = TestServer::start_with(move |c| {
+        tokens(c);
+        c.authorization.config_file = Some(file);
+    })
+    .await;
+    let list = || {
+        as_token(
+            &s,
+            Method::GET,
+            "/api/v1/namespaces/default/configmaps",
+            JANE,
+            None,
+        )
+    };
+    assert_eq!(list().await.0, 403);
+
+    // An invalid file: counted as a failure, and RBAC still decides.
+    let failures = authz_reloads(&s, "failure").await;
+    std::fs::write(&path, format!("{header}- {{type: Node, name: node}}\n")).unwrap();
+    crate::support::eventually("the invalid file is refused", || async {
+        authz_reloads(&s, "failure").await > failures
+    })
+    .await;
+    assert_eq!(list().await.0, 403);
+
+    // AlwaysAllow before RBAC: jane may list.
+    let successes = authz_reloads(&s, "success").await;
+    std::fs::write(
+        &path,
+        format!("{header}- {{type: AlwaysAllow, name: open}}\n- {{type: RBAC, name: rbac}}\n"),
+    )
+    .unwrap();
+    crate::support::eventually("the new authorizers decide", || async {
+        list().await.0 == 200
+    })
+    .await;
+    assert!(authz_reloads(&s, "success").await > successes);
+}
