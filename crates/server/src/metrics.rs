@@ -6,7 +6,7 @@
 //! read lock, no allocation once the child exists) and the in-flight gauges are cached.
 //! Other modules record through the small functions here ([`conversion_webhook`],
 //! [`admission_webhook`], [`validating_admission_policy`], [`mutating_admission_policy`],
-//! [`watch_event`], [`etcd_request`]),
+//! [`watch_event`], [`etcd_request`], [`authorization_decision`], [`authorization_webhook`]),
 //! never through `prometheus` types.
 
 use std::borrow::Cow;
@@ -73,6 +73,12 @@ pub struct Metrics {
     audit_errors: IntCounterVec,
     authn_config_reloads: IntCounterVec,
     authz_config_reloads: IntCounterVec,
+    authz_decisions: IntCounterVec,
+    authz_webhook_total: IntCounterVec,
+    authz_webhook_duration: HistogramVec,
+    authz_webhook_fail_open: IntCounterVec,
+    authz_match_exclusions: IntCounterVec,
+    authz_match_errors: IntCounterVec,
     watch_cache: WatchCacheFamilies,
 }
 
@@ -497,6 +503,46 @@ impl Metrics {
                  by status.",
                 &["status"],
             ),
+            authz_decisions: counter(
+                &registry,
+                "apiserver_authorization_decisions_total",
+                "[ALPHA] Total number of terminal decisions made by an authorizer split by \
+                 authorizer type, name, and decision.",
+                &["type", "name", "decision"],
+            ),
+            authz_webhook_total: counter(
+                &registry,
+                "apiserver_authorization_webhook_evaluations_total",
+                "[ALPHA] Round-trips to authorization webhooks.",
+                &["name", "result"],
+            ),
+            authz_webhook_duration: histogram(
+                &registry,
+                "apiserver_authorization_webhook_duration_seconds",
+                "[ALPHA] Request latency in seconds.",
+                prometheus::DEFAULT_BUCKETS,
+                &["name", "result"],
+            ),
+            authz_webhook_fail_open: counter(
+                &registry,
+                "apiserver_authorization_webhook_evaluations_fail_open_total",
+                "[ALPHA] NoOpinion results due to webhook timeout or error.",
+                &["name", "result"],
+            ),
+            authz_match_exclusions: counter(
+                &registry,
+                "apiserver_authorization_match_condition_exclusions_total",
+                "[ALPHA] Total number of exclusions when an authorization webhook is skipped by \
+                 match conditions, split by authorizer type and name.",
+                &["type", "name"],
+            ),
+            authz_match_errors: counter(
+                &registry,
+                "apiserver_authorization_match_condition_evaluation_errors_total",
+                "[ALPHA] Total number of errors when an authorization webhook encounters a match \
+                 condition error split by authorizer type and name.",
+                &["type", "name"],
+            ),
             authn_config_reloads: counter(
                 &registry,
                 "apiserver_authentication_config_controller_automatic_reloads_total",
@@ -776,6 +822,69 @@ pub fn audit_event() {
 /// Counts an audit event the backend failed to write or dropped (`apiserver_audit_error_total`).
 pub fn audit_error(plugin: &str) {
     metrics().audit_errors.with_label_values(&[plugin]).inc();
+}
+
+/// Counts an authorizer's terminal decision (`apiserver_authorization_decisions_total`):
+/// `kind` is its type (`RBAC`, `Webhook`, ...), `decision` `allowed` or `denied`.
+pub fn authorization_decision(kind: &str, name: &str, allowed: bool) {
+    metrics()
+        .authz_decisions
+        .with_label_values(&[kind, name, if allowed { "allowed" } else { "denied" }])
+        .inc();
+}
+
+/// What became of one authorization webhook evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WebhookEvaluation {
+    /// An answer came back (`success`).
+    Success,
+    /// The call failed (`error`).
+    Error,
+    /// The call timed out (`timeout`).
+    Timeout,
+    /// The match conditions excluded the request (no call).
+    Excluded,
+    /// A match condition failed to evaluate (no call).
+    MatchError,
+}
+
+/// Records one authorization webhook evaluation (`apiserver_authorization_webhook_*` and
+/// `apiserver_authorization_match_condition_*`); `fail_open` when a failure became no opinion.
+pub fn authorization_webhook(
+    name: &str,
+    outcome: WebhookEvaluation,
+    elapsed: Duration,
+    fail_open: bool,
+) {
+    let m = metrics();
+    let result = match outcome {
+        WebhookEvaluation::Success => "success",
+        WebhookEvaluation::Error => "error",
+        WebhookEvaluation::Timeout => "timeout",
+        WebhookEvaluation::Excluded => {
+            m.authz_match_exclusions
+                .with_label_values(&["Webhook", name])
+                .inc();
+            return;
+        }
+        WebhookEvaluation::MatchError => {
+            m.authz_match_errors
+                .with_label_values(&["Webhook", name])
+                .inc();
+            return;
+        }
+    };
+    m.authz_webhook_total
+        .with_label_values(&[name, result])
+        .inc();
+    m.authz_webhook_duration
+        .with_label_values(&[name, result])
+        .observe(elapsed.as_secs_f64());
+    if fail_open && outcome != WebhookEvaluation::Success {
+        m.authz_webhook_fail_open
+            .with_label_values(&[name, result])
+            .inc();
+    }
 }
 
 /// Counts a reload of the authorization configuration file (`success` or `failure`).

@@ -165,28 +165,45 @@ impl WebhookClient {
 /// `DefaultRetryBackoffWithInitialDelay(500ms)`).
 pub const FIRST_RETRY_DELAY: Duration = Duration::from_millis(500);
 
+/// Why [`WebhookClient::post_with_retry`] failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failed {
+    /// The failure in Go's words (`Post "<url>": ...`, or the answer's message).
+    pub message: String,
+    /// Whether the call's timeout passed.
+    pub timeout: bool,
+}
+
 impl WebhookClient {
     /// POSTs a JSON body as client-go's generic webhook does: a transient failure (a reset or
     /// closed connection, 429, 500, 504) is retried with upstream's backoff (`first_delay`,
-    /// ×1.5, five attempts in all). Returns a 2xx answer's body, or the last failure in Go's
-    /// words.
+    /// ×1.5, five attempts in all). Returns a 2xx answer's body, or the last failure.
     pub async fn post_with_retry(
         &self,
         body: Vec<u8>,
         first_delay: Duration,
-    ) -> Result<Bytes, String> {
+    ) -> Result<Bytes, Failed> {
         const ATTEMPTS: u32 = 5;
         let mut delay = first_delay;
         let mut attempt = 1;
         loop {
             let (error, transient) = match self.post_json(body.clone()).await {
                 Ok((code, text)) if (200..300).contains(&code) => return Ok(text),
-                Ok((code, text)) => (response_error(&text), matches!(code, 429 | 500 | 504)),
+                Ok((code, text)) => (
+                    Failed {
+                        message: response_error(&text),
+                        timeout: false,
+                    },
+                    matches!(code, 429 | 500 | 504),
+                ),
                 Err(e) => {
                     let transient = matches!(&e, CallError::Transport(m)
                         if m.contains("connection reset") || m.contains("connection closed"));
                     (
-                        e.describe(&self.url, "context deadline exceeded"),
+                        Failed {
+                            message: e.describe(&self.url, "context deadline exceeded"),
+                            timeout: e == CallError::Timeout,
+                        },
                         transient,
                     )
                 }

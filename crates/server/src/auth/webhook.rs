@@ -112,6 +112,7 @@ impl TokenWebhook {
             .client
             .post_with_retry(body.to_string().into_bytes(), self.retry_delay)
             .await
+            .map_err(|f| f.message)
             .inspect_err(
                 |e| tracing::warn!(error = %e, "Failed to make webhook authenticator request"),
             )?;

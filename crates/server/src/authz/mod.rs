@@ -138,6 +138,19 @@ pub enum Member {
     AlwaysDeny,
 }
 
+impl Member {
+    /// Its type and name in `apiserver_authorization_decisions_total`.
+    fn label(&self) -> (&'static str, &str) {
+        match self {
+            Member::AlwaysAllow => ("AlwaysAllow", "alwaysallow"),
+            Member::AlwaysDeny => ("AlwaysDeny", "alwaysdeny"),
+            Member::Abac(_) => ("ABAC", "abac"),
+            Member::Rbac(_) => ("RBAC", "rbac"),
+            Member::Webhook(w) => ("Webhook", w.name()),
+        }
+    }
+}
+
 /// The modes `--authorization-mode` accepts.
 pub const MODES: &[&str] = &["AlwaysAllow", "AlwaysDeny", "ABAC", "Webhook", "RBAC"];
 
@@ -384,6 +397,8 @@ impl Authorizer {
                 Member::Webhook(w) => w.authorize(user, attrs).await,
             };
             if d.allowed || d.denied {
+                let (kind, name) = m.label();
+                crate::metrics::authorization_decision(kind, name, d.allowed);
                 return d;
             }
             if !d.reason.is_empty() {

@@ -24,8 +24,9 @@ use serde_json::{Value, json};
 
 use super::{Attributes, Decision};
 use crate::auth::User;
-use crate::webhook::WebhookClient;
+use crate::metrics::{self, WebhookEvaluation};
 use crate::webhook::kubeconfig::Target;
+use crate::webhook::{Failed, WebhookClient};
 
 /// How many answers the cache holds, as upstream's LRU.
 const CACHE_SIZE: usize = 8192;
@@ -230,11 +231,19 @@ impl WebhookAuthorizer {
     /// The webhook's decision for `user` doing `attrs`.
     pub async fn authorize(&self, user: &User, attrs: &Attributes) -> Decision {
         let spec = spec(user, attrs);
+        let name = self.options.name.as_str();
         if !self.options.match_conditions.is_empty() {
+            let skipped = |what| metrics::authorization_webhook(name, what, Duration::ZERO, false);
             match matches(&self.options.match_conditions, &spec) {
                 Ok(true) => {}
-                Ok(false) => return Decision::deny(""),
-                Err(e) => return self.on_error(e),
+                Ok(false) => {
+                    skipped(WebhookEvaluation::Excluded);
+                    return Decision::deny("");
+                }
+                Err(e) => {
+                    skipped(WebhookEvaluation::MatchError);
+                    return self.on_error(e);
+                }
             }
         }
         let key = spec.to_string();
@@ -247,15 +256,30 @@ impl WebhookAuthorizer {
         let Some(rt) = &self.runtime.0 else {
             return self.on_error("the webhook authorizer is shut down".into());
         };
+        let started = Instant::now();
         let outcome = match rt.spawn(call(client, body, delay)).await {
             Ok(outcome) => outcome,
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(Failed {
+                message: e.to_string(),
+                timeout: false,
+            }),
         };
+        let evaluation = match &outcome {
+            Ok(_) => WebhookEvaluation::Success,
+            Err(f) if f.timeout => WebhookEvaluation::Timeout,
+            Err(_) => WebhookEvaluation::Error,
+        };
+        metrics::authorization_webhook(
+            name,
+            evaluation,
+            started.elapsed(),
+            !self.options.deny_on_error,
+        );
         let answer = match outcome {
             Ok(answer) => answer,
-            Err(e) => {
-                tracing::warn!(authorizer = %self.options.name, error = %e, "Failed to make webhook authorizer request");
-                return self.on_error(e);
+            Err(f) => {
+                tracing::warn!(authorizer = %name, error = %f.message, "Failed to make webhook authorizer request");
+                return self.on_error(f.message);
             }
         };
         if cacheable(attrs) {
@@ -430,8 +454,12 @@ async fn call(
     client: Arc<WebhookClient>,
     body: Vec<u8>,
     first_delay: Duration,
-) -> Result<Answer, String> {
-    parse(&client.post_with_retry(body, first_delay).await?)
+) -> Result<Answer, Failed> {
+    let text = client.post_with_retry(body, first_delay).await?;
+    parse(&text).map_err(|message| Failed {
+        message,
+        timeout: false,
+    })
 }
 
 /// The answer of a review's response body.

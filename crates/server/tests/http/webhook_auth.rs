@@ -10,7 +10,7 @@ use bytes::Bytes;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{HttpVersion, HttpsServer, TestServer, as_token};
+use crate::support::{HttpVersion, HttpsServer, TestServer, as_token, metric};
 
 const JANE: &str = "jane-token-0123456789";
 const MALLORY: &str = "mallory-token-0123456789";
@@ -225,6 +225,16 @@ async fn the_authorization_webhook_allows_denies_and_defers_to_rbac() {
         body["status"]["evaluationError"],
         "webhook authorizer does not support user rule resolution"
     );
+    // kube-apiserver's metrics count the calls and the terminal decisions (process-wide, so
+    // other tests' calls may add to them).
+    for series in [
+        "apiserver_authorization_webhook_evaluations_total{name=\"webhook\",result=\"success\"}",
+        "apiserver_authorization_webhook_duration_seconds_count{name=\"webhook\",result=\"success\"}",
+        "apiserver_authorization_decisions_total{decision=\"allowed\",name=\"webhook\",type=\"Webhook\"}",
+        "apiserver_authorization_decisions_total{decision=\"denied\",name=\"webhook\",type=\"Webhook\"}",
+    ] {
+        assert!(metric(&s, series).await >= 1, "{series}");
+    }
 }
 
 #[tokio::test]
@@ -270,6 +280,9 @@ async fn an_unreachable_authorization_webhook_is_a_500_unless_another_authorizer
     // RBAC's own grants still work: every user may read `/version` (system:public-info-viewer).
     let (code, _) = as_token(&s, Method::GET, "/version", BOB, None).await;
     assert_eq!(code, 200);
+    // The failure had no opinion: counted as failing open.
+    let series = "apiserver_authorization_webhook_evaluations_fail_open_total{name=\"webhook\",result=\"error\"}";
+    assert!(metric(&s, series).await >= 1, "{series}");
     // And system:masters never asks the webhook.
     let r = s
         .api(HttpVersion::Http2)
@@ -547,6 +560,37 @@ authorizers:
         body["message"],
         "Internal error occurred: cel evaluation error: expression 'request.resourceAttributes.namespace == 'team'' resulted in error: no such key: resourceAttributes"
     );
+
+    // Skips and condition errors are counted per webhook; a failing-closed webhook's error is
+    // not failing open.
+    for (series, at_least) in [
+        (
+            "apiserver_authorization_match_condition_exclusions_total{name=\"team-owner\",type=\"Webhook\"}",
+            1,
+        ),
+        (
+            "apiserver_authorization_match_condition_evaluation_errors_total{name=\"team-owner\",type=\"Webhook\"}",
+            1,
+        ),
+        (
+            "apiserver_authorization_webhook_evaluations_total{name=\"secrets-guard\",result=\"error\"}",
+            1,
+        ),
+        (
+            "apiserver_authorization_webhook_evaluations_fail_open_total{name=\"secrets-guard\",result=\"error\"}",
+            0,
+        ),
+    ] {
+        let got = metric(&s, series).await;
+        assert!(
+            if at_least == 0 {
+                got == 0
+            } else {
+                got >= at_least
+            },
+            "{series}: {got}"
+        );
+    }
 
     // The file and the legacy flags exclude each other.
     let data = tempfile::tempdir().unwrap();
