@@ -526,6 +526,14 @@ pub async fn run(
     supervisor.spawn("mutating-admission-policies", move |shutdown| {
         mutating_policies.clone().run(shutdown)
     });
+    let service_store = store.clone();
+    supervisor.spawn("kubernetes-service", move |shutdown| {
+        let store = service_store.clone();
+        async move {
+            controllers::kubernetes_service::run(store, addr, shutdown).await;
+            Ok(())
+        }
+    });
     let interval = config.compaction_interval;
     supervisor.spawn("compaction", move |shutdown| {
         let store = store.clone();

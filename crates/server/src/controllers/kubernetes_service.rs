@@ -1,9 +1,13 @@
 //! The `default/kubernetes` Service, its Endpoints and its `EndpointSlice`, which kube-apiserver's
 //! bootstrap controller keeps (`pkg/controlplane/controller/kubernetesservice`): in-cluster
 //! clients and tools look the API server up there, and envtest has them too. The endpoints
-//! name this server's address and port; a restart on another port rewrites them.
+//! name this server's address and port; a restart on another port rewrites them. As upstream's
+//! controller, [`run`] keeps them (and the system namespaces) there: deleted ones come back
+//! within [`INTERVAL`].
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crd_storage::{StorageError, Store};
 use serde_json::{Value, json};
@@ -11,6 +15,41 @@ use serde_json::{Value, json};
 use crate::registry::Strategy;
 use crate::registry::builtin::BuiltinStrategy;
 use crate::registry::meta;
+
+/// How often the objects are checked (upstream's `DefaultEndpointReconcilerInterval`).
+pub const INTERVAL: Duration = Duration::from_secs(10);
+
+/// Every [`INTERVAL`] until `shutdown`: re-creates missing system namespaces, then the service
+/// objects unless `default` is being deleted (they would hold up its deletion).
+pub async fn run(
+    store: Arc<dyn Store>,
+    addr: SocketAddr,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(INTERVAL) => {}
+            _ = shutdown.changed() => return,
+        }
+        if let Err(e) = reconcile(store.as_ref(), addr).await {
+            tracing::warn!(error = %e, "reconciling the kubernetes service");
+        }
+    }
+}
+
+async fn reconcile(store: &dyn Store, addr: SocketAddr) -> Result<(), StorageError> {
+    super::namespaces_bootstrap(store).await?;
+    let namespace = crate::registry::namespaces::NamespaceStrategy::default()
+        .info()
+        .key(None, "default");
+    let terminating = super::get_json(store, &namespace)
+        .await?
+        .is_none_or(|(ns, _)| ns.pointer("/metadata/deletionTimestamp").is_some());
+    if terminating {
+        return Ok(());
+    }
+    bootstrap(store, addr).await
+}
 
 /// The cluster IP upstream gives the service: the first address of the default service range.
 const CLUSTER_IP: &str = "10.0.0.1";

@@ -383,6 +383,21 @@ async fn the_kubernetes_service_names_this_server() {
     let slice = r.json();
     assert_eq!(slice["endpoints"][0]["addresses"][0], "127.0.0.1");
     assert_eq!(slice["ports"][0]["port"], port);
+
+    // Deleted, the service comes back (with a new uid) within the controller's interval, as
+    // upstream's bootstrap controller re-creates it.
+    let uid = svc["metadata"]["uid"].clone();
+    let r = api
+        .delete("/api/v1/namespaces/default/services/kubernetes")
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    crate::support::eventually("the service is re-created", || async {
+        let r = api
+            .get("/api/v1/namespaces/default/services/kubernetes")
+            .await;
+        r.status == 200 && r.json()["metadata"]["uid"] != uid
+    })
+    .await;
 }
 
 /// A terminating namespace's content stays for the grace period (kube-controller-manager waits
