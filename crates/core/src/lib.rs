@@ -9,6 +9,7 @@ pub mod crd;
 pub mod field;
 pub mod fields;
 pub mod go_decode;
+pub mod go_json;
 pub mod labels;
 pub mod quantity;
 pub mod status;

@@ -214,7 +214,18 @@ pub fn decode_object_noting_duplicates(
     let (obj, repeats) = match body_format(headers)? {
         BodyFormat::Json => {
             let (obj, repeats) =
-                crd_core::strict::from_slice_noting_duplicates(body).map_err(|e| cannot(&e))?;
+                crd_core::strict::from_slice_noting_duplicates(body).map_err(|e| {
+                    // Upstream finds the kind first: a body that is not JSON is reported by
+                    // Go's scanner, before any kind is known (`transformDecodeError`).
+                    match crd_core::go_json::syntax_error(body) {
+                        Some(syntax) => Status::bad_request(format!(
+                            "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: {syntax} ({})",
+                            crd_core::go_json::summarize(body)
+                        ))
+                        .into(),
+                        None => cannot(&e),
+                    }
+                })?;
             (obj, Some(repeats))
         }
         BodyFormat::Protobuf => match protobuf(body) {

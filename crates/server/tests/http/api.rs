@@ -835,6 +835,57 @@ async fn a_custom_object_of_another_kind_is_invalid() {
     );
 }
 
+/// A body that is not JSON is a 400 in kube-apiserver's words: Go's scanner error, before any
+/// kind is known, and the body's first 30 bytes; for built-in kinds and custom resources, on
+/// create and update.
+#[tokio::test]
+async fn malformed_json_bodies_are_described_as_kube_apiserver_describes_them() {
+    let s = TestServer::start().await;
+    let api = s.api(HttpVersion::Http1);
+    api.create_crd(crd_json(
+        "stable.example.com",
+        "crontabs",
+        "CronTab",
+        "Namespaced",
+    ))
+    .await;
+    // (method, path, body, message)
+    let cases = [
+        (
+            Method::POST,
+            "/api/v1/namespaces/default/configmaps",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}"#,
+            r#"the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input ({"apiVersion":"v1","kind":"Con ...)"#,
+        ),
+        (
+            Method::PUT,
+            "/api/v1/namespaces/default/configmaps/x",
+            r#"{"apiVersion":"v1","kind":"ConfigMap",}"#,
+            r#"the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: invalid character '}' looking for beginning of object key string ({"apiVersion":"v1","kind":"Con ...)"#,
+        ),
+        (
+            Method::POST,
+            "/apis/stable.example.com/v1/namespaces/default/crontabs",
+            r#"{"spec": [1 2]}"#,
+            r#"the object provided is unrecognized (must be of type CronTab): couldn't get version/kind; json parse error: invalid character '2' after array element ({"spec": [1 2]})"#,
+        ),
+    ];
+    for (method, path, body, message) in cases {
+        let r = api
+            .request(method.clone(), path)
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let r = crate::support::read(r).await;
+        assert_eq!(r.status, 400, "{method} {path}: {}", r.text);
+        let status = r.json();
+        assert_eq!(status["reason"], "BadRequest");
+        assert_eq!(status["message"], message, "{method} {path}");
+    }
+}
+
 /// Values Go's decoding of a typed kind refuses are a 400 with its words, and nothing is
 /// stored: `[]byte` fields are standard base64, quantities parse, times are RFC 3339 (with six
 /// fractional digits for a `MicroTime`), int32 fields hold an int32. Valid ones are stored.
