@@ -8,15 +8,7 @@ use std::fmt::Write as _;
 
 /// The first syntax error Go's scanner reports in `data`, or `None` when it is valid JSON.
 pub fn syntax_error(data: &[u8]) -> Option<String> {
-    let mut s = Scanner { data, at: 0 };
-    let result = s.value().and_then(|()| {
-        s.space();
-        match s.peek() {
-            None => Ok(()),
-            Some(c) => Err(invalid(c, "after top-level value")),
-        }
-    });
-    result.err()
+    Scanner { data, at: 0 }.document().err()
 }
 
 /// `summarizeData(body, 30)` of kube-apiserver's handlers: a JSON object's first 30 bytes (or
@@ -37,6 +29,8 @@ pub fn summarize(data: &[u8]) -> String {
 }
 
 const END: &str = "unexpected end of JSON input";
+/// Go's `maxNestingDepth`.
+const MAX_DEPTH: usize = 10_000;
 
 struct Scanner<'a> {
     data: &'a [u8],
@@ -85,64 +79,85 @@ impl Scanner<'_> {
         }
     }
 
-    fn value(&mut self) -> Result<(), String> {
+    /// The whole input: one value, then only white space. Iterative, with an explicit stack
+    /// of open containers, as Go's scanner is: no input can exhaust the thread's stack.
+    fn document(&mut self) -> Result<(), String> {
+        let mut open: Vec<u8> = Vec::new();
+        'value: loop {
+            self.space();
+            let c = self.next()?;
+            match c {
+                b'{' | b'[' => {
+                    open.push(c);
+                    if open.len() > MAX_DEPTH {
+                        return Err(invalid(c, "exceeded max depth"));
+                    }
+                    self.space();
+                    let close = if c == b'{' { b'}' } else { b']' };
+                    if self.peek() == Some(close) {
+                        self.at += 1;
+                        open.pop();
+                    } else if c == b'{' {
+                        self.key()?;
+                        continue 'value;
+                    } else {
+                        continue 'value;
+                    }
+                }
+                b'"' => self.string()?,
+                b'-' => self.number(true)?,
+                b'0'..=b'9' => {
+                    self.at -= 1;
+                    self.number(false)?;
+                }
+                b't' => self.literal("true")?,
+                b'f' => self.literal("false")?,
+                b'n' => self.literal("null")?,
+                c => return Err(invalid(c, "looking for beginning of value")),
+            }
+            // A value ended: close the containers it ends, until one expects another value.
+            loop {
+                self.space();
+                match open.last() {
+                    None => {
+                        return match self.peek() {
+                            None => Ok(()),
+                            Some(c) => Err(invalid(c, "after top-level value")),
+                        };
+                    }
+                    Some(b'{') => match self.next()? {
+                        b',' => {
+                            self.space();
+                            self.key()?;
+                            continue 'value;
+                        }
+                        b'}' => {
+                            open.pop();
+                        }
+                        c => return Err(invalid(c, "after object key:value pair")),
+                    },
+                    Some(_) => match self.next()? {
+                        b',' => continue 'value,
+                        b']' => {
+                            open.pop();
+                        }
+                        c => return Err(invalid(c, "after array element")),
+                    },
+                }
+            }
+        }
+    }
+
+    /// An object's key and its colon.
+    fn key(&mut self) -> Result<(), String> {
+        match self.next()? {
+            b'"' => self.string()?,
+            c => return Err(invalid(c, "looking for beginning of object key string")),
+        }
         self.space();
         match self.next()? {
-            b'{' => self.object(),
-            b'[' => self.array(),
-            b'"' => self.string(),
-            b'-' => self.number(true),
-            b'0'..=b'9' => {
-                self.at -= 1;
-                self.number(false)
-            }
-            b't' => self.literal("true"),
-            b'f' => self.literal("false"),
-            b'n' => self.literal("null"),
-            c => Err(invalid(c, "looking for beginning of value")),
-        }
-    }
-
-    fn object(&mut self) -> Result<(), String> {
-        self.space();
-        if self.peek() == Some(b'}') {
-            self.at += 1;
-            return Ok(());
-        }
-        loop {
-            match self.next()? {
-                b'"' => self.string()?,
-                c => return Err(invalid(c, "looking for beginning of object key string")),
-            }
-            self.space();
-            match self.next()? {
-                b':' => {}
-                c => return Err(invalid(c, "after object key")),
-            }
-            self.value()?;
-            self.space();
-            match self.next()? {
-                b',' => self.space(),
-                b'}' => return Ok(()),
-                c => return Err(invalid(c, "after object key:value pair")),
-            }
-        }
-    }
-
-    fn array(&mut self) -> Result<(), String> {
-        self.space();
-        if self.peek() == Some(b']') {
-            self.at += 1;
-            return Ok(());
-        }
-        loop {
-            self.value()?;
-            self.space();
-            match self.next()? {
-                b',' => {}
-                b']' => return Ok(()),
-                c => return Err(invalid(c, "after array element")),
-            }
+            b':' => Ok(()),
+            c => Err(invalid(c, "after object key")),
         }
     }
 
@@ -298,6 +313,24 @@ mod tests {
                 "{input:?}"
             );
         }
+    }
+
+    /// Depth is bounded as Go bounds it (10,000 open containers), and deep input is scanned
+    /// without recursion (the hostile-input test sends 10,000 and more).
+    #[test]
+    fn nesting_is_limited_without_recursion() {
+        let ok = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert_eq!(syntax_error(ok.as_bytes()), None);
+        let deep = "[".repeat(1_000_000);
+        assert_eq!(
+            syntax_error(deep.as_bytes()).as_deref(),
+            Some("invalid character '[' exceeded max depth")
+        );
+        let deep = "{\"a\":".repeat(20_000);
+        assert_eq!(
+            syntax_error(deep.as_bytes()).as_deref(),
+            Some("invalid character '{' exceeded max depth")
+        );
     }
 
     #[test]
