@@ -178,6 +178,8 @@ fn generate() -> Value {
     generator.subschema_for::<api::core::v1::Node>();
     generator.subschema_for::<api::node::v1::RuntimeClass>();
     generator.subschema_for::<api::storage::v1::CSIDriver>();
+    generator.subschema_for::<api::core::v1::PodTemplate>();
+    generator.subschema_for::<api::certificates::v1::CertificateSigningRequest>();
     generator.subschema_for::<api::networking::v1::NetworkPolicy>();
     generator.subschema_for::<api::networking::v1::IngressClass>();
     generator.subschema_for::<api::autoscaling::v2::HorizontalPodAutoscaler>();

@@ -37,6 +37,7 @@ pub mod hpa;
 pub mod node;
 pub mod policy_kinds;
 pub mod prepare;
+pub mod certificates;
 pub mod printers;
 pub mod rbac;
 pub mod schema;
@@ -90,6 +91,11 @@ pub enum KindId {
     RuntimeClass,
     /// `storage.k8s.io/v1` `CSIDriver` (cluster-scoped; CSI driver charts).
     CSIDriver,
+    /// core/v1 `PodTemplate` (templates some controllers and charts keep as objects).
+    PodTemplate,
+    /// `certificates.k8s.io/v1` `CertificateSigningRequest` (cluster-scoped; stamped with its
+    /// requester, approved through `/approval`, issued through `/status`; see [`certificates`]).
+    CertificateSigningRequest,
     Job,
     CronJob,
     Ingress,
@@ -176,6 +182,9 @@ pub struct Kind {
     /// For kinds stored in another kind's shape and place: that kind's plural
     /// (`events.k8s.io/v1` Events are stored as core/v1 `events`; see [`events`]).
     pub stored_as: Option<&'static str>,
+    /// Subresources besides `status` and `scale` that get, update and patch the object
+    /// (a CertificateSigningRequest's `approval`).
+    pub extra_subresources: &'static [&'static str],
 }
 
 /// The verbs every built-in kind here serves.
@@ -200,7 +209,8 @@ macro_rules! kind {
     ($id:ident, $group:literal, $version:literal, $kind:literal, $plural:literal, $singular:literal,
      short: [$($short:literal),*], cat: [$($cat:literal),*], $scope:ident, status: $status:literal,
      scale: $scale:expr, key: $key:literal, def: $def:literal, gen: $gen:ident,
-     columns: $columns:expr, fields: [$($field:literal),*], stored_as: $stored:expr) => {
+     columns: $columns:expr, fields: [$($field:literal),*], stored_as: $stored:expr
+     $(, extra: [$($extra:literal),*])?) => {
         Kind {
             id: KindId::$id,
             group: $group,
@@ -221,6 +231,7 @@ macro_rules! kind {
             columns: $columns,
             field_labels: &[$($field),*],
             stored_as: $stored,
+            extra_subresources: &[$($($extra),*)?],
         }
     };
 }
@@ -351,6 +362,16 @@ pub static KINDS: &[Kind] = &[
         short: [], cat: [], Cluster, status: false, scale: None,
         key: "/registry/csidrivers", def: "io.k8s.api.storage.v1.CSIDriver", gen: None,
         columns: printers::CSI_DRIVER, fields: [], stored_as: None),
+    kind!(PodTemplate, "", "v1", "PodTemplate", "podtemplates", "podtemplate", short: [],
+        cat: [], Namespaced, status: false, scale: None, key: "/registry/podtemplates",
+        def: "io.k8s.api.core.v1.PodTemplate", gen: None, columns: printers::POD_TEMPLATE,
+        fields: [], stored_as: None),
+    kind!(CertificateSigningRequest, "certificates.k8s.io", "v1", "CertificateSigningRequest",
+        "certificatesigningrequests", "certificatesigningrequest", short: ["csr"], cat: [],
+        Cluster, status: true, scale: None, key: "/registry/certificatesigningrequests",
+        def: "io.k8s.api.certificates.v1.CertificateSigningRequest", gen: None,
+        columns: printers::CERTIFICATE_SIGNING_REQUEST, fields: ["spec.signerName"],
+        stored_as: None, extra: ["approval"]),
     kind!(RuntimeClass, "node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", "runtimeclass",
         short: [], cat: [], Cluster, status: false, scale: None,
         key: "/registry/runtimeclasses", def: "io.k8s.api.node.v1.RuntimeClass", gen: None,
@@ -612,6 +633,8 @@ mod tests {
             KindId::LimitRange,
             KindId::StorageClass,
             KindId::RuntimeClass,
+            KindId::PodTemplate,
+            KindId::CertificateSigningRequest,
             KindId::CSIDriver,
             KindId::Lease,
             KindId::EventsV1Event,
@@ -665,6 +688,26 @@ mod tests {
                 false,
                 false,
                 "/registry/csidrivers",
+            ),
+            (
+                "",
+                "podtemplates",
+                "PodTemplate",
+                &[],
+                &[],
+                false,
+                false,
+                "/registry/podtemplates",
+            ),
+            (
+                "certificates.k8s.io",
+                "certificatesigningrequests",
+                "CertificateSigningRequest",
+                &["csr"],
+                &[],
+                true,
+                false,
+                "/registry/certificatesigningrequests",
             ),
             (
                 "node.k8s.io",
@@ -939,7 +982,11 @@ mod tests {
             let cluster = plural.starts_with("cluster")
                 || matches!(
                     *plural,
-                    "persistentvolumes" | "nodes" | "runtimeclasses" | "csidrivers"
+                    "persistentvolumes"
+                        | "nodes"
+                        | "runtimeclasses"
+                        | "csidrivers"
+                        | "certificatesigningrequests"
                 );
             assert_eq!(k.namespaced(), !cluster, "{plural}");
             assert_eq!(by_kind(group, kind).map(|k| k.plural), Some(*plural));
@@ -973,6 +1020,20 @@ mod tests {
                 let mut upd = obj.clone();
                 k.prepare_update(&mut upd, o, false);
                 k.prepare_update(&mut upd, o, true);
+                for sub in k.extra_subresources {
+                    k.prepare_subresource_update(&mut upd, o, sub);
+                    let _ = k.validate_subresource_update(&upd, o, sub);
+                }
+                let none = std::collections::BTreeMap::new();
+                k.record_requester(
+                    &mut obj,
+                    &certificates::Requester {
+                        name: "u",
+                        uid: "",
+                        groups: &[],
+                        extra: &none,
+                    },
+                );
                 assert_eq!(k.cells(o, now).len(), k.columns.len(), "{}", k.kind);
                 let _ = k.row_conditions(o);
                 for f in k.field_labels {

@@ -777,6 +777,8 @@ impl Kind {
                 default_template(obj, "/spec/jobTemplate/spec/template/spec");
             }
             KindId::Event => crate::events::core_zero_values(obj),
+            KindId::PodTemplate => default_template(obj, "/template/spec"),
+            KindId::CertificateSigningRequest => crate::certificates::apply_defaults(obj),
             KindId::ConfigMap
             | KindId::ServiceAccount
             | KindId::EventsV1Event
@@ -950,11 +952,56 @@ impl Kind {
         }
     }
 
+    /// The fields a write through each of the kind's own subresources resets beyond `spec`
+    /// (upstream's `GetResetFields`), as `(subresource, paths)`: a CertificateSigningRequest's
+    /// `/status` keeps its conditions, its `/approval` its certificate.
+    pub fn subresource_resets(&self) -> &'static [(&'static str, &'static [&'static str])] {
+        match self.id {
+            KindId::CertificateSigningRequest => &[
+                ("status", &["status", "conditions"]),
+                ("approval", &["status", "certificate"]),
+            ],
+            _ => &[],
+        }
+    }
+
+    /// Records who created the object, for kinds that do (a CertificateSigningRequest's
+    /// `spec.username`, `uid`, `groups` and `extra`, whatever the body said).
+    pub fn record_requester(&self, obj: &mut Value, requester: &crate::certificates::Requester<'_>) {
+        if self.id == KindId::CertificateSigningRequest {
+            crate::certificates::prepare_create(obj, requester);
+        }
+    }
+
+    /// `PrepareForUpdate` of a write through one of [`Kind::extra_subresources`]
+    /// (a CertificateSigningRequest's `/approval`: only the conditions change).
+    pub fn prepare_subresource_update(&self, new: &mut Value, old: &Value, subresource: &str) {
+        if self.id == KindId::CertificateSigningRequest && subresource == "approval" {
+            let now = crd_core::time::rfc3339_seconds(jiff::Timestamp::now());
+            crate::certificates::prepare_update(
+                new,
+                old,
+                crate::certificates::Endpoint::Approval,
+                &now,
+            );
+        }
+    }
+
     /// `PrepareForUpdate`: a main-resource write keeps the old status (kinds with `/status`)
     /// and bumps the generation when the spec changed (Deployments: or annotations); a
     /// `/status` write (`status_subresource`) keeps everything but `status` and `metadata`,
     /// and the metadata fields of [`Kind::status_keeps_metadata`].
     pub fn prepare_update(&self, new: &mut Value, old: &Value, status_subresource: bool) {
+        if self.id == KindId::CertificateSigningRequest {
+            let endpoint = if status_subresource {
+                crate::certificates::Endpoint::Status
+            } else {
+                crate::certificates::Endpoint::Main
+            };
+            let now = crd_core::time::rfc3339_seconds(jiff::Timestamp::now());
+            crate::certificates::prepare_update(new, old, endpoint, &now);
+            return;
+        }
         let Some(m) = new.as_object_mut() else {
             return;
         };

@@ -830,6 +830,42 @@ pub const CSI_DRIVER: &[Column] = &[
     AGE,
 ];
 const CSI_SPEC: &str = "io.k8s.api.storage.v1.CSIDriverSpec";
+/// `PodTemplate`: NAME CONTAINERS IMAGES POD LABELS.
+pub const POD_TEMPLATE: &[Column] = &[
+    NAME,
+    text(
+        "Containers",
+        "string",
+        "Names of each container in the template.",
+        0,
+    ),
+    text(
+        "Images",
+        "string",
+        "Images referenced by each container in the template.",
+        0,
+    ),
+    text("Pod Labels", "string", "The labels for the pod template.", 0),
+];
+
+const CSR_SPEC: &str = "io.k8s.api.certificates.v1.CertificateSigningRequestSpec";
+
+/// `CertificateSigningRequest`: NAME AGE SIGNERNAME REQUESTOR REQUESTEDDURATION CONDITION.
+pub const CERTIFICATE_SIGNING_REQUEST: &[Column] = &[
+    NAME,
+    AGE,
+    doc("SignerName", "string", CSR_SPEC, "signerName", 0),
+    doc("Requestor", "string", CSR_SPEC, "request", 0),
+    doc("RequestedDuration", "string", CSR_SPEC, "expirationSeconds", 0),
+    doc(
+        "Condition",
+        "string",
+        "io.k8s.api.certificates.v1.CertificateSigningRequestStatus",
+        "conditions",
+        0,
+    ),
+];
+
 /// `RuntimeClass`: NAME HANDLER AGE.
 pub const RUNTIME_CLASS: &[Column] = &[
     NAME,
@@ -1548,6 +1584,25 @@ impl Kind {
             KindId::LimitRange => vec![name, json!(s(obj, "/metadata/creationTimestamp"))],
             KindId::Node => node_cells(obj, name, age),
             KindId::RuntimeClass => vec![name, json!(s(obj, "/handler")), age],
+            KindId::PodTemplate => {
+                let (c, i) = containers_images(at(obj, "/template/spec"));
+                let labels = format_labels(at(obj, "/template/metadata/labels"));
+                vec![name, json!(c), json!(i), json!(labels)]
+            }
+            KindId::CertificateSigningRequest => {
+                let duration = obj
+                    .pointer("/spec/expirationSeconds")
+                    .and_then(Value::as_i64)
+                    .map_or_else(|| "<none>".to_string(), human_duration);
+                vec![
+                    name,
+                    age,
+                    json!(or_none(s(obj, "/spec/signerName"))),
+                    json!(s(obj, "/spec/username")),
+                    json!(duration),
+                    json!(crate::certificates::condition_summary(obj)),
+                ]
+            }
             KindId::CSIDriver => {
                 let flag = |ptr: &str, default: bool| at(obj, ptr).as_bool().unwrap_or(default);
                 let joined = |list: Vec<&str>, none: &str| {
@@ -2580,6 +2635,25 @@ mod tests {
     #[test]
     fn cells_match_kube_apiserver_rows() {
         let cases: Vec<(KindId, Value, Value)> = vec![
+            (
+                KindId::PodTemplate,
+                json!({"metadata": {"name": "t", "creationTimestamp": CREATED},
+                    "template": {"metadata": {"labels": {"b": "2", "a": "1"}},
+                        "spec": {"containers": [{"name": "web", "image": "nginx"}, {"name": "side", "image": "envoy"}]}}}),
+                json!(["t", "web,side", "nginx,envoy", "a=1,b=2"]),
+            ),
+            (
+                KindId::CertificateSigningRequest,
+                json!({"metadata": {"name": "csr-1", "creationTimestamp": CREATED},
+                    "spec": {"signerName": "example.com/s", "username": "alice", "expirationSeconds": 86400},
+                    "status": {"conditions": [{"type": "Approved", "status": "True"}], "certificate": "eA=="}}),
+                json!(["csr-1", "5m", "example.com/s", "alice", "24h", "Approved,Issued"]),
+            ),
+            (
+                KindId::CertificateSigningRequest,
+                json!({"metadata": {"name": "csr-2", "creationTimestamp": CREATED}, "spec": {}}),
+                json!(["csr-2", "5m", "<none>", "", "<none>", "Pending"]),
+            ),
             (
                 KindId::CSIDriver,
                 json!({"metadata": {"name": "ebs.csi.aws.com", "creationTimestamp": CREATED},

@@ -1655,6 +1655,9 @@ impl Kind {
     /// strategy's `ValidateUpdate` is `ValidateObjectMetaUpdate` for most kinds), and a Node's
     /// whole `ValidateNodeUpdate` (its resources and addresses live in the status).
     pub fn validate_status_update(&self, obj: &Value, old: &Value) -> ErrorList {
+        if self.id == KindId::CertificateSigningRequest {
+            return self.validate_certificate_request(obj, old, crate::certificates::Endpoint::Status);
+        }
         let errs = self.validate(obj, Some(old));
         if self.id == KindId::Node {
             return errs;
@@ -1665,6 +1668,35 @@ impl Kind {
                 .filter(|e| e.field.to_string().starts_with("metadata"))
                 .collect(),
         )
+    }
+
+    /// Validates a write through one of [`Kind::extra_subresources`] (a
+    /// CertificateSigningRequest's `/approval`, which may set the approval conditions).
+    pub fn validate_subresource_update(
+        &self,
+        obj: &Value,
+        old: &Value,
+        subresource: &str,
+    ) -> ErrorList {
+        match (self.id, subresource) {
+            (KindId::CertificateSigningRequest, "approval") => self.validate_certificate_request(
+                obj,
+                old,
+                crate::certificates::Endpoint::Approval,
+            ),
+            _ => self.validate(obj, Some(old)),
+        }
+    }
+
+    fn validate_certificate_request(
+        &self,
+        obj: &Value,
+        old: &Value,
+        endpoint: crate::certificates::Endpoint,
+    ) -> ErrorList {
+        let mut errs = validate_meta(self, obj, Some(old));
+        crate::certificates::validate(obj, Some(old), endpoint, &mut errs);
+        errs
     }
 
     /// Validates a create (`old` is `None`) or an update of the main resource, with
@@ -1687,6 +1719,13 @@ impl Kind {
             KindId::ConfigMap => config_map(obj, old, &mut errs),
             KindId::Secret => secret(obj, old, &mut errs),
             KindId::ServiceAccount | KindId::Endpoints => {}
+            KindId::PodTemplate => validate_template(obj, &Path::new("template"), &mut errs),
+            KindId::CertificateSigningRequest => crate::certificates::validate(
+                obj,
+                old,
+                crate::certificates::Endpoint::Main,
+                &mut errs,
+            ),
             KindId::Service => service(obj, &mut errs),
             KindId::Pod => {
                 validate_pod_spec(at(obj, "/spec"), &sp, &mut errs);
@@ -2751,6 +2790,17 @@ mod tests {
                     "spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 5: must be greater than or equal to 10 seconds",
                     "spec.attachedRequired: Invalid value: false: field is immutable",
                     "spec.volumeLifecycleModes: Invalid value: [\"Persistent\",\"Forever\"]: field is immutable",
+                ],
+            ),
+            (
+                KindId::PodTemplate,
+                json!({"metadata": {"name": "t", "namespace": "default"},
+                    "template": {"metadata": {"labels": {"bad key!": "x"}},
+                        "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "containers": []}}}),
+                None,
+                vec![
+                    "template.metadata.labels: Invalid value: \"bad key!\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                    "template.spec.containers: Required value",
                 ],
             ),
             (

@@ -282,6 +282,11 @@ fn builtin_resource(k: &crd_builtin::Kind) -> Resource {
                     verbs: vec!["create"],
                 })
             })
+            .chain(k.extra_subresources.iter().map(|sub| ExtraSubresource {
+                name: sub,
+                answers: None,
+                verbs: SUB_VERBS.to_vec(),
+            }))
             .collect(),
     }
 }
@@ -323,6 +328,7 @@ fn group_priority(group: &str) -> u32 {
         "events.k8s.io" => 17750,
         "autoscaling" => 17500,
         "batch" => 17400,
+        "certificates.k8s.io" => 17300,
         "networking.k8s.io" => 17200,
         "policy" => 17100,
         "rbac.authorization.k8s.io" => 17000,
@@ -796,6 +802,7 @@ mod tests {
                 "authorization.k8s.io",
                 "autoscaling",
                 "batch",
+                "certificates.k8s.io",
                 "networking.k8s.io",
                 "policy",
                 "rbac.authorization.k8s.io",

@@ -135,7 +135,7 @@ pub async fn create_object(
     }
     wipe_and_fill_system_fields(&mut obj);
     let generate = meta::name(&obj).is_empty() && !meta::meta_str(&obj, "generateName").is_empty();
-    strategy.prepare_create(&mut obj);
+    strategy.prepare_create(&mut obj, ctx.user);
     let name = if generate {
         generated_name(&obj)
     } else {
@@ -152,6 +152,15 @@ pub async fn create_object(
     warnings.extend(crd_core::validation::finalizer_warnings(&obj, None));
     warnings.extend(strategy.write_warnings(&obj, None));
     strategy.check_create_allowed(&name)?;
+    strategy
+        .admit_write(
+            &ctx.state.authorizer,
+            ctx.user,
+            Subresource::Main,
+            &obj,
+            None,
+        )
+        .await?;
     if admission.validates() {
         let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
         Box::pin(admission.validate(&attrs, Some(&obj), None, &ctx.admission)).await?;

@@ -301,8 +301,12 @@ async fn run(ctx: &mut Ctx<'_>, strategy: Arc<dyn Strategy>) -> Result<Reply, Ap
         Subresource::Main => {}
         Subresource::Status if info.status_subresource => {}
         Subresource::Scale if s.scale().is_some() => {}
-        Subresource::Finalize if s.serves_finalize() => {}
-        Subresource::Status | Subresource::Scale | Subresource::Finalize | Subresource::Other => {
+        Subresource::Finalize | Subresource::Approval if s.serves_subresource(ctx.sub) => {}
+        Subresource::Status
+        | Subresource::Scale
+        | Subresource::Finalize
+        | Subresource::Approval
+        | Subresource::Other => {
             return Err(s.unserved_subresource(name));
         }
     }

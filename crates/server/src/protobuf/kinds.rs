@@ -1477,6 +1477,61 @@ static STORAGE_TOKEN_REQUEST: Msg = Msg {
     ],
 };
 
+/// core/v1 `PodTemplate`.
+pub static POD_TEMPLATE: Msg = Msg {
+    name: "v1.PodTemplate",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "template", Ty::Msg(&POD_TEMPLATE_SPEC)),
+    ],
+};
+
+/// `certificates.k8s.io/v1` `CertificateSigningRequest`, with its status: kubectl's `certificate
+/// approve|deny` sends the whole object, conditions included, to `/approval`. `spec.extra` is
+/// read and left out: every write takes the spec from the requester or the stored object.
+pub static CERTIFICATE_SIGNING_REQUEST: Msg = Msg {
+    name: "v1.CertificateSigningRequest",
+    fields: &[
+        keep(1, "metadata", Ty::Msg(&OBJECT_META)),
+        keep(2, "spec", Ty::Msg(&CSR_SPEC)),
+        omit(3, "status", Ty::Msg(&CSR_STATUS)),
+    ],
+};
+
+static CSR_SPEC: Msg = Msg {
+    name: "v1.CertificateSigningRequestSpec",
+    fields: &[
+        keep(1, "request", Ty::Bytes),
+        omit(2, "username", Ty::String),
+        omit(3, "uid", Ty::String),
+        list(4, "groups", Ty::String),
+        list(5, "usages", Ty::String),
+        list(6, "extra", Ty::Ignored),
+        keep(7, "signerName", Ty::String),
+        keep(8, "expirationSeconds", Ty::Int32),
+    ],
+};
+
+static CSR_STATUS: Msg = Msg {
+    name: "v1.CertificateSigningRequestStatus",
+    fields: &[
+        list(1, "conditions", Ty::Msg(&CSR_CONDITION)),
+        omit(2, "certificate", Ty::Bytes),
+    ],
+};
+
+static CSR_CONDITION: Msg = Msg {
+    name: "v1.CertificateSigningRequestCondition",
+    fields: &[
+        keep(1, "type", Ty::String),
+        omit(2, "reason", Ty::String),
+        omit(3, "message", Ty::String),
+        keep(4, "lastUpdateTime", Ty::Time),
+        keep(5, "lastTransitionTime", Ty::Time),
+        keep(6, "status", Ty::String),
+    ],
+};
+
 /// `node.k8s.io/v1` `RuntimeClass`.
 pub static RUNTIME_CLASS: Msg = Msg {
     name: "v1.RuntimeClass",
@@ -1705,6 +1760,8 @@ pub fn of(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("v1", "PersistentVolumeClaim") => &PERSISTENT_VOLUME_CLAIM,
         ("v1", "Node") => &NODE,
         ("node.k8s.io/v1", "RuntimeClass") => &RUNTIME_CLASS,
+        ("v1", "PodTemplate") => &POD_TEMPLATE,
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => &CERTIFICATE_SIGNING_REQUEST,
         ("storage.k8s.io/v1", "CSIDriver") => &CSI_DRIVER,
         ("apps/v1", "StatefulSet") => &STATEFUL_SET,
         ("apps/v1", "DaemonSet") => &DAEMON_SET,
@@ -1903,6 +1960,7 @@ pub fn with_status(api_version: &str, kind: &str) -> Option<&'static Msg> {
         ("apps/v1", "ReplicaSet") => &REPLICA_SET_WITH_STATUS,
         ("batch/v1", "Job") => &JOB_WITH_STATUS,
         ("v1", "Node") => &NODE,
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => &CERTIFICATE_SIGNING_REQUEST,
         _ => return None,
     })
 }

@@ -46,6 +46,8 @@ pub enum Ty {
     Int64,
     Bool,
     Msg(&'static Msg),
+    /// `bytes` (a Go `[]byte`): base64 in JSON.
+    Bytes,
     /// `map<string, string>`.
     StringMap,
     /// `map<string, bytes>` (base64 values).
@@ -247,6 +249,7 @@ fn value(field: &Field, wire: &Wire<'_>, parent: &Msg) -> Result<Value, String> 
     };
     Ok(match &field.ty {
         Ty::String => Value::String(utf8(bytes()?)?),
+        Ty::Bytes => Value::String(base64::engine::general_purpose::STANDARD.encode(bytes()?)),
         // Go writes an int32 as its 64-bit two's complement varint.
         Ty::Int32 => Value::from(int()? as i64 as i32),
         Ty::Int64 => Value::from(int()? as i64),

@@ -59,8 +59,11 @@ impl BuiltinStrategy {
             info,
             scale,
             apply_schema: std::sync::OnceLock::new(),
-            status_resets: (!kind.status_resets_metadata().is_empty()).then(|| {
+            status_resets: (!kind.status_resets_metadata().is_empty()
+                || !kind.subresource_resets().is_empty())
+            .then(|| {
                 super::StatusResetFields::with_status_metadata(kind.status_resets_metadata())
+                    .with_subresource_resets(kind.subresource_resets())
             }),
         }
     }
@@ -563,8 +566,17 @@ impl Strategy for BuiltinStrategy {
         }
     }
 
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut Value, user: &crate::auth::User) {
         self.kind.prepare_create(obj);
+        self.kind.record_requester(
+            obj,
+            &crd_builtin::certificates::Requester {
+                name: &user.name,
+                uid: &user.uid,
+                groups: &user.groups,
+                extra: &user.extra,
+            },
+        );
     }
 
     fn validate_create(&self, obj: &Value) -> ErrorList {
@@ -572,16 +584,83 @@ impl Strategy for BuiltinStrategy {
     }
 
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
-        self.kind
-            .prepare_update(new, old, sub == Subresource::Status);
+        match sub {
+            Subresource::Approval => {
+                self.kind
+                    .prepare_subresource_update(new, old, sub.name());
+            }
+            _ => self
+                .kind
+                .prepare_update(new, old, sub == Subresource::Status),
+        }
     }
 
     fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {
-        if sub == Subresource::Status {
-            self.kind.validate_status_update(new, old)
-        } else {
-            self.kind.validate(new, Some(old))
+        match sub {
+            Subresource::Status => self.kind.validate_status_update(new, old),
+            Subresource::Approval => self
+                .kind
+                .validate_subresource_update(new, old, sub.name()),
+            _ => self.kind.validate(new, Some(old)),
         }
+    }
+
+    fn serves_subresource(&self, sub: Subresource) -> bool {
+        self.kind.extra_subresources.contains(&sub.name())
+    }
+
+    /// The certificate plugins: approving or issuing needs `approve` or `sign` on the request's
+    /// signer (`signers` in `certificates.k8s.io`, by name or as `<domain>/*`), and a request to
+    /// the API server's client signer may not ask for `system:masters`. Refusals are
+    /// `admission.NewForbidden`'s 403.
+    async fn admit_write(
+        &self,
+        authorizer: &crate::authz::Authorizer,
+        user: &crate::auth::User,
+        sub: Subresource,
+        new: &Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        use crd_builtin::certificates::{self, Endpoint};
+        if self.kind.id != crd_builtin::KindId::CertificateSigningRequest {
+            return Ok(());
+        }
+        let forbidden = |message: &str| -> ApiError {
+            Status::forbidden(
+                &self.info.group_resource(),
+                super::meta::name(new),
+                message,
+            )
+            .into()
+        };
+        let Some(old) = old else {
+            return match certificates::subject_restriction(new) {
+                Some(refusal) => Err(forbidden(&refusal)),
+                None => Ok(()),
+            };
+        };
+        let endpoint = match sub {
+            Subresource::Status => Endpoint::Status,
+            Subresource::Approval => Endpoint::Approval,
+            _ => Endpoint::Main,
+        };
+        let Some(check) = certificates::signer_check(new, old, endpoint) else {
+            return Ok(());
+        };
+        for name in check.names() {
+            let attrs = crate::authz::Attributes::Resource {
+                verb: check.verb.into(),
+                group: self.kind.group.into(),
+                version: "*".into(),
+                resource: "signers".into(),
+                namespace: None,
+                name: Some(name),
+            };
+            if authorizer.authorize(user, &attrs).await.allowed {
+                return Ok(());
+            }
+        }
+        Err(forbidden(&check.refusal()))
     }
 
     fn allow_unconditional_update(&self) -> bool {

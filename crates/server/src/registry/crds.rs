@@ -344,7 +344,7 @@ impl Strategy for CrdStrategy {
         Ok(warnings)
     }
 
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut Value, _user: &crate::auth::User) {
         let stored: Vec<String> = storage_version(obj).into_iter().collect();
         if let Some(m) = obj.as_object_mut() {
             m.insert(
@@ -361,7 +361,11 @@ impl Strategy for CrdStrategy {
 
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         match sub {
-            Subresource::Main | Subresource::Scale | Subresource::Finalize | Subresource::Other => {
+            Subresource::Main
+            | Subresource::Scale
+            | Subresource::Finalize
+            | Subresource::Approval
+            | Subresource::Other => {
                 let status = updated_status(new, old);
                 let generation = meta::generation(old);
                 let bumped = if new.get("spec") == old.get("spec") {
@@ -389,7 +393,11 @@ impl Strategy for CrdStrategy {
 
     fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {
         match sub {
-            Subresource::Main | Subresource::Scale | Subresource::Finalize | Subresource::Other => {
+            Subresource::Main
+            | Subresource::Scale
+            | Subresource::Finalize
+            | Subresource::Approval
+            | Subresource::Other => {
                 validate_typed(new, Some(old))
             }
             Subresource::Status => {

@@ -129,9 +129,9 @@ impl Strategy for CrdV1beta1Strategy {
         Ok(warnings)
     }
 
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut Value, user: &crate::auth::User) {
         let mut v1 = to_v1(obj);
-        self.v1.prepare_create(&mut v1);
+        self.v1.prepare_create(&mut v1, user);
         carry_over(obj, &v1);
     }
 

@@ -169,7 +169,7 @@ impl Strategy for CustomResourceStrategy {
         Ok(())
     }
 
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut Value, _user: &crate::auth::User) {
         meta::meta_mut(obj).insert("generation".into(), Value::from(1));
         if self.version.status_subresource
             && let Some(m) = obj.as_object_mut()
@@ -197,7 +197,11 @@ impl Strategy for CustomResourceStrategy {
 
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         match sub {
-            Subresource::Main | Subresource::Scale | Subresource::Finalize | Subresource::Other => {
+            Subresource::Main
+            | Subresource::Scale
+            | Subresource::Finalize
+            | Subresource::Approval
+            | Subresource::Other => {
                 if self.version.status_subresource {
                     let old_status = old.get("status").cloned();
                     if let Some(m) = new.as_object_mut() {

@@ -73,7 +73,7 @@ impl Strategy for MigrationStrategy {
         Ok(Vec::new())
     }
 
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut Value, _user: &crate::auth::User) {
         if let Some(m) = obj.as_object_mut() {
             m.insert("status".into(), json!({}));
         }
@@ -99,7 +99,11 @@ impl Strategy for MigrationStrategy {
 
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         let keep = match sub {
-            Subresource::Main | Subresource::Scale | Subresource::Finalize | Subresource::Other => {
+            Subresource::Main
+            | Subresource::Scale
+            | Subresource::Finalize
+            | Subresource::Approval
+            | Subresource::Other => {
                 "status"
             }
             Subresource::Status => "spec",

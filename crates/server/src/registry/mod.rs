@@ -145,6 +145,8 @@ pub fn deduced_apply_schema() -> &'static crd_merge::apply::Schema {
 pub struct StatusResetFields {
     main: crd_merge::apply::FieldSet,
     status: crd_merge::apply::FieldSet,
+    /// `/approval` (a CertificateSigningRequest's): `spec` and what the kind names.
+    approval: crd_merge::apply::FieldSet,
 }
 
 impl Default for StatusResetFields {
@@ -152,6 +154,7 @@ impl Default for StatusResetFields {
         StatusResetFields {
             main: crd_merge::apply::FieldSet::from_field_paths(&[&["status"]]),
             status: crd_merge::apply::FieldSet::from_field_paths(&[&["spec"]]),
+            approval: crd_merge::apply::FieldSet::from_field_paths(&[&["spec"]]),
         }
     }
 }
@@ -170,6 +173,21 @@ impl StatusResetFields {
         }
     }
 
+    /// The sets with what each named subresource resets beyond `spec` (a
+    /// CertificateSigningRequest's `/status` its conditions, `/approval` its certificate).
+    #[must_use]
+    pub fn with_subresource_resets(mut self, resets: &[(&str, &[&str])]) -> StatusResetFields {
+        for (sub, path) in resets {
+            let set = crd_merge::apply::FieldSet::from_field_paths(&[&["spec"], path]);
+            match *sub {
+                "status" => self.status = set,
+                "approval" => self.approval = set,
+                _ => {}
+            }
+        }
+        self
+    }
+
     /// The sets every kind with a status subresource and a `spec` shares (built once).
     pub fn shared() -> &'static StatusResetFields {
         static RESET: std::sync::LazyLock<StatusResetFields> =
@@ -181,6 +199,7 @@ impl StatusResetFields {
     pub fn of(&self, sub: Subresource) -> &crd_merge::apply::FieldSet {
         match sub {
             Subresource::Status => &self.status,
+            Subresource::Approval => &self.approval,
             _ => &self.main,
         }
     }
@@ -236,8 +255,9 @@ pub trait Strategy: Send + Sync {
         Ok(())
     }
 
-    /// Sets fields a new object must have (status reset, generation, ...).
-    fn prepare_create(&self, obj: &mut Value);
+    /// Sets fields a new object must have (status reset, generation, the requesting `user` for
+    /// kinds that record it, ...).
+    fn prepare_create(&self, obj: &mut Value, user: &crate::auth::User);
 
     /// Validates a new object.
     fn validate_create(&self, obj: &Value) -> ErrorList;
@@ -453,8 +473,25 @@ pub trait Strategy: Send + Sync {
         None
     }
 
-    /// Whether the kind serves `/finalize` (an update of `spec.finalizers` only: namespaces).
-    fn serves_finalize(&self) -> bool {
+    /// Whether the kind serves one of the subresources only some kinds have: `/finalize` (an
+    /// update of `spec.finalizers` only: namespaces) or `/approval` (a CertificateSigningRequest's
+    /// conditions).
+    fn serves_subresource(&self, _sub: Subresource) -> bool {
         false
+    }
+
+    /// The kind's own validating admission plugins (upstream's `CertificateApproval`,
+    /// `CertificateSigning` and `CertificateSubjectRestriction`), which may ask the authorizer
+    /// about the user. Runs after validation, before the configured validating admission
+    /// (policies, webhooks); `old` is `None` on create.
+    async fn admit_write(
+        &self,
+        _authorizer: &crate::authz::Authorizer,
+        _user: &crate::auth::User,
+        _sub: Subresource,
+        _new: &Value,
+        _old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        Ok(())
     }
 }

@@ -132,7 +132,7 @@ impl Strategy for NamespaceStrategy {
         Ok(warnings)
     }
 
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut Value, _user: &crate::auth::User) {
         if let Some(m) = obj.as_object_mut() {
             m.insert(
                 "spec".into(),
@@ -156,7 +156,10 @@ impl Strategy for NamespaceStrategy {
     /// `/finalize` the stored `status` (upstream's three namespace strategies).
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         let keep: &[&str] = match sub {
-            Subresource::Main | Subresource::Scale | Subresource::Other => &["status", "spec"],
+            Subresource::Main
+            | Subresource::Scale
+            | Subresource::Approval
+            | Subresource::Other => &["status", "spec"],
             Subresource::Status => &["spec"],
             Subresource::Finalize => &["status"],
         };
@@ -188,8 +191,8 @@ impl Strategy for NamespaceStrategy {
         errs
     }
 
-    fn serves_finalize(&self) -> bool {
-        true
+    fn serves_subresource(&self, sub: Subresource) -> bool {
+        sub == Subresource::Finalize
     }
 
     fn allow_unconditional_update(&self) -> bool {

@@ -197,7 +197,7 @@ impl Strategy for ReviewStrategy {
     fn admit(&self, _obj: &mut Value, _how: &Admission) -> Result<Vec<String>, ApiError> {
         Ok(Vec::new())
     }
-    fn prepare_create(&self, _obj: &mut Value) {}
+    fn prepare_create(&self, _obj: &mut Value, _user: &crate::auth::User) {}
     fn validate_create(&self, _obj: &Value) -> ErrorList {
         ErrorList::new()
     }

@@ -112,6 +112,8 @@ pub enum Subresource {
     Scale,
     /// `/finalize`: a namespace's `spec.finalizers` (how a stuck namespace is released).
     Finalize,
+    /// `/approval`: a CertificateSigningRequest's approval conditions.
+    Approval,
     /// Any other subresource name (served by no kind yet: 404).
     Other,
 }
@@ -124,6 +126,7 @@ impl Subresource {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
             Subresource::Finalize => "finalize",
+            Subresource::Approval => "approval",
             Subresource::Main | Subresource::Other => "",
         }
     }
@@ -156,6 +159,7 @@ impl ResourceRequest {
             Some("status") => Subresource::Status,
             Some("scale") => Subresource::Scale,
             Some("finalize") => Subresource::Finalize,
+            Some("approval") => Subresource::Approval,
             Some(_) => Subresource::Other,
         }
     }
