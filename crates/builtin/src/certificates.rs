@@ -1,16 +1,16 @@
-//! CertificateSigningRequests (`certificates.k8s.io/v1`), as kube-apiserver's registry and its
+//! `CertificateSigningRequests` (`certificates.k8s.io/v1`), as kube-apiserver's registry and its
 //! three certificate admission plugins treat them. No signer runs here (as in envtest: no
 //! controller manager); a test or an operator approves through `/approval` and issues through
 //! `/status`, as a signer would.
 //!
-//! - [`prepare_create`]: the requester's identity is stamped into `spec` (whatever the body
+//! - [`prepare_create`][]: the requester's identity is stamped into `spec` (whatever the body
 //!   said) and the status is emptied: nobody creates a pre-approved request.
-//! - [`prepare_update`]: each endpoint changes only its part (upstream's three strategies): the
+//! - [`prepare_update`][]: each endpoint changes only its part (upstream's three strategies): the
 //!   object itself only metadata, `/status` the certificate and conditions other than
 //!   `Approved`/`Denied`, `/approval` the conditions; condition times are filled in.
-//! - [`validate`]: `ValidateCertificateSigningRequest{Create,Update,StatusUpdate,ApprovalUpdate}`
+//! - [`validate`][]: `ValidateCertificateSigningRequest{Create,Update,StatusUpdate,ApprovalUpdate}`
 //!   with upstream's compatibility allowances for data already stored.
-//! - [`signer_check`]: what the `CertificateApproval`, `CertificateSigning` and
+//! - [`signer_check`][]: what the `CertificateApproval`, `CertificateSigning` and
 //!   `CertificateSubjectRestriction` plugins ask of a write, for the server to authorize.
 
 use std::collections::BTreeMap;
@@ -86,11 +86,7 @@ pub fn prepare_create(obj: &mut Value, requester: &Requester<'_>) {
     let Some(m) = obj.as_object_mut() else {
         return;
     };
-    if let Some(spec) = m
-        .entry("spec")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-    {
+    if let Some(spec) = m.entry("spec").or_insert_with(|| json!({})).as_object_mut() {
         for f in ["username", "uid", "groups", "extra"] {
             spec.remove(f);
         }
@@ -225,7 +221,11 @@ pub fn apply_defaults(obj: &mut Value) {
         .and_then(Value::as_array_mut)
     {
         for c in list.iter_mut().filter_map(Value::as_object_mut) {
-            if c.get("status").and_then(Value::as_str).unwrap_or("").is_empty() {
+            if c.get("status")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+            {
                 c.insert("status".into(), json!("True"));
             }
         }
@@ -283,9 +283,7 @@ fn pem_decode(mut data: &[u8]) -> Option<(Block, &[u8])> {
     loop {
         let start = find(data, BEGIN)?;
         let rest = &data[start + BEGIN.len()..];
-        let Some(line_end) = find(rest, b"\n") else {
-            return None;
-        };
+        let line_end = find(rest, b"\n")?;
         let line = trim_cr(&rest[..line_end]);
         let Some(label) = line.strip_suffix(b"-----") else {
             data = rest;
@@ -348,10 +346,9 @@ fn check_request(pem: &[u8]) -> Result<Vec<String>, String> {
         Some((b, _)) if b.label == "CERTIFICATE REQUEST" => b,
         _ => return Err("PEM block type must be CERTIFICATE REQUEST".into()),
     };
-    let (_, csr) = x509_parser::certification_request::X509CertificationRequest::from_der(
-        &block.bytes,
-    )
-    .map_err(|e| format!("x509: malformed certificate request: {e}"))?;
+    let (_, csr) =
+        x509_parser::certification_request::X509CertificationRequest::from_der(&block.bytes)
+            .map_err(|e| format!("x509: malformed certificate request: {e}"))?;
     if csr.verify_signature().is_err() {
         let algorithm = csr
             .certification_request_info
@@ -420,8 +417,9 @@ fn check_certificate(mut pem: &[u8]) -> Result<(), String> {
 }
 
 /// Upstream's `certificateValidationOptions`: what an endpoint may change, and what is tolerated
-/// because it is already stored.
+/// because it is already stored. Upstream's flags, one for one.
 #[derive(Default)]
+#[allow(clippy::struct_excessive_bools)]
 struct Options {
     setting_approval: bool,
     setting_certificate: bool,

@@ -30,6 +30,7 @@
 
 pub mod admissionpolicy;
 pub mod admissionregistration;
+pub mod certificates;
 pub mod cron;
 pub mod events;
 pub mod fields;
@@ -37,7 +38,6 @@ pub mod hpa;
 pub mod node;
 pub mod policy_kinds;
 pub mod prepare;
-pub mod certificates;
 pub mod printers;
 pub mod rbac;
 pub mod schema;
@@ -183,7 +183,7 @@ pub struct Kind {
     /// (`events.k8s.io/v1` Events are stored as core/v1 `events`; see [`events`]).
     pub stored_as: Option<&'static str>,
     /// Subresources besides `status` and `scale` that get, update and patch the object
-    /// (a CertificateSigningRequest's `approval`).
+    /// (a `CertificateSigningRequest`'s `approval`).
     pub extra_subresources: &'static [&'static str],
 }
 

@@ -953,7 +953,7 @@ impl Kind {
     }
 
     /// The fields a write through each of the kind's own subresources resets beyond `spec`
-    /// (upstream's `GetResetFields`), as `(subresource, paths)`: a CertificateSigningRequest's
+    /// (upstream's `GetResetFields`), as `(subresource, paths)`: a `CertificateSigningRequest`'s
     /// `/status` keeps its conditions, its `/approval` its certificate.
     pub fn subresource_resets(&self) -> &'static [(&'static str, &'static [&'static str])] {
         match self.id {
@@ -965,16 +965,20 @@ impl Kind {
         }
     }
 
-    /// Records who created the object, for kinds that do (a CertificateSigningRequest's
+    /// Records who created the object, for kinds that do (a `CertificateSigningRequest`'s
     /// `spec.username`, `uid`, `groups` and `extra`, whatever the body said).
-    pub fn record_requester(&self, obj: &mut Value, requester: &crate::certificates::Requester<'_>) {
+    pub fn record_requester(
+        &self,
+        obj: &mut Value,
+        requester: &crate::certificates::Requester<'_>,
+    ) {
         if self.id == KindId::CertificateSigningRequest {
             crate::certificates::prepare_create(obj, requester);
         }
     }
 
     /// `PrepareForUpdate` of a write through one of [`Kind::extra_subresources`]
-    /// (a CertificateSigningRequest's `/approval`: only the conditions change).
+    /// (a `CertificateSigningRequest`'s `/approval`: only the conditions change).
     pub fn prepare_subresource_update(&self, new: &mut Value, old: &Value, subresource: &str) {
         if self.id == KindId::CertificateSigningRequest && subresource == "approval" {
             let now = crd_core::time::rfc3339_seconds(jiff::Timestamp::now());

@@ -845,7 +845,12 @@ pub const POD_TEMPLATE: &[Column] = &[
         "Images referenced by each container in the template.",
         0,
     ),
-    text("Pod Labels", "string", "The labels for the pod template.", 0),
+    text(
+        "Pod Labels",
+        "string",
+        "The labels for the pod template.",
+        0,
+    ),
 ];
 
 const CSR_SPEC: &str = "io.k8s.api.certificates.v1.CertificateSigningRequestSpec";
@@ -856,7 +861,13 @@ pub const CERTIFICATE_SIGNING_REQUEST: &[Column] = &[
     AGE,
     doc("SignerName", "string", CSR_SPEC, "signerName", 0),
     doc("Requestor", "string", CSR_SPEC, "request", 0),
-    doc("RequestedDuration", "string", CSR_SPEC, "expirationSeconds", 0),
+    doc(
+        "RequestedDuration",
+        "string",
+        CSR_SPEC,
+        "expirationSeconds",
+        0,
+    ),
     doc(
         "Condition",
         "string",
@@ -2647,7 +2658,14 @@ mod tests {
                 json!({"metadata": {"name": "csr-1", "creationTimestamp": CREATED},
                     "spec": {"signerName": "example.com/s", "username": "alice", "expirationSeconds": 86400},
                     "status": {"conditions": [{"type": "Approved", "status": "True"}], "certificate": "eA=="}}),
-                json!(["csr-1", "5m", "example.com/s", "alice", "24h", "Approved,Issued"]),
+                json!([
+                    "csr-1",
+                    "5m",
+                    "example.com/s",
+                    "alice",
+                    "24h",
+                    "Approved,Issued"
+                ]),
             ),
             (
                 KindId::CertificateSigningRequest,

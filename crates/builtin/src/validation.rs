@@ -1656,7 +1656,11 @@ impl Kind {
     /// whole `ValidateNodeUpdate` (its resources and addresses live in the status).
     pub fn validate_status_update(&self, obj: &Value, old: &Value) -> ErrorList {
         if self.id == KindId::CertificateSigningRequest {
-            return self.validate_certificate_request(obj, old, crate::certificates::Endpoint::Status);
+            return self.validate_certificate_request(
+                obj,
+                old,
+                crate::certificates::Endpoint::Status,
+            );
         }
         let errs = self.validate(obj, Some(old));
         if self.id == KindId::Node {
@@ -1671,7 +1675,7 @@ impl Kind {
     }
 
     /// Validates a write through one of [`Kind::extra_subresources`] (a
-    /// CertificateSigningRequest's `/approval`, which may set the approval conditions).
+    /// `CertificateSigningRequest`'s `/approval`, which may set the approval conditions).
     pub fn validate_subresource_update(
         &self,
         obj: &Value,
@@ -1679,11 +1683,9 @@ impl Kind {
         subresource: &str,
     ) -> ErrorList {
         match (self.id, subresource) {
-            (KindId::CertificateSigningRequest, "approval") => self.validate_certificate_request(
-                obj,
-                old,
-                crate::certificates::Endpoint::Approval,
-            ),
+            (KindId::CertificateSigningRequest, "approval") => {
+                self.validate_certificate_request(obj, old, crate::certificates::Endpoint::Approval)
+            }
             _ => self.validate(obj, Some(old)),
         }
     }

@@ -86,7 +86,10 @@ fn create_stamps_the_requester_and_empties_the_status() {
 #[test]
 fn a_valid_request_passes_and_bad_ones_get_upstream_messages() {
     let good = request_pem(&["dev"]);
-    assert_eq!(messages(&csr(&good), None, Endpoint::Main), Vec::<String>::new());
+    assert_eq!(
+        messages(&csr(&good), None, Endpoint::Main),
+        Vec::<String>::new()
+    );
 
     let not_pem = "hello";
     let got = messages(&csr(not_pem), None, Endpoint::Main);
@@ -126,10 +129,7 @@ fn a_valid_request_passes_and_bad_ones_get_upstream_messages() {
 fn spec_fields_are_checked_as_upstream_checks_them() {
     let good = request_pem(&[]);
     let cases: Vec<(Value, Vec<&str>)> = vec![
-        (
-            json!({"usages": []}),
-            vec!["spec.usages: Required value"],
-        ),
+        (json!({"usages": []}), vec!["spec.usages: Required value"]),
         (
             json!({"usages": ["digital signature", "teleport", "digital signature"]}),
             vec![
@@ -224,7 +224,9 @@ fn approval_sets_conditions_and_status_cannot() {
     // Once approved, the condition stays.
     assert_eq!(
         messages(&old, Some(&approved), Endpoint::Approval),
-        vec!["status.conditions: Forbidden: updates may not remove a condition of type \"Approved\""]
+        vec![
+            "status.conditions: Forbidden: updates may not remove a condition of type \"Approved\""
+        ]
     );
 }
 
@@ -326,7 +328,8 @@ fn condition_column_and_defaults() {
     for (status, want) in cases {
         assert_eq!(condition_summary(&json!({"status": status})), want);
     }
-    let mut obj = json!({"status": {"conditions": [{"type": "Approved"}, {"type": "X", "status": "False"}]}});
+    let mut obj =
+        json!({"status": {"conditions": [{"type": "Approved"}, {"type": "X", "status": "False"}]}});
     apply_defaults(&mut obj);
     assert_eq!(
         obj,
@@ -342,7 +345,10 @@ fn signer_permissions_and_the_subject_restriction() {
     assert_eq!(check.verb, "approve");
     assert_eq!(
         check.names(),
-        ["example.com/signer".to_string(), "example.com/*".to_string()]
+        [
+            "example.com/signer".to_string(),
+            "example.com/*".to_string()
+        ]
     );
     assert_eq!(
         check.refusal(),

@@ -52,6 +52,11 @@ const MANIFESTS: &[(&str, &str, &str)] = &[
         "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: csi.example.com\nspec:\n  attachRequired: false\n  podInfoOnMount: true\n",
     ),
     (
+        "podtemplates",
+        "pt1",
+        "apiVersion: v1\nkind: PodTemplate\nmetadata:\n  name: pt1\ntemplate:\n  metadata:\n    labels:\n      app: t\n  spec:\n    containers:\n    - name: c\n      image: nginx\n",
+    ),
+    (
         "runtimeclasses",
         "rc-nvidia",
         "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: rc-nvidia\nhandler: nvidia\n",

@@ -10,6 +10,7 @@ mod auth_webhooks;
 mod builtin;
 mod builtin_each_kind;
 mod cel;
+mod certificates;
 mod conversion;
 mod conversion_rules;
 mod encryption;

@@ -586,8 +586,7 @@ impl Strategy for BuiltinStrategy {
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         match sub {
             Subresource::Approval => {
-                self.kind
-                    .prepare_subresource_update(new, old, sub.name());
+                self.kind.prepare_subresource_update(new, old, sub.name());
             }
             _ => self
                 .kind
@@ -598,9 +597,7 @@ impl Strategy for BuiltinStrategy {
     fn validate_update(&self, new: &Value, old: &Value, sub: Subresource) -> ErrorList {
         match sub {
             Subresource::Status => self.kind.validate_status_update(new, old),
-            Subresource::Approval => self
-                .kind
-                .validate_subresource_update(new, old, sub.name()),
+            Subresource::Approval => self.kind.validate_subresource_update(new, old, sub.name()),
             _ => self.kind.validate(new, Some(old)),
         }
     }
@@ -626,12 +623,7 @@ impl Strategy for BuiltinStrategy {
             return Ok(());
         }
         let forbidden = |message: &str| -> ApiError {
-            Status::forbidden(
-                &self.info.group_resource(),
-                super::meta::name(new),
-                message,
-            )
-            .into()
+            Status::forbidden(&self.info.group_resource(), super::meta::name(new), message).into()
         };
         let Some(old) = old else {
             return match certificates::subject_restriction(new) {

@@ -397,9 +397,7 @@ impl Strategy for CrdStrategy {
             | Subresource::Scale
             | Subresource::Finalize
             | Subresource::Approval
-            | Subresource::Other => {
-                validate_typed(new, Some(old))
-            }
+            | Subresource::Other => validate_typed(new, Some(old)),
             Subresource::Status => {
                 let mut errs = crd_core::validation::validate_object_meta_update(
                     new.get("metadata").unwrap_or(&Value::Null),

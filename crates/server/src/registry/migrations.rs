@@ -103,9 +103,7 @@ impl Strategy for MigrationStrategy {
             | Subresource::Scale
             | Subresource::Finalize
             | Subresource::Approval
-            | Subresource::Other => {
-                "status"
-            }
+            | Subresource::Other => "status",
             Subresource::Status => "spec",
         };
         if let Some(m) = new.as_object_mut() {

@@ -145,7 +145,7 @@ pub fn deduced_apply_schema() -> &'static crd_merge::apply::Schema {
 pub struct StatusResetFields {
     main: crd_merge::apply::FieldSet,
     status: crd_merge::apply::FieldSet,
-    /// `/approval` (a CertificateSigningRequest's): `spec` and what the kind names.
+    /// `/approval` (a `CertificateSigningRequest`'s): `spec` and what the kind names.
     approval: crd_merge::apply::FieldSet,
 }
 
@@ -174,7 +174,7 @@ impl StatusResetFields {
     }
 
     /// The sets with what each named subresource resets beyond `spec` (a
-    /// CertificateSigningRequest's `/status` its conditions, `/approval` its certificate).
+    /// `CertificateSigningRequest`'s `/status` its conditions, `/approval` its certificate).
     #[must_use]
     pub fn with_subresource_resets(mut self, resets: &[(&str, &[&str])]) -> StatusResetFields {
         for (sub, path) in resets {
@@ -474,7 +474,7 @@ pub trait Strategy: Send + Sync {
     }
 
     /// Whether the kind serves one of the subresources only some kinds have: `/finalize` (an
-    /// update of `spec.finalizers` only: namespaces) or `/approval` (a CertificateSigningRequest's
+    /// update of `spec.finalizers` only: namespaces) or `/approval` (a `CertificateSigningRequest`'s
     /// conditions).
     fn serves_subresource(&self, _sub: Subresource) -> bool {
         false

@@ -156,10 +156,9 @@ impl Strategy for NamespaceStrategy {
     /// `/finalize` the stored `status` (upstream's three namespace strategies).
     fn prepare_update(&self, new: &mut Value, old: &Value, sub: Subresource) {
         let keep: &[&str] = match sub {
-            Subresource::Main
-            | Subresource::Scale
-            | Subresource::Approval
-            | Subresource::Other => &["status", "spec"],
+            Subresource::Main | Subresource::Scale | Subresource::Approval | Subresource::Other => {
+                &["status", "spec"]
+            }
             Subresource::Status => &["spec"],
             Subresource::Finalize => &["status"],
         };

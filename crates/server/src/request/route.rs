@@ -112,7 +112,7 @@ pub enum Subresource {
     Scale,
     /// `/finalize`: a namespace's `spec.finalizers` (how a stuck namespace is released).
     Finalize,
-    /// `/approval`: a CertificateSigningRequest's approval conditions.
+    /// `/approval`: a `CertificateSigningRequest`'s approval conditions.
     Approval,
     /// Any other subresource name (served by no kind yet: 404).
     Other,

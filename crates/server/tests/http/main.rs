@@ -6,6 +6,7 @@ mod access;
 mod admission;
 mod admission_policy;
 mod api;
+mod certificates;
 mod conversion_rules;
 mod crd_scale;
 mod create_answer;

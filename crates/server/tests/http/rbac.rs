@@ -11,18 +11,9 @@ const JANE: &str = "jane-token-0123456789";
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
 
 async fn server() -> TestServer {
-    TestServer::start_with(|c| {
-        std::fs::create_dir_all(&c.data_dir).unwrap();
-        let tokens = c.data_dir.join("tokens.csv");
-        std::fs::write(
-            &tokens,
-            format!(
-                "admin-token-0123456789,admin,admin,\"system:masters\"\n{JANE},jane,jane-uid\n"
-            ),
-        )
-        .unwrap();
-        c.token_file = Some(tokens);
-    })
+    TestServer::start_with_tokens(&format!(
+        "admin-token-0123456789,admin,admin,\"system:masters\"\n{JANE},jane,jane-uid\n"
+    ))
     .await
 }
 

@@ -44,6 +44,19 @@ impl TestServer {
         TestServer::start_inner(configure, |store| store, true).await
     }
 
+    /// Starts a server whose users are the lines of a static token file (`token,user,uid,
+    /// "groups"`), so that tests can act as users RBAC knows nothing about.
+    pub async fn start_with_tokens(lines: &str) -> TestServer {
+        let lines = lines.to_string();
+        TestServer::start_with(move |c| {
+            std::fs::create_dir_all(&c.data_dir).unwrap();
+            let tokens = c.data_dir.join("tokens.csv");
+            std::fs::write(&tokens, lines).unwrap();
+            c.token_file = Some(tokens);
+        })
+        .await
+    }
+
     /// Starts a server that writes an audit log with the policy `policy` (YAML), and the log.
     pub async fn start_audited(policy: &str) -> (TestServer, AuditLog) {
         let dir = tempfile::tempdir().expect("tempdir");
