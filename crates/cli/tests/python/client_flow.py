@@ -2,7 +2,9 @@
 DynamicClient paths. Run by crates/cli/tests/it/python_client.rs with KUBECONFIG set.
 Exits non-zero (with a traceback) on the first failed expectation."""
 
+import base64
 import json
+import os
 import time
 
 from kubernetes import client, config, dynamic, watch
@@ -198,4 +200,24 @@ core.delete_node("py-node")
 review = client.AuthenticationV1Api(api_client).create_token_review(client.V1TokenReview(
     spec=client.V1TokenReviewSpec(token=tr.status.token)))
 assert not review.status.authenticated, review.status
+# A certificate signing request, approved through /approval and issued through /status as an
+# approver and a signer do it (the request and the certificate come from the test, in PEM).
+certs = client.CertificatesV1Api(api_client)
+csr = certs.create_certificate_signing_request(client.V1CertificateSigningRequest(
+    metadata=client.V1ObjectMeta(name="py-csr"),
+    spec=client.V1CertificateSigningRequestSpec(
+        request=base64.b64encode(os.environ["CSR_PEM"].encode()).decode(),
+        signer_name="example.com/py", usages=["client auth"], username="mallory")))
+assert csr.spec.username != "mallory" and csr.spec.username, csr.spec
+assert csr.status.conditions is None, csr.status
+csr.status.conditions = [client.V1CertificateSigningRequestCondition(
+    type="Approved", status="True", reason="PyApprove", message="approved by the python test")]
+approved = certs.replace_certificate_signing_request_approval("py-csr", csr)
+assert [(c.type, c.reason) for c in approved.status.conditions] == [("Approved", "PyApprove")], approved.status
+assert approved.status.conditions[0].last_update_time is not None, approved.status
+approved.status.certificate = base64.b64encode(os.environ["CERT_PEM"].encode()).decode()
+issued = certs.replace_certificate_signing_request_status("py-csr", approved)
+assert base64.b64decode(issued.status.certificate).decode() == os.environ["CERT_PEM"], issued.status
+listed = certs.list_certificate_signing_request(field_selector="spec.signerName=example.com/py")
+assert [c.metadata.name for c in listed.items] == ["py-csr"], listed
 print("python client flow: ok")
