@@ -664,43 +664,42 @@ pub fn validate_signer_name(path: &Path, signer: &str, errs: &mut ErrorList) {
     if domain.len() > 253 {
         errs.push(FieldError::too_long(path, 253));
     }
-    let labels: Vec<&str> = domain.split('.').collect();
-    for l in &labels {
-        let problems = is_dns1123_label(l);
-        if !problems.is_empty() {
-            for p in problems {
-                errs.push(FieldError::invalid(
-                    path,
-                    domain,
-                    format!("validating label \"{l}\": {p}"),
-                ));
-            }
-            break;
-        }
-    }
-    if labels.len() < 2 {
+    first_bad_label(path, domain, is_dns1123_label, errs);
+    if !domain.contains('.') {
         errs.push(FieldError::invalid(
             path,
             domain,
             "should be a domain with at least two segments separated by dots",
         ));
     }
-    for l in name.split('.') {
-        let problems = is_dns1123_subdomain(l);
-        if !problems.is_empty() {
-            for p in problems {
-                errs.push(FieldError::invalid(
-                    path,
-                    name,
-                    format!("validating label \"{l}\": {p}"),
-                ));
-            }
-            break;
-        }
-    }
+    first_bad_label(path, name, is_dns1123_subdomain, errs);
     let max = 253 + (253 + 63 + 1) + 1;
     if signer.len() > max {
         errs.push(FieldError::too_long(path, max));
+    }
+}
+
+/// The problems of the first of `segment`'s dot-separated labels that `check` refuses, each as
+/// `validating label "<label>": <problem>` (upstream stops at the first bad label: the rest
+/// would repeat it).
+fn first_bad_label(
+    path: &Path,
+    segment: &str,
+    check: fn(&str) -> Vec<String>,
+    errs: &mut ErrorList,
+) {
+    if let Some((label, problems)) = segment
+        .split('.')
+        .map(|l| (l, check(l)))
+        .find(|(_, p)| !p.is_empty())
+    {
+        for p in problems {
+            errs.push(FieldError::invalid(
+                path,
+                segment,
+                format!("validating label \"{label}\": {p}"),
+            ));
+        }
     }
 }
 

@@ -78,6 +78,15 @@ const fn doc(
     col(name, kind, Description::Field(def, field), priority)
 }
 
+/// `column` shown without `-o wide` (a `PodTemplate`'s containers and images, wide-only for
+/// workloads).
+const fn in_default_output(column: Column) -> Column {
+    Column {
+        priority: 0,
+        ..column
+    }
+}
+
 const NAME: Column = Column {
     name: "Name",
     kind: "string",
@@ -833,18 +842,8 @@ const CSI_SPEC: &str = "io.k8s.api.storage.v1.CSIDriverSpec";
 /// `PodTemplate`: NAME CONTAINERS IMAGES POD LABELS.
 pub const POD_TEMPLATE: &[Column] = &[
     NAME,
-    text(
-        "Containers",
-        "string",
-        "Names of each container in the template.",
-        0,
-    ),
-    text(
-        "Images",
-        "string",
-        "Images referenced by each container in the template.",
-        0,
-    ),
+    in_default_output(CONTAINERS),
+    in_default_output(IMAGES),
     text(
         "Pod Labels",
         "string",
