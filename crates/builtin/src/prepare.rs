@@ -965,6 +965,36 @@ impl Kind {
         }
     }
 
+    /// What a write of one of the kind's objects must be authorized for beyond its verb (the
+    /// kind's own validating admission plugins: upstream's `CertificateApproval`,
+    /// `CertificateSigning` and `CertificateSubjectRestriction`), through the endpoint named
+    /// `subresource` (`""` for the object itself); `old` is `None` on create.
+    pub fn write_check(
+        &self,
+        new: &Value,
+        old: Option<&Value>,
+        subresource: &str,
+    ) -> Option<WriteCheck> {
+        use crate::certificates::{self, Endpoint};
+        if self.id != KindId::CertificateSigningRequest {
+            return None;
+        }
+        let Some(old) = old else {
+            return certificates::subject_restriction(new).map(WriteCheck::Refuse);
+        };
+        let endpoint = match subresource {
+            "status" => Endpoint::Status,
+            "approval" => Endpoint::Approval,
+            _ => Endpoint::Main,
+        };
+        certificates::signer_check(new, old, endpoint).map(|check| WriteCheck::Ask {
+            verb: check.verb,
+            resource: "signers",
+            names: check.names().into(),
+            refusal: check.refusal(),
+        })
+    }
+
     /// Records who created the object, for kinds that do (a `CertificateSigningRequest`'s
     /// `spec.username`, `uid`, `groups` and `extra`, whatever the body said).
     pub fn record_requester(
@@ -1646,4 +1676,24 @@ mod tests {
             "{time}"
         );
     }
+}
+
+/// A permission a write needs beyond its verb ([`Kind::write_check`]); the server asks its
+/// authorizer and refuses with upstream's admission 403 (`admission.NewForbidden`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteCheck {
+    /// Refused whoever writes, with this message.
+    Refuse(String),
+    /// Allowed to a user who may `verb` any one of `names` (asked in order) of `resource` in
+    /// the kind's group, at any version; refused with `refusal` otherwise.
+    Ask {
+        /// The verb asked for (`approve`, `sign`).
+        verb: &'static str,
+        /// The resource asked about (`signers`).
+        resource: &'static str,
+        /// The names, in the order upstream asks.
+        names: Vec<String>,
+        /// The refusal's message.
+        refusal: String,
+    },
 }

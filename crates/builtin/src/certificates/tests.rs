@@ -379,6 +379,65 @@ fn signer_permissions_and_the_subject_restriction() {
 }
 
 #[test]
+fn the_kind_rows_write_check_is_the_plugins_decision() {
+    use crate::prepare::WriteCheck;
+    let kind = |id| crate::KINDS.iter().find(|k| k.id == id).expect("a row");
+    let csrs = kind(crate::KindId::CertificateSigningRequest);
+    let old = csr(&request_pem(&[]));
+    let approved = with_conditions(&old, json!([{"type": "Approved", "status": "True"}]));
+    let mut issued = approved.clone();
+    issued["status"]["certificate"] = json!("eA==");
+    let mut masters = csr(&request_pem(&["system:masters"]));
+    masters["spec"]["signerName"] = json!(KUBE_APISERVER_CLIENT);
+    let ask = |verb, refusal: &str| {
+        Some(WriteCheck::Ask {
+            verb,
+            resource: "signers",
+            names: vec!["example.com/signer".into(), "example.com/*".into()],
+            refusal: refusal.into(),
+        })
+    };
+    // (new, old, endpoint, check)
+    let cases = [
+        (&old, None, "", None),
+        (
+            &masters,
+            None,
+            "",
+            Some(WriteCheck::Refuse(
+                "use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed".into(),
+            )),
+        ),
+        (
+            &approved,
+            Some(&old),
+            "approval",
+            ask(
+                "approve",
+                "user not permitted to approve requests with signerName \"example.com/signer\"",
+            ),
+        ),
+        (
+            &issued,
+            Some(&approved),
+            "status",
+            ask(
+                "sign",
+                "user not permitted to sign requests with signerName \"example.com/signer\"",
+            ),
+        ),
+        (&approved, Some(&approved), "status", None),
+        (&issued, Some(&approved), "", None),
+    ];
+    for (i, (new, old, endpoint, check)) in cases.into_iter().enumerate() {
+        assert_eq!(csrs.write_check(new, old, endpoint), check, "case {i}");
+    }
+    // Other kinds have no such plugins, even for a CSR-shaped body.
+    let configmaps = kind(crate::KindId::ConfigMap);
+    assert_eq!(configmaps.write_check(&masters, None, ""), None);
+}
+
+#[test]
 fn pem_decoding_skips_text_and_sees_headers() {
     let data = b"comment\n-----BEGIN A-----\nProc-Type: 4,ENCRYPTED\n\naGk=\n-----END A-----\ntail";
     let (block, rest) = pem_decode(data).expect("block");

@@ -1,12 +1,13 @@
 //! Serving features through kubectl: printer columns, status and scale subresources, categories
-//! and names, finalizers, selectors, paging, watch, dry run and OpenAPI v2. Metadata-only
+//! and names, finalizers, selectors, paging, watch, dry run, OpenAPI v2 and gzipped lists. Metadata-only
 //! responses and watch details over raw HTTP are tested in `crates/server/tests/http/watch.rs`.
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 
 use serde_json::Value;
 
-use crate::support::{TestServer, eventually};
+use crate::support::{HttpVersion, TestServer, eventually};
 
 const CRD: &str = include_str!("../../../../examples/crds/crontab-serving.yaml");
 
@@ -480,4 +481,55 @@ fn namespace_and_crd_deletion_wait_for_finalizers() {
         "crd/crontabs.stable.example.com",
         "--timeout=30s",
     ]);
+}
+
+/// kubectl (Go's transport asks for gzip on every request and decompresses what it gets) reads
+/// a list the server gzips, and a client that asks gets `Content-Encoding: gzip`.
+#[tokio::test]
+async fn kubectl_reads_lists_the_server_gzips() {
+    let s = setup();
+    let mut file = String::new();
+    for i in 0..5 {
+        let blob: String = (0..40 * 1024)
+            .map(|j| char::from(b'a' + ((i + j) % 26) as u8))
+            .collect();
+        writeln!(
+            file,
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big-{i}\ndata:\n  blob: {blob}"
+        )
+        .expect("a String takes writes");
+    }
+    s.write("big.yaml", &file);
+    s.kubectl_ok(&["create", "-f", "big.yaml"]);
+
+    let list = s.kubectl_json(&["get", "configmaps", "-o", "json"]);
+    let items = list["items"].as_array().expect("items");
+    let big: Vec<&Value> = items
+        .iter()
+        .filter(|cm| cm["metadata"]["name"].as_str().unwrap().starts_with("big-"))
+        .collect();
+    assert_eq!(big.len(), 5);
+    for cm in big {
+        assert_eq!(cm["data"]["blob"].as_str().map(str::len), Some(40 * 1024));
+    }
+    let table = s.kubectl_ok(&["get", "configmaps", "--no-headers", "-o", "name"]);
+    assert!(table.lines().any(|l| l == "configmap/big-4"), "{table}");
+
+    let resp = s
+        .client(HttpVersion::Http2)
+        .get(format!("{}/api/v1/namespaces/default/configmaps", s.url))
+        .bearer_auth(&s.token)
+        .header("Accept-Encoding", "gzip")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-encoding"], "gzip");
+    let zipped = resp.bytes().await.expect("body");
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&zipped[..]), &mut plain)
+        .expect("a gzip body");
+    let decoded: Value = serde_json::from_slice(&plain).expect("JSON");
+    assert_eq!(decoded["items"].as_array().map(Vec::len), Some(items.len()));
+    assert!(zipped.len() < plain.len() / 4);
 }

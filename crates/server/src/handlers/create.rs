@@ -152,15 +152,9 @@ pub async fn create_object(
     warnings.extend(crd_core::validation::finalizer_warnings(&obj, None));
     warnings.extend(strategy.write_warnings(&obj, None));
     strategy.check_create_allowed(&name)?;
-    strategy
-        .admit_write(
-            &ctx.state.authorizer,
-            ctx.user,
-            Subresource::Main,
-            &obj,
-            None,
-        )
-        .await?;
+    if let Some(p) = strategy.write_permission(Subresource::Main, &obj, None) {
+        p.check(&ctx.state.authorizer, ctx.user).await?;
+    }
     if admission.validates() {
         let attrs = ctx.admission_attributes(strategy, Operation::Create, &obj);
         Box::pin(admission.validate(&attrs, Some(&obj), None, &ctx.admission)).await?;

@@ -167,9 +167,9 @@ pub async fn write_update(
         return Err(invalid(strategy, name, &errors));
     }
     strategy.guard_update(&new, &old).await?;
-    strategy
-        .admit_write(&ctx.state.authorizer, ctx.user, ctx.sub, &new, Some(&old))
-        .await?;
+    if let Some(p) = strategy.write_permission(ctx.sub, &new, Some(&old)) {
+        p.check(&ctx.state.authorizer, ctx.user).await?;
+    }
     let attrs = ctx.admission_attributes(strategy, Operation::Update, &new);
     admission
         .validate(&attrs, Some(&new), Some(&old), &ctx.admission)

@@ -2,9 +2,11 @@
 //! [`handle`] parses the route and options, sets the request's [`deadline`], runs the
 //! [`filters`] (authentication, authorization),
 //! bounds requests in flight, reads the body, and hands the request to [`nonresource`] endpoints
-//! or to the resource handlers; [`render`] turns replies and errors into responses.
+//! or to the resource handlers; [`render`] turns replies and errors into responses, and
+//! [`compress`] gzips them for clients that ask.
 
 pub mod accept;
+pub mod compress;
 pub mod deadline;
 pub mod filters;
 pub mod nonresource;
@@ -71,7 +73,9 @@ pub async fn handle(
             }
         }
     };
-    obs.finish(&state, &parts, &route, &query, resp).await
+    let resp = obs.finish(&state, &parts, &route, &query, resp).await;
+    // After the observation, so that audit records the body as rendered, not as sent.
+    compress::negotiate(&parts.headers, &route, resp).await
 }
 
 /// The request's way from the filters to a response, telling `obs` what the filters decided.

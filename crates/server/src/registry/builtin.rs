@@ -17,7 +17,9 @@ use crd_core::{ErrorList, Status};
 use serde_json::{Value, json};
 
 use super::serving::ScalePaths;
-use super::{Admission, ResourceInfo, Strategy, Subresource, UnsupportedField, pipeline};
+use super::{
+    Admission, ResourceInfo, Strategy, Subresource, UnsupportedField, WritePermission, pipeline,
+};
 use crate::error::ApiError;
 use crate::request::negotiate::PatchType;
 use crate::table::{IncludeObject, Row, TableColumn};
@@ -606,53 +608,43 @@ impl Strategy for BuiltinStrategy {
         self.kind.extra_subresources.contains(&sub.name())
     }
 
-    /// The certificate plugins: approving or issuing needs `approve` or `sign` on the request's
-    /// signer (`signers` in `certificates.k8s.io`, by name or as `<domain>/*`), and a request to
-    /// the API server's client signer may not ask for `system:masters`. Refusals are
+    /// The kind row's write check as the authorizer's attributes; refusals are
     /// `admission.NewForbidden`'s 403.
-    async fn admit_write(
+    fn write_permission(
         &self,
-        authorizer: &crate::authz::Authorizer,
-        user: &crate::auth::User,
         sub: Subresource,
         new: &Value,
         old: Option<&Value>,
-    ) -> Result<(), ApiError> {
-        use crd_builtin::certificates::{self, Endpoint};
-        if self.kind.id != crd_builtin::KindId::CertificateSigningRequest {
-            return Ok(());
-        }
+    ) -> Option<WritePermission> {
+        let check = self.kind.write_check(new, old, sub.name())?;
         let forbidden = |message: &str| -> ApiError {
             Status::forbidden(&self.info.group_resource(), super::meta::name(new), message).into()
         };
-        let Some(old) = old else {
-            return match certificates::subject_restriction(new) {
-                Some(refusal) => Err(forbidden(&refusal)),
-                None => Ok(()),
-            };
-        };
-        let endpoint = match sub {
-            Subresource::Status => Endpoint::Status,
-            Subresource::Approval => Endpoint::Approval,
-            _ => Endpoint::Main,
-        };
-        let Some(check) = certificates::signer_check(new, old, endpoint) else {
-            return Ok(());
-        };
-        for name in check.names() {
-            let attrs = crate::authz::Attributes::Resource {
-                verb: check.verb.into(),
-                group: self.kind.group.into(),
-                version: "*".into(),
-                resource: "signers".into(),
-                namespace: None,
-                name: Some(name),
-            };
-            if authorizer.authorize(user, &attrs).await.allowed {
-                return Ok(());
-            }
-        }
-        Err(forbidden(&check.refusal()))
+        Some(match check {
+            crd_builtin::prepare::WriteCheck::Refuse(message) => WritePermission {
+                any_of: Vec::new(),
+                refusal: forbidden(&message),
+            },
+            crd_builtin::prepare::WriteCheck::Ask {
+                verb,
+                resource,
+                names,
+                refusal,
+            } => WritePermission {
+                any_of: names
+                    .into_iter()
+                    .map(|name| crate::authz::Attributes::Resource {
+                        verb: verb.into(),
+                        group: self.kind.group.into(),
+                        version: "*".into(),
+                        resource: resource.into(),
+                        namespace: None,
+                        name: Some(name),
+                    })
+                    .collect(),
+                refusal: forbidden(&refusal),
+            },
+        })
     }
 
     fn allow_unconditional_update(&self) -> bool {

@@ -133,6 +133,32 @@ pub enum DeleteOutcome {
     Graceful,
 }
 
+/// A permission a write needs beyond its verb ([`Strategy::write_permission`]): allowed when
+/// the authorizer allows any one of `any_of`, asked in order; refused with `refusal` otherwise
+/// (an empty `any_of` always refuses).
+pub struct WritePermission {
+    /// The attributes to ask about.
+    pub any_of: Vec<crate::authz::Attributes>,
+    /// The error when none is allowed.
+    pub refusal: ApiError,
+}
+
+impl WritePermission {
+    /// Asks `authorizer` whether `user` holds the permission.
+    pub async fn check(
+        self,
+        authorizer: &crate::authz::Authorizer,
+        user: &crate::auth::User,
+    ) -> Result<(), ApiError> {
+        for attrs in &self.any_of {
+            if authorizer.authorize(user, attrs).await.allowed {
+                return Ok(());
+            }
+        }
+        Err(self.refusal)
+    }
+}
+
 /// The deduced server-side apply schema, shared by every kind without a schema of its own.
 pub fn deduced_apply_schema() -> &'static crd_merge::apply::Schema {
     static DEDUCED: std::sync::LazyLock<crd_merge::apply::Schema> =
@@ -480,18 +506,17 @@ pub trait Strategy: Send + Sync {
         false
     }
 
-    /// The kind's own validating admission plugins (upstream's `CertificateApproval`,
-    /// `CertificateSigning` and `CertificateSubjectRestriction`), which may ask the authorizer
-    /// about the user. Runs after validation, before the configured validating admission
-    /// (policies, webhooks); `old` is `None` on create.
-    async fn admit_write(
+    /// The permission a write needs beyond its verb, by the kind's own validating admission
+    /// plugins (upstream's `CertificateApproval`, `CertificateSigning` and
+    /// `CertificateSubjectRestriction`). The handler asks the authorizer after validation,
+    /// before the configured validating admission (policies, webhooks); `old` is `None` on
+    /// create. Synchronous, so kinds without such plugins cost a write nothing.
+    fn write_permission(
         &self,
-        _authorizer: &crate::authz::Authorizer,
-        _user: &crate::auth::User,
         _sub: Subresource,
         _new: &Value,
         _old: Option<&Value>,
-    ) -> Result<(), ApiError> {
-        Ok(())
+    ) -> Option<WritePermission> {
+        None
     }
 }

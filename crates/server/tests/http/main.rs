@@ -7,6 +7,7 @@ mod admission;
 mod admission_policy;
 mod api;
 mod certificates;
+mod compression;
 mod conversion_rules;
 mod crd_scale;
 mod create_answer;
