@@ -180,6 +180,9 @@ fn generate() -> Value {
     generator.subschema_for::<api::storage::v1::CSIDriver>();
     generator.subschema_for::<api::core::v1::PodTemplate>();
     generator.subschema_for::<api::certificates::v1::CertificateSigningRequest>();
+    generator
+        .subschema_for::<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>(
+        );
     generator.subschema_for::<api::networking::v1::NetworkPolicy>();
     generator.subschema_for::<api::networking::v1::IngressClass>();
     generator.subschema_for::<api::autoscaling::v2::HorizontalPodAutoscaler>();

@@ -30,6 +30,7 @@
 
 pub mod admissionpolicy;
 pub mod admissionregistration;
+pub mod apiregistration;
 pub mod certificates;
 pub mod cron;
 pub mod events;
@@ -93,6 +94,9 @@ pub enum KindId {
     CSIDriver,
     /// core/v1 `PodTemplate` (templates some controllers and charts keep as objects).
     PodTemplate,
+    /// `apiregistration.k8s.io/v1` `APIService` (cluster-scoped; kube-aggregator's registration
+    /// of a group version, local or served by a Service).
+    APIService,
     /// `certificates.k8s.io/v1` `CertificateSigningRequest` (cluster-scoped; stamped with its
     /// requester, approved through `/approval`, issued through `/status`; see [`certificates`]).
     CertificateSigningRequest,
@@ -372,6 +376,11 @@ pub static KINDS: &[Kind] = &[
         def: "io.k8s.api.certificates.v1.CertificateSigningRequest", gen: None,
         columns: printers::CERTIFICATE_SIGNING_REQUEST, fields: ["spec.signerName"],
         stored_as: None, extra: ["approval"]),
+    kind!(APIService, "apiregistration.k8s.io", "v1", "APIService", "apiservices", "apiservice",
+        short: [], cat: ["api-extensions"], Cluster, status: true, scale: None,
+        key: "/registry/apiregistration.k8s.io/apiservices",
+        def: "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService", gen: None,
+        columns: printers::API_SERVICE, fields: [], stored_as: None),
     kind!(RuntimeClass, "node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", "runtimeclass",
         short: [], cat: [], Cluster, status: false, scale: None,
         key: "/registry/runtimeclasses", def: "io.k8s.api.node.v1.RuntimeClass", gen: None,
@@ -635,6 +644,7 @@ mod tests {
             KindId::RuntimeClass,
             KindId::PodTemplate,
             KindId::CertificateSigningRequest,
+            KindId::APIService,
             KindId::CSIDriver,
             KindId::Lease,
             KindId::EventsV1Event,
@@ -708,6 +718,16 @@ mod tests {
                 true,
                 false,
                 "/registry/certificatesigningrequests",
+            ),
+            (
+                "apiregistration.k8s.io",
+                "apiservices",
+                "APIService",
+                &[],
+                &["api-extensions"],
+                true,
+                false,
+                "/registry/apiregistration.k8s.io/apiservices",
             ),
             (
                 "node.k8s.io",
@@ -987,6 +1007,7 @@ mod tests {
                         | "runtimeclasses"
                         | "csidrivers"
                         | "certificatesigningrequests"
+                        | "apiservices"
                 );
             assert_eq!(k.namespaced(), !cluster, "{plural}");
             assert_eq!(by_kind(group, kind).map(|k| k.plural), Some(*plural));

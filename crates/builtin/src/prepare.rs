@@ -578,6 +578,7 @@ impl Kind {
                 }
             }
             KindId::Service => default_service(obj),
+            KindId::APIService => crate::apiregistration::apply_defaults(obj),
             KindId::Endpoints => {
                 if let Some(subsets) = obj.get_mut("subsets").and_then(Value::as_array_mut) {
                     for s in subsets {

@@ -876,6 +876,24 @@ pub const CERTIFICATE_SIGNING_REQUEST: &[Column] = &[
     ),
 ];
 
+/// `APIService` (kube-aggregator's table convertor): NAME SERVICE AVAILABLE AGE.
+pub const API_SERVICE: &[Column] = &[
+    NAME,
+    text(
+        "Service",
+        "string",
+        "The reference to the service that hosts this API endpoint.",
+        0,
+    ),
+    text(
+        "Available",
+        "string",
+        "Whether this service is available.",
+        0,
+    ),
+    AGE,
+];
+
 /// `RuntimeClass`: NAME HANDLER AGE.
 pub const RUNTIME_CLASS: &[Column] = &[
     NAME,
@@ -1613,6 +1631,12 @@ impl Kind {
                     json!(crate::certificates::condition_summary(obj)),
                 ]
             }
+            KindId::APIService => vec![
+                name,
+                json!(crate::apiregistration::service_column(obj)),
+                json!(crate::apiregistration::available_column(obj)),
+                age,
+            ],
             KindId::CSIDriver => {
                 let flag = |ptr: &str, default: bool| at(obj, ptr).as_bool().unwrap_or(default);
                 let joined = |list: Vec<&str>, none: &str| {
@@ -2670,6 +2694,24 @@ mod tests {
                 KindId::CertificateSigningRequest,
                 json!({"metadata": {"name": "csr-2", "creationTimestamp": CREATED}, "spec": {}}),
                 json!(["csr-2", "5m", "<none>", "", "<none>", "Pending"]),
+            ),
+            (
+                KindId::APIService,
+                json!({"metadata": {"name": "v1beta1.metrics.k8s.io", "creationTimestamp": CREATED},
+                    "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"}},
+                    "status": {"conditions": [{"type": "Available", "status": "False", "reason": "ServiceNotFound"}]}}),
+                json!([
+                    "v1beta1.metrics.k8s.io",
+                    "kube-system/metrics-server",
+                    "False (ServiceNotFound)",
+                    "5m"
+                ]),
+            ),
+            (
+                KindId::APIService,
+                json!({"metadata": {"name": "v1.apps", "creationTimestamp": CREATED}, "spec": {},
+                    "status": {"conditions": [{"type": "Available", "status": "True", "reason": "Local"}]}}),
+                json!(["v1.apps", "Local", "True", "5m"]),
             ),
             (
                 KindId::CSIDriver,

@@ -167,6 +167,17 @@ fn validate_meta(kind: &Kind, obj: &Value, old: Option<&Value>) -> ErrorList {
             }
         }
     }
+    if kind.id == KindId::APIService {
+        // The name must be `<version>.<group>` (`ValidateAPIService`'s name function).
+        errs.0
+            .retain(|e| !(e.kind == ErrorType::Invalid && e.field == path.child("name")));
+        let name = s(meta, "/name");
+        if !name.is_empty() {
+            for m in crate::apiregistration::name_errors(obj) {
+                errs.push(FieldError::invalid(&path.child("name"), name, m));
+            }
+        }
+    }
     if kind.id == KindId::CronJob && s(meta, "/name").len() > 52 {
         errs.push(FieldError::invalid(
             &path.child("name"),
@@ -1662,6 +1673,16 @@ impl Kind {
                 crate::certificates::Endpoint::Status,
             );
         }
+        if self.id == KindId::APIService {
+            // `ValidateAPIServiceStatusUpdate`: the metadata update and the conditions.
+            let mut errs = validate_object_meta_update(
+                at(obj, "/metadata"),
+                at(old, "/metadata"),
+                &Path::new("metadata"),
+            );
+            crate::apiregistration::validate_status(obj, &mut errs);
+            return errs;
+        }
         let errs = self.validate(obj, Some(old));
         if self.id == KindId::Node {
             return errs;
@@ -1776,6 +1797,7 @@ impl Kind {
             KindId::Lease => lease(obj, &mut errs),
             KindId::ControllerRevision => controller_revision(obj, old, &mut errs),
             KindId::PriorityClass => priority_class(obj, old, &mut errs),
+            KindId::APIService => crate::apiregistration::validate(obj, &mut errs),
             KindId::Node => crate::node::validate(obj, old, &mut errs),
             KindId::NetworkPolicy
             | KindId::IngressClass

@@ -322,6 +322,8 @@ fn sorted_legacy(rs: &[Resource]) -> Vec<Value> {
 /// groups by descending priority, then by name.
 fn group_priority(group: &str) -> u32 {
     match group {
+        // The aggregator's own group, first in `/apis`.
+        "apiregistration.k8s.io" => 18000,
         "authentication.k8s.io" => 17700,
         "authorization.k8s.io" => 17600,
         "apps" => 17800,
@@ -340,6 +342,31 @@ fn group_priority(group: &str) -> u32 {
         "discovery.k8s.io" => 16200,
         _ => 1000,
     }
+}
+
+/// The built-in group versions served (core `v1` first), each with kube-aggregator's
+/// `(groupPriorityMinimum, versionPriority)` for its local `APIService`: upstream's table for
+/// the groups, and for versions 15 for `v1` (1 for core), 30 for `autoscaling/v2`, 12 for a beta
+/// and 9 for an alpha.
+pub fn local_group_versions(registry: &Registry) -> Vec<(String, String, u32, u32)> {
+    let mut out = vec![(String::new(), "v1".to_string(), 18000, 1)];
+    for (group, versions) in builtin_served(registry) {
+        for (version, _) in versions {
+            let version_priority = match version {
+                "v2" => 30,
+                v if v.contains("beta") => 12,
+                v if v.contains("alpha") => 9,
+                _ => 15,
+            };
+            out.push((
+                group.to_string(),
+                version.to_string(),
+                group_priority(group),
+                version_priority,
+            ));
+        }
+    }
+    out
 }
 
 /// The core/v1 resources: namespaces, every core row of `crd_builtin` and the core answered
@@ -796,6 +823,7 @@ mod tests {
         assert_eq!(
             groups,
             [
+                "apiregistration.k8s.io",
                 "apps",
                 "events.k8s.io",
                 "authentication.k8s.io",

@@ -486,6 +486,21 @@ pub async fn run(
     supervisor.spawn("serviceaccount", move |shutdown| {
         defaults.clone().run(shutdown)
     });
+    let local_versions = discovery::local_group_versions(&state.registry)
+        .into_iter()
+        .map(|(group, version, group_priority, version_priority)| {
+            controllers::apiservices::LocalVersion {
+                group,
+                version,
+                group_priority,
+                version_priority,
+            }
+        })
+        .collect();
+    let api_services = controllers::apiservices::ApiServices::new(store.clone(), local_versions);
+    supervisor.spawn("apiservice-registration", move |shutdown| {
+        api_services.clone().run(shutdown)
+    });
     let gc = GarbageCollector::new(
         store.clone(),
         state.registry.clone(),

@@ -57,6 +57,11 @@ const MANIFESTS: &[(&str, &str, &str)] = &[
         "apiVersion: v1\nkind: PodTemplate\nmetadata:\n  name: pt1\ntemplate:\n  metadata:\n    labels:\n      app: t\n  spec:\n    containers:\n    - name: c\n      image: nginx\n",
     ),
     (
+        "apiservices",
+        "v1beta1.metrics.k8s.io",
+        "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata:\n  name: v1beta1.metrics.k8s.io\nspec:\n  group: metrics.k8s.io\n  version: v1beta1\n  groupPriorityMinimum: 100\n  versionPriority: 100\n  insecureSkipTLSVerify: true\n  service:\n    namespace: kube-system\n    name: metrics-server\n",
+    ),
+    (
         "runtimeclasses",
         "rc-nvidia",
         "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: rc-nvidia\nhandler: nvidia\n",
@@ -336,5 +341,54 @@ fn field_selectors_of_built_in_kinds() {
         String::from_utf8_lossy(&out.stderr).contains("field label not supported: data.a"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `kubectl get apiservices` as on a cluster: every built-in group version local and
+/// available, a registered aggregated API reported unavailable with upstream's reason.
+#[test]
+fn kubectl_lists_api_services() {
+    let s = TestServer::start();
+    crate::support::eventually("v1.apps is registered", || {
+        s.kubectl(&["get", "apiservice", "v1.apps"])
+            .status
+            .success()
+    });
+    let table = s.kubectl_ok(&["get", "apiservices"]);
+    let header = crate::support::header(&table);
+    assert_eq!(header, ["NAME", "SERVICE", "AVAILABLE", "AGE"], "{table}");
+    let apps = table
+        .lines()
+        .find(|l| l.starts_with("v1.apps "))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert_eq!(
+        apps.split_whitespace().collect::<Vec<_>>()[..3],
+        ["v1.apps", "Local", "True"]
+    );
+
+    s.write(
+        "metrics.yaml",
+        "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata:\n  name: v1beta1.metrics.k8s.io\nspec:\n  group: metrics.k8s.io\n  version: v1beta1\n  groupPriorityMinimum: 100\n  versionPriority: 100\n  insecureSkipTLSVerify: true\n  service:\n    namespace: kube-system\n    name: metrics-server\n",
+    );
+    s.kubectl_ok(&["apply", "-f", "metrics.yaml"]);
+    crate::support::eventually("the aggregated API is reported unavailable", || {
+        s.kubectl_ok(&[
+            "get",
+            "apiservice",
+            "v1beta1.metrics.k8s.io",
+            "--no-headers",
+        ])
+        .contains("kube-system/metrics-server   False (ServiceNotFound)")
+    });
+    let wait = s.kubectl(&[
+        "wait",
+        "--for=condition=Available=False",
+        "apiservice/v1beta1.metrics.k8s.io",
+        "--timeout=10s",
+    ]);
+    assert!(
+        wait.status.success(),
+        "{}",
+        String::from_utf8_lossy(&wait.stderr)
     );
 }

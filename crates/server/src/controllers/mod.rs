@@ -33,6 +33,7 @@
 //! Architecture Invariant: controllers read the world only through informers; none polls on a
 //! timer (compaction, whose duty is periodic, aside).
 
+pub mod apiservices;
 pub mod compaction;
 pub mod crds;
 pub mod gc;

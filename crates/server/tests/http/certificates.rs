@@ -7,7 +7,7 @@ use base64::Engine;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{HttpVersion, TestServer, as_token, eventually};
+use crate::support::{HttpVersion, TestServer, as_token, column_names, eventually};
 
 const ADMIN: &str = "admin-token-0123456789";
 const JANE: &str = "jane-token-0123456789";
@@ -209,12 +209,7 @@ async fn a_request_is_stamped_then_approved_and_issued_by_those_allowed() {
         .get_as(CSRS, "application/json;as=Table;v=v1;g=meta.k8s.io")
         .await
         .json();
-    let columns: Vec<&str> = table["columnDefinitions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let columns = column_names(&table);
     assert_eq!(
         columns,
         [

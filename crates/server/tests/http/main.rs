@@ -6,6 +6,7 @@ mod access;
 mod admission;
 mod admission_policy;
 mod api;
+mod apiservices;
 mod certificates;
 mod compression;
 mod conversion_rules;

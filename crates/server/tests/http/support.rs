@@ -441,6 +441,16 @@ pub async fn watch_from_1_expires(api: &Api<'_>, base: &str) {
     );
 }
 
+/// A Table's column names, in order.
+pub fn column_names(table: &Value) -> Vec<&str> {
+    table["columnDefinitions"]
+        .as_array()
+        .expect("a Table")
+        .iter()
+        .map(|c| c["name"].as_str().unwrap_or(""))
+        .collect()
+}
+
 /// Polls `check` until it returns true; fails the test after [`TIMEOUT`] naming `what`.
 pub async fn eventually<F, Fut>(what: &str, mut check: F)
 where
